@@ -1,0 +1,16 @@
+# stormo_add_plugin(<target> KIND model|kernels NAME <name> SOURCES ...)
+# Builds libstormo-<kind>-<name>.so into the plugin directory, linked against the core library
+# only, with every undefined symbol an error at link time (not a failure at dlopen).
+function(stormo_add_plugin target)
+  cmake_parse_arguments(P "" "KIND;NAME" "SOURCES" ${ARGN})
+  add_library(${target} MODULE ${P_SOURCES})
+  target_link_libraries(${target} PRIVATE stormo::core)
+  set_target_properties(${target} PROPERTIES
+    PREFIX "lib"
+    OUTPUT_NAME "stormo-${P_KIND}-${P_NAME}"
+    LIBRARY_OUTPUT_DIRECTORY ${STORMO_PLUGIN_OUTPUT_DIR}
+    INSTALL_RPATH "$ORIGIN/../.."
+    BUILD_RPATH "$ORIGIN/../..")
+  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  install(TARGETS ${target} LIBRARY DESTINATION ${STORMO_PLUGIN_SUBDIR})
+endfunction()

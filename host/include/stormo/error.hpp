@@ -1,0 +1,45 @@
+#pragma once
+// Errors travel as values: every fallible SDK call returns stormo::Expected<T>.
+#include <string>
+#include <utility>
+
+#include <tl/expected.hpp>
+
+#include "stormo/export.hpp"
+
+namespace stormo {
+
+enum class ErrorKind {
+    invalid_argument,  // a request or option the caller got wrong
+    io,                // the operating system refused a read, open or write
+    format,            // a file whose content breaks its format (safetensors, JSON, YAML)
+    missing,           // a file, tensor or field that must exist and does not
+    mismatch,          // a tensor or field with the wrong dtype, shape or type
+    unsupported,       // a valid request this build cannot serve
+    plugin,            // a shared library that is not a usable stormo plugin
+    config,            // an engine configuration (YAML, flags) that is wrong
+    resource,          // memory, context or budget exhausted
+    internal,          // a broken invariant inside stormo
+};
+
+STORMO_API const char* to_string(ErrorKind kind);
+
+struct STORMO_API Error {
+    ErrorKind kind = ErrorKind::internal;
+    std::string message;  // one line naming the file, tensor, field or option at fault
+};
+
+template <class T>
+using Expected = tl::expected<T, Error>;
+
+inline tl::unexpected<Error> fail(ErrorKind kind, std::string message) {
+    return tl::unexpected<Error>(Error{kind, std::move(message)});
+}
+
+// Prefixes context ("while loading X: ") to an error travelling upwards.
+inline Error with_context(Error e, const std::string& context) {
+    e.message = context + ": " + e.message;
+    return e;
+}
+
+}  // namespace stormo

@@ -1,0 +1,174 @@
+#pragma once
+// The model-family interface: what a family plugin implements, and what the host gives it.
+// A family knows one architecture's math and tensor names; the host owns files, memory, the KV
+// cache, the expert store, threads and the forward driver.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stormo/error.hpp"
+#include "stormo/export.hpp"
+#include "stormo/json.hpp"
+#include "stormo/kernels.hpp"
+#include "stormo/tensor.hpp"
+
+namespace stormo {
+
+// What every tensor is for, for the census in `stormo inspect` and for placement.
+enum class TensorRole : uint8_t { embedding, attention, norm, router, experts, dense_ffn, head, other };
+STORMO_API const char* tensor_role_name(TensorRole r);
+
+// A tensor a family requires: the host checks name, dtype and shape before anything runs.
+struct TensorDecl {
+    std::string name;
+    TensorRole role = TensorRole::other;
+    std::vector<DType> dtypes;  // accepted dtypes
+    Shape shape;                // exact shape
+};
+
+// One part of a routed expert (e.g. GPT-OSS "gate_up_blocks"). Checkpoints store experts either
+// fused over the expert axis (one tensor [E, ...], expert e is slice e of dim 0) or one tensor per
+// expert; `tensor` is then a pattern with "{e}" replaced by the expert id.
+struct ExpertPartDecl {
+    std::string part;
+    std::string tensor;
+    bool fused = true;
+    std::vector<DType> dtypes;
+    Shape expert_shape;  // the shape of one expert's slice
+};
+
+// Resolved bytes of one expert's part, valid while the expert is held.
+struct ExpertPart {
+    DType dtype = DType::F32;
+    Shape shape;
+    const std::byte* data = nullptr;
+};
+
+struct ExpertView {
+    int layer = 0;
+    int expert = 0;
+    std::vector<ExpertPart> parts;  // in the order of the layer's ExpertPartDecl list
+};
+
+// Per-position KV storage a layer needs, declared by the family and owned by the host session:
+// e.g. GPT-OSS {"k", kv_heads*head_dim}, {"v", kv_heads*head_dim}; an MLA latent is one buffer.
+struct KvBufferDecl {
+    std::string name;
+    size_t floats_per_position = 0;
+};
+
+enum class FfnKind : uint8_t { dense, moe };
+
+struct LayerPlan {
+    std::vector<KvBufferDecl> kv;
+    FfnKind ffn = FfnKind::moe;
+    int n_experts = 0;           // routed experts (moe)
+    int top_k = 0;               // experts per token (moe)
+    bool shared_experts = false; // a shared FFN added to the routed sum
+    std::vector<ExpertPartDecl> expert_parts;
+};
+
+// The session's KV rows of one layer: buffer b holds capacity x floats_per_position floats.
+struct KvView {
+    std::vector<float*> buffers;
+    size_t capacity = 0;
+};
+
+// Rows of activations: n rows of `width` floats, contiguous.
+struct Rows {
+    float* data = nullptr;
+    size_t n = 0;
+    size_t width = 0;
+    float* row(size_t r) const { return data + r * width; }
+};
+
+// The routing of a block: per row, top_k (expert, weight) in the router's canonical order; the
+// host reduces expert outputs in exactly this order.
+struct Routing {
+    size_t top_k = 0;
+    std::vector<int32_t> experts;  // [n_rows * top_k]
+    std::vector<float> weights;    // [n_rows * top_k]
+};
+
+// Named intermediates for `--dump`: a family reports them, the host writes the ones asked for.
+class STORMO_API Tracer {
+public:
+    virtual ~Tracer();
+    virtual bool wants(int layer) const = 0;
+    // data holds n_rows rows of `width` floats for the block's positions.
+    virtual void record(const std::string& name, int layer, const float* data, size_t n_rows,
+                        size_t width, std::span<const int64_t> positions) = 0;
+};
+
+// One forward step's context: the positions of the block's rows and an optional tracer.
+struct StepContext {
+    std::span<const int64_t> positions;  // absolute positions of the block's rows, ascending
+    Tracer* tracer = nullptr;
+};
+
+// What the pipeline calls. All activations are float32. Heavy math goes through compute().
+class STORMO_API Model {
+public:
+    virtual ~Model();
+    virtual int n_layers() const = 0;
+    virtual size_t hidden_size() const = 0;
+    virtual size_t vocab_size() const = 0;
+    virtual const LayerPlan& layer_plan(int layer) const = 0;
+
+    virtual Expected<void> embed(std::span<const int32_t> tokens, Rows out) const = 0;
+    enum class NormSite { attention, ffn, final };
+    virtual void norm(NormSite site, int layer, const Rows& in, Rows out) const = 0;
+    // Writes this block's K/V into kv at ctx.positions, attends over everything up to each row's
+    // position, and writes the attention output (after o_proj) to out.
+    virtual void attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv,
+                           Rows out) const = 0;
+    virtual Routing route(int layer, const StepContext& ctx, const Rows& normed) const = 0;
+    // One expert over the rows that chose it: out gets the expert's output before routing weights.
+    virtual void expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const = 0;
+    // Dense FFN layers, and the shared experts of MoE layers that have them.
+    virtual void dense_ffn(int layer, const Rows& in, Rows out) const = 0;
+    virtual void head(const Rows& normed, Rows logits) const = 0;
+};
+
+// Given by the host to a family's load: the checkpoint and the compute.
+class STORMO_API LoadContext {
+public:
+    virtual ~LoadContext();
+    virtual const ModelConfig& config() const = 0;
+    virtual const std::optional<ModelConfig>& generation_config() const = 0;
+    virtual bool has_tensor(std::string_view name) const = 0;
+    // Checks the declaration against the checkpoint and reads the tensor into RAM.
+    virtual Expected<Tensor> load(const TensorDecl& decl) = 0;
+    // Checks every expert part of every layer against the checkpoint (names, dtypes, shapes);
+    // the host's expert store serves them from then on.
+    virtual Expected<void> declare_experts(int layer, const std::vector<ExpertPartDecl>& parts,
+                                           int n_experts) = 0;
+    virtual Compute compute() const = 0;
+};
+
+// What `stormo inspect` shows of a model without loading it.
+struct ModelSummary {
+    std::vector<std::pair<std::string, int64_t>> dimensions;  // read from config.json, in print order
+    int n_layers = 0;
+    int n_moe_layers = 0;
+    int n_experts = 0;            // routed experts per MoE layer
+    int top_k = 0;
+    size_t hidden_size = 0;
+    size_t vocab_size = 0;
+    size_t kv_floats_per_token = 0;  // over all layers
+};
+
+class STORMO_API Family {
+public:
+    virtual ~Family();
+    virtual Expected<ModelSummary> summarize(const ModelConfig& config) const = 0;
+    // The role of a checkpoint tensor by its name (experts, attention, ...).
+    virtual TensorRole classify(std::string_view tensor_name) const = 0;
+    virtual Expected<std::unique_ptr<Model>> load(LoadContext& ctx) const = 0;
+};
+
+}  // namespace stormo

@@ -1,0 +1,108 @@
+#pragma once
+// The kernel table: the hot operations, one function pointer per (operation, weight format).
+// The host's scalar reference kernels fill every entry and define the result; a kernels plugin
+// overrides the entries its ISA does faster. Every matrix kernel computes a range of output rows,
+// each row by one thread in one fixed order, so the host's pool can split work without changing bits.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "stormo/export.hpp"
+
+namespace stormo {
+
+enum class WeightFormat : uint8_t {
+    F32,    // float32
+    BF16,   // bfloat16
+    F16,    // IEEE half
+    MXFP4,  // E2M1 nibbles (low nibble = even element), E8M0 scale per 32 values
+    count
+};
+constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::count);
+STORMO_API const char* weight_format_name(WeightFormat f);
+
+// How a matrix of `rows` outputs x `cols` inputs is laid out in memory.
+enum class Layout : uint8_t {
+    out_in,  // row o holds the `cols` weights of output o (nn.Linear, MXFP4 blocks)
+    in_out,  // row i holds input i's weight for every output (GPT-OSS BF16 experts: [in, out])
+    count
+};
+constexpr size_t kLayoutCount = static_cast<size_t>(Layout::count);
+
+// A weight matrix y = W x with W of shape [rows (outputs), cols (inputs)].
+struct WeightView {
+    WeightFormat format = WeightFormat::F32;
+    Layout layout = Layout::out_in;
+    const void* data = nullptr;    // elements, or for MXFP4 the nibble blocks [rows, cols/32, 16]
+    const uint8_t* scales = nullptr;  // MXFP4 only: E8M0 exponents [rows, cols/32]
+    size_t rows = 0;
+    size_t cols = 0;
+};
+
+// y[r * y_stride + o] = sum_i W[o, i] * x[r * x_stride + i] for o in [o_begin, o_end), r < n_x.
+// The reference accumulates in float in ascending i; a row's value never depends on n_x.
+using MatmulFn = void (*)(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                          size_t y_stride, size_t o_begin, size_t o_end);
+// Decodes row `row` of an out_in matrix (embedding lookup) into cols floats.
+using RowToF32Fn = void (*)(const WeightView& w, size_t row, float* out);
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]
+using RmsNormFn = void (*)(const float* x, const float* weight, size_t n, float eps, float* out);
+// In place, numerically stable (max subtracted first).
+using SoftmaxFn = void (*)(float* x, size_t n);
+using DotFn = float (*)(const float* a, const float* b, size_t n);
+// y[i] += a * x[i]
+using AxpyFn = void (*)(float a, const float* x, float* y, size_t n);
+// In place x[i] = x[i] * sigmoid(x[i]).
+using SiluFn = void (*)(float* x, size_t n);
+// The integer road: sum_i a[i] * b[i] (unsigned x signed bytes) in 32-bit two's complement,
+// wrapping modulo 2^32 like VPDPBUSD; exact whenever n <= 65793 (65793 * 255 * 128 < 2^31).
+using DotI8Fn = int32_t (*)(const uint8_t* a, const int8_t* b, size_t n);
+
+struct KernelTable {
+    std::array<std::array<MatmulFn, kLayoutCount>, kWeightFormatCount> matmul{};
+    std::array<RowToF32Fn, kWeightFormatCount> row_to_f32{};
+    RmsNormFn rmsnorm = nullptr;
+    SoftmaxFn softmax = nullptr;
+    DotFn dot = nullptr;
+    AxpyFn axpy = nullptr;
+    SiluFn silu = nullptr;
+    // Who filled each matmul entry ("reference" or a plugin name), for `stormo inspect`.
+    std::array<std::array<const char*, kLayoutCount>, kWeightFormatCount> matmul_provider{};
+    DotI8Fn dot_u8i8 = nullptr;  // added after SDK 1.0's first layout: keep it last
+};
+
+// The scalar reference: the definition every ISA plugin is tested against.
+STORMO_API const KernelTable& reference_kernels();
+
+// A persistent pool. parallel_for splits [0, n) into contiguous chunks of at least `grain`, runs
+// fn(begin, end) on the workers and the caller, and returns when all are done. Callers must make
+// each index's result independent of the chunking (every matrix kernel does).
+class STORMO_API ThreadPool {
+public:
+    explicit ThreadPool(size_t n_threads);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    size_t size() const;
+    void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
+
+private:
+    struct State;
+    State* state_;
+};
+
+STORMO_API size_t physical_core_count();
+
+// What a family's math runs on: the selected kernel table and the pool.
+struct Compute {
+    const KernelTable* table = nullptr;
+    ThreadPool* pool = nullptr;
+};
+
+// Matrix x rows over the pool: y [n_x, w.rows] = x [n_x, w.cols] * W^T.
+STORMO_API void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, float* y);
+
+}  // namespace stormo

@@ -1,0 +1,32 @@
+#pragma once
+// A model directory as the host reads it: config, generation config and a validated tensor index.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stormo/error.hpp"
+#include "stormo/export.hpp"
+#include "stormo/json.hpp"
+#include "stormo/tensor.hpp"
+
+namespace stormo {
+
+class STORMO_API ModelSource {
+public:
+    virtual ~ModelSource();
+    virtual const std::string& directory() const = 0;
+    virtual const ModelConfig& config() const = 0;
+    // generation_config.json when the directory has one.
+    virtual const std::optional<ModelConfig>& generation_config() const = 0;
+    virtual const std::vector<TensorInfo>& tensors() const = 0;  // sorted by name
+    virtual const TensorInfo* find(std::string_view name) const = 0;
+    // Reads bytes [offset, offset + size) of a tensor's data into caller memory with pread.
+    virtual Expected<void> read(const TensorInfo& t, uint64_t offset, uint64_t size, void* dst) const = 0;
+};
+
+// Opens and validates a Hugging Face model directory (one model.safetensors, or shards with
+// model.safetensors.index.json).
+STORMO_API Expected<std::unique_ptr<ModelSource>> open_model_directory(const std::string& dir);
+
+}  // namespace stormo

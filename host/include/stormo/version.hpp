@@ -1,0 +1,30 @@
+#pragma once
+// SDK version and ABI identity. Bump kSdkMajor for any change to an SDK class layout or virtual
+// table; plugins built against another ABI string are refused at load.
+#define STORMO_STRINGIFY_(x) #x
+#define STORMO_STRINGIFY(x) STORMO_STRINGIFY_(x)
+
+#define STORMO_SDK_MAJOR 1
+#define STORMO_SDK_MINOR 0
+
+#if defined(__clang__)
+#define STORMO_COMPILER_ID "clang-" STORMO_STRINGIFY(__clang_major__)
+#elif defined(__GNUC__)
+#define STORMO_COMPILER_ID "gcc-" STORMO_STRINGIFY(__GNUC__)
+#else
+#define STORMO_COMPILER_ID "unknown"
+#endif
+
+#if defined(_GLIBCXX_RELEASE)
+#define STORMO_STDLIB_ID "libstdc++-" STORMO_STRINGIFY(_GLIBCXX_RELEASE) "-cxx11abi" STORMO_STRINGIFY(_GLIBCXX_USE_CXX11_ABI)
+#elif defined(_LIBCPP_VERSION)
+#define STORMO_STDLIB_ID "libc++-" STORMO_STRINGIFY(_LIBCPP_VERSION)
+#else
+#define STORMO_STDLIB_ID "unknown"
+#endif
+
+namespace stormo {
+inline constexpr const char* kSdkVersion = STORMO_STRINGIFY(STORMO_SDK_MAJOR) "." STORMO_STRINGIFY(STORMO_SDK_MINOR);
+inline constexpr const char* kStormoAbi =
+    "stormo-sdk-" STORMO_STRINGIFY(STORMO_SDK_MAJOR) "/" STORMO_COMPILER_ID "/" STORMO_STDLIB_ID;
+}  // namespace stormo

@@ -1,0 +1,112 @@
+// stormo generate: prompt ids in, generated ids out (one per line, the stop id included).
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/json_writer.hpp"
+#include "cli/model_command.hpp"
+#include "runtime/dump_tracer.hpp"
+#include "runtime/generation.hpp"
+
+namespace stormo::cli {
+namespace {
+
+struct GenerateOptions {
+    TokenInput ids;
+    int64_t max_tokens = 128;
+    SamplingParams sampling;
+    std::optional<std::string> stats;
+    bool ignore_eos = false;
+};
+
+Expected<void> write_stats(const std::string& path, const GenerationRequest& request, const GenerationResult& result,
+                           Engine& engine) {
+    const auto store = engine.store().stats();
+    const auto& times = engine.pipeline().times();
+    const double decode_tps = result.decode_seconds > 0 && result.tokens.size() > 1
+                                  ? static_cast<double>(result.tokens.size() - 1) / result.decode_seconds
+                                  : 0.0;
+    const double prefill_tps =
+        result.prefill_seconds > 0 ? static_cast<double>(request.prompt.size()) / result.prefill_seconds : 0.0;
+    JsonWriter json;
+    json.begin_object()
+        .field("prompt_tokens", request.prompt.size())
+        .field("generated_tokens", result.tokens.size())
+        .field("stop_reason", result.reason == StopReason::stop ? "stop" : "max_tokens")
+        .field("prefill_seconds", result.prefill_seconds)
+        .field("decode_seconds", result.decode_seconds)
+        .field("prefill_tokens_per_s", prefill_tps)
+        .field("decode_tokens_per_s", decode_tps)
+        .field("attention_seconds", times.attention_seconds)
+        .field("moe_seconds", times.moe_seconds)
+        .field("head_seconds", times.head_seconds)
+        .field("expert_hits", store.hits)
+        .field("expert_misses", store.misses)
+        .field("expert_bytes_read", store.bytes_read)
+        .field("read_wait_seconds", store.read_wait_seconds)
+        .field("threads", engine.threads())
+        .field("kernels", engine.kernels_name())
+        .field("peak_rss_bytes", peak_rss_bytes())
+        .end_object();
+    std::ofstream out(path);
+    if (!out) return fail(ErrorKind::io, "--stats " + path + ": cannot be written");
+    out << json.str() << "\n";
+    if (!out) return fail(ErrorKind::io, "--stats " + path + ": write failed");
+    return {};
+}
+
+}  // namespace
+
+int run_generate(int argc, char** argv) {
+    CommonOptions common;
+    GenerateOptions g;
+    po::options_description d("generate options");
+    add_token_input(d, g.ids);
+    d.add_options()
+        ("max-tokens", po::value<int64_t>(&g.max_tokens)->value_name("N"), "tokens to generate at most (default 128)")
+        ("temperature", po::value<float>(&g.sampling.temperature)->value_name("T"), "0 (default) is greedy")
+        ("top-k", po::value<int>(&g.sampling.top_k)->value_name("K"), "keep the K most likely tokens (0: off)")
+        ("top-p", po::value<float>(&g.sampling.top_p)->value_name("P"), "nucleus sampling (1: off)")
+        ("min-p", po::value<float>(&g.sampling.min_p)->value_name("P"), "drop tokens below P x the top probability (0: off)")
+        ("repeat-penalty", po::value<float>(&g.sampling.repetition_penalty)->value_name("R"), "repetition penalty (1: off)")
+        ("repeat-last-n", po::value<int>(&g.sampling.repetition_window)->value_name("N"), "tokens the penalty looks back at (64)")
+        ("seed", po::value<uint64_t>(&g.sampling.seed)->value_name("S"), "random seed for sampling (0)")
+        ("ignore-eos", po::bool_switch(&g.ignore_eos), "do not stop at the model's stop ids")
+        ("stats", po::value<std::string>()->value_name("FILE")->notifier([&g](const std::string& v) { g.stats = v; }),
+         "write timing, expert-store and memory figures as JSON");
+    d.add(common_options(common));
+    auto parsed = parse_command_line(argc, argv, "generate", "--model DIR (--ids LIST | --ids-file FILE) [options]",
+                                     "Generates tokens after the prompt and prints their ids, one per line.", d);
+    if (!parsed) return report_usage_error("generate", parsed.error());
+    if (*parsed == ParseResult::help_shown) return 0;
+    if (g.max_tokens <= 0) return report_usage_error("generate", Error{ErrorKind::invalid_argument, "--max-tokens must be >= 1"});
+    if (auto v = validate(g.sampling); !v) return report_usage_error("generate", v.error());
+    auto prompt = read_token_ids(g.ids);
+    if (!prompt) return report_usage_error("generate", prompt.error());
+
+    auto loaded = open_engine(common);
+    if (!loaded) return report_error(loaded.error());
+    Engine& engine = *loaded->engine;
+
+    GenerationRequest request;
+    request.prompt = *prompt;
+    request.max_tokens = static_cast<size_t>(g.max_tokens);
+    request.sampling = g.sampling;
+    if (!g.ignore_eos) {
+        auto stops = stop_ids_of(engine.source());
+        if (!stops) return report_error(stops.error());
+        request.stop_ids = *stops;
+    }
+    const bool context_given = loaded->config.origins.count("context") > 0;
+    const size_t capacity = context_given ? static_cast<size_t>(loaded->config.context)
+                                          : request.prompt.size() + request.max_tokens;
+    auto session = engine.new_session(capacity);
+    if (!session) return report_error(session.error());
+    auto result = generate(engine.pipeline(), **session, request, [](int32_t token) { std::cout << token << '\n' << std::flush; });
+    if (!result) return report_error(result.error());
+    if (g.stats)
+        if (auto w = write_stats(*g.stats, request, *result, engine); !w) return report_error(w.error());
+    return 0;
+}
+
+}  // namespace stormo::cli

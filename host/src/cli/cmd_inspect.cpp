@@ -1,0 +1,229 @@
+// stormo inspect --model DIR [--json]: what stormo would run, without loading weights: the
+// family and kernels chosen, the dimensions from config.json, the tensor census by role and
+// dtype, the memory plan and which kernel-table entries the plugin provides.
+#include <array>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/json_writer.hpp"
+#include "cli/options.hpp"
+#include "stormo/family.hpp"
+#include "stormo/kernels.hpp"
+
+namespace stormo::cli {
+namespace {
+
+constexpr std::array kRoles{TensorRole::embedding, TensorRole::attention, TensorRole::norm,
+                            TensorRole::router,    TensorRole::experts,   TensorRole::dense_ffn,
+                            TensorRole::head,      TensorRole::other};
+
+struct Tally {
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+    void add(uint64_t n) {
+        ++count;
+        bytes += n;
+    }
+};
+
+struct Census {
+    Tally total;
+    std::array<Tally, kRoles.size()> by_role{};
+    std::map<std::string, Tally> by_dtype;  // sorted by dtype name
+    uint64_t expert_bytes() const { return by_role[static_cast<size_t>(TensorRole::experts)].bytes; }
+    uint64_t dense_bytes() const { return total.bytes - expert_bytes(); }
+};
+
+Census take_census(const ModelSource& source, const Family& family) {
+    Census c;
+    for (const TensorInfo& t : source.tensors()) {
+        c.total.add(t.nbytes);
+        const auto role = static_cast<size_t>(family.classify(t.name));
+        if (role < c.by_role.size()) c.by_role[role].add(t.nbytes);
+        c.by_dtype[std::string(dtype_name(t.dtype))].add(t.nbytes);
+    }
+    return c;
+}
+
+struct MemoryPlan {
+    uint64_t dense_resident = 0;
+    uint64_t experts = 0;
+    uint64_t expert_budget = 0;
+    bool all_experts_resident = true;
+    std::string budget_setting;  // "all", "auto" or the size, and where it came from
+    uint64_t kv_per_token = 0;
+    int64_t context = 0;
+    uint64_t kv_for_context = 0;
+    size_t threads = 0;
+};
+
+MemoryPlan plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary) {
+    MemoryPlan p;
+    p.dense_resident = c.dense_bytes();
+    p.experts = c.expert_bytes();
+    // Until the expert store sizes its cache, "all" and "auto" both keep every expert resident.
+    if (s.config.expert_budget.kind == SizeSpec::Kind::bytes) {
+        p.expert_budget = s.config.expert_budget.bytes;
+        p.all_experts_resident = p.expert_budget >= p.experts;
+    } else {
+        p.expert_budget = p.experts;
+    }
+    p.budget_setting = format_size(s.config.expert_budget) + " (" + s.config.origin("expert_budget") + ")";
+    p.kv_per_token = static_cast<uint64_t>(summary.kv_floats_per_token) * sizeof(float);
+    p.context = s.config.context;
+    p.kv_for_context = p.kv_per_token * static_cast<uint64_t>(p.context);
+    p.threads = s.config.threads ? static_cast<size_t>(*s.config.threads) : physical_core_count();
+    return p;
+}
+
+std::string bytes_text(uint64_t n) { return std::to_string(n) + " bytes (" + format_bytes(n) + ")"; }
+
+std::string pad(std::string s, size_t width) {
+    if (s.size() < width) s.append(width - s.size(), ' ');
+    return s;
+}
+
+struct Report {
+    const ModelSetup& setup;
+    const ModelSummary& summary;
+    const Census& census;
+    const MemoryPlan& plan;
+    const std::vector<KernelEntry>& kernels;
+};
+
+void print_text(const Report& r) {
+    const ModelSetup& s = r.setup;
+    std::cout << "model    " << s.source->directory() << "\n";
+    std::cout << "family   " << s.family.plugin->name << " (score " << s.family.score
+              << (s.family.forced ? ", forced by " + s.config.origin("family") : "") << ")\n";
+    std::cout << "kernels  " << s.kernels.name << " (score " << s.kernels.score
+              << (s.kernels.forced ? ", forced by " + s.config.origin("kernels") : ", best usable on this CPU")
+              << ")\n";
+    std::cout << "threads  " << r.plan.threads << "\n";
+
+    std::cout << "\ndimensions (config.json)\n";
+    size_t w = 0;
+    for (const auto& [k, v] : r.summary.dimensions) w = std::max(w, k.size());
+    for (const auto& [k, v] : r.summary.dimensions) std::cout << "  " << pad(k, w + 2) << v << "\n";
+    std::cout << "  " << pad("moe layers", w + 2) << r.summary.n_moe_layers << " of " << r.summary.n_layers
+              << "\n";
+
+    std::cout << "\ntensors  " << r.census.total.count << " tensors, " << bytes_text(r.census.total.bytes) << "\n";
+    std::cout << "  by role\n";
+    for (TensorRole role : kRoles) {
+        const Tally& t = r.census.by_role[static_cast<size_t>(role)];
+        std::cout << "    " << pad(tensor_role_name(role), 12) << pad(std::to_string(t.count), 7)
+                  << bytes_text(t.bytes) << "\n";
+    }
+    std::cout << "  by dtype\n";
+    for (const auto& [dtype, t] : r.census.by_dtype)
+        std::cout << "    " << pad(dtype, 12) << pad(std::to_string(t.count), 7) << bytes_text(t.bytes) << "\n";
+    std::cout << "  dense    " << bytes_text(r.census.dense_bytes()) << "\n";
+    std::cout << "  experts  " << bytes_text(r.census.expert_bytes()) << "\n";
+
+    const MemoryPlan& p = r.plan;
+    std::cout << "\nmemory plan\n";
+    std::cout << "  dense resident        " << bytes_text(p.dense_resident) << "\n";
+    std::cout << "  routed experts        " << bytes_text(p.experts) << "\n";
+    std::cout << "  expert budget         " << bytes_text(p.expert_budget)
+              << (p.all_experts_resident ? ", all experts resident" : ", experts stream from disk")
+              << "; setting " << p.budget_setting << "\n";
+    std::cout << "  KV per token          " << bytes_text(p.kv_per_token) << " (" << r.summary.kv_floats_per_token
+              << " floats)\n";
+    std::cout << "  KV for context " << pad(std::to_string(p.context), 7) << bytes_text(p.kv_for_context) << "\n";
+
+    std::cout << "\nkernel table (" << s.kernels.name << " over reference)\n";
+    size_t ow = 0;
+    for (const KernelEntry& k : r.kernels) ow = std::max(ow, k.operation.size());
+    for (const KernelEntry& k : r.kernels) std::cout << "  " << pad(k.operation, ow + 2) << k.provider << "\n";
+}
+
+void print_json(const Report& r) {
+    const ModelSetup& s = r.setup;
+    JsonWriter w;
+    w.begin_object();
+    w.field("model", s.source->directory());
+    w.field("family", s.family.plugin->name).field("family_score", s.family.score).field("family_forced", s.family.forced);
+    w.field("kernels", s.kernels.name).field("kernels_score", s.kernels.score).field("kernels_forced", s.kernels.forced);
+    w.field("threads", r.plan.threads);
+    w.key("dimensions").begin_object();
+    for (const auto& [k, v] : r.summary.dimensions) w.field(k, v);
+    w.end_object();
+    w.field("n_layers", r.summary.n_layers).field("n_moe_layers", r.summary.n_moe_layers);
+    w.field("n_experts", r.summary.n_experts).field("top_k", r.summary.top_k);
+    w.field("hidden_size", r.summary.hidden_size).field("vocab_size", r.summary.vocab_size);
+    w.field("kv_floats_per_token", r.summary.kv_floats_per_token);
+
+    w.key("tensors").begin_object();
+    w.field("count", r.census.total.count).field("bytes", r.census.total.bytes);
+    w.key("by_role").begin_object();
+    for (TensorRole role : kRoles) {
+        const Tally& t = r.census.by_role[static_cast<size_t>(role)];
+        w.key(tensor_role_name(role)).begin_object().field("count", t.count).field("bytes", t.bytes).end_object();
+    }
+    w.end_object().key("by_dtype").begin_object();
+    for (const auto& [dtype, t] : r.census.by_dtype)
+        w.key(dtype).begin_object().field("count", t.count).field("bytes", t.bytes).end_object();
+    w.end_object();
+    w.field("dense_bytes", r.census.dense_bytes()).field("expert_bytes", r.census.expert_bytes());
+    w.end_object();
+
+    const MemoryPlan& p = r.plan;
+    w.key("memory_plan").begin_object();
+    w.field("dense_resident_bytes", p.dense_resident).field("expert_bytes", p.experts);
+    w.field("expert_budget_bytes", p.expert_budget).field("expert_budget_setting", p.budget_setting);
+    w.field("all_experts_resident", p.all_experts_resident);
+    w.field("kv_bytes_per_token", p.kv_per_token).field("context", p.context);
+    w.field("kv_bytes_for_context", p.kv_for_context);
+    w.end_object();
+
+    w.key("kernel_table").begin_array();
+    for (const KernelEntry& k : r.kernels)
+        w.begin_object().field("operation", k.operation).field("provider", k.provider).end_object();
+    w.end_array();
+    w.end_object();
+    std::cout << w.str() << "\n";
+}
+
+}  // namespace
+
+int run_inspect(int argc, char** argv) {
+    CommonOptions common;
+    bool json = false;
+    po::options_description own("Options of stormo inspect");
+    own.add_options()("json", po::bool_switch(&json), "print one JSON object instead of text");
+    own.add(common_options(common));
+    auto parsed = parse_command_line(
+        argc, argv, "inspect", "--model DIR [--json] [options]",
+        "Shows what stormo would run for a model directory, without loading its weights: the family\n"
+        "and kernels chosen, the dimensions read from config.json, the tensor census (count and bytes\n"
+        "by role and by dtype), the memory plan (dense resident bytes, expert bytes and budget, KV\n"
+        "bytes per token and for the context) and which kernel-table entries the plugin provides.",
+        own);
+    if (!parsed) return report_usage_error("inspect", parsed.error());
+    if (*parsed == ParseResult::help_shown) return 0;
+    if (!common.model) return report_usage_error("inspect", Error{ErrorKind::invalid_argument, "--model DIR is required"});
+
+    auto setup = open_model_setup(common);
+    if (!setup) return report_error(setup.error());
+    const ModelSetup& s = **setup;
+    const FamilyPlugin& family = *s.family.plugin->family;
+
+    auto summary = family.summarize(s.source->config());
+    if (!summary) return report_error(with_context(summary.error(), s.family.plugin->name));
+    const Census census = take_census(*s.source, family);
+    const MemoryPlan plan = plan_memory(s, census, *summary);
+    const KernelTable table = build_kernel_table(s.kernels);
+    const std::vector<KernelEntry> kernels = kernel_providers(table, s.kernels);
+
+    const Report report{s, *summary, census, plan, kernels};
+    if (json) print_json(report);
+    else print_text(report);
+    return 0;
+}
+
+}  // namespace stormo::cli

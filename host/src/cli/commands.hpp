@@ -1,0 +1,12 @@
+#pragma once
+// One entry function per subcommand: argv[0] is the subcommand's name, the rest its options.
+// Each returns the process exit status (0 success, 1 failure, 2 a wrong command line) and
+// prints a failure as one line on stderr starting with "stormo: ".
+namespace stormo::cli {
+
+int run_plugins(int argc, char** argv);
+int run_inspect(int argc, char** argv);
+int run_generate(int argc, char** argv);
+int run_logits(int argc, char** argv);
+
+}  // namespace stormo::cli

@@ -1,0 +1,78 @@
+// stormo: the command-line entry. Subcommands live in cmd_<name>.cpp; this file only
+// dispatches and answers --help / --version. Nothing escapes as an exception: a failure is one
+// line on stderr and a non-zero status.
+#include <exception>
+#include <iostream>
+#include <string_view>
+
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "stormo/version.hpp"
+
+namespace {
+
+using stormo::cli::kExitFailure;
+using stormo::cli::kExitUsage;
+
+struct Command {
+    const char* name;
+    int (*run)(int, char**);
+    const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"plugins", stormo::cli::run_plugins, "list the plugins found, their scores here and which are selected"},
+    {"inspect", stormo::cli::run_inspect, "show a model's family, kernels, dimensions, tensor census and memory plan"},
+    {"generate", stormo::cli::run_generate, "generate token ids from a prompt"},
+    {"logits", stormo::cli::run_logits, "teacher-forced logits (and hidden states) as .npy files"},
+};
+
+void print_help() {
+    std::cout << "usage: stormo <command> [options]\n"
+                 "       stormo <command> --help     the options of one command\n"
+                 "       stormo --version\n\n"
+                 "stormo runs Mixture-of-Experts language models on CPU, keeping the dense weights\n"
+                 "resident and streaming routed experts from disk.\n\ncommands:\n";
+    for (const Command& c : kCommands) {
+        std::string name = c.name;
+        name.append(name.size() < 12 ? 12 - name.size() : 1, ' ');
+        std::cout << "  " << name << c.summary << "\n";
+    }
+    std::cout << "\nPlugins are searched in <prefix>/lib/stormo/plugins next to the program, then in\n"
+                 "each directory of STORMO_PLUGIN_PATH (colon separated), then in each --plugins-dir.\n";
+}
+
+int dispatch(int argc, char** argv) {
+    if (argc < 2) {
+        std::cerr << "stormo: no command given (try 'stormo --help')" << std::endl;
+        return kExitUsage;
+    }
+    const std::string_view first = argv[1];
+    if (first == "--help" || first == "-h" || first == "help") {
+        print_help();
+        return 0;
+    }
+    if (first == "--version") {
+        std::cout << "stormo, SDK " << stormo::kSdkVersion << ", plugin ABI " << stormo::kStormoAbi << "\n";
+        return 0;
+    }
+    for (const Command& c : kCommands)
+        if (first == c.name) return c.run(argc - 1, argv + 1);
+    std::string names;
+    for (const Command& c : kCommands) names += (names.empty() ? "" : ", ") + std::string(c.name);
+    std::cerr << "stormo: unknown command '" << first << "' (commands: " << names << ")" << std::endl;
+    return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return dispatch(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "stormo: internal error: " << e.what() << std::endl;
+    } catch (...) {
+        std::cerr << "stormo: internal error: unknown exception" << std::endl;
+    }
+    return kExitFailure;
+}

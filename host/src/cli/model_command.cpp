@@ -1,0 +1,91 @@
+#include "cli/model_command.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace stormo::cli {
+namespace {
+
+Expected<std::vector<int32_t>> parse_ids(const std::string& text, const std::string& origin) {
+    std::vector<int32_t> ids;
+    std::string token;
+    auto flush = [&]() -> Expected<void> {
+        if (token.empty()) return {};
+        size_t used = 0;
+        long long v = 0;
+        try {
+            v = std::stoll(token, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != token.size() || v < 0 || v > INT32_MAX)
+            return fail(ErrorKind::invalid_argument, origin + ": \"" + token + "\" is not a token id");
+        ids.push_back(static_cast<int32_t>(v));
+        token.clear();
+        return {};
+    };
+    for (char c : text) {
+        if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+            if (auto f = flush(); !f) return tl::unexpected(f.error());
+        } else {
+            token += c;
+        }
+    }
+    if (auto f = flush(); !f) return tl::unexpected(f.error());
+    if (ids.empty()) return fail(ErrorKind::invalid_argument, origin + ": no token ids");
+    return ids;
+}
+
+}  // namespace
+
+Expected<LoadedEngine> open_engine(const CommonOptions& options) {
+    if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
+    auto config = resolve_engine_config(options);
+    if (!config) return tl::unexpected(config.error());
+    if (config->expert_budget.kind == SizeSpec::Kind::bytes)
+        return fail(ErrorKind::unsupported, config->origin("expert_budget") +
+                                                ": a byte budget needs the streaming expert store, which this build does not "
+                                                "have yet; use all");
+    EngineOptions eo;
+    eo.model_dir = *options.model;
+    eo.kernels = config->kernels;
+    eo.kernels_origin = config->origin("kernels");
+    eo.family = config->family;
+    eo.family_origin = config->origin("family");
+    eo.threads = config->threads ? static_cast<size_t>(*config->threads) : 0;
+    eo.search = plugin_search(*config, options);
+    auto engine = Engine::open(eo);
+    if (!engine) return tl::unexpected(engine.error());
+    return LoadedEngine{std::move(*config), std::move(*engine)};
+}
+
+void add_token_input(po::options_description& d, TokenInput& out) {
+    d.add_options()
+        ("ids", po::value<std::string>()->value_name("LIST")->notifier([&out](const std::string& v) { out.list = v; }),
+         "prompt token ids, comma-separated")
+        ("ids-file", po::value<std::string>()->value_name("FILE")->notifier([&out](const std::string& v) { out.file = v; }),
+         "a file of prompt token ids separated by whitespace or commas");
+}
+
+Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input) {
+    if (input.list && input.file) return fail(ErrorKind::invalid_argument, "give --ids or --ids-file, not both");
+    if (input.list) return parse_ids(*input.list, "--ids");
+    if (input.file) {
+        std::ifstream in(*input.file);
+        if (!in) return fail(ErrorKind::io, "--ids-file " + *input.file + ": cannot be read");
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return parse_ids(ss.str(), "--ids-file " + *input.file);
+    }
+    return fail(ErrorKind::invalid_argument, "--ids LIST or --ids-file FILE is required");
+}
+
+uint64_t peak_rss_bytes() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    return 0;
+}
+
+}  // namespace stormo::cli

@@ -1,0 +1,34 @@
+#pragma once
+// What the commands that run a model share: opening the engine from the common options, reading
+// token ids, and the `--dump` option.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/options.hpp"
+#include "runtime/engine.hpp"
+
+namespace stormo::cli {
+
+struct LoadedEngine {
+    EngineConfig config;
+    std::unique_ptr<Engine> engine;
+};
+
+// Resolves the engine configuration and opens the model with its family and kernels chosen.
+Expected<LoadedEngine> open_engine(const CommonOptions& options);
+
+// --ids LIST (comma-separated) or --ids-file FILE (whitespace or commas); exactly one.
+struct TokenInput {
+    std::optional<std::string> list;
+    std::optional<std::string> file;
+};
+void add_token_input(po::options_description& d, TokenInput& out);
+Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input);
+
+// Peak resident set size of this process, from /proc/self/status (VmHWM).
+uint64_t peak_rss_bytes();
+
+}  // namespace stormo::cli

@@ -1,0 +1,158 @@
+#include "cli/options.hpp"
+
+#include <iostream>
+
+namespace stormo::cli {
+
+po::options_description common_options(CommonOptions& out) {
+    po::options_description d("Options every model command accepts");
+    d.add_options()
+        ("model", po::value<std::string>()->value_name("DIR")->notifier([&out](const std::string& v) { out.model = v; }),
+         "Hugging Face model directory (config.json, safetensors shards or index)")
+        ("config", po::value<std::string>()->value_name("FILE")->notifier([&out](const std::string& v) { out.config = v; }),
+         "YAML engine configuration (default: the values of configs/default.yaml)")
+        ("kernels", po::value<std::string>()->value_name("NAME")->notifier([&out](const std::string& v) { out.kernels = v; }),
+         "auto (default), reference, or a kernels plugin name (avx2, vnni)")
+        ("family", po::value<std::string>()->value_name("NAME")->notifier([&out](const std::string& v) { out.family = v; }),
+         "auto (default: chosen from config.json) or a model plugin name")
+        ("expert-budget", po::value<std::string>()->value_name("SIZE")->notifier([&out](const std::string& v) { out.expert_budget = v; }),
+         "RAM for routed experts: bytes, or with KiB/MiB/GiB/TiB; all keeps every expert; auto")
+        ("threads", po::value<int>()->value_name("N")->notifier([&out](int v) { out.threads = v; }),
+         "compute threads (default: physical cores)")
+        ("context", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.context = v; }),
+         "KV context length in tokens (default: the configuration's context)")
+        ("plugins-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing()
+             ->notifier([&out](const std::vector<std::string>& v) { out.plugins_dirs = v; }),
+         "another directory to search for plugins (repeatable)");
+    return d;
+}
+
+Expected<ParseResult> parse_command_line(int argc, char** argv, const std::string& command,
+                                         const std::string& synopsis, const std::string& description,
+                                         const po::options_description& options) {
+    po::options_description all;
+    all.add_options()("help,h", "print this help");
+    all.add(options);
+    po::variables_map vm;
+    try {
+        // No positional arguments: a stray word is an error rather than silently ignored.
+        // No abbreviations either: "--mod" is not taken to mean "--model".
+        const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+        po::store(po::command_line_parser(argc, argv).options(all).positional({}).style(style).run(), vm);
+        if (vm.count("help")) {
+            std::cout << "usage: stormo " << command << " " << synopsis << "\n\n"
+                      << description << "\n\n"
+                      << all << std::flush;
+            return ParseResult::help_shown;
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        return fail(ErrorKind::invalid_argument, e.what());
+    }
+    return ParseResult::run;
+}
+
+namespace {
+
+// One line on stderr, whatever the message holds.
+std::string one_line(std::string s) {
+    for (char& c : s)
+        if (c == '\n' || c == '\r') c = ' ';
+    return s;
+}
+
+}  // namespace
+
+int report_error(const Error& error) {
+    std::cerr << "stormo: " << one_line(error.message) << std::endl;
+    return error.kind == ErrorKind::invalid_argument ? kExitUsage : kExitFailure;
+}
+
+int report_usage_error(const std::string& command, const Error& error) {
+    std::cerr << "stormo: " << command << ": " << one_line(error.message) << " (see 'stormo " << command
+              << " --help')" << std::endl;
+    return kExitUsage;
+}
+
+Expected<EngineConfig> resolve_engine_config(const CommonOptions& o) {
+    EngineConfig cfg = default_engine_config();
+    if (o.config) {
+        auto loaded = load_engine_config(*o.config);
+        if (!loaded) return tl::unexpected(with_context(loaded.error(), "--config"));
+        cfg = std::move(*loaded);
+    }
+    if (o.kernels) {
+        if (o.kernels->empty()) return fail(ErrorKind::invalid_argument, "--kernels: needs a name (auto, reference or a plugin)");
+        cfg.kernels = *o.kernels;
+        cfg.origins["kernels"] = "--kernels";
+    }
+    if (o.family) {
+        if (o.family->empty()) return fail(ErrorKind::invalid_argument, "--family: needs a name (auto or a model plugin)");
+        cfg.family = *o.family;
+        cfg.origins["family"] = "--family";
+    }
+    if (o.threads) {
+        if (*o.threads <= 0)
+            return fail(ErrorKind::invalid_argument, "--threads " + std::to_string(*o.threads) + ": must be a positive integer");
+        cfg.threads = *o.threads;
+        cfg.origins["threads"] = "--threads";
+    }
+    if (o.context) {
+        if (*o.context <= 0)
+            return fail(ErrorKind::invalid_argument, "--context " + std::to_string(*o.context) + ": must be a positive integer");
+        cfg.context = *o.context;
+        cfg.origins["context"] = "--context";
+    }
+    if (o.expert_budget) {
+        auto size = parse_size(*o.expert_budget, "--expert-budget");
+        if (!size) {
+            Error e = size.error();
+            e.kind = ErrorKind::invalid_argument;
+            return tl::unexpected(e);
+        }
+        cfg.expert_budget = *size;
+        cfg.origins["expert_budget"] = "--expert-budget";
+    }
+    return cfg;
+}
+
+PluginSearch plugin_search(const EngineConfig& config, const CommonOptions& options) {
+    PluginSearch search;
+    for (const std::string& d : config.plugins_dirs) search.extra.push_back({d, config.origin("plugins_dirs"), true});
+    for (const std::string& d : options.plugins_dirs) search.extra.push_back({d, "--plugins-dir", true});
+    return search;
+}
+
+Expected<PluginRegistry> discover_plugins(const EngineConfig& config, const CommonOptions& options) {
+    return PluginRegistry::discover(plugin_search(config, options));
+}
+
+Expected<std::unique_ptr<ModelSetup>> open_model_setup(const CommonOptions& options) {
+    if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
+    auto setup = std::make_unique<ModelSetup>();
+    auto cfg = resolve_engine_config(options);
+    if (!cfg) return tl::unexpected(cfg.error());
+    setup->config = std::move(*cfg);
+
+    auto registry = discover_plugins(setup->config, options);
+    if (!registry) return tl::unexpected(registry.error());
+    setup->registry = std::move(*registry);
+
+    auto source = open_model_directory(*options.model);
+    if (!source) return tl::unexpected(with_context(source.error(), "--model " + *options.model));
+    setup->source = std::move(*source);
+
+    auto family = select_family(setup->registry, setup->source->config(),
+                                PluginRequest{setup->config.family, setup->config.origin("family")});
+    if (!family) return tl::unexpected(family.error());
+    setup->family = *family;
+
+    setup->cpu = detect_cpu_features();
+    auto kernels = select_kernels(setup->registry, setup->cpu,
+                                  PluginRequest{setup->config.kernels, setup->config.origin("kernels")});
+    if (!kernels) return tl::unexpected(kernels.error());
+    setup->kernels = *kernels;
+    return setup;
+}
+
+}  // namespace stormo::cli

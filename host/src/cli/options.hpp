@@ -1,0 +1,86 @@
+#pragma once
+// The command line shared by every model command (CONTRACT.md "Options every model command
+// accepts"), and the steps every such command starts with: the engine configuration (YAML file
+// then options), the plugin search, and opening the model with its family and kernels chosen.
+//
+// A command builds its own options_description, adds the common ones, and calls
+// parse_command_line; errors come back as values and the command returns report_error(e).
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugins/plugin_registry.hpp"
+#include "plugins/selection.hpp"
+#include "runtime/engine_config.hpp"
+#include "stormo/cpu_features.hpp"
+#include "stormo/error.hpp"
+#include "stormo/model_source.hpp"
+
+namespace stormo::cli {
+
+namespace po = boost::program_options;
+
+// Exit statuses: 0 success, 1 a failure while running, 2 a command line that is wrong.
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+struct CommonOptions {
+    std::optional<std::string> model;
+    std::optional<std::string> config;
+    std::optional<std::string> kernels;
+    std::optional<std::string> family;
+    std::optional<std::string> expert_budget;
+    std::optional<int> threads;
+    std::optional<int64_t> context;
+    std::vector<std::string> plugins_dirs;
+};
+
+// --model --config --kernels --family --expert-budget --threads --context --plugins-dir,
+// stored into `out` when parsed. `out` must outlive the parse.
+po::options_description common_options(CommonOptions& out);
+
+enum class ParseResult { run, help_shown };
+
+// Parses argv (argv[0] is the subcommand's name) against `options` plus --help. On --help prints
+// "usage: stormo <command> <synopsis>", the description and the options to stdout. Errors
+// (unknown option, bad value, stray argument) name the option and have kind invalid_argument.
+Expected<ParseResult> parse_command_line(int argc, char** argv, const std::string& command,
+                                         const std::string& synopsis, const std::string& description,
+                                         const po::options_description& options);
+
+// Prints "stormo: <message>" on one line to stderr and returns the exit status for the error.
+int report_error(const Error& error);
+// The same for a command-line error of `command` ("see stormo <command> --help").
+int report_usage_error(const std::string& command, const Error& error);
+
+// --config FILE (or the built-in defaults, which configs/default.yaml documents), then each
+// option given on the command line over it; checks --threads, --context and --expert-budget.
+Expected<EngineConfig> resolve_engine_config(const CommonOptions& options);
+
+// Built-in directory, STORMO_PLUGIN_PATH, the configuration's plugins_dirs, then --plugins-dir.
+PluginSearch plugin_search(const EngineConfig& config, const CommonOptions& options);
+Expected<PluginRegistry> discover_plugins(const EngineConfig& config, const CommonOptions& options);
+
+// Everything a model command needs before it loads weights. Not copyable or movable: the
+// selections point into the registry.
+struct ModelSetup {
+    EngineConfig config;
+    PluginRegistry registry;
+    CpuFeatureSet cpu;
+    std::unique_ptr<ModelSource> source;
+    FamilySelection family;
+    KernelsSelection kernels;
+
+    ModelSetup() = default;
+    ModelSetup(const ModelSetup&) = delete;
+    ModelSetup& operator=(const ModelSetup&) = delete;
+};
+
+// Requires --model. Opens the directory, discovers plugins, chooses the family (forced by
+// --family / family:) and the kernels (--kernels / kernels:).
+Expected<std::unique_ptr<ModelSetup>> open_model_setup(const CommonOptions& options);
+
+}  // namespace stormo::cli

@@ -1,0 +1,42 @@
+#pragma once
+// The scalar reference kernels, one function per kernel-table entry. They define the result
+// every ISA variant is tested against (docs/kernels.md); reference_kernels() publishes them.
+#include <cstddef>
+#include <cstdint>
+
+#include "stormo/kernels.hpp"
+
+namespace stormo::reference {
+
+// Matrix kernels (MatmulFn). Accumulation is in float, over ascending input index, one product
+// rounded and then added per step (no fused multiply-add), starting from +0.
+void matmul_f32_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_bf16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                        size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                         size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_bf16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                        size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_f16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+
+// Row decoders (RowToF32Fn), out_in rows.
+void row_f32(const WeightView& w, size_t row, float* out);
+void row_bf16(const WeightView& w, size_t row, float* out);
+void row_f16(const WeightView& w, size_t row, float* out);
+void row_mxfp4(const WeightView& w, size_t row, float* out);
+
+// Vector kernels.
+void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);
+void softmax(float* x, size_t n);
+float dot(const float* a, const float* b, size_t n);
+void axpy(float a, const float* x, float* y, size_t n);
+void silu(float* x, size_t n);
+int32_t dot_u8i8(const uint8_t* a, const int8_t* b, size_t n);
+
+}  // namespace stormo::reference

@@ -1,0 +1,48 @@
+// The reference kernel table: every entry filled by the scalar definition. MXFP4 exists only as
+// out_in (blocks run along a row's inputs), so its in_out entry stays empty: no loader builds
+// such a view, and stormo::matmul names the gap if one ever reaches it.
+#include "kernels/reference.hpp"
+#include "stormo/kernels.hpp"
+
+namespace stormo {
+namespace {
+
+constexpr size_t idx(WeightFormat f) { return static_cast<size_t>(f); }
+constexpr size_t idx(Layout l) { return static_cast<size_t>(l); }
+
+KernelTable make_reference_table() {
+    KernelTable t;
+    auto set = [&t](WeightFormat f, Layout l, MatmulFn fn) {
+        t.matmul[idx(f)][idx(l)] = fn;
+        t.matmul_provider[idx(f)][idx(l)] = "reference";
+    };
+    set(WeightFormat::F32, Layout::out_in, reference::matmul_f32_out_in);
+    set(WeightFormat::BF16, Layout::out_in, reference::matmul_bf16_out_in);
+    set(WeightFormat::F16, Layout::out_in, reference::matmul_f16_out_in);
+    set(WeightFormat::MXFP4, Layout::out_in, reference::matmul_mxfp4_out_in);
+    set(WeightFormat::F32, Layout::in_out, reference::matmul_f32_in_out);
+    set(WeightFormat::BF16, Layout::in_out, reference::matmul_bf16_in_out);
+    set(WeightFormat::F16, Layout::in_out, reference::matmul_f16_in_out);
+
+    t.row_to_f32[idx(WeightFormat::F32)] = reference::row_f32;
+    t.row_to_f32[idx(WeightFormat::BF16)] = reference::row_bf16;
+    t.row_to_f32[idx(WeightFormat::F16)] = reference::row_f16;
+    t.row_to_f32[idx(WeightFormat::MXFP4)] = reference::row_mxfp4;
+
+    t.rmsnorm = reference::rmsnorm;
+    t.softmax = reference::softmax;
+    t.dot = reference::dot;
+    t.axpy = reference::axpy;
+    t.silu = reference::silu;
+    t.dot_u8i8 = reference::dot_u8i8;
+    return t;
+}
+
+}  // namespace
+
+const KernelTable& reference_kernels() {
+    static const KernelTable table = make_reference_table();
+    return table;
+}
+
+}  // namespace stormo

@@ -1,0 +1,179 @@
+// Selection rules. Scores come from the plugins themselves; the host adds only what it can
+// check better (CPU features the description names) and the tie-breaking order.
+#include "plugins/selection.hpp"
+
+#include <algorithm>
+
+namespace stormo {
+namespace {
+
+bool is_auto(const PluginRequest& r) { return r.value.empty() || r.value == "auto"; }
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+    std::string out;
+    for (const std::string& s : items) {
+        if (!out.empty()) out += sep;
+        out += s;
+    }
+    return out;
+}
+
+std::string feature_names(const std::vector<CpuFeature>& features) {
+    std::vector<std::string> names;
+    for (CpuFeature f : features) names.emplace_back(cpu_feature_name(f));
+    return join(names, ", ");
+}
+
+std::string origin_prefix(const PluginRequest& r) {
+    return r.origin.empty() ? r.value + ": " : r.origin + " " + r.value + ": ";
+}
+
+std::string families_available(const PluginRegistry& registry) {
+    std::vector<std::string> items;
+    for (const LoadedPlugin* p : registry.of_kind(PluginKind::model))
+        items.push_back(p->name + " (" + join(p->accepts, ", ") + ")");
+    if (items.empty()) return "no model plugins were found";
+    return "families available: " + join(items, "; ");
+}
+
+std::string describe_config_identity(const ModelConfig& config) {
+    std::string archs = "none";
+    if (auto a = config.strings("architectures"); a && !a->empty()) archs = join(*a, ", ");
+    std::string type = "none";
+    if (auto t = config.string("model_type"); t) type = *t;
+    return "architectures [" + archs + "], model_type '" + type + "'";
+}
+
+Expected<FamilySelection> forced_family(const PluginRegistry& registry, const ModelConfig& config,
+                                        const PluginRequest& request) {
+    const LoadedPlugin* p = registry.find(request.value);
+    if (p == nullptr || p->kind != PluginKind::model)
+        return fail(ErrorKind::config, origin_prefix(request) + "no such model plugin (" +
+                                           families_available(registry) + ")");
+    ScoreQuery q;
+    q.config = &config;
+    return FamilySelection{p, p->score(q), true};
+}
+
+std::string kernels_available(const PluginRegistry& registry) {
+    std::vector<std::string> names{"auto", kReferenceKernels};
+    for (const LoadedPlugin* p : registry.of_kind(PluginKind::kernels)) names.push_back(p->name);
+    return "available: " + join(names, ", ");
+}
+
+}  // namespace
+
+Expected<FamilySelection> select_family(const PluginRegistry& registry, const ModelConfig& config,
+                                        const PluginRequest& request) {
+    if (!is_auto(request)) return forced_family(registry, config, request);
+    ScoreQuery q;
+    q.config = &config;
+    FamilySelection best;
+    for (const LoadedPlugin* p : registry.of_kind(PluginKind::model)) {
+        const int s = p->score(q);
+        if (s <= 0) continue;
+        if (best.plugin == nullptr || s > best.score || (s == best.score && p->name < best.plugin->name))
+            best = FamilySelection{p, s, false};
+    }
+    if (best.plugin == nullptr)
+        return fail(ErrorKind::unsupported, "no model family accepts " + config.source() + ": " +
+                                                describe_config_identity(config) + "; " +
+                                                families_available(registry));
+    return best;
+}
+
+int kernels_score(const LoadedPlugin& plugin, CpuFeatureSet cpu) {
+    if (plugin.kind != PluginKind::kernels) return 0;
+    if (!missing_cpu_features(plugin.cpu_features, cpu).empty()) return 0;
+    ScoreQuery q;
+    q.cpu = cpu;
+    return plugin.score(q);
+}
+
+int reference_kernels_score(CpuFeatureSet cpu) { return score_cpu_features({}, cpu); }
+
+Expected<KernelsSelection> select_kernels(const PluginRegistry& registry, CpuFeatureSet cpu,
+                                          const PluginRequest& request) {
+    if (request.value == kReferenceKernels)
+        return KernelsSelection{kReferenceKernels, nullptr, reference_kernels_score(cpu), true};
+    if (!is_auto(request)) {
+        const LoadedPlugin* p = registry.find(request.value);
+        if (p == nullptr || p->kind != PluginKind::kernels)
+            return fail(ErrorKind::config,
+                        origin_prefix(request) + "no such kernels plugin (" + kernels_available(registry) + ")");
+        const std::vector<CpuFeature> missing = missing_cpu_features(p->cpu_features, cpu);
+        if (!missing.empty())
+            return fail(ErrorKind::unsupported, origin_prefix(request) + "this CPU lacks " +
+                                                    feature_names(missing) + " (the plugin needs " +
+                                                    feature_names(p->cpu_features) + ")");
+        const int s = kernels_score(*p, cpu);
+        if (s <= 0)
+            return fail(ErrorKind::unsupported,
+                        origin_prefix(request) + "the plugin scores itself unusable on this CPU");
+        if (!p->kernels)
+            return fail(ErrorKind::unsupported, origin_prefix(request) + "the plugin was not created on this machine (" +
+                                                    p->unusable_reason + ")");
+        return KernelsSelection{p->name, p, s, true};
+    }
+    KernelsSelection best{kReferenceKernels, nullptr, reference_kernels_score(cpu), false};
+    for (const LoadedPlugin* p : registry.of_kind(PluginKind::kernels)) {
+        const int s = kernels_score(*p, cpu);
+        if (s <= 0 || !p->kernels) continue;  // unusable, or not created on this machine
+        if (best.plugin == nullptr || s > best.score || (s == best.score && p->name < best.plugin->name))
+            best = KernelsSelection{p->name, p, s, false};
+    }
+    return best;
+}
+
+KernelTable build_kernel_table(const KernelsSelection& selection) {
+    KernelTable table = reference_kernels();
+    if (selection.plugin == nullptr || !selection.plugin->kernels) return table;
+    const KernelTable before = table;
+    selection.plugin->kernels->install(table);
+    // A plugin that replaced a matmul entry without saying so is still named as its provider.
+    for (size_t f = 0; f < kWeightFormatCount; ++f)
+        for (size_t l = 0; l < kLayoutCount; ++l)
+            if (table.matmul[f][l] != before.matmul[f][l] &&
+                table.matmul_provider[f][l] == before.matmul_provider[f][l])
+                table.matmul_provider[f][l] = selection.plugin->name.c_str();
+    return table;
+}
+
+namespace {
+
+const char* layout_name(Layout l) { return l == Layout::out_in ? "out_in" : "in_out"; }
+
+template <class Fn>
+std::string provider_of(Fn mine, Fn reference, const KernelsSelection& selection) {
+    if (mine == nullptr) return "none";
+    return mine == reference ? std::string(kReferenceKernels) : selection.name;
+}
+
+}  // namespace
+
+std::vector<KernelEntry> kernel_providers(const KernelTable& table, const KernelsSelection& selection) {
+    const KernelTable& ref = reference_kernels();
+    std::vector<KernelEntry> out;
+    for (size_t f = 0; f < kWeightFormatCount; ++f) {
+        for (size_t l = 0; l < kLayoutCount; ++l) {
+            const std::string op = std::string("matmul ") + weight_format_name(static_cast<WeightFormat>(f)) +
+                                   " " + layout_name(static_cast<Layout>(l));
+            std::string provider;
+            if (table.matmul[f][l] == nullptr) provider = "none";
+            else if (table.matmul_provider[f][l] != nullptr) provider = table.matmul_provider[f][l];
+            else provider = provider_of(table.matmul[f][l], ref.matmul[f][l], selection);
+            out.push_back({op, provider});
+        }
+    }
+    for (size_t f = 0; f < kWeightFormatCount; ++f)
+        out.push_back({std::string("row_to_f32 ") + weight_format_name(static_cast<WeightFormat>(f)),
+                       provider_of(table.row_to_f32[f], ref.row_to_f32[f], selection)});
+    out.push_back({"rmsnorm", provider_of(table.rmsnorm, ref.rmsnorm, selection)});
+    out.push_back({"softmax", provider_of(table.softmax, ref.softmax, selection)});
+    out.push_back({"dot", provider_of(table.dot, ref.dot, selection)});
+    out.push_back({"axpy", provider_of(table.axpy, ref.axpy, selection)});
+    out.push_back({"silu", provider_of(table.silu, ref.silu, selection)});
+    return out;
+}
+
+}  // namespace stormo

@@ -1,0 +1,65 @@
+#pragma once
+// The engine wires one model run together: the plugins found, the family chosen for the model's
+// config.json, the kernels chosen for this CPU (or forced), the thread pool, the model source,
+// the expert store and the loaded model, with a pipeline over them.
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugins/plugin_registry.hpp"
+#include "plugins/selection.hpp"
+#include "runtime/forward.hpp"
+#include "runtime/session.hpp"
+#include "store/expert_store.hpp"
+#include "stormo/kernels.hpp"
+#include "stormo/model_source.hpp"
+
+namespace stormo {
+
+struct EngineOptions {
+    std::string model_dir;
+    std::string kernels = "auto";  // auto, reference, or a kernels plugin name
+    std::string kernels_origin = "--kernels";
+    std::string family = "auto";   // auto, or a forced family plugin name
+    std::string family_origin = "--family";
+    size_t threads = 0;            // 0: physical cores
+    PluginSearch search;           // built-in directory and STORMO_PLUGIN_PATH by default
+};
+
+class Engine {
+public:
+    static Expected<std::unique_ptr<Engine>> open(const EngineOptions& options);
+    ~Engine();
+
+    const ModelSource& source() const { return *source_; }
+    const Model& model() const { return *model_; }
+    Pipeline& pipeline() { return *pipeline_; }
+    ExpertStore& store() { return *store_; }
+    const KernelTable& kernels() const { return table_; }
+    const std::string& family_name() const { return family_selection_.plugin->name; }
+    const std::string& kernels_name() const { return kernels_selection_.name; }
+    const PluginRegistry& registry() const { return registry_; }
+    size_t threads() const { return pool_->size(); }
+    uint64_t dense_bytes() const { return dense_bytes_; }
+
+    // A session whose KV cache holds `capacity` positions; more than the model's
+    // max_position_embeddings is an error.
+    Expected<std::unique_ptr<Session>> new_session(size_t capacity) const;
+
+private:
+    Engine() = default;
+    PluginRegistry registry_;
+    FamilySelection family_selection_;
+    KernelsSelection kernels_selection_;
+    KernelTable table_;
+    std::unique_ptr<ThreadPool> pool_;
+    std::unique_ptr<ModelSource> source_;
+    std::unique_ptr<ExpertStore> store_;
+    std::unique_ptr<Model> model_;
+    std::unique_ptr<Pipeline> pipeline_;
+    uint64_t dense_bytes_ = 0;
+};
+
+}  // namespace stormo

@@ -1,0 +1,300 @@
+// YAML engine configuration and the size syntax shared with the command line.
+#include "runtime/engine_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace stormo {
+namespace {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+std::optional<uint64_t> unit_multiplier(std::string_view unit) {
+    const std::string u = lower(unit);
+    if (u.empty() || u == "b") return uint64_t{1};
+    if (u == "k" || u == "kib") return uint64_t{1} << 10;
+    if (u == "m" || u == "mib") return uint64_t{1} << 20;
+    if (u == "g" || u == "gib") return uint64_t{1} << 30;
+    if (u == "t" || u == "tib") return uint64_t{1} << 40;
+    return std::nullopt;
+}
+
+Error size_error(std::string_view option, std::string_view text, const std::string& why) {
+    return Error{ErrorKind::config, std::string(option) + " '" + std::string(text) + "': " + why};
+}
+
+}  // namespace
+
+Expected<SizeSpec> parse_size(std::string_view text, std::string_view option) {
+    const std::string_view t = trim(text);
+    const std::string l = lower(t);
+    if (l == "all") return SizeSpec{SizeSpec::Kind::all, 0};
+    if (l == "auto") return SizeSpec{SizeSpec::Kind::automatic, 0};
+    size_t i = 0;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+    const std::string_view whole = t.substr(0, i);
+    std::string_view fraction;
+    if (i < t.size() && t[i] == '.') {
+        const size_t start = ++i;
+        while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+        fraction = t.substr(start, i - start);
+    }
+    if (whole.empty() && fraction.empty())
+        return tl::unexpected(size_error(option, text,
+                                         "not a size (bytes, or a number with KiB, MiB, GiB, TiB; or all, auto)"));
+    const std::string_view unit = trim(t.substr(i));
+    const std::optional<uint64_t> mult = unit_multiplier(unit);
+    if (!mult)
+        return tl::unexpected(size_error(option, text, "unknown unit '" + std::string(unit) +
+                                                           "' (use KiB, MiB, GiB, TiB or K, M, G, T)"));
+    uint64_t n = 0;
+    if (!whole.empty()) {
+        const auto [ptr, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), n);
+        if (ec != std::errc() || ptr != whole.data() + whole.size())
+            return tl::unexpected(size_error(option, text, "the number is too large"));
+    }
+    if (n > std::numeric_limits<uint64_t>::max() / *mult)
+        return tl::unexpected(size_error(option, text, "the size is too large"));
+    uint64_t bytes = n * *mult;
+    if (!fraction.empty()) {
+        // The fraction of a unit, rounded down to whole bytes.
+        long double f = 0;
+        long double scale = 0.1L;
+        for (char c : fraction) {
+            f += static_cast<long double>(c - '0') * scale;
+            scale /= 10;
+        }
+        bytes += static_cast<uint64_t>(std::floor(f * static_cast<long double>(*mult)));
+    }
+    return SizeSpec{SizeSpec::Kind::bytes, bytes};
+}
+
+std::string format_bytes(uint64_t bytes) {
+    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(bytes);
+    size_t u = 0;
+    while (v >= 1024.0 && u + 1 < std::size(kUnits)) {
+        v /= 1024.0;
+        ++u;
+    }
+    char buf[64];
+    if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    else std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
+    return buf;
+}
+
+std::string format_size(const SizeSpec& size) {
+    switch (size.kind) {
+        case SizeSpec::Kind::all: return "all";
+        case SizeSpec::Kind::automatic: return "auto";
+        case SizeSpec::Kind::bytes: return format_bytes(size.bytes);
+    }
+    return "auto";
+}
+
+const char* eviction_policy_name(EvictionPolicy p) {
+    return p == EvictionPolicy::lru ? "lru" : "hotness";
+}
+
+std::string EngineConfig::origin(std::string_view key) const {
+    if (auto it = origins.find(key); it != origins.end()) return it->second;
+    return std::string(key) + " (default)";
+}
+
+const std::vector<std::string>& engine_config_keys() {
+    static const std::vector<std::string> keys{"kernels", "family", "threads", "expert_budget",
+                                               "plugins_dirs", "context", "eviction", "prefetch",
+                                               "direct_io"};
+    return keys;
+}
+
+EngineConfig default_engine_config() { return EngineConfig{}; }
+
+namespace {
+
+std::string known_keys() {
+    std::string out;
+    for (const std::string& k : engine_config_keys()) out += (out.empty() ? "" : ", ") + k;
+    return out;
+}
+
+// Reads one key's value; each error names the file, the key and the expected type.
+class KeyReader {
+public:
+    KeyReader(const std::string& source, const std::string& key, const YAML::Node& node)
+        : source_(source), key_(key), node_(node) {}
+
+    Error wrong(const std::string& expected) const {
+        std::string got;
+        if (node_.IsNull()) got = "no value";
+        else if (node_.IsSequence()) got = "a list";
+        else if (node_.IsMap()) got = "a map";
+        else got = "'" + node_.Scalar() + "'";
+        return Error{ErrorKind::config,
+                     source_ + ": key '" + key_ + "' must be " + expected + ", got " + got};
+    }
+
+    Expected<std::string> string() const {
+        if (!node_.IsScalar() || node_.Scalar().empty()) return tl::unexpected(wrong("a non-empty string"));
+        return node_.Scalar();
+    }
+
+    Expected<int64_t> positive_integer() const {
+        if (!node_.IsScalar()) return tl::unexpected(wrong("a positive integer"));
+        const std::string& s = node_.Scalar();
+        int64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || ptr != s.data() + s.size() || v <= 0)
+            return tl::unexpected(wrong("a positive integer"));
+        return v;
+    }
+
+    Expected<bool> boolean() const {
+        if (!node_.IsScalar()) return tl::unexpected(wrong("a boolean (true or false)"));
+        const std::string s = lower(node_.Scalar());
+        if (s == "true" || s == "yes" || s == "on") return true;
+        if (s == "false" || s == "no" || s == "off") return false;
+        return tl::unexpected(wrong("a boolean (true or false)"));
+    }
+
+    Expected<std::vector<std::string>> strings() const {
+        if (!node_.IsSequence()) return tl::unexpected(wrong("a list of strings"));
+        std::vector<std::string> out;
+        for (const YAML::Node& item : node_) {
+            if (!item.IsScalar() || item.Scalar().empty()) return tl::unexpected(wrong("a list of strings"));
+            out.push_back(item.Scalar());
+        }
+        return out;
+    }
+
+    std::string origin() const { return key_ + " in " + source_; }
+
+private:
+    const std::string& source_;
+    const std::string& key_;
+    const YAML::Node& node_;
+};
+
+// Relative plugin directories in a file are relative to that file, not to the working directory.
+std::string resolve_against(const std::string& source, const std::string& dir) {
+    namespace fs = std::filesystem;
+    const fs::path p(dir);
+    if (p.is_absolute()) return dir;
+    const fs::path base = fs::path(source).parent_path();
+    if (base.empty() || !fs::exists(source)) return dir;
+    return (base / p).lexically_normal().string();
+}
+
+Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyReader& r,
+                         const std::string& source) {
+    if (key == "kernels" || key == "family") {
+        auto v = r.string();
+        if (!v) return tl::unexpected(v.error());
+        (key == "kernels" ? cfg.kernels : cfg.family) = *v;
+    } else if (key == "threads") {
+        if (auto s = r.string(); s && lower(*s) == "auto") {
+            cfg.threads.reset();
+        } else {
+            auto v = r.positive_integer();
+            if (!v) return tl::unexpected(r.wrong("a positive integer or auto"));
+            if (*v > std::numeric_limits<int>::max()) return tl::unexpected(r.wrong("a thread count"));
+            cfg.threads = static_cast<int>(*v);
+        }
+    } else if (key == "expert_budget") {
+        auto s = r.string();
+        if (!s) return tl::unexpected(r.wrong("a size (bytes, 8GiB, all or auto)"));
+        auto v = parse_size(*s, r.origin());
+        if (!v) return tl::unexpected(v.error());
+        cfg.expert_budget = *v;
+    } else if (key == "plugins_dirs") {
+        auto v = r.strings();
+        if (!v) return tl::unexpected(v.error());
+        cfg.plugins_dirs.clear();
+        for (const std::string& d : *v) cfg.plugins_dirs.push_back(resolve_against(source, d));
+    } else if (key == "context") {
+        auto v = r.positive_integer();
+        if (!v) return tl::unexpected(v.error());
+        cfg.context = *v;
+    } else if (key == "eviction") {
+        auto v = r.string();
+        if (!v || (*v != "lru" && *v != "hotness")) return tl::unexpected(r.wrong("lru or hotness"));
+        cfg.eviction = *v == "lru" ? EvictionPolicy::lru : EvictionPolicy::hotness;
+    } else if (key == "prefetch" || key == "direct_io") {
+        auto v = r.boolean();
+        if (!v) return tl::unexpected(v.error());
+        (key == "prefetch" ? cfg.prefetch : cfg.direct_io) = *v;
+    } else {
+        return fail(ErrorKind::config, source + ": unknown key '" + key + "' (known keys: " + known_keys() + ")");
+    }
+    cfg.origins[key] = r.origin();
+    return {};
+}
+
+Expected<YAML::Node> parse_yaml(std::string_view text, const std::string& source) {
+    try {
+        return YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+        return fail(ErrorKind::format, source + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                           std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+    }
+}
+
+}  // namespace
+
+Expected<EngineConfig> parse_engine_config(std::string_view yaml_text, const std::string& source_name) {
+    auto root = parse_yaml(yaml_text, source_name);
+    if (!root) return tl::unexpected(root.error());
+    EngineConfig cfg = default_engine_config();
+    cfg.source = source_name;
+    if (root->IsNull()) return cfg;  // an empty file (or only comments): every default
+    if (!root->IsMap())
+        return fail(ErrorKind::config, source_name + ": an engine configuration must be a map of keys (" +
+                                           known_keys() + ")");
+    std::set<std::string> seen;
+    try {
+        for (const auto& entry : *root) {
+            if (!entry.first.IsScalar())
+                return fail(ErrorKind::config, source_name + ": keys must be plain names (" + known_keys() + ")");
+            const std::string key = entry.first.Scalar();
+            if (!seen.insert(key).second)
+                return fail(ErrorKind::config, source_name + ": key '" + key + "' appears twice");
+            const YAML::Node value = entry.second;
+            if (auto ok = apply_key(cfg, key, KeyReader(source_name, key, value), source_name); !ok)
+                return tl::unexpected(ok.error());
+        }
+    } catch (const YAML::Exception& e) {
+        return fail(ErrorKind::format, source_name + ": " + e.msg);
+    }
+    return cfg;
+}
+
+Expected<EngineConfig> load_engine_config(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(ErrorKind::io, "cannot read the engine configuration " + path + ": no such readable file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) return fail(ErrorKind::io, "cannot read the engine configuration " + path);
+    return parse_engine_config(text.str(), path);
+}
+
+}  // namespace stormo

@@ -1,0 +1,63 @@
+#pragma once
+// The engine configuration: a YAML file (configs/default.yaml documents every key and holds the
+// defaults), overridden by command-line options. Each value remembers where it came from, so an
+// error later names the option or the file at fault.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stormo/error.hpp"
+#include "stormo/export.hpp"
+
+namespace stormo {
+
+// A byte size as the user writes it: "8GiB", "512MiB", "123", "all" or "auto".
+struct SizeSpec {
+    enum class Kind { bytes, all, automatic };
+    Kind kind = Kind::automatic;
+    uint64_t bytes = 0;  // kind == bytes
+};
+
+// Parses a size: an integer (optionally with a fraction) and a unit among KiB, MiB, GiB, TiB and
+// K, M, G, T (all powers of 1024, case-insensitive), or "all" / "auto". Errors name `option`.
+STORMO_API Expected<SizeSpec> parse_size(std::string_view text, std::string_view option);
+// "8.00 GiB (8589934592 bytes)" style, for messages and `inspect`.
+STORMO_API std::string format_bytes(uint64_t bytes);
+STORMO_API std::string format_size(const SizeSpec& size);
+
+enum class EvictionPolicy { lru, hotness };
+STORMO_API const char* eviction_policy_name(EvictionPolicy p);
+
+struct STORMO_API EngineConfig {
+    std::string kernels = "auto";           // "auto", "reference" or a kernels plugin name
+    std::string family = "auto";            // "auto" or a model plugin name
+    std::optional<int> threads;             // nullopt: one per physical core
+    SizeSpec expert_budget;                 // RAM for routed experts
+    std::vector<std::string> plugins_dirs;  // searched after the built-in and STORMO_PLUGIN_PATH dirs
+    int64_t context = 4096;                 // KV context length
+    EvictionPolicy eviction = EvictionPolicy::hotness;
+    bool prefetch = true;
+    bool direct_io = true;
+
+    std::string source = "built-in defaults";  // the file the values came from
+    // Where each key's value came from, e.g. "kernels" -> "--kernels" or "kernels in my.yaml".
+    std::map<std::string, std::string, std::less<>> origins;
+
+    // "--kernels", "kernels in FILE", or "kernels (default)".
+    std::string origin(std::string_view key) const;
+};
+
+// The keys a YAML engine configuration may hold, in documentation order.
+STORMO_API const std::vector<std::string>& engine_config_keys();
+
+// The defaults (identical to configs/default.yaml; a test holds them equal).
+STORMO_API EngineConfig default_engine_config();
+// Parses YAML text over the defaults: keys absent keep their default.
+STORMO_API Expected<EngineConfig> parse_engine_config(std::string_view yaml_text,
+                                                      const std::string& source_name);
+STORMO_API Expected<EngineConfig> load_engine_config(const std::string& path);
+
+}  // namespace stormo

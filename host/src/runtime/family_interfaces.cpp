@@ -1,0 +1,26 @@
+// Out-of-line key functions of the SDK's family interfaces: one vtable and one typeinfo each, in
+// the core library, shared by the host and every plugin.
+#include "stormo/family.hpp"
+
+namespace stormo {
+
+Tracer::~Tracer() = default;
+Model::~Model() = default;
+LoadContext::~LoadContext() = default;
+Family::~Family() = default;
+
+const char* tensor_role_name(TensorRole r) {
+    switch (r) {
+        case TensorRole::embedding: return "embedding";
+        case TensorRole::attention: return "attention";
+        case TensorRole::norm: return "norm";
+        case TensorRole::router: return "router";
+        case TensorRole::experts: return "experts";
+        case TensorRole::dense_ffn: return "dense_ffn";
+        case TensorRole::head: return "head";
+        case TensorRole::other: return "other";
+    }
+    return "other";
+}
+
+}  // namespace stormo

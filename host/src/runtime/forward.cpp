@@ -1,0 +1,191 @@
+#include "runtime/forward.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+namespace stormo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void add_into(std::vector<float>& x, const std::vector<float>& y) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+}
+
+Rows rows_of(std::vector<float>& v, size_t n, size_t width) { return Rows{v.data(), n, width}; }
+
+Expected<void> validate_tokens(std::span<const int32_t> tokens, size_t vocab) {
+    for (size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i] < 0 || static_cast<size_t>(tokens[i]) >= vocab)
+            return fail(ErrorKind::invalid_argument, "token id " + std::to_string(tokens[i]) + " at position " +
+                                                         std::to_string(i) + " is outside the vocabulary [0, " +
+                                                         std::to_string(vocab) + ")");
+    return {};
+}
+
+}  // namespace
+
+Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const int32_t> tokens,
+                                               const ForwardOptions& options) {
+    if (tokens.empty()) return fail(ErrorKind::invalid_argument, "no tokens to process");
+    if (auto v = validate_tokens(tokens, model_.vocab_size()); !v) return tl::unexpected(v.error());
+    if (tokens.size() > session.remaining())
+        return fail(ErrorKind::resource, "context full: " + std::to_string(session.position()) + " positions used + " +
+                                             std::to_string(tokens.size()) + " new exceed the context of " +
+                                             std::to_string(session.capacity()));
+    const size_t start = session.position();
+    const size_t hidden = model_.hidden_size();
+    const size_t vocab = model_.vocab_size();
+    const size_t n_layers = static_cast<size_t>(model_.n_layers());
+    std::vector<std::vector<float>> hidden_states;
+    if (options.hidden_out) hidden_states.assign(n_layers + 1, {});
+
+    std::vector<float> logits;
+    const size_t block = std::max<size_t>(1, options.max_block);
+    for (size_t begin = 0; begin < tokens.size(); begin += block) {
+        const size_t n = std::min(block, tokens.size() - begin);
+        std::vector<int64_t> positions(n);
+        for (size_t i = 0; i < n; ++i) positions[i] = static_cast<int64_t>(session.position() + i);
+        std::vector<float> x;
+        auto ran = run_block(session, tokens.subspan(begin, n), positions, options, x,
+                             options.hidden_out ? &hidden_states : nullptr);
+        if (!ran) {
+            session.rewind(start);
+            return tl::unexpected(ran.error());
+        }
+        session.advance(n);
+        // x holds the final-normed rows; the head runs only where logits are wanted.
+        const bool last_block = begin + n == tokens.size();
+        if (options.all_logits || last_block) {
+            const size_t first = options.all_logits ? 0 : n - 1;
+            const size_t rows = n - first;
+            const auto t0 = Clock::now();
+            std::vector<float> out(rows * vocab);
+            model_.head(Rows{x.data() + first * hidden, rows, hidden}, Rows{out.data(), rows, vocab});
+            times_.head_seconds += seconds_since(t0);
+            logits.insert(logits.end(), out.begin(), out.end());
+        }
+    }
+    if (options.hidden_out) {
+        options.hidden_out->clear();
+        for (auto& layer : hidden_states) options.hidden_out->insert(options.hidden_out->end(), layer.begin(), layer.end());
+    }
+    return logits;
+}
+
+Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> tokens, std::span<const int64_t> positions,
+                                   const ForwardOptions& options, std::vector<float>& x,
+                                   std::vector<std::vector<float>>* hidden) {
+    const size_t n = tokens.size();
+    const size_t width = model_.hidden_size();
+    const StepContext ctx{positions, options.tracer};
+    x.assign(n * width, 0.0f);
+    if (auto e = model_.embed(tokens, rows_of(x, n, width)); !e) return tl::unexpected(e.error());
+    auto record = [&](const char* name, int layer, const std::vector<float>& v) {
+        if (options.tracer && options.tracer->wants(layer)) options.tracer->record(name, layer, v.data(), n, width, positions);
+    };
+    record("embedding", -1, x);
+    if (hidden) (*hidden)[0].insert((*hidden)[0].end(), x.begin(), x.end());
+
+    std::vector<float> normed(n * width), delta(n * width);
+    for (int layer = 0; layer < model_.n_layers(); ++layer) {
+        const LayerPlan& plan = model_.layer_plan(layer);
+        auto t0 = Clock::now();
+        model_.norm(Model::NormSite::attention, layer, rows_of(x, n, width), rows_of(normed, n, width));
+        model_.attention(layer, ctx, rows_of(normed, n, width), session.kv(layer), rows_of(delta, n, width));
+        times_.attention_seconds += seconds_since(t0);
+        add_into(x, delta);
+        record("post_attention_residual", layer, x);
+
+        t0 = Clock::now();
+        model_.norm(Model::NormSite::ffn, layer, rows_of(x, n, width), rows_of(normed, n, width));
+        if (plan.ffn == FfnKind::moe) {
+            if (auto m = moe_stage(layer, ctx, rows_of(normed, n, width), rows_of(delta, n, width)); !m)
+                return tl::unexpected(m.error());
+        } else {
+            model_.dense_ffn(layer, rows_of(normed, n, width), rows_of(delta, n, width));
+        }
+        times_.moe_seconds += seconds_since(t0);
+        add_into(x, delta);
+        record("layer_out", layer, x);
+        if (hidden && layer + 1 < model_.n_layers()) {
+            auto& h = (*hidden)[static_cast<size_t>(layer) + 1];
+            h.insert(h.end(), x.begin(), x.end());
+        }
+    }
+    model_.norm(Model::NormSite::final, 0, rows_of(x, n, width), rows_of(normed, n, width));
+    x.swap(normed);
+    record("final_norm", -1, x);
+    if (hidden) hidden->back().insert(hidden->back().end(), x.begin(), x.end());
+    return {};
+}
+
+Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows& normed, Rows out) {
+    const LayerPlan& plan = model_.layer_plan(layer);
+    const size_t n = normed.n;
+    const size_t width = normed.width;
+    const Routing routing = model_.route(layer, ctx, normed);
+    const size_t k = routing.top_k;
+    if (routing.experts.size() != n * k || routing.weights.size() != n * k)
+        return fail(ErrorKind::internal, "layer " + std::to_string(layer) + ": router returned a malformed routing");
+
+    // Plan: the union of chosen experts, each with the (row, slot) pairs that chose it.
+    std::vector<std::vector<size_t>> users(static_cast<size_t>(plan.n_experts));
+    for (size_t i = 0; i < n * k; ++i) {
+        const int32_t e = routing.experts[i];
+        if (e < 0 || e >= plan.n_experts)
+            return fail(ErrorKind::internal, "layer " + std::to_string(layer) + ": router chose expert " + std::to_string(e));
+        users[static_cast<size_t>(e)].push_back(i);
+    }
+    std::vector<int32_t> chosen;
+    for (size_t e = 0; e < users.size(); ++e)
+        if (!users[e].empty()) chosen.push_back(static_cast<int32_t>(e));
+
+    auto views = store_.acquire(layer, chosen);
+    if (!views) return tl::unexpected(views.error());
+
+    // Compute each expert over its rows into per-(row, slot) buffers; arrival order is free.
+    std::vector<float> contributions(n * k * width, 0.0f);
+    std::vector<float> in, result;
+    std::vector<int64_t> user_positions;
+    const bool tracing = ctx.tracer && ctx.tracer->wants(layer);
+    for (size_t c = 0; c < chosen.size(); ++c) {
+        const auto& rows = users[static_cast<size_t>(chosen[c])];
+        in.resize(rows.size() * width);
+        result.resize(rows.size() * width);
+        for (size_t r = 0; r < rows.size(); ++r)
+            std::copy_n(normed.row(rows[r] / k), width, in.data() + r * width);
+        model_.expert_ffn(layer, (*views)[c], Rows{in.data(), rows.size(), width}, Rows{result.data(), rows.size(), width});
+        for (size_t r = 0; r < rows.size(); ++r)
+            std::copy_n(result.data() + r * width, width, contributions.data() + rows[r] * width);
+        if (tracing) {
+            user_positions.clear();
+            for (size_t r : rows) user_positions.push_back(ctx.positions[r / k]);
+            ctx.tracer->record("expert_" + std::to_string(chosen[c]) + "_out", layer, result.data(), rows.size(), width,
+                               user_positions);
+        }
+    }
+    store_.release(layer);
+
+    // Reduce per row in the router's canonical order.
+    for (size_t r = 0; r < n; ++r) {
+        float* dst = out.row(r);
+        std::fill_n(dst, width, 0.0f);
+        for (size_t s = 0; s < k; ++s) {
+            const float w = routing.weights[r * k + s];
+            const float* src = contributions.data() + (r * k + s) * width;
+            for (size_t i = 0; i < width; ++i) dst[i] += w * src[i];
+        }
+    }
+    if (plan.shared_experts) {
+        std::vector<float> shared(n * width);
+        model_.dense_ffn(layer, normed, Rows{shared.data(), n, width});
+        for (size_t i = 0; i < n * width; ++i) out.data[i] += shared[i];
+    }
+    if (tracing) ctx.tracer->record("moe_out", layer, out.data, n, width, ctx.positions);
+    return {};
+}
+
+}  // namespace stormo

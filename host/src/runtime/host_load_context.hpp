@@ -1,0 +1,40 @@
+#pragma once
+// The LoadContext the host gives a family: dense tensors are checked against the declaration and
+// read into RAM; expert declarations are resolved and handed to the expert store.
+#include <string>
+#include <vector>
+
+#include "store/expert_store.hpp"
+#include "stormo/family.hpp"
+#include "stormo/model_source.hpp"
+
+namespace stormo {
+
+struct LoadedTensorRecord {
+    std::string name;
+    TensorRole role;
+    uint64_t nbytes;
+};
+
+class HostLoadContext final : public LoadContext {
+public:
+    HostLoadContext(const ModelSource& source, ExpertStore& store, Compute compute)
+        : source_(source), store_(store), compute_(compute) {}
+
+    const ModelConfig& config() const override { return source_.config(); }
+    const std::optional<ModelConfig>& generation_config() const override { return source_.generation_config(); }
+    bool has_tensor(std::string_view name) const override { return source_.find(name) != nullptr; }
+    Expected<Tensor> load(const TensorDecl& decl) override;
+    Expected<void> declare_experts(int layer, const std::vector<ExpertPartDecl>& parts, int n_experts) override;
+    Compute compute() const override { return compute_; }
+
+    const std::vector<LoadedTensorRecord>& loaded() const { return loaded_; }
+
+private:
+    const ModelSource& source_;
+    ExpertStore& store_;
+    Compute compute_;
+    std::vector<LoadedTensorRecord> loaded_;
+};
+
+}  // namespace stormo

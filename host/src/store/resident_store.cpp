@@ -1,0 +1,88 @@
+// The "all experts in RAM" store: every expert is read once at load into one aligned buffer per
+// layer, each part 64-byte aligned, in its checkpoint format (never widened).
+#include <map>
+
+#include "store/expert_store.hpp"
+
+namespace stormo {
+namespace {
+
+constexpr uint64_t kPartAlignment = 64;
+
+uint64_t align_up(uint64_t v) { return (v + kPartAlignment - 1) / kPartAlignment * kPartAlignment; }
+
+class ResidentExpertStore final : public ExpertStore {
+public:
+    explicit ResidentExpertStore(const ModelSource& source) : source_(source) {}
+
+    Expected<void> add_layer(ExpertLayerLayout layout) override {
+        if (layers_.count(layout.layer))
+            return fail(ErrorKind::internal, "experts of layer " + std::to_string(layout.layer) + " declared twice");
+        Layer resident;
+        uint64_t total = 0;
+        for (const auto& expert : layout.locations)
+            for (const auto& loc : expert) total += align_up(loc.nbytes);
+        resident.buffer = AlignedBuffer(static_cast<size_t>(total), kPartAlignment);
+        uint64_t at = 0;
+        for (size_t e = 0; e < layout.locations.size(); ++e) {
+            ExpertView view;
+            view.layer = layout.layer;
+            view.expert = static_cast<int>(e);
+            for (size_t p = 0; p < layout.locations[e].size(); ++p) {
+                const auto& loc = layout.locations[e][p];
+                std::byte* dst = resident.buffer.data() + at;
+                if (auto r = source_.read(*loc.tensor, loc.offset, loc.nbytes, dst); !r)
+                    return tl::unexpected(r.error());
+                Shape shape = layout.parts[p].expert_shape;
+                view.parts.push_back({loc.tensor->dtype, std::move(shape), dst});
+                at += align_up(loc.nbytes);
+            }
+            resident.experts.push_back(std::move(view));
+        }
+        resident_bytes_ += total;
+        total_bytes_ += layout.bytes_per_expert() * layout.locations.size();
+        layers_.emplace(layout.layer, std::move(resident));
+        return {};
+    }
+
+    Expected<std::vector<ExpertView>> acquire(int layer, std::span<const int32_t> experts) override {
+        auto it = layers_.find(layer);
+        if (it == layers_.end())
+            return fail(ErrorKind::internal, "layer " + std::to_string(layer) + " has no experts in the store");
+        std::vector<ExpertView> views;
+        views.reserve(experts.size());
+        for (int32_t e : experts) {
+            if (e < 0 || static_cast<size_t>(e) >= it->second.experts.size())
+                return fail(ErrorKind::internal, "layer " + std::to_string(layer) + ": expert " +
+                                                     std::to_string(e) + " does not exist");
+            views.push_back(it->second.experts[static_cast<size_t>(e)]);
+        }
+        hits_ += experts.size();
+        return views;
+    }
+
+    void release(int) override {}
+
+    ExpertStoreStats stats() const override { return {hits_, 0, 0, 0.0}; }
+    uint64_t resident_bytes() const override { return resident_bytes_; }
+    uint64_t total_expert_bytes() const override { return total_bytes_; }
+
+private:
+    struct Layer {
+        AlignedBuffer buffer;
+        std::vector<ExpertView> experts;
+    };
+    const ModelSource& source_;
+    std::map<int, Layer> layers_;
+    uint64_t hits_ = 0;
+    uint64_t resident_bytes_ = 0;
+    uint64_t total_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ExpertStore> make_resident_expert_store(const ModelSource& source) {
+    return std::make_unique<ResidentExpertStore>(source);
+}
+
+}  // namespace stormo

@@ -1,0 +1,92 @@
+// Element types: safetensors names, sizes, and exact widening of the small float formats.
+#include "stormo/dtype.hpp"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace stormo {
+namespace {
+
+struct DTypeEntry {
+    DType type;
+    std::string_view name;
+    size_t size;
+};
+
+// One row per dtype; the names are the ones safetensors headers use.
+constexpr std::array<DTypeEntry, 12> kDTypes{{
+    {DType::F64, "F64", 8},
+    {DType::F32, "F32", 4},
+    {DType::F16, "F16", 2},
+    {DType::BF16, "BF16", 2},
+    {DType::I64, "I64", 8},
+    {DType::I32, "I32", 4},
+    {DType::I16, "I16", 2},
+    {DType::I8, "I8", 1},
+    {DType::U8, "U8", 1},
+    {DType::BOOL, "BOOL", 1},
+    {DType::F8_E4M3, "F8_E4M3", 1},
+    {DType::F8_E5M2, "F8_E5M2", 1},
+}};
+
+const DTypeEntry* entry(DType t) {
+    for (const auto& e : kDTypes)
+        if (e.type == t) return &e;
+    return nullptr;
+}
+
+float from_bits(uint32_t bits) { return std::bit_cast<float>(bits); }
+
+}  // namespace
+
+std::string_view dtype_name(DType t) {
+    const DTypeEntry* e = entry(t);
+    return e ? e->name : std::string_view("unknown");
+}
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+    for (const auto& e : kDTypes)
+        if (e.name == name) return e.type;
+    return std::nullopt;
+}
+
+size_t dtype_size(DType t) {
+    const DTypeEntry* e = entry(t);
+    return e ? e->size : 0;
+}
+
+// IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
+float f16_to_f32(uint16_t v) {
+    const uint32_t sign = static_cast<uint32_t>(v & 0x8000u) << 16;
+    const uint32_t exponent = (v >> 10) & 0x1Fu;
+    const uint32_t mantissa = v & 0x3FFu;
+    if (exponent == 0x1Fu)  // inf, or NaN keeping its payload
+        return from_bits(sign | 0x7F800000u | (mantissa << 13));
+    if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float32
+        const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+        return sign ? -magnitude : magnitude;
+    }
+    return from_bits(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+// OCP FP8 E4M3FN: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities, S.1111.111 is NaN.
+float f8_e4m3_to_f32(uint8_t v) {
+    const bool negative = (v & 0x80u) != 0;
+    const unsigned exponent = (v >> 3) & 0x0Fu;
+    const unsigned mantissa = v & 0x07u;
+    if (exponent == 0x0Fu && mantissa == 0x07u) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        return negative ? -nan : nan;
+    }
+    float magnitude;
+    if (exponent == 0)  // subnormal: mantissa/8 * 2^(1-7)
+        magnitude = std::ldexp(static_cast<float>(mantissa), -9);
+    else
+        magnitude = std::ldexp(static_cast<float>(8u + mantissa), static_cast<int>(exponent) - 10);
+    return negative ? -magnitude : magnitude;
+}
+
+}  // namespace stormo

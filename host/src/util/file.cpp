@@ -1,0 +1,126 @@
+// POSIX file helpers; see file.hpp.
+#include "util/file.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace stormo {
+namespace {
+
+std::string os_error(int err) { return std::strerror(err); }
+
+}  // namespace
+
+FileDescriptor::~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+FileDescriptor::FileDescriptor(FileDescriptor&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+
+FileDescriptor& FileDescriptor::operator=(FileDescriptor&& o) noexcept {
+    if (this != &o) {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+}
+
+Expected<FileDescriptor> FileDescriptor::open_read(const std::string& path) {
+    int fd;
+    do fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        const int err = errno;
+        const ErrorKind kind = err == ENOENT ? ErrorKind::missing : ErrorKind::io;
+        return fail(kind, path + ": cannot open: " + os_error(err));
+    }
+    FileDescriptor file(fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return fail(ErrorKind::io, path + ": cannot stat: " + os_error(errno));
+    if (!S_ISREG(st.st_mode)) return fail(ErrorKind::io, path + ": not a regular file");
+    return file;
+}
+
+Expected<FileDescriptor> FileDescriptor::create(const std::string& path) {
+    int fd;
+    do fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return fail(ErrorKind::io, path + ": cannot create: " + os_error(errno));
+    return FileDescriptor(fd);
+}
+
+Expected<uint64_t> FileDescriptor::size(const std::string& path) const { return file_size(fd_, path); }
+
+Expected<uint64_t> file_size(int fd, const std::string& path) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return fail(ErrorKind::io, path + ": cannot stat: " + os_error(errno));
+    return static_cast<uint64_t>(st.st_size);
+}
+
+Expected<void> FileDescriptor::close(const std::string& path) {
+    if (fd_ < 0) return {};
+    // Linux releases the descriptor even when close fails, so it is never retried.
+    const int result = ::close(std::exchange(fd_, -1));
+    if (result != 0 && errno != EINTR) return fail(ErrorKind::io, path + ": close failed: " + os_error(errno));
+    return {};
+}
+
+Expected<void> pread_exact(int fd, void* dst, uint64_t size, uint64_t offset, const std::string& what) {
+    auto* out = static_cast<std::byte*>(dst);
+    uint64_t done = 0;
+    while (done < size) {
+        // Linux transfers at most 0x7ffff000 bytes per call; ask for no more than 1 GiB at once.
+        const uint64_t chunk = std::min<uint64_t>(size - done, uint64_t{1} << 30);
+        const ssize_t n = ::pread(fd, out + done, chunk, static_cast<off_t>(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(ErrorKind::io, what + ": read of " + std::to_string(size) + " bytes at offset " +
+                                           std::to_string(offset) + " failed: " + os_error(errno));
+        }
+        if (n == 0)
+            return fail(ErrorKind::io, what + ": unexpected end of file after " + std::to_string(done) + " of " +
+                                           std::to_string(size) + " bytes at offset " + std::to_string(offset));
+        done += static_cast<uint64_t>(n);
+    }
+    return {};
+}
+
+Expected<void> write_all(int fd, const void* src, size_t size, const std::string& what) {
+    const auto* in = static_cast<const std::byte*>(src);
+    size_t done = 0;
+    while (done < size) {
+        const size_t chunk = std::min<size_t>(size - done, size_t{1} << 30);
+        const ssize_t n = ::write(fd, in + done, chunk);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(ErrorKind::io, what + ": write failed: " + os_error(errno));
+        }
+        done += static_cast<size_t>(n);
+    }
+    return {};
+}
+
+Expected<std::string> read_file(const std::string& path) {
+    auto file = FileDescriptor::open_read(path);
+    if (!file) return tl::unexpected(file.error());
+    auto size = file->size(path);
+    if (!size) return tl::unexpected(size.error());
+    std::string content(*size, '\0');
+    if (auto r = pread_exact(file->get(), content.data(), *size, 0, path); !r) return tl::unexpected(r.error());
+    return content;
+}
+
+Expected<void> write_file(const std::string& path, std::string_view content) {
+    auto file = FileDescriptor::create(path);
+    if (!file) return tl::unexpected(file.error());
+    if (auto r = write_all(file->get(), content.data(), content.size(), path); !r) return r;
+    return file->close(path);
+}
+
+}  // namespace stormo

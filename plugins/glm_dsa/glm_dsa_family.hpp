@@ -1,0 +1,24 @@
+#pragma once
+// GLM MoE with DeepSeek sparse attention (GlmMoeDsaForCausalLM, model_type glm_moe_dsa): MLA
+// attention with a compressed KV latent plus a rope key, the DSA indexer choosing which
+// positions each query attends, a sigmoid router with correction bias and group limits, shared
+// experts, and the first layers dense (first_k_dense_replace / mlp_layer_types).
+// This build reads its dimensions and classifies its tensors; its forward pass is not here yet.
+#include <memory>
+#include <string_view>
+
+#include "stormo/plugin.hpp"
+
+namespace stormo::glm_dsa {
+
+inline constexpr const char* kName = "glm_dsa";
+inline constexpr const char* kAccepts = "GlmMoeDsaForCausalLM,glm_moe_dsa";
+
+class GlmDsaFamily final : public FamilyPlugin {
+public:
+    Expected<ModelSummary> summarize(const ModelConfig& config) const override;
+    TensorRole classify(std::string_view tensor_name) const override;
+    Expected<std::unique_ptr<Model>> load(LoadContext& ctx) const override;
+};
+
+}  // namespace stormo::glm_dsa

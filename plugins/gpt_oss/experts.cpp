@@ -1,0 +1,144 @@
+// GPT-OSS routed experts: the parts each expert is made of (BF16 [in, out] matrices, or MXFP4
+// blocks + scales [out, in/32]), and one expert's FFN over the rows that chose it:
+//   gate_up = x W_gu + b_gu; act = clipped SwiGLU(gate_up); out = act W_down + b_down.
+#include <algorithm>
+#include <limits>
+
+#include "gpt_oss_model.hpp"
+#include "moe_math.hpp"
+#include "tensor_names.hpp"
+
+namespace stormo::gpt_oss {
+namespace {
+
+const std::vector<DType> kDenseDtypes = {DType::BF16, DType::F16, DType::F32};
+const std::vector<DType> kBiasDtypes = {DType::BF16, DType::F16, DType::F32};
+constexpr int64_t kMxfp4Block = 32;  // values per E8M0 scale
+constexpr int64_t kMxfp4Bytes = 16;  // bytes per block (two E2M1 nibbles a byte)
+
+// Part order of expert_part_decls, which is the order ExpertView.parts arrives in.
+enum DensePart : size_t { dense_gate_up, dense_gate_up_bias, dense_down, dense_down_bias, dense_count };
+enum Mxfp4Part : size_t {
+    mx_gate_up_blocks,
+    mx_gate_up_scales,
+    mx_gate_up_bias,
+    mx_down_blocks,
+    mx_down_scales,
+    mx_down_bias,
+    mx_count
+};
+
+WeightFormat dense_format(DType d) {
+    switch (d) {
+        case DType::F16: return WeightFormat::F16;
+        case DType::F32: return WeightFormat::F32;
+        default: return WeightFormat::BF16;
+    }
+}
+
+// One expert's two matrices and two biases, as views over its resolved parts.
+struct ExpertMatrices {
+    WeightView gate_up;
+    WeightView down;
+    const ExpertPart* gate_up_bias = nullptr;
+    const ExpertPart* down_bias = nullptr;
+};
+
+bool has_dtype(const ExpertPart& p, const std::vector<DType>& allowed) {
+    return std::find(allowed.begin(), allowed.end(), p.dtype) != allowed.end() && p.data != nullptr;
+}
+
+// Reads the views out of the parts; false when the host handed parts that break the declaration.
+bool expert_matrices(const ExpertView& e, bool mxfp4, size_t hidden, size_t inter, ExpertMatrices& m) {
+    const auto& p = e.parts;
+    if (mxfp4) {
+        if (p.size() != mx_count) return false;
+        for (size_t i : {size_t{mx_gate_up_blocks}, size_t{mx_gate_up_scales}, size_t{mx_down_blocks},
+                         size_t{mx_down_scales}})
+            if (!has_dtype(p[i], {DType::U8})) return false;
+        if (!has_dtype(p[mx_gate_up_bias], kBiasDtypes) || !has_dtype(p[mx_down_bias], kBiasDtypes)) return false;
+        m.gate_up = WeightView{WeightFormat::MXFP4, Layout::out_in, p[mx_gate_up_blocks].data,
+                               reinterpret_cast<const uint8_t*>(p[mx_gate_up_scales].data), 2 * inter, hidden};
+        m.down = WeightView{WeightFormat::MXFP4, Layout::out_in, p[mx_down_blocks].data,
+                            reinterpret_cast<const uint8_t*>(p[mx_down_scales].data), hidden, inter};
+        m.gate_up_bias = &p[mx_gate_up_bias];
+        m.down_bias = &p[mx_down_bias];
+        return true;
+    }
+    if (p.size() != dense_count) return false;
+    if (!has_dtype(p[dense_gate_up], kDenseDtypes) || !has_dtype(p[dense_down], kDenseDtypes)) return false;
+    if (!has_dtype(p[dense_gate_up_bias], kBiasDtypes) || !has_dtype(p[dense_down_bias], kBiasDtypes)) return false;
+    // transformers stores these [in, out]: row i holds input i's weight for every output.
+    m.gate_up = WeightView{dense_format(p[dense_gate_up].dtype), Layout::in_out, p[dense_gate_up].data, nullptr,
+                           2 * inter, hidden};
+    m.down = WeightView{dense_format(p[dense_down].dtype), Layout::in_out, p[dense_down].data, nullptr, hidden, inter};
+    m.gate_up_bias = &p[dense_gate_up_bias];
+    m.down_bias = &p[dense_down_bias];
+    return true;
+}
+
+void add_bias_rows(float* rows, size_t n, size_t width, const ExpertPart& bias) {
+    const std::vector<float> b = to_f32(bias.dtype, bias.data, width);
+    for (size_t r = 0; r < n; ++r)
+        for (size_t i = 0; i < width; ++i) rows[r * width + i] += b[i];
+}
+
+}  // namespace
+
+std::vector<ExpertPartDecl> expert_part_decls(const GptOssConfig& cfg, int layer, bool mxfp4) {
+    const int64_t hidden = cfg.hidden_size, inter = cfg.intermediate_size;
+    auto part = [layer](const char* name, std::vector<DType> dtypes, Shape shape) {
+        return ExpertPartDecl{name, names::experts(layer, name), true, std::move(dtypes), std::move(shape)};
+    };
+    if (mxfp4)
+        return {part("gate_up_proj_blocks", {DType::U8}, {2 * inter, hidden / kMxfp4Block, kMxfp4Bytes}),
+                part("gate_up_proj_scales", {DType::U8}, {2 * inter, hidden / kMxfp4Block}),
+                part("gate_up_proj_bias", kBiasDtypes, {2 * inter}),
+                part("down_proj_blocks", {DType::U8}, {hidden, inter / kMxfp4Block, kMxfp4Bytes}),
+                part("down_proj_scales", {DType::U8}, {hidden, inter / kMxfp4Block}),
+                part("down_proj_bias", kBiasDtypes, {hidden})};
+    return {part("gate_up_proj", kDenseDtypes, {hidden, 2 * inter}), part("gate_up_proj_bias", kBiasDtypes, {2 * inter}),
+            part("down_proj", kDenseDtypes, {inter, hidden}), part("down_proj_bias", kBiasDtypes, {hidden})};
+}
+
+Expected<bool> layer_experts_mxfp4(const GptOssConfig& cfg, const LoadContext& ctx, int layer) {
+    const std::string module = names::experts_module(layer);
+    const std::string blocks = names::experts(layer, "gate_up_proj_blocks");
+    const std::string dense = names::experts(layer, "gate_up_proj");
+    const bool quantized = cfg.mxfp4 && !module_not_converted(cfg, module);
+    if (quantized) {
+        if (!ctx.has_tensor(blocks) && ctx.has_tensor(dense))
+            return fail(ErrorKind::mismatch, "tensor \"" + blocks + "\" is missing: quantization_config says mxfp4 for " +
+                                                 module + " but the checkpoint holds \"" + dense + "\"");
+        return true;
+    }
+    if (ctx.has_tensor(blocks))
+        return fail(ErrorKind::mismatch,
+                    "tensor \"" + blocks + "\" is MXFP4 but " +
+                        (cfg.mxfp4 ? module + " is listed in quantization_config.modules_to_not_convert"
+                                   : std::string("config.json has no quantization_config with quant_method mxfp4")));
+    return false;
+}
+
+void GptOssModel::expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const {
+    const size_t n = in.n;
+    const size_t hidden = static_cast<size_t>(cfg_.hidden_size), inter = static_cast<size_t>(cfg_.intermediate_size);
+    ExpertMatrices m;
+    if (!expert_matrices(expert, layers_.at(static_cast<size_t>(layer)).mxfp4_experts, hidden, inter, m)) {
+        // The host resolved parts that do not match the declaration: poison rather than misread.
+        std::fill_n(out.data, out.n * out.width, std::numeric_limits<float>::quiet_NaN());
+        return;
+    }
+    std::vector<float> gate_up(n * 2 * inter);
+    matmul(compute_, m.gate_up, in.data, n, gate_up.data());
+    add_bias_rows(gate_up.data(), n, 2 * inter, *m.gate_up_bias);
+
+    std::vector<float> act(n * inter);
+    const float limit = static_cast<float>(cfg_.swiglu_limit);
+    for (size_t r = 0; r < n; ++r) clipped_swiglu(gate_up.data() + r * 2 * inter, inter, limit, act.data() + r * inter);
+
+    matmul(compute_, m.down, act.data(), n, out.data);
+    add_bias_rows(out.data, n, hidden, *m.down_bias);
+}
+
+}  // namespace stormo::gpt_oss

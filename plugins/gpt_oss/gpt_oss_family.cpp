@@ -1,0 +1,66 @@
+// The GPT-OSS family: config.json summary for `stormo inspect`, tensor roles, and the model load.
+#include "gpt_oss_family.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "gpt_oss_config.hpp"
+#include "gpt_oss_model.hpp"
+
+namespace stormo::gpt_oss {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+}  // namespace
+
+Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const {
+    auto parsed = parse_gpt_oss_config(config);
+    if (!parsed) return tl::unexpected(parsed.error());
+    const GptOssConfig& c = *parsed;
+    const auto sliding = std::count(c.layer_types.begin(), c.layer_types.end(), AttentionKind::sliding);
+    ModelSummary s;
+    s.dimensions = {{"hidden_size", c.hidden_size},
+                    {"intermediate_size", c.intermediate_size},
+                    {"num_hidden_layers", c.n_layers},
+                    {"num_attention_heads", c.n_heads},
+                    {"num_key_value_heads", c.n_kv_heads},
+                    {"head_dim", c.head_dim},
+                    {"num_local_experts", c.n_experts},
+                    {"num_experts_per_tok", c.top_k},
+                    {"vocab_size", c.vocab_size},
+                    {"sliding_window", c.sliding_window},
+                    {"sliding_layers", static_cast<int64_t>(sliding)},
+                    {"full_layers", c.n_layers - static_cast<int64_t>(sliding)},
+                    {"rope_theta", std::llround(c.rope.theta)},
+                    {"rope_yarn", c.rope.type == RopeType::yarn ? 1 : 0}};
+    if (c.rope.type == RopeType::yarn) {
+        s.dimensions.emplace_back("rope_factor", std::llround(c.rope.factor));
+        s.dimensions.emplace_back("rope_original_max_position_embeddings",
+                                  std::llround(c.rope.original_max_position_embeddings));
+    }
+    s.dimensions.emplace_back("mxfp4_experts", c.mxfp4 ? 1 : 0);
+    s.n_layers = static_cast<int>(c.n_layers);
+    s.n_moe_layers = static_cast<int>(c.n_layers);
+    s.n_experts = static_cast<int>(c.n_experts);
+    s.top_k = static_cast<int>(c.top_k);
+    s.hidden_size = static_cast<size_t>(c.hidden_size);
+    s.vocab_size = static_cast<size_t>(c.vocab_size);
+    s.kv_floats_per_token = static_cast<size_t>(c.n_layers) * 2 * c.kv_width();
+    return s;
+}
+
+TensorRole GptOssFamily::classify(std::string_view name) const {
+    if (starts_with(name, "model.embed_tokens.")) return TensorRole::embedding;
+    if (starts_with(name, "lm_head.")) return TensorRole::head;
+    if (contains(name, ".mlp.experts.")) return TensorRole::experts;
+    if (contains(name, ".mlp.router.")) return TensorRole::router;
+    if (contains(name, ".self_attn.")) return TensorRole::attention;
+    if (starts_with(name, "model.norm.") || contains(name, "layernorm.")) return TensorRole::norm;
+    return TensorRole::other;
+}
+
+Expected<std::unique_ptr<Model>> GptOssFamily::load(LoadContext& ctx) const { return GptOssModel::load(ctx); }
+
+}  // namespace stormo::gpt_oss

@@ -1,0 +1,14 @@
+#pragma once
+// The GPT-OSS family as the host sees it: a summary of config.json, tensor roles by name, loading.
+#include "stormo/plugin.hpp"
+
+namespace stormo::gpt_oss {
+
+class GptOssFamily final : public FamilyPlugin {
+public:
+    Expected<ModelSummary> summarize(const ModelConfig& config) const override;
+    TensorRole classify(std::string_view tensor_name) const override;
+    Expected<std::unique_ptr<Model>> load(LoadContext& ctx) const override;
+};
+
+}  // namespace stormo::gpt_oss

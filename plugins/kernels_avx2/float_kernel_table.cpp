@@ -1,0 +1,36 @@
+// Installs the float kernels into a kernel table. Plain baseline code: it only stores function
+// addresses, so it runs safely on any CPU; the kernels themselves run only once selected.
+#include "float_kernels.hpp"
+
+namespace stormo::simd {
+namespace {
+
+void set_matmul(KernelTable& t, WeightFormat f, Layout l, MatmulFn fn, const char* provider) {
+    t.matmul[static_cast<size_t>(f)][static_cast<size_t>(l)] = fn;
+    t.matmul_provider[static_cast<size_t>(f)][static_cast<size_t>(l)] = provider;
+}
+
+}  // namespace
+
+void install_float_kernels(KernelTable& t, const char* provider) {
+    set_matmul(t, WeightFormat::F32, Layout::out_in, matmul_f32_out_in, provider);
+    set_matmul(t, WeightFormat::BF16, Layout::out_in, matmul_bf16_out_in, provider);
+    set_matmul(t, WeightFormat::F16, Layout::out_in, matmul_f16_out_in, provider);
+    set_matmul(t, WeightFormat::MXFP4, Layout::out_in, matmul_mxfp4_out_in, provider);
+    set_matmul(t, WeightFormat::F32, Layout::in_out, matmul_f32_in_out, provider);
+    set_matmul(t, WeightFormat::BF16, Layout::in_out, matmul_bf16_in_out, provider);
+    set_matmul(t, WeightFormat::F16, Layout::in_out, matmul_f16_in_out, provider);
+
+    // F32 rows stay the reference's memcpy: nothing to decode.
+    t.row_to_f32[static_cast<size_t>(WeightFormat::BF16)] = row_bf16;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::F16)] = row_f16;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::MXFP4)] = row_mxfp4;
+
+    // softmax and silu keep the reference: they need exp, and a vector exp is not worth its
+    // tolerance budget for vectors this short (attention rows, one FFN activation per token).
+    t.rmsnorm = rmsnorm;
+    t.dot = dot;
+    t.axpy = axpy;
+}
+
+}  // namespace stormo::simd

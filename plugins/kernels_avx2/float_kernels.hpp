@@ -1,0 +1,45 @@
+#pragma once
+// The float kernels of the AVX2-class plugins. The ISA files (isa/*.cpp) are compiled with the
+// plugin's SIMD flags; each plugin .so gets its own copy, hidden from every other library.
+// Every matrix kernel keeps the contract of kernels.hpp: each (row, output) value is computed by
+// one fixed sequence of operations, whatever n_x, o_begin and o_end are.
+#include <cstddef>
+#include <cstdint>
+
+#include "stormo/kernels.hpp"
+
+namespace stormo::simd {
+
+// MatmulFn. out_in: 8-lane partial sums with fused multiply-adds, two accumulators per (output,
+// row), reduced in a fixed order. in_out: one fused multiply-add chain per output over ascending
+// input index.
+void matmul_f32_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_bf16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                        size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                         size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_bf16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                        size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_f16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+
+// RowToF32Fn: exact, bit-identical to the reference.
+void row_bf16(const WeightView& w, size_t row, float* out);
+void row_f16(const WeightView& w, size_t row, float* out);
+void row_mxfp4(const WeightView& w, size_t row, float* out);
+
+// Vector kernels: sums in 8 lanes (a different order than the reference's ascending sum).
+void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);
+float dot(const float* a, const float* b, size_t n);
+void axpy(float a, const float* x, float* y, size_t n);
+
+// Fills the table entries above (baseline code, safe to call on any CPU) and names `provider` as
+// the matmul provider of the entries it replaced.
+void install_float_kernels(KernelTable& table, const char* provider);
+
+}  // namespace stormo::simd

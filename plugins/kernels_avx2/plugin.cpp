@@ -1,0 +1,50 @@
+// libstormo-kernels-avx2.so: float kernels for AVX2 + FMA + F16C (Haswell, Zen and later).
+// This file is baseline code (no SIMD flags): discovery calls describe and score on any CPU.
+#include <new>
+
+#include "cpu_requirements.hpp"
+#include "float_kernels.hpp"
+#include "stormo/plugin.hpp"
+
+namespace {
+
+constexpr const char* kName = "avx2";
+constexpr const char* kFeatures = "avx2,fma,f16c";
+
+const stormo::PluginDescription kDescription{
+    kName,
+    stormo::PluginKind::kernels,
+    "0.1.0",
+    "AVX2+FMA+F16C: matmul F32/BF16/F16/MXFP4 (out_in) and F32/BF16/F16 (in_out), row decode, "
+    "rmsnorm, dot, axpy",
+    "",
+    kFeatures,
+};
+
+class Avx2Kernels final : public stormo::KernelsPlugin {
+public:
+    void install(stormo::KernelTable& table) const override {
+        stormo::simd::install_float_kernels(table, kName);
+    }
+};
+
+}  // namespace
+
+STORMO_DEFINE_PLUGIN_ABI()
+
+STORMO_PLUGIN_EXPORT const stormo::PluginDescription* stormo_plugin_describe() { return &kDescription; }
+
+STORMO_PLUGIN_EXPORT int stormo_plugin_score(const stormo::ScoreQuery* query) {
+    return stormo::simd::score_required_features(kFeatures, query);
+}
+
+// Refuses to build the kernels on a CPU that cannot run them, even when forced.
+STORMO_PLUGIN_EXPORT stormo::PluginObject* stormo_plugin_create(stormo::Error* error) {
+    if (!stormo::simd::cpu_meets(kName, kFeatures, error)) return nullptr;
+    try {
+        return new Avx2Kernels();
+    } catch (const std::bad_alloc&) {
+        if (error != nullptr) *error = stormo::Error{stormo::ErrorKind::resource, "avx2 kernels: out of memory"};
+        return nullptr;
+    }
+}

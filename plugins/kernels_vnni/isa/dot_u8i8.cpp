@@ -1,0 +1,30 @@
+// u8 x s8 dot product with AVX-VNNI (VEX-encoded VPDPBUSD, 32 products per instruction).
+#include <immintrin.h>
+
+#include "dot_u8i8_blocks.hpp"
+#include "int8_kernels.hpp"
+
+namespace stormo::simd {
+namespace {
+
+struct NativeVnni {
+    using V = __m256i;
+    static V zero() { return _mm256_setzero_si256(); }
+    static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+    static V dpbusd(V acc, V a, V b) { return _mm256_dpbusd_avx_epi32(acc, a, b); }
+    static V add(V x, V y) { return _mm256_add_epi32(x, y); }
+    static int32_t sum(V v) {
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+        return _mm_cvtsi128_si32(s);
+    }
+};
+
+}  // namespace
+
+int32_t dot_u8i8_vnni(const uint8_t* a, const int8_t* b, size_t n) {
+    return dot_u8i8_blocks<NativeVnni>(a, b, n);
+}
+
+}  // namespace stormo::simd

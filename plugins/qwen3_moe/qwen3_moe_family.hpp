@@ -1,0 +1,23 @@
+#pragma once
+// Qwen3-MoE (Qwen3MoeForCausalLM): GQA attention with per-head RMS QK-norm, a softmax router
+// over all experts with top-k (renormalised when norm_topk_prob), SwiGLU experts stored one
+// tensor per expert, optional dense layers (mlp_only_layers, decoder_sparse_step).
+// This build reads its dimensions and classifies its tensors; its forward pass is not here yet.
+#include <memory>
+#include <string_view>
+
+#include "stormo/plugin.hpp"
+
+namespace stormo::qwen3_moe {
+
+inline constexpr const char* kName = "qwen3_moe";
+inline constexpr const char* kAccepts = "Qwen3MoeForCausalLM,qwen3_moe";
+
+class Qwen3MoeFamily final : public FamilyPlugin {
+public:
+    Expected<ModelSummary> summarize(const ModelConfig& config) const override;
+    TensorRole classify(std::string_view tensor_name) const override;
+    Expected<std::unique_ptr<Model>> load(LoadContext& ctx) const override;
+};
+
+}  // namespace stormo::qwen3_moe

@@ -1,0 +1,106 @@
+// Qwen3-MoE dimensions from config.json. Hub files say `num_experts`, transformers 5 writes
+// `num_local_experts`: both are read, and the dimension is listed under the key the file uses.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "qwen3_moe_family.hpp"
+
+namespace stormo::qwen3_moe {
+namespace {
+
+// Reads integer fields in print order; the first error is kept and reported once.
+class Dimensions {
+public:
+    Dimensions(const ModelConfig& config, ModelSummary& out) : config_(config), out_(out) {}
+
+    int64_t positive(std::string_view key) { return read({key}, 1); }
+    int64_t positive_any(std::initializer_list<std::string_view> keys) { return read(keys, 1); }
+    int64_t optional(std::string_view key, int64_t if_absent) {
+        if (!config_.has(key)) return if_absent;
+        return read({key}, 0);
+    }
+    void fail_with(Error e) {
+        if (!error_) error_ = std::move(e);
+    }
+    const std::optional<Error>& error() const { return error_; }
+
+private:
+    int64_t read(std::initializer_list<std::string_view> keys, int64_t minimum) {
+        for (std::string_view key : keys) {
+            if (!config_.has(key)) continue;
+            auto v = config_.integer(key);
+            if (!v) {
+                fail_with(v.error());
+                return 0;
+            }
+            if (*v < minimum) {
+                fail_with(Error{ErrorKind::mismatch, config_.source() + ": field \"" + std::string(key) +
+                                                         "\" must be at least " + std::to_string(minimum) +
+                                                         ", got " + std::to_string(*v)});
+                return 0;
+            }
+            out_.dimensions.emplace_back(std::string(key), *v);
+            return *v;
+        }
+        fail_with(config_.missing(*keys.begin()));
+        return 0;
+    }
+
+    const ModelConfig& config_;
+    ModelSummary& out_;
+    std::optional<Error> error_;
+};
+
+}  // namespace
+
+Expected<ModelSummary> Qwen3MoeFamily::summarize(const ModelConfig& c) const {
+    ModelSummary s;
+    Dimensions d(c, s);
+    const int64_t hidden = d.positive("hidden_size");
+    const int64_t layers = d.positive("num_hidden_layers");
+    d.positive("num_attention_heads");
+    const int64_t kv_heads = d.positive("num_key_value_heads");
+    const int64_t head_dim = d.positive("head_dim");
+    const int64_t vocab = d.positive("vocab_size");
+    const int64_t experts = d.positive_any({"num_experts", "num_local_experts"});
+    const int64_t top_k = d.positive("num_experts_per_tok");
+    d.positive("moe_intermediate_size");
+    d.optional("intermediate_size", 0);
+    const int64_t sparse_step = d.optional("decoder_sparse_step", 1);
+    d.optional("max_position_embeddings", 0);
+    if (d.error()) return tl::unexpected(*d.error());
+    if (top_k > experts)
+        return fail(ErrorKind::mismatch, c.source() + ": field \"num_experts_per_tok\" (" + std::to_string(top_k) +
+                                             ") exceeds the number of experts (" + std::to_string(experts) + ")");
+    if (sparse_step < 1)
+        return fail(ErrorKind::mismatch, c.source() + ": field \"decoder_sparse_step\" must be at least 1");
+
+    std::vector<int64_t> dense_layers;  // mlp_only_layers: layers with a dense MLP instead of experts
+    if (c.has("mlp_only_layers")) {
+        auto v = c.integers("mlp_only_layers");
+        if (!v) return tl::unexpected(v.error());
+        dense_layers = *v;
+    }
+    // transformers' rule: a layer is MoE when it is not listed in mlp_only_layers and
+    // (layer + 1) is a multiple of decoder_sparse_step.
+    int moe_layers = 0;
+    for (int64_t i = 0; i < layers; ++i) {
+        const bool listed = std::find(dense_layers.begin(), dense_layers.end(), i) != dense_layers.end();
+        if (!listed && (i + 1) % sparse_step == 0) ++moe_layers;
+    }
+    if (moe_layers < layers && !c.has("intermediate_size"))
+        return tl::unexpected(c.missing("intermediate_size"));
+
+    s.n_layers = static_cast<int>(layers);
+    s.n_moe_layers = moe_layers;
+    s.n_experts = static_cast<int>(experts);
+    s.top_k = static_cast<int>(top_k);
+    s.hidden_size = static_cast<size_t>(hidden);
+    s.vocab_size = static_cast<size_t>(vocab);
+    // K and V, kv_heads x head_dim each, on every layer.
+    s.kv_floats_per_token = static_cast<size_t>(layers * 2 * kv_heads * head_dim);
+    return s;
+}
+
+}  // namespace stormo::qwen3_moe

@@ -1,0 +1,136 @@
+#pragma once
+// Helpers for the kernel tests: random weight matrices in every format and layout, random
+// inputs, and comparisons that treat NaN as equal to NaN and measure error against sum |w*x|.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "stormo/kernels.hpp"
+
+namespace stormo::testing {
+
+// A matrix and the bytes behind its view. in_out matrices are stored [cols][rows].
+struct TestMatrix {
+    WeightFormat format = WeightFormat::F32;
+    Layout layout = Layout::out_in;
+    size_t rows = 0;
+    size_t cols = 0;
+    std::vector<uint8_t> data;
+    std::vector<uint8_t> scales;  // MXFP4 only
+
+    WeightView view() const {
+        WeightView v;
+        v.format = format;
+        v.layout = layout;
+        v.data = data.data();
+        v.scales = scales.empty() ? nullptr : scales.data();
+        v.rows = rows;
+        v.cols = cols;
+        return v;
+    }
+};
+
+inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& f : v) f = dist(rng);
+    return v;
+}
+
+// Finite values of moderate magnitude (about 2^-6 to 2^5) in every format; MXFP4 gets random
+// nibbles and scales in [scale_lo, scale_hi].
+inline TestMatrix random_matrix(WeightFormat format, Layout layout, size_t rows, size_t cols,
+                                std::mt19937& rng, uint8_t scale_lo = 118, uint8_t scale_hi = 130) {
+    TestMatrix m;
+    m.format = format;
+    m.layout = layout;
+    m.rows = rows;
+    m.cols = cols;
+    const size_t n = rows * cols;
+    std::uniform_int_distribution<uint32_t> bits(0, 0xFFFFFFFFu);
+    switch (format) {
+        case WeightFormat::F32: {
+            const std::vector<float> v = random_floats(n, rng, -2.0f, 2.0f);
+            m.data.resize(n * 4);
+            std::memcpy(m.data.data(), v.data(), n * 4);
+            break;
+        }
+        case WeightFormat::BF16: {
+            m.data.resize(n * 2);
+            for (size_t k = 0; k < n; ++k) {
+                // sign, exponent 121..132, 7 random mantissa bits
+                const uint32_t r = bits(rng);
+                const uint16_t v = static_cast<uint16_t>(((r & 1u) << 15) | ((121u + (r >> 1) % 12u) << 7) | ((r >> 16) & 0x7Fu));
+                std::memcpy(m.data.data() + 2 * k, &v, 2);
+            }
+            break;
+        }
+        case WeightFormat::F16: {
+            m.data.resize(n * 2);
+            for (size_t k = 0; k < n; ++k) {
+                // sign, exponent 9..20, 10 random mantissa bits
+                const uint32_t r = bits(rng);
+                const uint16_t v = static_cast<uint16_t>(((r & 1u) << 15) | ((9u + (r >> 1) % 12u) << 10) | ((r >> 16) & 0x3FFu));
+                std::memcpy(m.data.data() + 2 * k, &v, 2);
+            }
+            break;
+        }
+        case WeightFormat::MXFP4: {
+            m.data.resize(n / 2);
+            for (uint8_t& b : m.data) b = static_cast<uint8_t>(bits(rng));
+            m.scales.resize(n / 32);
+            std::uniform_int_distribution<int> s(scale_lo, scale_hi);
+            for (uint8_t& b : m.scales) b = static_cast<uint8_t>(s(rng));
+            break;
+        }
+        case WeightFormat::count: break;
+    }
+    return m;
+}
+
+// W[o, i] decoded through the reference row decoder (out_in) or read back from in_out storage.
+inline std::vector<float> dense_weights(const TestMatrix& m) {
+    std::vector<float> w(m.rows * m.cols);
+    const KernelTable& ref = reference_kernels();
+    if (m.layout == Layout::out_in) {
+        for (size_t o = 0; o < m.rows; ++o)
+            ref.row_to_f32[static_cast<size_t>(m.format)](m.view(), o, w.data() + o * m.cols);
+        return w;
+    }
+    // in_out: decode the [cols][rows] storage as an out_in matrix of cols rows, then transpose.
+    TestMatrix t = m;
+    t.layout = Layout::out_in;
+    t.rows = m.cols;
+    t.cols = m.rows;
+    std::vector<float> row(m.rows);
+    for (size_t i = 0; i < m.cols; ++i) {
+        ref.row_to_f32[static_cast<size_t>(m.format)](t.view(), i, row.data());
+        for (size_t o = 0; o < m.rows; ++o) w[o * m.cols + i] = row[o];
+    }
+    return w;
+}
+
+// sum_i |W[o, i] * x[r, i]| in double: the scale an accumulation error is measured against.
+inline std::vector<double> abs_product_sums(const std::vector<float>& w, size_t rows, size_t cols,
+                                            const float* x, size_t n_x) {
+    std::vector<double> s(n_x * rows);
+    for (size_t r = 0; r < n_x; ++r)
+        for (size_t o = 0; o < rows; ++o) {
+            double acc = 0;
+            for (size_t i = 0; i < cols; ++i)
+                acc += std::fabs(static_cast<double>(w[o * cols + i]) * x[r * cols + i]);
+            s[r * rows + o] = acc;
+        }
+    return s;
+}
+
+inline bool same_bits_or_both_nan(float a, float b) {
+    if (std::isnan(a) && std::isnan(b)) return true;
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+}  // namespace stormo::testing

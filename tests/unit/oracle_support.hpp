@@ -1,0 +1,86 @@
+#pragma once
+// Helpers for tests that compare stormo with the transformers references in tests/data.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/engine.hpp"
+#include "stormo/json.hpp"
+#include "util/npy.hpp"
+
+namespace stormo::testing {
+
+inline std::string fixture_dir(const std::string& name) { return std::string(STORMO_TEST_DATA_DIR) + "/fixtures/" + name; }
+inline std::string demo_dir() { return std::string(STORMO_SOURCE_DIR) + "/models/gpt-oss-demo"; }
+
+inline Json read_json_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto j = Json::parse(ss.str(), path);
+    EXPECT_TRUE(j.has_value()) << (j ? "" : j.error().message);
+    return j ? *j : Json();
+}
+
+inline std::vector<int32_t> int_list(const Json& j) {
+    std::vector<int32_t> out;
+    if (const auto* a = j.as_array())
+        for (const auto& v : *a) out.push_back(static_cast<int32_t>(*v.as_int()));
+    return out;
+}
+
+inline NpyArray read_reference(const std::string& path) {
+    auto a = read_npy(path);
+    EXPECT_TRUE(a.has_value()) << (a ? "" : a.error().message);
+    return a ? *a : NpyArray{};
+}
+
+inline std::unique_ptr<Engine> open_engine(const std::string& dir, const std::string& kernels = "auto", size_t threads = 2) {
+    EngineOptions o;
+    o.model_dir = dir;
+    o.kernels = kernels;
+    o.threads = threads;
+    auto e = Engine::open(o);
+    EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
+    return e ? std::move(*e) : nullptr;
+}
+
+// Collects the routing the family reports through the tracer, for every position.
+class RoutingRecorder final : public Tracer {
+public:
+    bool wants(int) const override { return true; }
+    void record(const std::string& name, int layer, const float* data, size_t n_rows, size_t width,
+                std::span<const int64_t> positions) override {
+        if (name != "router_topk_idx") return;
+        for (size_t r = 0; r < n_rows; ++r) {
+            auto& row = topk[{layer, positions[r]}];
+            row.assign(data + r * width, data + (r + 1) * width);
+        }
+    }
+    std::map<std::pair<int, int64_t>, std::vector<float>> topk;
+};
+
+struct ErrorStats {
+    double max_abs = 0.0;
+    double scale = 0.0;  // max |reference|
+    double relative() const { return scale > 0 ? max_abs / scale : max_abs; }
+};
+
+inline ErrorStats compare(const std::vector<float>& got, const std::vector<float>& want) {
+    ErrorStats s;
+    EXPECT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+        s.max_abs = std::max(s.max_abs, static_cast<double>(std::fabs(got[i] - want[i])));
+        s.scale = std::max(s.scale, static_cast<double>(std::fabs(want[i])));
+    }
+    return s;
+}
+
+}  // namespace stormo::testing

@@ -1,0 +1,198 @@
+// The YAML engine configuration: defaults (and configs/default.yaml holding them), every key,
+// and the errors naming the key and the file; the size syntax.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+#include <string>
+
+#include "runtime/engine_config.hpp"
+
+namespace fs = std::filesystem;
+using namespace stormo;
+
+namespace {
+
+std::string error_of(std::string_view yaml, const std::string& source = "test.yaml") {
+    auto c = parse_engine_config(yaml, source);
+    EXPECT_FALSE(c) << "accepted: " << yaml;
+    return c ? std::string() : c.error().message;
+}
+
+uint64_t bytes_of(std::string_view text) {
+    auto s = parse_size(text, "--expert-budget");
+    EXPECT_TRUE(s) << text << ": " << (s ? "" : s.error().message);
+    if (!s) return 0;
+    EXPECT_EQ(s->kind, SizeSpec::Kind::bytes) << text;
+    return s->bytes;
+}
+
+std::string size_error(std::string_view text) {
+    auto s = parse_size(text, "--expert-budget");
+    EXPECT_FALSE(s) << "accepted: " << text;
+    return s ? std::string() : s.error().message;
+}
+
+void expect_same_values(const EngineConfig& a, const EngineConfig& b) {
+    EXPECT_EQ(a.kernels, b.kernels);
+    EXPECT_EQ(a.family, b.family);
+    EXPECT_EQ(a.threads, b.threads);
+    EXPECT_EQ(a.expert_budget.kind, b.expert_budget.kind);
+    EXPECT_EQ(a.expert_budget.bytes, b.expert_budget.bytes);
+    EXPECT_EQ(a.plugins_dirs, b.plugins_dirs);
+    EXPECT_EQ(a.context, b.context);
+    EXPECT_EQ(a.eviction, b.eviction);
+    EXPECT_EQ(a.prefetch, b.prefetch);
+    EXPECT_EQ(a.direct_io, b.direct_io);
+}
+
+}  // namespace
+
+TEST(EngineConfig, Defaults) {
+    const EngineConfig d = default_engine_config();
+    EXPECT_EQ(d.kernels, "auto");
+    EXPECT_EQ(d.family, "auto");
+    EXPECT_FALSE(d.threads);
+    EXPECT_EQ(d.expert_budget.kind, SizeSpec::Kind::automatic);
+    EXPECT_TRUE(d.plugins_dirs.empty());
+    EXPECT_EQ(d.context, 4096);
+    EXPECT_EQ(d.eviction, EvictionPolicy::hotness);
+    EXPECT_TRUE(d.prefetch);
+    EXPECT_TRUE(d.direct_io);
+    EXPECT_EQ(d.origin("kernels"), "kernels (default)");
+}
+
+TEST(EngineConfig, DefaultYamlHoldsTheDefaults) {
+    const std::string path = std::string(STORMO_SOURCE_DIR) + "/configs/default.yaml";
+    auto c = load_engine_config(path);
+    ASSERT_TRUE(c) << c.error().message;
+    expect_same_values(*c, default_engine_config());
+    EXPECT_EQ(c->source, path);
+    // The file sets every key explicitly, so it documents each one.
+    for (const std::string& key : engine_config_keys())
+        EXPECT_EQ(c->origin(key), key + " in " + path) << key << " is not set in configs/default.yaml";
+}
+
+TEST(EngineConfig, EveryKey) {
+    auto c = parse_engine_config(R"(
+kernels: avx2
+family: qwen3_moe
+threads: 3
+expert_budget: 8GiB
+plugins_dirs: [/opt/a, /opt/b]
+context: 1024
+eviction: lru
+prefetch: false
+direct_io: no
+)",
+                                 "every.yaml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->kernels, "avx2");
+    EXPECT_EQ(c->family, "qwen3_moe");
+    EXPECT_EQ(c->threads, 3);
+    EXPECT_EQ(c->expert_budget.kind, SizeSpec::Kind::bytes);
+    EXPECT_EQ(c->expert_budget.bytes, uint64_t{8} << 30);
+    EXPECT_EQ(c->plugins_dirs, (std::vector<std::string>{"/opt/a", "/opt/b"}));
+    EXPECT_EQ(c->context, 1024);
+    EXPECT_EQ(c->eviction, EvictionPolicy::lru);
+    EXPECT_FALSE(c->prefetch);
+    EXPECT_FALSE(c->direct_io);
+    EXPECT_EQ(c->origin("threads"), "threads in every.yaml");
+    EXPECT_EQ(c->source, "every.yaml");
+}
+
+TEST(EngineConfig, KeysAbsentKeepTheirDefaults) {
+    auto c = parse_engine_config("threads: auto\nexpert_budget: all\n", "partial.yaml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_FALSE(c->threads);
+    EXPECT_EQ(c->expert_budget.kind, SizeSpec::Kind::all);
+    EXPECT_EQ(c->kernels, "auto");
+    EXPECT_EQ(c->context, 4096);
+    auto empty = parse_engine_config("# nothing but a comment\n", "empty.yaml");
+    ASSERT_TRUE(empty) << empty.error().message;
+    expect_same_values(*empty, default_engine_config());
+}
+
+TEST(EngineConfig, UnknownKeyNamesTheKeyTheFileAndTheKnownKeys) {
+    const std::string m = error_of("kernel: avx2\n", "my.yaml");
+    EXPECT_EQ(m, "my.yaml: unknown key 'kernel' (known keys: kernels, family, threads, expert_budget, "
+                 "plugins_dirs, context, eviction, prefetch, direct_io)");
+}
+
+TEST(EngineConfig, WrongTypeNamesTheKeyAndTheExpectedType) {
+    EXPECT_EQ(error_of("threads: two\n"), "test.yaml: key 'threads' must be a positive integer or auto, got 'two'");
+    EXPECT_EQ(error_of("threads: 0\n"), "test.yaml: key 'threads' must be a positive integer or auto, got '0'");
+    EXPECT_EQ(error_of("context: -5\n"), "test.yaml: key 'context' must be a positive integer, got '-5'");
+    EXPECT_EQ(error_of("context: [1]\n"), "test.yaml: key 'context' must be a positive integer, got a list");
+    EXPECT_EQ(error_of("prefetch: maybe\n"), "test.yaml: key 'prefetch' must be a boolean (true or false), got 'maybe'");
+    EXPECT_EQ(error_of("kernels: [avx2]\n"), "test.yaml: key 'kernels' must be a non-empty string, got a list");
+    EXPECT_EQ(error_of("family:\n"), "test.yaml: key 'family' must be a non-empty string, got no value");
+    EXPECT_EQ(error_of("plugins_dirs: /opt/x\n"), "test.yaml: key 'plugins_dirs' must be a list of strings, got '/opt/x'");
+    EXPECT_EQ(error_of("eviction: fifo\n"), "test.yaml: key 'eviction' must be lru or hotness, got 'fifo'");
+    EXPECT_EQ(error_of("direct_io: {a: 1}\n"), "test.yaml: key 'direct_io' must be a boolean (true or false), got a map");
+    EXPECT_EQ(error_of("expert_budget: 8GB\n"),
+              "expert_budget in test.yaml '8GB': unknown unit 'GB' (use KiB, MiB, GiB, TiB or K, M, G, T)");
+}
+
+TEST(EngineConfig, MalformedFiles) {
+    EXPECT_EQ(error_of("kernels: avx2\nkernels: vnni\n"), "test.yaml: key 'kernels' appears twice");
+    EXPECT_EQ(error_of("- kernels\n- avx2\n").rfind("test.yaml: an engine configuration must be a map", 0), 0u);
+    const std::string m = error_of("kernels: [avx2\n");
+    EXPECT_EQ(m.rfind("test.yaml:", 0), 0u) << m;
+    EXPECT_NE(m.find("invalid YAML"), std::string::npos) << m;
+}
+
+TEST(EngineConfig, FileLoadingAndRelativePluginDirs) {
+    auto missing = load_engine_config("/nonexistent/stormo.yaml");
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().message.find("/nonexistent/stormo.yaml"), std::string::npos);
+
+    const fs::path dir = fs::temp_directory_path() / ("stormo-engine-config-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const fs::path file = dir / "engine.yaml";
+    std::ofstream(file) << "plugins_dirs: [extra, /abs/dir]\ncontext: 77\n";
+    auto c = load_engine_config(file.string());
+    fs::remove_all(dir);
+    ASSERT_TRUE(c) << c.error().message;
+    // A relative directory is relative to the file that names it.
+    EXPECT_EQ(c->plugins_dirs, (std::vector<std::string>{(dir / "extra").string(), "/abs/dir"}));
+    EXPECT_EQ(c->context, 77);
+}
+
+TEST(EngineConfig, SizeParsing) {
+    EXPECT_EQ(bytes_of("123"), 123u);
+    EXPECT_EQ(bytes_of("0"), 0u);
+    EXPECT_EQ(bytes_of("8GiB"), uint64_t{8} << 30);
+    EXPECT_EQ(bytes_of("8G"), uint64_t{8} << 30);
+    EXPECT_EQ(bytes_of("8g"), uint64_t{8} << 30);
+    EXPECT_EQ(bytes_of("512MiB"), uint64_t{512} << 20);
+    EXPECT_EQ(bytes_of("512 M"), uint64_t{512} << 20);
+    EXPECT_EQ(bytes_of("4KiB"), 4096u);
+    EXPECT_EQ(bytes_of("4k"), 4096u);
+    EXPECT_EQ(bytes_of("2TiB"), uint64_t{2} << 40);
+    EXPECT_EQ(bytes_of("1.5GiB"), uint64_t{3} << 29);
+    EXPECT_EQ(bytes_of(" 100B "), 100u);
+    auto all = parse_size("all", "--expert-budget");
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all->kind, SizeSpec::Kind::all);
+    auto automatic = parse_size("AUTO", "--expert-budget");
+    ASSERT_TRUE(automatic);
+    EXPECT_EQ(automatic->kind, SizeSpec::Kind::automatic);
+}
+
+TEST(EngineConfig, SizeErrorsNameTheOption) {
+    EXPECT_EQ(size_error("8GB"), "--expert-budget '8GB': unknown unit 'GB' (use KiB, MiB, GiB, TiB or K, M, G, T)");
+    EXPECT_EQ(size_error("lots"), "--expert-budget 'lots': not a size (bytes, or a number with KiB, MiB, GiB, TiB; or all, auto)");
+    EXPECT_EQ(size_error(""), "--expert-budget '': not a size (bytes, or a number with KiB, MiB, GiB, TiB; or all, auto)");
+    EXPECT_EQ(size_error("-1"), "--expert-budget '-1': not a size (bytes, or a number with KiB, MiB, GiB, TiB; or all, auto)");
+    EXPECT_EQ(size_error("99999999999999999999"), "--expert-budget '99999999999999999999': the number is too large");
+    EXPECT_EQ(size_error("20000000TiB"), "--expert-budget '20000000TiB': the size is too large");
+}
+
+TEST(EngineConfig, SizeFormatting) {
+    EXPECT_EQ(format_bytes(100), "100 B");
+    EXPECT_EQ(format_bytes(uint64_t{3} << 29), "1.50 GiB");
+    EXPECT_EQ(format_size(SizeSpec{SizeSpec::Kind::all, 0}), "all");
+    EXPECT_EQ(format_size(SizeSpec{SizeSpec::Kind::bytes, 2048}), "2.00 KiB");
+}

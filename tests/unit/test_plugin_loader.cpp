@@ -1,0 +1,249 @@
+// Plugin discovery and loading: the build's plugins load, and every kind of bad library is
+// refused with its reason while the good ones still load.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "plugins/plugin_loader.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "stormo/plugin.hpp"
+
+namespace fs = std::filesystem;
+using namespace stormo;
+
+namespace {
+
+const std::string kBuildPlugins = STORMO_BUILD_PLUGIN_DIR;
+const std::string kTestPlugins = STORMO_TEST_PLUGIN_DIR;
+
+std::string canonical(const std::string& p) { return fs::weakly_canonical(p).string(); }
+
+PluginSearch only(std::vector<std::string> dirs) {
+    PluginSearch s;
+    s.builtin = false;
+    s.environment = false;
+    for (std::string& d : dirs) s.extra.push_back({std::move(d), "test", true});
+    return s;
+}
+
+PluginRegistry discover(const PluginSearch& search) {
+    auto r = PluginRegistry::discover(search);
+    EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
+    return r ? std::move(*r) : PluginRegistry{};
+}
+
+const RejectedPlugin* rejected_named(const PluginRegistry& r, const std::string& file_name) {
+    for (const RejectedPlugin& p : r.rejected())
+        if (fs::path(p.path).filename() == file_name) return &p;
+    return nullptr;
+}
+
+// The built plugins this tree has sources for (gpt_oss is written by another engineer and may
+// not be built yet).
+std::vector<std::string> built_plugin_files() {
+    std::vector<std::string> out;
+    for (const char* f : {"libstormo-kernels-avx2.so", "libstormo-kernels-vnni.so", "libstormo-model-gpt_oss.so",
+                          "libstormo-model-qwen3_moe.so", "libstormo-model-glm_dsa.so"})
+        if (fs::exists(fs::path(kBuildPlugins) / f)) out.emplace_back(f);
+    return out;
+}
+
+void expect_build_plugins_loaded(const PluginRegistry& r) {
+    for (const char* name : {"avx2", "vnni", "qwen3_moe", "glm_dsa"}) {
+        const LoadedPlugin* p = r.find(name);
+        ASSERT_NE(p, nullptr) << name << " did not load";
+        EXPECT_FALSE(p->version.empty()) << name;
+        EXPECT_EQ(canonical(fs::path(p->path).parent_path().string()), canonical(kBuildPlugins)) << name;
+    }
+    if (fs::exists(fs::path(kBuildPlugins) / "libstormo-model-gpt_oss.so")) EXPECT_NE(r.find("gpt_oss"), nullptr);
+}
+
+}  // namespace
+
+TEST(PluginLoader, FileNamesSayKindAndName) {
+    auto k = parse_plugin_file_name("libstormo-kernels-avx2.so");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->kind, PluginKind::kernels);
+    EXPECT_EQ(k->name, "avx2");
+    auto m = parse_plugin_file_name("libstormo-model-qwen3_moe.so");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->kind, PluginKind::model);
+    EXPECT_EQ(m->name, "qwen3_moe");
+    EXPECT_FALSE(parse_plugin_file_name("libstormo-core.so"));
+    EXPECT_FALSE(parse_plugin_file_name("libstormo-model-.so"));
+    EXPECT_FALSE(parse_plugin_file_name("libstormo-model-x.so.1"));
+    EXPECT_FALSE(parse_plugin_file_name("stormo-model-x.so"));
+}
+
+TEST(PluginLoader, BuiltInDirectoryIsBesideTheProgram) {
+    // The test binary lives in build/bin like the stormo CLI, so both find build/lib/stormo/plugins.
+    EXPECT_EQ(canonical(builtin_plugin_dir()), canonical(kBuildPlugins));
+}
+
+TEST(PluginLoader, LoadsEveryBuiltPluginWithoutFlags) {
+    PluginSearch s;
+    s.environment = false;
+    const PluginRegistry r = discover(s);
+    EXPECT_TRUE(r.rejected().empty()) << r.rejected().front().path << ": " << r.rejected().front().reason;
+    expect_build_plugins_loaded(r);
+    EXPECT_EQ(r.plugins().size(), built_plugin_files().size());
+    for (const LoadedPlugin& p : r.plugins()) {
+        if (p.kind == PluginKind::model) {
+            EXPECT_TRUE(p.family) << p.name;
+            EXPECT_FALSE(p.kernels) << p.name;
+            EXPECT_FALSE(p.accepts.empty()) << p.name;
+        } else {
+            EXPECT_TRUE(p.kernels) << p.name;
+            EXPECT_FALSE(p.family) << p.name;
+            EXPECT_FALSE(p.cpu_features.empty()) << p.name;
+        }
+    }
+    const LoadedPlugin* vnni = r.find("vnni");
+    ASSERT_NE(vnni, nullptr);
+    CpuFeature avx_vnni{};
+    ASSERT_TRUE(cpu_feature_from_name("avx_vnni", avx_vnni));
+    EXPECT_NE(std::find(vnni->cpu_features.begin(), vnni->cpu_features.end(), avx_vnni), vnni->cpu_features.end());
+}
+
+TEST(PluginLoader, RefusesLibraryWithoutEntryPoints) {
+    const PluginRegistry r = discover(only({kTestPlugins + "/bogus"}));
+    ASSERT_EQ(r.rejected().size(), 1u);
+    EXPECT_EQ(r.rejected()[0].reason, "not a stormo plugin: missing symbol stormo_plugin_abi");
+    EXPECT_EQ(r.rejected()[0].file_kind, "model");
+    EXPECT_EQ(r.rejected()[0].file_name, "bogus");
+    EXPECT_TRUE(r.plugins().empty());
+}
+
+TEST(PluginLoader, RefusesAnotherAbi) {
+    const PluginRegistry r = discover(only({kTestPlugins + "/wrong_abi"}));
+    ASSERT_EQ(r.rejected().size(), 1u);
+    EXPECT_EQ(r.rejected()[0].reason, "built for ABI stormo-sdk-0/test-compiler-1/test-stdlib, this host is " +
+                                          std::string(kStormoAbi));
+    EXPECT_TRUE(r.plugins().empty());
+}
+
+TEST(PluginLoader, RefusesSecondPluginOfTheSameNameNamingBothPaths) {
+    const std::string a = kTestPlugins + "/dup_a/libstormo-kernels-dup.so";
+    const std::string b = kTestPlugins + "/dup_b/libstormo-kernels-dup.so";
+    const PluginRegistry r = discover(only({kTestPlugins + "/dup_a", kTestPlugins + "/dup_b"}));
+    ASSERT_EQ(r.plugins().size(), 1u);
+    EXPECT_EQ(r.plugins()[0].name, "dup");
+    EXPECT_EQ(canonical(r.plugins()[0].path), canonical(a));
+    ASSERT_EQ(r.rejected().size(), 1u);
+    const std::string& why = r.rejected()[0].reason;
+    EXPECT_NE(why.find("duplicate plugin name 'dup'"), std::string::npos) << why;
+    EXPECT_NE(why.find(canonical(a)), std::string::npos) << why;
+    EXPECT_NE(why.find(canonical(b)), std::string::npos) << why;
+}
+
+TEST(PluginLoader, RefusesFailingFactoryWithItsMessage) {
+    const PluginRegistry r = discover(only({kTestPlugins + "/failing"}));
+    ASSERT_EQ(r.rejected().size(), 1u);
+    EXPECT_EQ(r.rejected()[0].reason, "its factory failed: failing: this factory refuses on purpose (test plugin)");
+}
+
+TEST(PluginLoader, RefusesDescriptionThatContradictsTheFileName) {
+    const PluginRegistry r = discover(only({kTestPlugins + "/misnamed"}));
+    ASSERT_EQ(r.rejected().size(), 1u);
+    EXPECT_EQ(r.rejected()[0].reason,
+              "describes itself as model plugin 'othername' but its file name says model plugin 'misnamed'");
+}
+
+TEST(PluginLoader, RefusesTextFileNamedLikeAPlugin) {
+    const PluginRegistry r = discover(only({kTestPlugins + "/junk"}));
+    ASSERT_EQ(r.rejected().size(), 1u);
+    const std::string& why = r.rejected()[0].reason;
+    EXPECT_EQ(why.rfind("cannot load the library: ", 0), 0u) << why;
+    EXPECT_EQ(r.rejected()[0].file_kind, "kernels");
+}
+
+TEST(PluginLoader, GoodPluginsLoadBesideEveryBadOne) {
+    PluginSearch s;
+    s.environment = false;
+    for (const char* c : {"bogus", "wrong_abi", "dup_a", "dup_b", "failing", "misnamed", "junk"})
+        s.extra.push_back({kTestPlugins + "/" + c, "test", true});
+    const PluginRegistry r = discover(s);
+    expect_build_plugins_loaded(r);
+    EXPECT_NE(r.find("dup"), nullptr);
+    for (const char* f : {"libstormo-model-bogus.so", "libstormo-kernels-wrongabi.so", "libstormo-kernels-dup.so",
+                          "libstormo-model-failing.so", "libstormo-model-misnamed.so", "libstormo-kernels-junk.so"})
+        EXPECT_NE(rejected_named(r, f), nullptr) << f << " was not refused";
+    EXPECT_EQ(r.rejected().size(), 6u);
+    EXPECT_EQ(r.plugins().size(), built_plugin_files().size() + 1);
+}
+
+TEST(PluginLoader, SearchesStormoPluginPathThenExtraDirectories) {
+    const char* previous = std::getenv("STORMO_PLUGIN_PATH");
+    const std::optional<std::string> saved = previous ? std::optional<std::string>(previous) : std::nullopt;
+    const std::string env = "/nonexistent/stormo-dir::" + kTestPlugins + "/dup_a";
+    ASSERT_EQ(setenv("STORMO_PLUGIN_PATH", env.c_str(), 1), 0);
+    PluginSearch s;
+    s.builtin = false;
+    s.extra.push_back({kTestPlugins + "/dup_b", "--plugins-dir", true});
+    const auto dirs = plugin_search_dirs(s);
+    auto r = PluginRegistry::discover(s);
+    if (saved) setenv("STORMO_PLUGIN_PATH", saved->c_str(), 1);
+    else unsetenv("STORMO_PLUGIN_PATH");
+
+    ASSERT_EQ(dirs.size(), 3u);
+    EXPECT_EQ(dirs[0].origin, "STORMO_PLUGIN_PATH");
+    EXPECT_EQ(dirs[1].origin, "STORMO_PLUGIN_PATH");
+    EXPECT_EQ(dirs[2].origin, "--plugins-dir");
+    ASSERT_TRUE(r) << r.error().message;
+    // The environment's directory comes first, so its copy wins and the --plugins-dir one is refused.
+    ASSERT_NE(r->find("dup"), nullptr);
+    EXPECT_EQ(canonical(r->find("dup")->path), canonical(kTestPlugins + "/dup_a/libstormo-kernels-dup.so"));
+    ASSERT_EQ(r->rejected().size(), 1u);
+    ASSERT_EQ(r->searched().size(), 2u);  // the nonexistent env entry is skipped quietly
+}
+
+TEST(PluginLoader, NamedDirectoryThatDoesNotExistIsAnError) {
+    PluginSearch s;
+    s.builtin = false;
+    s.environment = false;
+    s.extra.push_back({"/nonexistent/stormo-plugins", "--plugins-dir", true});
+    auto r = PluginRegistry::discover(s);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message, "--plugins-dir /nonexistent/stormo-plugins: no such directory");
+}
+
+TEST(PluginLoader, DirectoryNamedTwiceIsSearchedOnce) {
+    PluginSearch s;
+    s.environment = false;
+    s.extra.push_back({kBuildPlugins + "/../plugins", "--plugins-dir", true});
+    const PluginRegistry r = discover(s);
+    EXPECT_TRUE(r.rejected().empty());
+    EXPECT_EQ(r.plugins().size(), built_plugin_files().size());
+}
+
+TEST(PluginLoader, FamilyObjectKeepsItsLibraryAfterTheRegistryIsGone) {
+    std::shared_ptr<const FamilyPlugin> family;
+    {
+        const PluginRegistry r = discover(only({kBuildPlugins}));
+        ASSERT_NE(r.find("qwen3_moe"), nullptr);
+        family = r.find("qwen3_moe")->family;
+    }
+    ASSERT_TRUE(family);
+    // Calls into the plugin's code after every other owner of the library is gone.
+    EXPECT_EQ(family->classify("model.layers.0.mlp.experts.3.up_proj.weight"), TensorRole::experts);
+    EXPECT_EQ(family->classify("lm_head.weight"), TensorRole::head);
+}
+
+TEST(PluginLoader, ScoreModelConfigByArchitectureThenModelType) {
+    auto config = [](const char* text) {
+        auto c = ModelConfig::parse(text, "config.json");
+        EXPECT_TRUE(c) << (c ? "" : c.error().message);
+        return c ? *c : ModelConfig{};
+    };
+    const char* accepts = "Qwen3MoeForCausalLM, qwen3_moe";
+    EXPECT_EQ(score_model_config(config(R"({"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe"})"), accepts), 100);
+    EXPECT_EQ(score_model_config(config(R"({"architectures":["Other"],"model_type":"qwen3_moe"})"), accepts), 50);
+    EXPECT_EQ(score_model_config(config(R"({"model_type":"qwen3_moe"})"), accepts), 50);
+    EXPECT_EQ(score_model_config(config(R"({"architectures":["LlamaForCausalLM"],"model_type":"llama"})"), accepts), 0);
+    EXPECT_EQ(score_model_config(config(R"({"architectures":"Qwen3MoeForCausalLM"})"), accepts), 0);
+    EXPECT_EQ(score_model_config(config("{}"), accepts), 0);
+    EXPECT_EQ(score_model_config(config(R"({"model_type":"qwen3_moe"})"), nullptr), 0);
+}

@@ -1,0 +1,392 @@
+// The scalar reference kernels against values worked out by hand, and MXFP4 against a naive
+// decode of the GPT-OSS fixture's expert blocks.
+#include <gtest/gtest.h>
+
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernel_test_support.hpp"
+#include "kernels/mxfp4.hpp"
+#include "stormo/kernels.hpp"
+
+namespace stormo {
+namespace {
+
+using testing::TestMatrix;
+
+const KernelTable& ref() { return reference_kernels(); }
+
+MatmulFn ref_matmul(WeightFormat f, Layout l) {
+    return ref().matmul[static_cast<size_t>(f)][static_cast<size_t>(l)];
+}
+
+// W = [[1, 2, -0.5], [0.25, -3, 4]] (2 outputs x 3 inputs), exact in every dense format.
+// Hand-written encodings, so the converters under test do not produce their own inputs.
+const float kW[2][3] = {{1.0f, 2.0f, -0.5f}, {0.25f, -3.0f, 4.0f}};
+const uint16_t kWBf16[2][3] = {{0x3F80, 0x4000, 0xBF00}, {0x3E80, 0xC040, 0x4080}};
+const uint16_t kWF16[2][3] = {{0x3C00, 0x4000, 0xB800}, {0x3400, 0xC200, 0x4400}};
+// x rows [1, 0.5, 2] and [-1, 4, 0.25]:
+//   row 0: 1 + 1 - 1 = 1;          0.25 - 1.5 + 8 = 6.75
+//   row 1: -1 + 8 - 0.125 = 6.875; -0.25 - 12 + 1 = -11.25
+const float kX[2][3] = {{1.0f, 0.5f, 2.0f}, {-1.0f, 4.0f, 0.25f}};
+const float kY[2][2] = {{1.0f, 6.75f}, {6.875f, -11.25f}};
+
+TestMatrix hand_matrix(WeightFormat f, Layout l) {
+    TestMatrix m;
+    m.format = f;
+    m.layout = l;
+    m.rows = 2;
+    m.cols = 3;
+    const size_t esize = f == WeightFormat::F32 ? 4 : 2;
+    m.data.resize(6 * esize);
+    for (size_t o = 0; o < 2; ++o)
+        for (size_t i = 0; i < 3; ++i) {
+            const size_t k = l == Layout::out_in ? o * 3 + i : i * 2 + o;
+            if (f == WeightFormat::F32) std::memcpy(m.data.data() + 4 * k, &kW[o][i], 4);
+            if (f == WeightFormat::BF16) std::memcpy(m.data.data() + 2 * k, &kWBf16[o][i], 2);
+            if (f == WeightFormat::F16) std::memcpy(m.data.data() + 2 * k, &kWF16[o][i], 2);
+        }
+    return m;
+}
+
+TEST(RefKernelsMatmul, HandComputedEveryDenseFormatBothLayouts) {
+    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16}) {
+        for (Layout l : {Layout::out_in, Layout::in_out}) {
+            SCOPED_TRACE(std::string(weight_format_name(f)) + (l == Layout::out_in ? " out_in" : " in_out"));
+            const TestMatrix m = hand_matrix(f, l);
+            // Strided input and output: x rows of 5 floats, y rows of 4; untouched cells stay -7.
+            std::vector<float> x(10, 99.0f);
+            for (size_t r = 0; r < 2; ++r)
+                for (size_t i = 0; i < 3; ++i) x[r * 5 + i] = kX[r][i];
+            std::vector<float> y(8, -7.0f);
+            ref_matmul(f, l)(m.view(), x.data(), 2, 5, y.data(), 4, 0, 2);
+            EXPECT_EQ(y[0], kY[0][0]);
+            EXPECT_EQ(y[1], kY[0][1]);
+            EXPECT_EQ(y[4], kY[1][0]);
+            EXPECT_EQ(y[5], kY[1][1]);
+            EXPECT_EQ(y[2], -7.0f);
+            EXPECT_EQ(y[7], -7.0f);
+            // Only output 1, only row 0 of x.
+            std::vector<float> y1(2, -7.0f);
+            ref_matmul(f, l)(m.view(), x.data(), 1, 5, y1.data(), 2, 1, 2);
+            EXPECT_EQ(y1[0], -7.0f);
+            EXPECT_EQ(y1[1], kY[0][1]);
+        }
+    }
+}
+
+// Each product rounds before its add: 1 + 2^-24 + 2^-24 in that order is 1 in float (each add
+// of 2^-24 ties to even), while a sum done in wider precision or another order gives 1 + 2^-23.
+TEST(RefKernelsMatmul, AccumulatesInFloatInAscendingOrder) {
+    const float w[3] = {1.0f, 1.0f, 1.0f};
+    const float x_up[3] = {1.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -24)};
+    const float x_down[3] = {std::ldexp(1.0f, -24), std::ldexp(1.0f, -24), 1.0f};
+    WeightView v;
+    v.format = WeightFormat::F32;
+    v.data = w;
+    v.rows = 1;
+    v.cols = 3;
+    float y = 0;
+    ref_matmul(WeightFormat::F32, Layout::out_in)(v, x_up, 1, 3, &y, 1, 0, 1);
+    EXPECT_EQ(y, 1.0f);
+    ref_matmul(WeightFormat::F32, Layout::out_in)(v, x_down, 1, 3, &y, 1, 0, 1);
+    EXPECT_EQ(y, 1.0f + std::ldexp(1.0f, -23));
+    v.layout = Layout::in_out;
+    v.rows = 1;
+    ref_matmul(WeightFormat::F32, Layout::in_out)(v, x_up, 1, 3, &y, 1, 0, 1);
+    EXPECT_EQ(y, 1.0f);
+    EXPECT_EQ(ref().dot(w, x_up, 3), 1.0f);
+}
+
+// One MXFP4 row per case, 32 inputs. Row 0 holds codes 0..15 then 0..15 at scale 127 (x1);
+// row 1 holds code 7 (6.0) everywhere at scale 128 (x2).
+// x = 1 for i < 8, 2 for 8 <= i < 16, 0 after:
+//   row 0: (0 + .5 + 1 + 1.5 + 2 + 3 + 4 + 6) * 1 + (-18) * 2 = 18 - 36 = -18
+//   row 1: 12 * 8 + 12 * 2 * 8 = 96 + 192 = 288
+TEST(RefKernelsMatmul, HandComputedMxfp4) {
+    TestMatrix m;
+    m.format = WeightFormat::MXFP4;
+    m.rows = 2;
+    m.cols = 32;
+    m.data.resize(32);
+    for (size_t j = 0; j < 16; ++j)
+        m.data[j] = static_cast<uint8_t>(((2 * j) % 16) | (((2 * j + 1) % 16) << 4));
+    for (size_t j = 16; j < 32; ++j) m.data[j] = 0x77;
+    m.scales = {127, 128};
+    std::vector<float> x(32, 0.0f);
+    for (size_t i = 0; i < 8; ++i) x[i] = 1.0f;
+    for (size_t i = 8; i < 16; ++i) x[i] = 2.0f;
+    float y[2] = {0, 0};
+    ref_matmul(WeightFormat::MXFP4, Layout::out_in)(m.view(), x.data(), 1, 32, y, 2, 0, 2);
+    EXPECT_EQ(y[0], -18.0f);
+    EXPECT_EQ(y[1], 288.0f);
+}
+
+TEST(RefKernelsRows, DenseFormatsDecodeHandEncodings) {
+    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16}) {
+        const TestMatrix m = hand_matrix(f, Layout::out_in);
+        float out[3];
+        ref().row_to_f32[static_cast<size_t>(f)](m.view(), 1, out);
+        EXPECT_EQ(out[0], 0.25f) << weight_format_name(f);
+        EXPECT_EQ(out[1], -3.0f) << weight_format_name(f);
+        EXPECT_EQ(out[2], 4.0f) << weight_format_name(f);
+    }
+}
+
+// Every code under several scales, against the E2M1 table written out here and 2^(s-127)
+// computed in double (exact), rounded once to float.
+TEST(RefKernelsMxfp4, DecodesEveryCodeUnderEveryKindOfScale) {
+    const double kTable[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6};
+    for (int s : {0, 1, 2, 100, 126, 127, 128, 200, 252, 253, 254}) {
+        for (uint8_t code = 0; code < 16; ++code) {
+            const float expected = static_cast<float>(kTable[code] * std::ldexp(1.0, s - 127));
+            const float got = mxfp4::decode(code, static_cast<uint8_t>(s));
+            EXPECT_TRUE(testing::same_bits_or_both_nan(got, expected))
+                << "code " << int(code) << " scale " << s << ": " << got << " vs " << expected;
+        }
+    }
+    // Spot values worked by hand.
+    EXPECT_EQ(mxfp4::decode(7, 127), 6.0f);
+    EXPECT_EQ(mxfp4::decode(9, 128), -1.0f);
+    EXPECT_EQ(mxfp4::decode(1, 0), std::ldexp(1.0f, -128));  // subnormal, exact
+    EXPECT_EQ(mxfp4::decode(5, 254), std::ldexp(3.0f, 127));  // largest finite value
+    EXPECT_TRUE(std::isinf(mxfp4::decode(4, 254)));           // 2 * 2^127 overflows
+    EXPECT_TRUE(std::signbit(mxfp4::decode(8, 127)));          // code 8 is -0
+    for (uint8_t code = 0; code < 16; ++code) EXPECT_TRUE(std::isnan(mxfp4::decode(code, 255)));
+}
+
+// The row decoder walks the nibble layout: byte j holds element 2j (low) and 2j+1 (high).
+TEST(RefKernelsMxfp4, RowDecoderFollowsTheNibbleLayout) {
+    TestMatrix m;
+    m.format = WeightFormat::MXFP4;
+    m.rows = 1;
+    m.cols = 64;
+    m.data.resize(32);
+    for (size_t j = 0; j < 32; ++j) m.data[j] = static_cast<uint8_t>((j % 16) | ((15 - j % 16) << 4));
+    m.scales = {127, 130};
+    std::vector<float> out(64);
+    ref().row_to_f32[static_cast<size_t>(WeightFormat::MXFP4)](m.view(), 0, out.data());
+    for (size_t k = 0; k < 64; ++k) {
+        const size_t j = k / 2;
+        const uint8_t code = static_cast<uint8_t>(k % 2 == 0 ? j % 16 : 15 - j % 16);
+        const float scale = k < 32 ? 1.0f : 8.0f;
+        EXPECT_EQ(out[k], mxfp4::kE2M1[code] * scale) << "element " << k;
+    }
+}
+
+TEST(RefKernelsVector, RmsNormFollowsTransformersOrder) {
+    const float x[4] = {1, 2, 3, 4};
+    const float w[4] = {1, 0.5f, 2, 1};
+    float out[4];
+    ref().rmsnorm(x, w, 4, 1e-5f, out);
+    // variance = 30 / 4 = 7.5; inv = 1 / sqrt(7.5 + 1e-5)
+    const float inv = 1.0f / std::sqrt(7.5f + 1e-5f);
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(out[i], w[i] * (x[i] * inv));
+        EXPECT_NEAR(out[i], w[i] * x[i] / std::sqrt(7.50001), 1e-6);
+    }
+    ref().rmsnorm(x, w, 0, 1e-5f, out);  // empty: nothing written, no division by zero
+}
+
+TEST(RefKernelsVector, SoftmaxHandValuesAndLargeInputs) {
+    float a[3] = {1, 2, 3};
+    ref().softmax(a, 3);
+    const double z = std::exp(-2.0) + std::exp(-1.0) + 1.0;
+    EXPECT_NEAR(a[0], std::exp(-2.0) / z, 1e-7);
+    EXPECT_NEAR(a[1], std::exp(-1.0) / z, 1e-7);
+    EXPECT_NEAR(a[2], 1.0 / z, 1e-7);
+    // Shifted by 1000: exp(1000) overflows, the max subtraction must make it irrelevant.
+    float b[3] = {1001, 1002, 1003};
+    ref().softmax(b, 3);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(a[i], b[i]);
+    float c[3] = {-1e30f, 0.0f, -std::numeric_limits<float>::infinity()};
+    ref().softmax(c, 3);
+    EXPECT_EQ(c[0], 0.0f);
+    EXPECT_EQ(c[1], 1.0f);
+    EXPECT_EQ(c[2], 0.0f);
+    float d[1] = {42};
+    ref().softmax(d, 1);
+    EXPECT_EQ(d[0], 1.0f);
+}
+
+TEST(RefKernelsVector, SiluDotAxpy) {
+    float s[5] = {0, 1, -1, 100, -100};
+    ref().silu(s, 5);
+    EXPECT_EQ(s[0], 0.0f);
+    EXPECT_NEAR(s[1], 0.7310585786, 1e-7);
+    EXPECT_NEAR(s[2], -0.2689414214, 1e-7);
+    EXPECT_EQ(s[3], 100.0f);
+    EXPECT_NEAR(s[4], 0.0, 1e-40);
+    EXPECT_LE(s[4], 0.0f);
+
+    const float a[4] = {1, -2, 0.5f, 4};
+    const float b[4] = {3, 0.25f, -8, 0.5f};
+    EXPECT_EQ(ref().dot(a, b, 4), 3.0f - 0.5f - 4.0f + 2.0f);
+    EXPECT_EQ(ref().dot(a, b, 0), 0.0f);
+    float y[4] = {1, 1, 1, 1};
+    ref().axpy(2.0f, a, y, 4);
+    EXPECT_EQ(y[0], 3.0f);
+    EXPECT_EQ(y[1], -3.0f);
+    EXPECT_EQ(y[2], 2.0f);
+    EXPECT_EQ(y[3], 9.0f);
+}
+
+TEST(RefKernelsVector, Int8DotIsExactAndWraps) {
+    const uint8_t a[4] = {255, 0, 3, 128};
+    const int8_t b[4] = {-128, 127, -2, 1};
+    EXPECT_EQ(ref().dot_u8i8(a, b, 4), -32640 + 0 - 6 + 128);
+    // 70000 * 255 * -128 = -2284800000, which wraps to 2010167296 modulo 2^32.
+    const std::vector<uint8_t> big_a(70000, 255);
+    const std::vector<int8_t> big_b(70000, -128);
+    EXPECT_EQ(ref().dot_u8i8(big_a.data(), big_b.data(), big_a.size()), 2010167296);
+}
+
+TEST(RefKernelsTable, EveryEntryFilledExceptMxfp4InOut) {
+    for (size_t f = 0; f < kWeightFormatCount; ++f) {
+        EXPECT_NE(ref().row_to_f32[f], nullptr);
+        for (size_t l = 0; l < kLayoutCount; ++l) {
+            const bool exists = !(f == static_cast<size_t>(WeightFormat::MXFP4) && l == static_cast<size_t>(Layout::in_out));
+            EXPECT_EQ(ref().matmul[f][l] != nullptr, exists) << f << "," << l;
+            if (exists) EXPECT_STREQ(ref().matmul_provider[f][l], "reference");
+        }
+    }
+    EXPECT_NE(ref().rmsnorm, nullptr);
+    EXPECT_NE(ref().softmax, nullptr);
+    EXPECT_NE(ref().dot, nullptr);
+    EXPECT_NE(ref().axpy, nullptr);
+    EXPECT_NE(ref().silu, nullptr);
+    EXPECT_NE(ref().dot_u8i8, nullptr);
+    EXPECT_EQ(&reference_kernels(), &ref());
+}
+
+// A row's value depends only on its own inputs: computing one row, or a sub-range of outputs,
+// gives the bits of the full call.
+TEST(RefKernelsMatmul, RowIndependentOfBatchAndOutputRange) {
+    std::mt19937 rng(7);
+    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4}) {
+        for (Layout l : {Layout::out_in, Layout::in_out}) {
+            const MatmulFn fn = ref_matmul(f, l);
+            if (fn == nullptr) continue;
+            const size_t rows = 37;
+            const size_t cols = 96;
+            const TestMatrix m = testing::random_matrix(f, l, rows, cols, rng);
+            const size_t n_x = 5;
+            const std::vector<float> x = testing::random_floats(n_x * cols, rng);
+            std::vector<float> full(n_x * rows);
+            fn(m.view(), x.data(), n_x, cols, full.data(), rows, 0, rows);
+            for (size_t r = 0; r < n_x; ++r) {
+                std::vector<float> one(rows);
+                fn(m.view(), x.data() + r * cols, 1, cols, one.data(), rows, 0, 13);
+                fn(m.view(), x.data() + r * cols, 1, cols, one.data(), rows, 13, rows);
+                EXPECT_EQ(std::memcmp(one.data(), full.data() + r * rows, rows * 4), 0)
+                    << weight_format_name(f) << " row " << r;
+            }
+        }
+    }
+}
+
+// The GPT-OSS fixture's MXFP4 experts, read straight from the safetensors file (header parsed
+// here with simdjson, independently of stormo's model reader).
+struct RawTensor {
+    std::string dtype;
+    std::vector<int64_t> shape;
+    const uint8_t* data = nullptr;
+    size_t nbytes = 0;
+};
+
+std::map<std::string, RawTensor> read_safetensors(const std::string& path, std::vector<uint8_t>& bytes) {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::map<std::string, RawTensor> out;
+    if (bytes.size() < 8) return out;
+    uint64_t header_len = 0;
+    std::memcpy(&header_len, bytes.data(), 8);  // little-endian, as is this machine
+    if (8 + header_len > bytes.size()) return out;
+    const uint8_t* data_start = bytes.data() + 8 + header_len;
+    simdjson::dom::parser parser;
+    const simdjson::padded_string header(reinterpret_cast<const char*>(bytes.data() + 8), header_len);
+    const simdjson::dom::object root = parser.parse(header).get_object();
+    for (const auto field : root) {
+        if (field.key == "__metadata__") continue;
+        RawTensor t;
+        t.dtype = std::string(std::string_view(field.value["dtype"]));
+        for (const auto d : field.value["shape"].get_array()) t.shape.push_back(int64_t(d));
+        const simdjson::dom::array offsets = field.value["data_offsets"].get_array();
+        const uint64_t begin = uint64_t(offsets.at(0));
+        const uint64_t end = uint64_t(offsets.at(1));
+        t.data = data_start + begin;
+        t.nbytes = end - begin;
+        out.emplace(std::string(field.key), t);
+    }
+    return out;
+}
+
+TEST(RefKernelsMxfp4, FixtureExpertsMatchNaiveDecodeThenMultiply) {
+    const std::string path = std::string(STORMO_TEST_DATA_DIR) + "/fixtures/gpt_oss_mxfp4/model.safetensors";
+    std::vector<uint8_t> bytes;
+    const auto tensors = read_safetensors(path, bytes);
+    const auto blocks_it = tensors.find("model.layers.0.mlp.experts.down_proj_blocks");
+    const auto scales_it = tensors.find("model.layers.0.mlp.experts.down_proj_scales");
+    ASSERT_NE(blocks_it, tensors.end()) << path;
+    ASSERT_NE(scales_it, tensors.end()) << path;
+    const RawTensor& blocks = blocks_it->second;
+    const RawTensor& scales = scales_it->second;
+    ASSERT_EQ(blocks.dtype, "U8");
+    ASSERT_EQ(scales.dtype, "U8");
+    ASSERT_EQ(blocks.shape, (std::vector<int64_t>{8, 64, 2, 16}));
+    ASSERT_EQ(scales.shape, (std::vector<int64_t>{8, 64, 2}));
+    ASSERT_EQ(blocks.nbytes, size_t{8 * 64 * 2 * 16});
+    ASSERT_EQ(scales.nbytes, size_t{8 * 64 * 2});
+
+    const size_t rows = 64;  // outputs
+    const size_t cols = 64;  // inputs: 2 blocks of 32
+    const double kTable[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6};
+    std::mt19937 rng(11);
+    const size_t n_x = 3;
+    const std::vector<float> x = testing::random_floats(n_x * cols, rng);
+    for (size_t expert : {size_t{0}, size_t{7}}) {
+        SCOPED_TRACE("expert " + std::to_string(expert));
+        WeightView v;
+        v.format = WeightFormat::MXFP4;
+        v.data = blocks.data + expert * rows * 2 * 16;
+        v.scales = scales.data + expert * rows * 2;
+        v.rows = rows;
+        v.cols = cols;
+        // Naive: decode every element with the table and ldexp, then an ascending float sum.
+        std::vector<float> w(rows * cols);
+        size_t nonzero = 0;
+        for (size_t o = 0; o < rows; ++o)
+            for (size_t i = 0; i < cols; ++i) {
+                const uint8_t* block = static_cast<const uint8_t*>(v.data) + (o * 2 + i / 32) * 16;
+                const uint8_t byte = block[(i % 32) / 2];
+                const uint8_t code = static_cast<uint8_t>(i % 2 == 0 ? byte & 0x0F : byte >> 4);
+                const int s = v.scales[o * 2 + i / 32];
+                ASSERT_LT(s, 255) << "the fixture holds no NaN scales";
+                w[o * cols + i] = static_cast<float>(std::ldexp(kTable[code], s - 127));
+                nonzero += w[o * cols + i] != 0.0f;
+            }
+        EXPECT_GT(nonzero, rows * cols / 2);
+        std::vector<float> naive(n_x * rows);
+        for (size_t r = 0; r < n_x; ++r)
+            for (size_t o = 0; o < rows; ++o) {
+                float acc = 0.0f;
+                for (size_t i = 0; i < cols; ++i) acc += w[o * cols + i] * x[r * cols + i];
+                naive[r * rows + o] = acc;
+            }
+        std::vector<float> y(n_x * rows);
+        ref_matmul(WeightFormat::MXFP4, Layout::out_in)(v, x.data(), n_x, cols, y.data(), rows, 0, rows);
+        EXPECT_EQ(std::memcmp(y.data(), naive.data(), y.size() * 4), 0);
+    }
+}
+
+}  // namespace
+}  // namespace stormo

@@ -1,0 +1,155 @@
+// The thread pool and the pooled matmul: every index exactly once, exceptions reported without
+// losing the pool, and bit-identical results whatever the thread count.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "kernel_test_support.hpp"
+#include "stormo/kernels.hpp"
+
+namespace stormo {
+namespace {
+
+TEST(ThreadPool, SizeCountsTheCaller) {
+    EXPECT_EQ(ThreadPool(0).size(), 1u);
+    EXPECT_EQ(ThreadPool(1).size(), 1u);
+    EXPECT_EQ(ThreadPool(3).size(), 3u);
+}
+
+TEST(ThreadPool, ParallelForCoversEveryIndexOnceInContiguousChunks) {
+    ThreadPool pool(3);
+    for (size_t n : {size_t{1}, size_t{2}, size_t{5}, size_t{97}, size_t{10007}}) {
+        for (size_t grain : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{20000}}) {
+            std::vector<std::atomic<int>> hits(n);
+            std::mutex m;
+            std::vector<std::pair<size_t, size_t>> chunks;
+            pool.parallel_for(n, grain, [&](size_t b, size_t e) {
+                for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+                std::lock_guard<std::mutex> lock(m);
+                chunks.emplace_back(b, e);
+            });
+            for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n " << n << " grain " << grain << " index " << i;
+            for (const auto& [b, e] : chunks) {
+                EXPECT_LT(b, e);
+                // Chunks hold at least `grain` indices unless the whole range is smaller.
+                if (grain > 0 && n >= grain) EXPECT_GE(e - b, grain);
+            }
+        }
+    }
+    pool.parallel_for(0, 1, [](size_t, size_t) { FAIL() << "called for an empty range"; });
+}
+
+TEST(ThreadPool, UsesSeveralThreadsForLargeRanges) {
+    ThreadPool pool(2);
+    std::mutex m;
+    std::vector<std::thread::id> ids;
+    for (int attempt = 0; attempt < 50; ++attempt) {
+        pool.parallel_for(64, 1, [&](size_t, size_t) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            std::lock_guard<std::mutex> lock(m);
+            ids.push_back(std::this_thread::get_id());
+        });
+        std::sort(ids.begin(), ids.end());
+        if (std::unique(ids.begin(), ids.end()) - ids.begin() >= 2) return;
+    }
+    FAIL() << "a pool of 2 never ran a chunk on its worker";
+}
+
+TEST(ThreadPool, ExceptionIsReportedAndThePoolStillWorks) {
+    ThreadPool pool(3);
+    EXPECT_THROW(pool.parallel_for(1000, 10,
+                                   [](size_t b, size_t e) {
+                                       if (b <= 500 && 500 < e) throw std::runtime_error("chunk with 500");
+                                   }),
+                 std::runtime_error);
+    std::atomic<size_t> sum{0};
+    pool.parallel_for(1000, 10, [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) sum += i;
+    });
+    EXPECT_EQ(sum.load(), 999u * 1000u / 2u);
+    // The single-thread path reports the same way.
+    ThreadPool one(1);
+    EXPECT_THROW(one.parallel_for(10, 1, [](size_t, size_t) { throw std::logic_error("x"); }), std::logic_error);
+}
+
+TEST(ThreadPool, NestedCallRunsInlineInsteadOfDeadlocking) {
+    ThreadPool pool(2);
+    std::atomic<size_t> inner{0};
+    pool.parallel_for(8, 1, [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i)
+            pool.parallel_for(10, 1, [&](size_t ib, size_t ie) { inner += ie - ib; });
+    });
+    EXPECT_EQ(inner.load(), 80u);
+}
+
+TEST(ThreadPool, PhysicalCoreCountIsPlausible) {
+    const size_t cores = physical_core_count();
+    EXPECT_GE(cores, 1u);
+    EXPECT_LE(cores, std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// The pooled matmul over 1, 2 and 3 threads (and no pool) on an odd-sized matrix: same bits.
+TEST(ThreadPool, MatmulIsBitIdenticalAcrossThreadCounts) {
+    std::mt19937 rng(3);
+    ThreadPool p1(1), p2(2), p3(3);
+    const size_t rows = 1031;
+    const size_t cols = 160;
+    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4}) {
+        for (Layout l : {Layout::out_in, Layout::in_out}) {
+            if (f == WeightFormat::MXFP4 && l == Layout::in_out) continue;
+            SCOPED_TRACE(std::string(weight_format_name(f)) + (l == Layout::out_in ? " out_in" : " in_out"));
+            const testing::TestMatrix m = testing::random_matrix(f, l, rows, cols, rng);
+            for (size_t n_x : {size_t{1}, size_t{3}}) {
+                const std::vector<float> x = testing::random_floats(n_x * cols, rng);
+                std::vector<float> y0(n_x * rows), y1(n_x * rows), y2(n_x * rows), y3(n_x * rows);
+                matmul(Compute{&reference_kernels(), nullptr}, m.view(), x.data(), n_x, y0.data());
+                matmul(Compute{&reference_kernels(), &p1}, m.view(), x.data(), n_x, y1.data());
+                matmul(Compute{&reference_kernels(), &p2}, m.view(), x.data(), n_x, y2.data());
+                matmul(Compute{&reference_kernels(), &p3}, m.view(), x.data(), n_x, y3.data());
+                EXPECT_EQ(std::memcmp(y0.data(), y1.data(), y0.size() * 4), 0);
+                EXPECT_EQ(std::memcmp(y0.data(), y2.data(), y0.size() * 4), 0);
+                EXPECT_EQ(std::memcmp(y0.data(), y3.data(), y0.size() * 4), 0);
+            }
+        }
+    }
+}
+
+TEST(ThreadPool, MatmulWithoutAKernelPoisonsTheOutput) {
+    testing::TestMatrix m;
+    m.format = WeightFormat::MXFP4;
+    m.layout = Layout::in_out;
+    m.rows = 4;
+    m.cols = 32;
+    m.data.assign(64, 0x11);
+    m.scales.assign(4, 127);
+    std::vector<float> x(32, 1.0f), y(4, 0.0f);
+    ThreadPool pool(2);
+    matmul(Compute{&reference_kernels(), &pool}, m.view(), x.data(), 1, y.data());
+    for (float v : y) EXPECT_TRUE(std::isnan(v));
+}
+
+// A table with an empty entry falls back to the reference kernel.
+TEST(ThreadPool, MatmulFallsBackToTheReferenceForEmptyEntries) {
+    KernelTable sparse;  // every entry nullptr
+    std::mt19937 rng(5);
+    const testing::TestMatrix m = testing::random_matrix(WeightFormat::BF16, Layout::out_in, 50, 40, rng);
+    const std::vector<float> x = testing::random_floats(40, rng);
+    std::vector<float> a(50), b(50);
+    ThreadPool pool(2);
+    matmul(Compute{&sparse, &pool}, m.view(), x.data(), 1, a.data());
+    matmul(Compute{&reference_kernels(), nullptr}, m.view(), x.data(), 1, b.data());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+}
+
+}  // namespace
+}  // namespace stormo
