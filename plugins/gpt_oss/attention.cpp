@@ -71,7 +71,7 @@ void GptOssModel::attend_rows(int layer, std::span<const int64_t> positions, con
     const KernelTable& kt = *compute_.table;
     const float* keys = kv.buffers[0];
     const float* values = kv.buffers[1];
-    const size_t key_columns = probs_width / heads - 1;
+    const size_t key_columns = probs != nullptr ? probs_width / heads - 1 : 0;
 
     auto run = [&](size_t begin, size_t end) {
         std::vector<float> scores;

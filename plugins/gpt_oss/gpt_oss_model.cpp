@@ -2,6 +2,7 @@
 // simple per-row steps: embedding lookup, RMSNorm, the head, and the dense-FFN refusal.
 #include "gpt_oss_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 

@@ -53,8 +53,12 @@ TEST(CpuFeatures, DetectionAgreesWithProcCpuinfo) {
 
 TEST(CpuFeatures, WideFeaturesImplyTheirFoundations) {
     const CpuFeatureSet d = detect_cpu_features();
-    if (d.has(CpuFeature::avx2)) EXPECT_TRUE(d.has(CpuFeature::avx));
-    if (d.has(CpuFeature::avx512bw) || d.has(CpuFeature::avx512vl)) EXPECT_TRUE(d.has(CpuFeature::avx512f));
+    if (d.has(CpuFeature::avx2)) {
+        EXPECT_TRUE(d.has(CpuFeature::avx));
+    }
+    if (d.has(CpuFeature::avx512bw) || d.has(CpuFeature::avx512vl)) {
+        EXPECT_TRUE(d.has(CpuFeature::avx512f));
+    }
     EXPECT_EQ(detect_cpu_features().bits, d.bits);  // stable across calls
 }
 

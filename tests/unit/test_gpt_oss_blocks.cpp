@@ -1,11 +1,14 @@
 // GPT-OSS building blocks against formulas computed here independently (in double) and by hand:
 // YaRN inverse frequencies and attention factor, cos/sin tables, the split-half rotation, the sink
 // softmax, the sliding window, the clipped SwiGLU, torch.topk's tie order, and config.json parsing
-// in both dialects (transformers 5 `rope_parameters`, hub `rope_theta` + `rope_scaling`).
+// in both dialects (transformers 5 `rope_parameters`, hub `rope_theta` + `rope_scaling`); and the
+// layout of the intermediates the plugin traces, through the real engine on the gpt_oss fixture.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <span>
 #include <numbers>
 #include <sstream>
 #include <string>
@@ -15,6 +18,7 @@
 #include "../../plugins/gpt_oss/gpt_oss_config.hpp"
 #include "../../plugins/gpt_oss/moe_math.hpp"
 #include "../../plugins/gpt_oss/yarn_rope.hpp"
+#include "oracle_support.hpp"
 #include "stormo/kernels.hpp"
 
 namespace stormo::gpt_oss {
@@ -396,6 +400,78 @@ TEST(GptOssBlocks, RouterWeightsAreSoftmaxOverTheTopK) {
     reference_kernels().softmax(w, 2);
     EXPECT_NEAR(w[0], 1.0 / (1.0 + std::exp(-1.0)), 1e-6);
     EXPECT_NEAR(w[1], 1.0 / (1.0 + std::exp(1.0)), 1e-6);
+}
+
+// Keeps every intermediate the family traces, by (name, layer).
+class KeepEverything final : public Tracer {
+public:
+    struct Record {
+        std::vector<float> data;
+        size_t rows = 0, width = 0;
+        std::vector<int64_t> positions;
+    };
+    bool wants(int) const override { return true; }
+    void record(const std::string& name, int layer, const float* data, size_t n_rows, size_t width,
+                std::span<const int64_t> positions) override {
+        records[{name, layer}] = Record{std::vector<float>(data, data + n_rows * width), n_rows, width,
+                                        std::vector<int64_t>(positions.begin(), positions.end())};
+    }
+    std::map<std::pair<std::string, int>, Record> records;
+};
+
+TEST(GptOssBlocks, TracedIntermediatesHaveTheDocumentedLayout) {
+    const std::string dir = stormo::testing::fixture_dir("gpt_oss");
+    auto engine = stormo::testing::open_engine(dir, "reference");
+    ASSERT_NE(engine, nullptr);
+    const std::vector<int32_t> prompt =
+        stormo::testing::int_list(*stormo::testing::read_json_file(dir + "/reference/input_ids.json").find("input_ids"));
+    ASSERT_GT(prompt.size(), 17u) << "the prompt must outrun the sliding window of 16";
+    auto session = engine->new_session(prompt.size());
+    ASSERT_TRUE(session.has_value()) << session.error().message;
+    KeepEverything tracer;
+    ForwardOptions options;
+    options.tracer = &tracer;
+    ASSERT_TRUE(engine->pipeline().forward(**session, prompt, options).has_value());
+
+    const size_t T = prompt.size(), heads = 4, window = 16, P = T;  // P key columns: positions 0..T-1
+    for (int layer : {0, 1}) {  // layer 0 slides, layer 1 is full
+        const auto& probs = tracer.records.at({"attn_probs", layer});
+        ASSERT_EQ(probs.rows, T);
+        ASSERT_EQ(probs.width, heads * (P + 1));
+        for (size_t r = 0; r < T; ++r) {
+            const size_t first = layer == 0 && r + 1 > window ? r + 1 - window : 0;
+            for (size_t h = 0; h < heads; ++h) {
+                const float* p = probs.data.data() + r * probs.width + h * (P + 1);
+                double sum = p[P];
+                EXPECT_GT(p[P], 0.0f) << "sink mass, layer " << layer << " row " << r << " head " << h;
+                for (size_t c = 0; c < P; ++c) {
+                    sum += p[c];
+                    if (c < first || c > r) EXPECT_EQ(p[c], 0.0f) << "layer " << layer << " row " << r << " key " << c;
+                    else EXPECT_GT(p[c], 0.0f) << "layer " << layer << " row " << r << " key " << c;
+                }
+                EXPECT_NEAR(sum, 1.0, 1e-5) << "layer " << layer << " row " << r << " head " << h;
+            }
+        }
+        EXPECT_EQ(tracer.records.at({"q_rope", layer}).width, 64u);
+        EXPECT_EQ(tracer.records.at({"k_rope", layer}).width, 32u);
+        EXPECT_EQ(tracer.records.at({"attn_in", layer}).width, 64u);
+        EXPECT_EQ(tracer.records.at({"attn_context", layer}).width, 64u);
+        EXPECT_EQ(tracer.records.at({"attn_out", layer}).width, 64u);
+        EXPECT_EQ(tracer.records.at({"router_logits", layer}).width, 8u);
+        const auto& idx = tracer.records.at({"router_topk_idx", layer});
+        const auto& weight = tracer.records.at({"router_topk_weight", layer});
+        const auto& logits = tracer.records.at({"router_logits", layer});
+        ASSERT_EQ(weight.width, 2u);
+        for (size_t r = 0; r < T; ++r) {
+            const float* w = weight.data.data() + 2 * r;
+            EXPECT_NEAR(w[0] + w[1], 1.0, 1e-6);
+            EXPECT_GE(w[0], w[1]);
+            const float* l = logits.data.data() + 8 * r;
+            const auto top = topk_indices(l, 8, 2);
+            EXPECT_EQ(idx.data[2 * r], static_cast<float>(top[0]));
+            EXPECT_EQ(idx.data[2 * r + 1], static_cast<float>(top[1]));
+        }
+    }
 }
 
 }  // namespace

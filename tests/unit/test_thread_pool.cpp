@@ -42,7 +42,9 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnceInContiguousChunks) {
             for (const auto& [b, e] : chunks) {
                 EXPECT_LT(b, e);
                 // Chunks hold at least `grain` indices unless the whole range is smaller.
-                if (grain > 0 && n >= grain) EXPECT_GE(e - b, grain);
+                if (grain > 0 && n >= grain) {
+                    EXPECT_GE(e - b, grain);
+                }
             }
         }
     }

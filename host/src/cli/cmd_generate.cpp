@@ -7,6 +7,7 @@
 #include "cli/model_command.hpp"
 #include "runtime/dump_tracer.hpp"
 #include "runtime/generation.hpp"
+#include "runtime/memory_plan.hpp"
 
 namespace stormo::cli {
 namespace {
@@ -44,6 +45,15 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
         .field("expert_misses", store.misses)
         .field("expert_bytes_read", store.bytes_read)
         .field("read_wait_seconds", store.read_wait_seconds)
+        .field("prefetch_issued", store.prefetch_issued)
+        .field("prefetch_used", store.prefetch_used)
+        .field("prefetch_wasted", store.prefetch_wasted)
+        .field("prediction_accuracy", times.chosen ? static_cast<double>(times.predicted_chosen) / static_cast<double>(times.chosen) : 0.0)
+        .field("evictions", store.evictions)
+        .field("expert_slots", store.slots)
+        .field("expert_slot_bytes", store.slot_bytes)
+        .field("direct_io", store.direct_io)
+        .field("expert_budget", engine.expert_budget().reason)
         .field("threads", engine.threads())
         .field("kernels", engine.kernels_name())
         .field("peak_rss_bytes", peak_rss_bytes())

@@ -72,7 +72,9 @@ MemoryPlan plan_memory(const ModelSetup& s, const Census& c, const ModelSummary&
     } else {
         p.expert_budget = p.experts;
     }
-    p.budget_setting = format_size(s.config.expert_budget) + " (" + s.config.origin("expert_budget") + ")";
+    const auto origin = s.config.origins.find("expert_budget");
+    p.budget_setting = format_size(s.config.expert_budget) + " (" +
+                       (origin == s.config.origins.end() ? std::string("default") : origin->second) + ")";
     p.kv_per_token = static_cast<uint64_t>(summary.kv_floats_per_token) * sizeof(float);
     p.context = s.config.context;
     p.kv_for_context = p.kv_per_token * static_cast<uint64_t>(p.context);

@@ -8,5 +8,7 @@ int run_plugins(int argc, char** argv);
 int run_inspect(int argc, char** argv);
 int run_generate(int argc, char** argv);
 int run_logits(int argc, char** argv);
+int run_synth(int argc, char** argv);
+int run_bench(int argc, char** argv);
 
 }  // namespace stormo::cli

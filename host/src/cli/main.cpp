@@ -25,6 +25,8 @@ constexpr Command kCommands[] = {
     {"inspect", stormo::cli::run_inspect, "show a model's family, kernels, dimensions, tensor census and memory plan"},
     {"generate", stormo::cli::run_generate, "generate token ids from a prompt"},
     {"logits", stormo::cli::run_logits, "teacher-forced logits (and hidden states) as .npy files"},
+    {"bench", stormo::cli::run_bench, "prefill and decode speed against the memory and disk bounds"},
+    {"synth", stormo::cli::run_synth, "write a random-weight checkpoint shaped like a real model"},
 };
 
 void print_help() {

@@ -42,10 +42,6 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     auto config = resolve_engine_config(options);
     if (!config) return tl::unexpected(config.error());
-    if (config->expert_budget.kind == SizeSpec::Kind::bytes)
-        return fail(ErrorKind::unsupported, config->origin("expert_budget") +
-                                                ": a byte budget needs the streaming expert store, which this build does not "
-                                                "have yet; use all");
     EngineOptions eo;
     eo.model_dir = *options.model;
     eo.kernels = config->kernels;
@@ -54,6 +50,12 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options) {
     eo.family_origin = config->origin("family");
     eo.threads = config->threads ? static_cast<size_t>(*config->threads) : 0;
     eo.search = plugin_search(*config, options);
+    eo.expert_budget = config->expert_budget;
+    eo.expert_budget_origin = config->origin("expert_budget");
+    eo.eviction.policy = config->eviction;
+    eo.direct_io = config->direct_io;
+    eo.pipeline.prefetch = config->prefetch;
+    eo.context = static_cast<size_t>(config->context);
     auto engine = Engine::open(eo);
     if (!engine) return tl::unexpected(engine.error());
     return LoadedEngine{std::move(*config), std::move(*engine)};
@@ -80,12 +82,5 @@ Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input) {
     return fail(ErrorKind::invalid_argument, "--ids LIST or --ids-file FILE is required");
 }
 
-uint64_t peak_rss_bytes() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-    return 0;
-}
 
 }  // namespace stormo::cli

@@ -28,7 +28,4 @@ struct TokenInput {
 void add_token_input(po::options_description& d, TokenInput& out);
 Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input);
 
-// Peak resident set size of this process, from /proc/self/status (VmHWM).
-uint64_t peak_rss_bytes();
-
 }  // namespace stormo::cli

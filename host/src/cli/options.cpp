@@ -33,18 +33,28 @@ Expected<ParseResult> parse_command_line(int argc, char** argv, const std::strin
     po::options_description all;
     all.add_options()("help,h", "print this help");
     all.add(options);
+    // Words that are not options are collected to be named in the error, not silently ignored.
+    po::options_description hidden;
+    hidden.add_options()("stormo-positional", po::value<std::vector<std::string>>());
+    po::options_description parsed_options;
+    parsed_options.add(all).add(hidden);
+    po::positional_options_description positional;
+    positional.add("stormo-positional", -1);
     po::variables_map vm;
     try {
-        // No positional arguments: a stray word is an error rather than silently ignored.
-        // No abbreviations either: "--mod" is not taken to mean "--model".
+        // No abbreviations: "--mod" is not taken to mean "--model".
         const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-        po::store(po::command_line_parser(argc, argv).options(all).positional({}).style(style).run(), vm);
+        po::store(po::command_line_parser(argc, argv).options(parsed_options).positional(positional).style(style).run(),
+                  vm);
         if (vm.count("help")) {
             std::cout << "usage: stormo " << command << " " << synopsis << "\n\n"
                       << description << "\n\n"
                       << all << std::flush;
             return ParseResult::help_shown;
         }
+        if (vm.count("stormo-positional"))
+            return fail(ErrorKind::invalid_argument,
+                        "unexpected argument '" + vm["stormo-positional"].as<std::vector<std::string>>().front() + "'");
         po::notify(vm);
     } catch (const po::error& e) {
         return fail(ErrorKind::invalid_argument, e.what());

@@ -173,6 +173,7 @@ std::vector<KernelEntry> kernel_providers(const KernelTable& table, const Kernel
     out.push_back({"dot", provider_of(table.dot, ref.dot, selection)});
     out.push_back({"axpy", provider_of(table.axpy, ref.axpy, selection)});
     out.push_back({"silu", provider_of(table.silu, ref.silu, selection)});
+    out.push_back({"dot_u8i8", provider_of(table.dot_u8i8, ref.dot_u8i8, selection)});
     return out;
 }
 

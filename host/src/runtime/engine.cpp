@@ -1,5 +1,7 @@
 #include "runtime/engine.hpp"
 
+#include <algorithm>
+
 #include "runtime/host_load_context.hpp"
 
 namespace stormo {
@@ -32,15 +34,62 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     engine->table_ = build_kernel_table(*kernels);
 
     engine->pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : physical_core_count());
-    engine->store_ = make_resident_expert_store(*engine->source_);
 
-    HostLoadContext context(*engine->source_, *engine->store_, Compute{&engine->table_, engine->pool_.get()});
+    HostLoadContext context(*engine->source_, Compute{&engine->table_, engine->pool_.get()});
     auto model = family->plugin->family->load(context);
     if (!model) return tl::unexpected(with_context(model.error(), family->plugin->name + " could not load " + options.model_dir));
     engine->model_ = std::move(*model);
     for (const auto& t : context.loaded()) engine->dense_bytes_ += t.nbytes;
-    engine->pipeline_ = std::make_unique<Pipeline>(*engine->model_, *engine->store_);
+
+    auto store = engine->make_store(options, context.expert_layouts());
+    if (!store) return tl::unexpected(store.error());
+    engine->store_ = std::move(*store);
+    engine->pipeline_ = std::make_unique<Pipeline>(*engine->model_, *engine->store_, options.pipeline);
     return engine;
+}
+
+// Everything resident when the budget holds every expert; else the streaming store. The budget is
+// planned now, with the dense part already in RAM.
+Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& options,
+                                                          std::vector<ExpertLayerLayout>& layouts) {
+    uint64_t total = 0;
+    size_t min_slots = 1;
+    for (const auto& layout : layouts) total += layout.bytes_per_expert() * layout.locations.size();
+    for (int l = 0; l < model_->n_layers(); ++l)
+        min_slots = std::max(min_slots, static_cast<size_t>(std::max(0, model_->layer_plan(l).top_k)));
+    uint64_t kv_per_position = 0;
+    for (int l = 0; l < model_->n_layers(); ++l)
+        for (const auto& kv : model_->layer_plan(l).kv) kv_per_position += kv.floats_per_position * sizeof(float);
+    budget_ = plan_expert_budget(options.expert_budget, total, kv_per_position * options.context, available_memory());
+
+    std::unique_ptr<ExpertStore> store;
+    if (budget_.all || layouts.empty()) {
+        store = make_resident_expert_store(*source_);
+    } else {
+        std::vector<std::string> files;
+        for (const auto& layout : layouts)
+            for (const auto& expert : layout.locations)
+                for (const auto& part : expert)
+                    if (std::find(files.begin(), files.end(), part.tensor->file) == files.end()) files.push_back(part.tensor->file);
+        auto backend = make_pread_backend(files, options.direct_io);
+        if (!backend) return tl::unexpected(backend.error());
+        if (options.wrap_read_backend) *backend = options.wrap_read_backend(std::move(*backend));
+        StreamingStoreOptions so;
+        so.budget_bytes = budget_.bytes;
+        so.min_slots = min_slots;
+        so.eviction = options.eviction;
+        so.direct_io = options.direct_io;
+        so.io_threads = options.io_threads;
+        store = make_streaming_expert_store(std::move(*backend), so);
+    }
+    for (auto& layout : layouts)
+        if (auto added = store->add_layer(std::move(layout)); !added) return tl::unexpected(added.error());
+    if (auto done = store->finish_loading(); !done) {
+        Error e = done.error();
+        if (options.expert_budget.kind == SizeSpec::Kind::bytes) e = with_context(e, options.expert_budget_origin);
+        return tl::unexpected(e);
+    }
+    return store;
 }
 
 Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity) const {

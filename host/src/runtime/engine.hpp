@@ -3,6 +3,7 @@
 // config.json, the kernels chosen for this CPU (or forced), the thread pool, the model source,
 // the expert store and the loaded model, with a pipeline over them.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "plugins/plugin_registry.hpp"
 #include "plugins/selection.hpp"
 #include "runtime/forward.hpp"
+#include "runtime/memory_plan.hpp"
 #include "runtime/session.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/kernels.hpp"
@@ -26,6 +28,15 @@ struct EngineOptions {
     std::string family_origin = "--family";
     size_t threads = 0;            // 0: physical cores
     PluginSearch search;           // built-in directory and STORMO_PLUGIN_PATH by default
+    SizeSpec expert_budget;        // auto by default
+    std::string expert_budget_origin = "--expert-budget";
+    EvictionSettings eviction;
+    bool direct_io = true;
+    size_t io_threads = 4;
+    PipelineSettings pipeline;
+    size_t context = 4096;         // the KV context the budget leaves room for
+    // Wraps the streaming store's read backend (tests inject failed and short reads with it).
+    std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
 };
 
 class Engine {
@@ -43,6 +54,7 @@ public:
     const PluginRegistry& registry() const { return registry_; }
     size_t threads() const { return pool_->size(); }
     uint64_t dense_bytes() const { return dense_bytes_; }
+    const ExpertBudget& expert_budget() const { return budget_; }
 
     // A session whose KV cache holds `capacity` positions; more than the model's
     // max_position_embeddings is an error.
@@ -50,6 +62,7 @@ public:
 
 private:
     Engine() = default;
+    Expected<std::unique_ptr<ExpertStore>> make_store(const EngineOptions& options, std::vector<ExpertLayerLayout>& layouts);
     PluginRegistry registry_;
     FamilySelection family_selection_;
     KernelsSelection kernels_selection_;
@@ -60,6 +73,7 @@ private:
     std::unique_ptr<Model> model_;
     std::unique_ptr<Pipeline> pipeline_;
     uint64_t dense_bytes_ = 0;
+    ExpertBudget budget_;
 };
 
 }  // namespace stormo

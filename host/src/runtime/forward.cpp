@@ -102,7 +102,7 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
         t0 = Clock::now();
         model_.norm(Model::NormSite::ffn, layer, rows_of(x, n, width), rows_of(normed, n, width));
         if (plan.ffn == FfnKind::moe) {
-            if (auto m = moe_stage(layer, ctx, rows_of(normed, n, width), rows_of(delta, n, width)); !m)
+            if (auto m = moe_stage(layer, ctx, rows_of(normed, n, width), rows_of(x, n, width), rows_of(delta, n, width)); !m)
                 return tl::unexpected(m.error());
         } else {
             model_.dense_ffn(layer, rows_of(normed, n, width), rows_of(delta, n, width));
@@ -122,7 +122,30 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
     return {};
 }
 
-Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows& normed, Rows out) {
+std::vector<int32_t> Pipeline::predict_next(int layer, const StepContext& ctx, const Rows& residual,
+                                            int& next_layer) const {
+    next_layer = -1;
+    for (int l = layer + 1; l < model_.n_layers(); ++l)
+        if (model_.layer_plan(l).ffn == FfnKind::moe) {
+            next_layer = l;
+            break;
+        }
+    if (next_layer < 0) return {};
+    std::vector<float> normed(residual.n * residual.width);
+    const Rows normed_rows{normed.data(), residual.n, residual.width};
+    model_.norm(Model::NormSite::ffn, next_layer, residual, normed_rows);
+    const StepContext quiet{ctx.positions, nullptr};  // a prediction is not an intermediate to dump
+    const Routing guess = model_.route(next_layer, quiet, normed_rows);
+    std::vector<char> seen(static_cast<size_t>(model_.layer_plan(next_layer).n_experts), 0);
+    for (int32_t e : guess.experts)
+        if (e >= 0 && static_cast<size_t>(e) < seen.size()) seen[static_cast<size_t>(e)] = 1;
+    std::vector<int32_t> experts;
+    for (size_t e = 0; e < seen.size(); ++e)
+        if (seen[e]) experts.push_back(static_cast<int32_t>(e));
+    return experts;
+}
+
+Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out) {
     const LayerPlan& plan = model_.layer_plan(layer);
     const size_t n = normed.n;
     const size_t width = normed.width;
@@ -142,32 +165,18 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     std::vector<int32_t> chosen;
     for (size_t e = 0; e < users.size(); ++e)
         if (!users[e].empty()) chosen.push_back(static_cast<int32_t>(e));
-
-    auto views = store_.acquire(layer, chosen);
-    if (!views) return tl::unexpected(views.error());
-
-    // Compute each expert over its rows into per-(row, slot) buffers; arrival order is free.
-    std::vector<float> contributions(n * k * width, 0.0f);
-    std::vector<float> in, result;
-    std::vector<int64_t> user_positions;
-    const bool tracing = ctx.tracer && ctx.tracer->wants(layer);
-    for (size_t c = 0; c < chosen.size(); ++c) {
-        const auto& rows = users[static_cast<size_t>(chosen[c])];
-        in.resize(rows.size() * width);
-        result.resize(rows.size() * width);
-        for (size_t r = 0; r < rows.size(); ++r)
-            std::copy_n(normed.row(rows[r] / k), width, in.data() + r * width);
-        model_.expert_ffn(layer, (*views)[c], Rows{in.data(), rows.size(), width}, Rows{result.data(), rows.size(), width});
-        for (size_t r = 0; r < rows.size(); ++r)
-            std::copy_n(result.data() + r * width, width, contributions.data() + rows[r] * width);
-        if (tracing) {
-            user_positions.clear();
-            for (size_t r : rows) user_positions.push_back(ctx.positions[r / k]);
-            ctx.tracer->record("expert_" + std::to_string(chosen[c]) + "_out", layer, result.data(), rows.size(), width,
-                               user_positions);
-        }
+    if (route_trace_) route_trace_->push_back(RouteStep{layer, chosen});
+    if (static_cast<size_t>(layer) < predicted_.size() && !predicted_[static_cast<size_t>(layer)].empty()) {
+        const auto& guess = predicted_[static_cast<size_t>(layer)];
+        for (int32_t e : chosen)
+            if (std::binary_search(guess.begin(), guess.end(), e)) ++times_.predicted_chosen;
+        times_.chosen += chosen.size();
+        predicted_[static_cast<size_t>(layer)].clear();
     }
-    store_.release(layer);
+
+    std::vector<float> contributions(n * k * width, 0.0f);
+    if (auto c = compute_experts(layer, ctx, normed, routing, chosen, users, residual, contributions); !c)
+        return tl::unexpected(c.error());
 
     // Reduce per row in the router's canonical order.
     for (size_t r = 0; r < n; ++r) {
@@ -184,7 +193,66 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
         model_.dense_ffn(layer, normed, Rows{shared.data(), n, width});
         for (size_t i = 0; i < n * width; ++i) out.data[i] += shared[i];
     }
-    if (tracing) ctx.tracer->record("moe_out", layer, out.data, n, width, ctx.positions);
+    if (ctx.tracer && ctx.tracer->wants(layer)) ctx.tracer->record("moe_out", layer, out.data, n, width, ctx.positions);
+    return {};
+}
+
+// Runs each chosen expert over the rows that chose it, writing per-(row, slot) outputs. When the
+// union is larger than the store can pin at once it goes in waves; the order experts are computed
+// in never matters, since each writes only its own rows' slots.
+Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, const Rows& normed, const Routing& routing,
+                                         const std::vector<int32_t>& chosen, const std::vector<std::vector<size_t>>& users,
+                                         const Rows& residual, std::vector<float>& contributions) {
+    const size_t width = normed.width;
+    const size_t k = routing.top_k;
+    const size_t wave = std::max<size_t>(1, store_.max_batch());
+    const bool tracing = ctx.tracer && ctx.tracer->wants(layer);
+    std::vector<float> in, result;
+    std::vector<int64_t> user_positions;
+    auto run_expert = [&](const ExpertView& view, int32_t expert) {
+        const auto& rows = users[static_cast<size_t>(expert)];
+        in.resize(rows.size() * width);
+        result.resize(rows.size() * width);
+        for (size_t r = 0; r < rows.size(); ++r) std::copy_n(normed.row(rows[r] / k), width, in.data() + r * width);
+        model_.expert_ffn(layer, view, Rows{in.data(), rows.size(), width}, Rows{result.data(), rows.size(), width});
+        for (size_t r = 0; r < rows.size(); ++r)
+            std::copy_n(result.data() + r * width, width, contributions.data() + rows[r] * width);
+        if (tracing) {
+            user_positions.clear();
+            for (size_t r : rows) user_positions.push_back(ctx.positions[r / k]);
+            ctx.tracer->record("expert_" + std::to_string(expert) + "_out", layer, result.data(), rows.size(), width,
+                               user_positions);
+        }
+    };
+
+    for (size_t begin = 0; begin < chosen.size(); begin += wave) {
+        const size_t count = std::min(wave, chosen.size() - begin);
+        const std::span<const int32_t> group(chosen.data() + begin, count);
+        auto batch = store_.acquire(layer, group);
+        if (!batch) return tl::unexpected(batch.error());
+        // This layer's misses are queued; now start on the next layer's likely experts.
+        if (begin == 0 && settings_.prefetch && store_.streams()) {
+            int next_layer = -1;
+            auto guess = predict_next(layer, ctx, residual, next_layer);
+            if (next_layer >= 0) {
+                if (predicted_.size() < static_cast<size_t>(model_.n_layers())) predicted_.resize(static_cast<size_t>(model_.n_layers()));
+                const size_t free_slots = store_.max_batch() > count ? store_.max_batch() - count : 0;
+                store_.prefetch(next_layer, guess, free_slots);
+                predicted_[static_cast<size_t>(next_layer)] = std::move(guess);
+            }
+        }
+        if (settings_.async_compute) {
+            for (size_t i = 0; i < count; ++i) {
+                auto ready = (*batch)->next();
+                if (!ready) return tl::unexpected(ready.error());
+                run_expert((*batch)->view(*ready), group[*ready]);
+            }
+        } else {
+            for (size_t i = 0; i < count; ++i)
+                if (auto ready = (*batch)->next(); !ready) return tl::unexpected(ready.error());
+            for (size_t i = 0; i < count; ++i) run_expert((*batch)->view(i), group[i]);
+        }
+    }
     return {};
 }
 

@@ -25,11 +25,22 @@ struct ForwardTimes {
     double attention_seconds = 0.0;
     double moe_seconds = 0.0;
     double head_seconds = 0.0;
+    uint64_t predicted_chosen = 0;  // experts a layer chose that the prediction from the layer before named
+    uint64_t chosen = 0;            // experts chosen in layers that had a prediction
+};
+
+struct PipelineSettings {
+    // Predict layer L+1's experts from the state after layer L's attention (router L+1 applied to
+    // it) and start reading them while layer L computes. Only where the store streams.
+    bool prefetch = true;
+    // Compute each expert as soon as its bytes are there (else wait for all of a layer's first).
+    bool async_compute = true;
 };
 
 class Pipeline {
 public:
-    Pipeline(const Model& model, ExpertStore& store) : model_(model), store_(store) {}
+    Pipeline(const Model& model, ExpertStore& store, PipelineSettings settings = {})
+        : model_(model), store_(store), settings_(settings) {}
 
     // Consumes `tokens` at the session's position. Returns logits [rows, vocab] where rows is
     // tokens.size() with all_logits, else 1. On error the session is as it was before the call.
@@ -38,15 +49,26 @@ public:
 
     const ForwardTimes& times() const { return times_; }
     const Model& model() const { return model_; }
+    const PipelineSettings& settings() const { return settings_; }
+    // Records every layer's chosen experts per block (a route trace, for eviction studies).
+    void record_routes(std::vector<RouteStep>* trace) { route_trace_ = trace; }
 
 private:
     Expected<void> run_block(Session& session, std::span<const int32_t> tokens, std::span<const int64_t> positions,
                              const ForwardOptions& options, std::vector<float>& x, std::vector<std::vector<float>>* hidden);
-    Expected<void> moe_stage(int layer, const StepContext& ctx, const Rows& normed, Rows out);
+    Expected<void> moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out);
+    // The experts the next MoE layer will likely choose, from the current residual state.
+    std::vector<int32_t> predict_next(int layer, const StepContext& ctx, const Rows& residual, int& next_layer) const;
+    Expected<void> compute_experts(int layer, const StepContext& ctx, const Rows& normed, const Routing& routing,
+                                   const std::vector<int32_t>& chosen, const std::vector<std::vector<size_t>>& users,
+                                   const Rows& residual, std::vector<float>& contributions);
 
     const Model& model_;
     ExpertStore& store_;
+    PipelineSettings settings_;
     ForwardTimes times_;
+    std::vector<RouteStep>* route_trace_ = nullptr;
+    std::vector<std::vector<int32_t>> predicted_;  // per layer: the last prediction made for it
 };
 
 }  // namespace stormo

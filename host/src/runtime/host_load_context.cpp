@@ -31,7 +31,8 @@ Expected<void> HostLoadContext::declare_experts(int layer, const std::vector<Exp
                                                 int n_experts) {
     auto layout = resolve_expert_layout(source_, layer, parts, n_experts);
     if (!layout) return tl::unexpected(layout.error());
-    return store_.add_layer(std::move(*layout));
+    expert_layouts_.push_back(std::move(*layout));
+    return {};
 }
 
 }  // namespace stormo

@@ -18,8 +18,7 @@ struct LoadedTensorRecord {
 
 class HostLoadContext final : public LoadContext {
 public:
-    HostLoadContext(const ModelSource& source, ExpertStore& store, Compute compute)
-        : source_(source), store_(store), compute_(compute) {}
+    HostLoadContext(const ModelSource& source, Compute compute) : source_(source), compute_(compute) {}
 
     const ModelConfig& config() const override { return source_.config(); }
     const std::optional<ModelConfig>& generation_config() const override { return source_.generation_config(); }
@@ -29,10 +28,13 @@ public:
     Compute compute() const override { return compute_; }
 
     const std::vector<LoadedTensorRecord>& loaded() const { return loaded_; }
+    // The experts every layer declared, resolved against the checkpoint; the engine hands them to
+    // the store it chooses once it knows their size.
+    std::vector<ExpertLayerLayout>& expert_layouts() { return expert_layouts_; }
 
 private:
     const ModelSource& source_;
-    ExpertStore& store_;
+    std::vector<ExpertLayerLayout> expert_layouts_;
     Compute compute_;
     std::vector<LoadedTensorRecord> loaded_;
 };

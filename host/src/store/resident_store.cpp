@@ -11,6 +11,22 @@ constexpr uint64_t kPartAlignment = 64;
 
 uint64_t align_up(uint64_t v) { return (v + kPartAlignment - 1) / kPartAlignment * kPartAlignment; }
 
+// Everything is ready: next() hands out the indices in order.
+class ResidentBatch final : public ExpertBatch {
+public:
+    explicit ResidentBatch(std::vector<const ExpertView*> views) : views_(std::move(views)) {}
+    size_t size() const override { return views_.size(); }
+    Expected<size_t> next() override {
+        if (next_ >= views_.size()) return fail(ErrorKind::internal, "expert batch: every expert was already taken");
+        return next_++;
+    }
+    const ExpertView& view(size_t i) const override { return *views_[i]; }
+
+private:
+    std::vector<const ExpertView*> views_;
+    size_t next_ = 0;
+};
+
 class ResidentExpertStore final : public ExpertStore {
 public:
     explicit ResidentExpertStore(const ModelSource& source) : source_(source) {}
@@ -33,8 +49,7 @@ public:
                 std::byte* dst = resident.buffer.data() + at;
                 if (auto r = source_.read(*loc.tensor, loc.offset, loc.nbytes, dst); !r)
                     return tl::unexpected(r.error());
-                Shape shape = layout.parts[p].expert_shape;
-                view.parts.push_back({loc.tensor->dtype, std::move(shape), dst});
+                view.parts.push_back({loc.tensor->dtype, layout.parts[p].expert_shape, dst});
                 at += align_up(loc.nbytes);
             }
             resident.experts.push_back(std::move(view));
@@ -45,25 +60,33 @@ public:
         return {};
     }
 
-    Expected<std::vector<ExpertView>> acquire(int layer, std::span<const int32_t> experts) override {
+    Expected<void> finish_loading() override { return {}; }
+
+    Expected<std::unique_ptr<ExpertBatch>> acquire(int layer, std::span<const int32_t> experts) override {
         auto it = layers_.find(layer);
         if (it == layers_.end())
             return fail(ErrorKind::internal, "layer " + std::to_string(layer) + " has no experts in the store");
-        std::vector<ExpertView> views;
+        std::vector<const ExpertView*> views;
         views.reserve(experts.size());
         for (int32_t e : experts) {
             if (e < 0 || static_cast<size_t>(e) >= it->second.experts.size())
                 return fail(ErrorKind::internal, "layer " + std::to_string(layer) + ": expert " +
                                                      std::to_string(e) + " does not exist");
-            views.push_back(it->second.experts[static_cast<size_t>(e)]);
+            views.push_back(&it->second.experts[static_cast<size_t>(e)]);
         }
         hits_ += experts.size();
-        return views;
+        return std::unique_ptr<ExpertBatch>(std::make_unique<ResidentBatch>(std::move(views)));
     }
 
-    void release(int) override {}
+    size_t max_batch() const override { return SIZE_MAX; }
+    void prefetch(int, std::span<const int32_t>, size_t) override {}
+    bool streams() const override { return false; }
 
-    ExpertStoreStats stats() const override { return {hits_, 0, 0, 0.0}; }
+    ExpertStoreStats stats() const override {
+        ExpertStoreStats s;
+        s.hits = hits_;
+        return s;
+    }
     uint64_t resident_bytes() const override { return resident_bytes_; }
     uint64_t total_expert_bytes() const override { return total_bytes_; }
 

@@ -1,0 +1,255 @@
+// stormo bench: prefill and decode speed on a seeded random prompt, the expert store's figures,
+// and the two bounds of this machine measured in the same run (RAM read bandwidth over the bytes a
+// decode token touches; disk read bandwidth over the bytes a decode token had to read).
+//
+// Order matters: the RAM probe runs before the model loads (its buffer would otherwise compete
+// with the weights and count in the peak RSS, which is reset after it), the disk probe after the
+// generation (its reads must not warm anything the run uses).
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/json_writer.hpp"
+#include "cli/model_command.hpp"
+#include "runtime/bench.hpp"
+#include "util/bandwidth.hpp"
+
+namespace stormo::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+    int64_t prompt_tokens = 64;
+    int64_t gen_tokens = 16;
+    uint64_t seed = 0;
+    bool json = false;
+    std::string ram_probe = "1GiB";
+    int ram_repeats = 5;
+    std::string disk_probe = "1GiB";
+    std::string disk_block = "8MiB";
+    int disk_in_flight = 4;
+};
+
+struct Probes {
+    RamBandwidth ram;
+    DiskBandwidth disk;
+    bool disk_measured = false;
+    uint64_t disk_block = 0;
+    size_t disk_in_flight = 0;
+};
+
+Expected<uint64_t> size_option(const std::string& text, const std::string& option) {
+    auto s = parse_size(text, option);
+    if (!s) return tl::unexpected(s.error());
+    if (s->kind != SizeSpec::Kind::bytes) return fail(ErrorKind::invalid_argument, option + " must be a size in bytes");
+    return s->bytes;
+}
+
+std::string fixed(double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+std::string gbps(double bytes_per_s) { return fixed(bytes_per_s / 1e9, 2) + " GB/s"; }
+std::string percent(double share) { return fixed(100.0 * share, 1) + "%"; }
+std::string bytes_text(double bytes) { return format_bytes(static_cast<uint64_t>(bytes + 0.5)); }
+std::string budget_text(const ExpertBudget& b) { return b.all ? std::string("all") : format_bytes(b.bytes); }
+
+void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
+                const BenchReport& r, double load_seconds) {
+    Engine& engine = *loaded.engine;
+    const ExpertStoreStats& s = run.after;
+    auto optional = [](JsonWriter& j, const char* key, const std::optional<double>& v) {
+        j.key(key);
+        if (v) j.value(*v);
+        else j.null();
+    };
+    JsonWriter j;
+    j.begin_object()
+        .field("model", engine.source().directory())
+        .field("family", engine.family_name())
+        .field("kernels", engine.kernels_name())
+        .field("threads", engine.threads())
+        .field("expert_budget", budget_text(engine.expert_budget()))
+        .field("expert_budget_bytes", engine.expert_budget().all ? engine.store().total_expert_bytes()
+                                                                   : engine.expert_budget().bytes)
+        .field("expert_budget_requested", format_size(loaded.config.expert_budget))
+        .field("expert_budget_reason", engine.expert_budget().reason)
+        .field("slots", s.slots)
+        .field("slot_bytes", s.slot_bytes)
+        .field("direct_io", s.direct_io)
+        .field("load_seconds", load_seconds)
+        .field("prompt_tokens", run.prompt_tokens)
+        .field("gen_tokens", run.generated_tokens)
+        .field("decode_steps", run.decode_steps)
+        .field("prefill_seconds", run.prefill_seconds)
+        .field("decode_seconds", run.decode_seconds)
+        .field("prefill_tokens_per_s", r.prefill_tokens_per_s)
+        .field("decode_tokens_per_s", r.decode_tokens_per_s)
+        .field("prefill_expert_hit_rate", r.prefill_expert_hit_rate)
+        .field("expert_hit_rate", r.expert_hit_rate)
+        .field("expert_hits", r.decode_hits)
+        .field("expert_misses", r.decode_misses)
+        .field("expert_bytes_read_per_token", r.expert_bytes_read_per_token)
+        .field("read_wait_share", r.read_wait_share)
+        .field("prefetch_issued", r.decode_prefetch_issued)
+        .field("prefetch_used", r.decode_prefetch_used)
+        .field("prefetch_wasted", r.decode_prefetch_wasted)
+        .field("evictions", r.decode_evictions)
+        .field("attention_seconds", run.times.attention_seconds)
+        .field("moe_seconds", run.times.moe_seconds)
+        .field("head_seconds", run.times.head_seconds)
+        .field("peak_rss_bytes", run.peak_rss_bytes)
+        .field("dense_resident_bytes", engine.dense_bytes())
+        .field("expert_resident_bytes", engine.store().resident_bytes())
+        .field("dense_bytes_per_token", traffic.dense_bytes)
+        .field("bytes_per_expert", traffic.expert_bytes)
+        .field("routed_expert_bytes_per_token", traffic.routed_bytes())
+        .field("kv_bytes_per_position", traffic.kv_bytes_per_position)
+        .field("mean_decode_context", r.mean_decode_context)
+        .field("bytes_touched_per_token", r.bytes_touched_per_token)
+        .field("ram_read_bytes_per_s", probes.ram.bytes_per_s)
+        .field("ram_read_median_bytes_per_s", probes.ram.median_bytes_per_s)
+        .field("ram_probe_bytes", probes.ram.buffer_bytes);
+    j.key("disk_read_bytes_per_s");
+    if (probes.disk_measured) j.value(probes.disk.bytes_per_s);
+    else j.null();
+    j.field("disk_probe_bytes", probes.disk.bytes_read)
+        .field("disk_probe_direct_io", probes.disk.direct_io)
+        .field("disk_probe_note", probes.disk.note)
+        .field("memory_bound_tokens_per_s", r.memory_bound_tokens_per_s);
+    optional(j, "disk_bound_tokens_per_s", r.disk_bound_tokens_per_s);
+    j.field("memory_bound_ratio", r.memory_bound_ratio);
+    optional(j, "disk_bound_ratio", r.disk_bound_ratio);
+    j.end_object();
+    std::cout << j.str() << std::endl;
+}
+
+void row(const std::string& label, const std::string& value, const std::string& bound = "", const std::string& ratio = "") {
+    char line[256];
+    std::snprintf(line, sizeof line, "%-28s %-14s %-24s %s", label.c_str(), value.c_str(), bound.c_str(), ratio.c_str());
+    std::string s = line;
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    std::cout << s << "\n";
+}
+
+void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
+                 const BenchReport& r) {
+    Engine& engine = *loaded.engine;
+    const ExpertStoreStats& s = run.after;
+    std::cout << "stormo bench: " << engine.source().directory() << "\n"
+              << "  family " << engine.family_name() << ", kernels " << engine.kernels_name() << ", " << engine.threads()
+              << " threads, expert budget " << budget_text(engine.expert_budget()) << ", " << s.slots
+              << " slots, " << (s.direct_io ? "O_DIRECT" : "buffered") << " expert reads\n"
+              << "  prompt " << run.prompt_tokens << " tokens, " << run.generated_tokens << " generated ("
+              << run.decode_steps << " decode steps)\n\n";
+    row("", "achieved", "bound", "achieved/bound");
+    row("prefill tokens/s", fixed(r.prefill_tokens_per_s, 2));
+    row("decode tokens/s", fixed(r.decode_tokens_per_s, 2), fixed(r.memory_bound_tokens_per_s, 2) + " (memory)",
+        fixed(r.memory_bound_ratio, 3));
+    row("", "", (r.disk_bound_tokens_per_s ? fixed(*r.disk_bound_tokens_per_s, 2) : std::string("n/a")) + " (disk)",
+        r.disk_bound_ratio ? fixed(*r.disk_bound_ratio, 3) : std::string("n/a"));
+    row("expert hit rate (decode)", percent(r.expert_hit_rate));
+    row("expert bytes read/token", bytes_text(r.expert_bytes_read_per_token));
+    row("read wait share (decode)", percent(r.read_wait_share));
+    row("bytes touched/token", bytes_text(static_cast<double>(r.bytes_touched_per_token)),
+        "dense " + bytes_text(static_cast<double>(traffic.dense_bytes)) + " + experts " +
+            bytes_text(static_cast<double>(traffic.routed_bytes())));
+    row("RAM read bandwidth", gbps(probes.ram.bytes_per_s),
+        std::to_string(probes.ram.threads) + " threads, best of " + std::to_string(probes.ram.repeats));
+    row("disk read bandwidth", probes.disk_measured ? gbps(probes.disk.bytes_per_s) : std::string("not measured"),
+        probes.disk_measured ? (probes.disk.direct_io ? std::string("O_DIRECT, ") : std::string("buffered, ")) +
+                                   format_bytes(probes.disk_block) + " reads, " + std::to_string(probes.disk_in_flight) +
+                                   " in flight"
+                             : std::string());
+    if (probes.disk_measured && !probes.disk.note.empty()) row("", "", probes.disk.note);
+    row("peak RSS", format_bytes(run.peak_rss_bytes));
+    std::cout << std::flush;
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+    CommonOptions common;
+    BenchOptions b;
+    po::options_description d("bench options");
+    d.add_options()
+        ("prompt-tokens", po::value<int64_t>(&b.prompt_tokens)->value_name("N"), "random prompt length (64)")
+        ("gen-tokens", po::value<int64_t>(&b.gen_tokens)->value_name("N"), "tokens to generate, at least 2 (16)")
+        ("seed", po::value<uint64_t>(&b.seed)->value_name("S"), "seed of the random prompt (0)")
+        ("json", po::bool_switch(&b.json), "print one JSON object")
+        ("ram-probe", po::value<std::string>(&b.ram_probe)->value_name("SIZE"), "buffer of the RAM read probe (1GiB)")
+        ("ram-repeats", po::value<int>(&b.ram_repeats)->value_name("N"), "passes of the RAM probe, the best counts (5)")
+        ("disk-probe", po::value<std::string>(&b.disk_probe)->value_name("SIZE"),
+         "expert bytes the disk probe reads (1GiB; 0 skips it)")
+        ("disk-block", po::value<std::string>(&b.disk_block)->value_name("SIZE"), "one disk probe read (8MiB)")
+        ("disk-in-flight", po::value<int>(&b.disk_in_flight)->value_name("N"), "disk probe reads in flight (4)");
+    d.add(common_options(common));
+    auto parsed = parse_command_line(argc, argv, "bench", "--model DIR [--prompt-tokens N] [--gen-tokens N] [--json]",
+                                     "Measures prefill and decode speed against this machine's memory and disk bounds.",
+                                     d);
+    if (!parsed) return report_usage_error("bench", parsed.error());
+    if (*parsed == ParseResult::help_shown) return 0;
+    auto usage = [](const std::string& m) { return report_usage_error("bench", Error{ErrorKind::invalid_argument, m}); };
+    if (b.prompt_tokens < 1) return usage("--prompt-tokens must be >= 1");
+    if (b.gen_tokens < 2) return usage("--gen-tokens must be >= 2 (the first token belongs to prefill)");
+    if (b.ram_repeats < 1) return usage("--ram-repeats must be >= 1");
+    if (b.disk_in_flight < 1) return usage("--disk-in-flight must be >= 1");
+    auto ram_bytes = size_option(b.ram_probe, "--ram-probe");
+    if (!ram_bytes) return report_usage_error("bench", ram_bytes.error());
+    auto disk_bytes = size_option(b.disk_probe, "--disk-probe");
+    if (!disk_bytes) return report_usage_error("bench", disk_bytes.error());
+    auto disk_block = size_option(b.disk_block, "--disk-block");
+    if (!disk_block) return report_usage_error("bench", disk_block.error());
+    if (!common.model) return usage("--model DIR is required");
+    auto config = resolve_engine_config(common);
+    if (!config) return report_error(config.error());
+
+    Probes probes;
+    {
+        ThreadPool pool(config->threads ? static_cast<size_t>(*config->threads) : physical_core_count());
+        auto ram = measure_ram_read_bandwidth(pool, *ram_bytes, b.ram_repeats);
+        if (!ram) return report_error(with_context(ram.error(), "--ram-probe"));
+        probes.ram = *ram;
+    }
+    if (!reset_peak_rss())
+        std::cerr << "stormo: bench: cannot reset the peak RSS; it includes the RAM probe's buffer" << std::endl;
+
+    const auto t0 = Clock::now();
+    auto loaded = open_engine(common);
+    if (!loaded) return report_error(loaded.error());
+    const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    Engine& engine = *loaded->engine;
+
+    auto run = run_bench(engine, BenchRequest{static_cast<size_t>(b.prompt_tokens), static_cast<size_t>(b.gen_tokens), b.seed});
+    if (!run) return report_error(run.error());
+
+    auto family = engine_family(engine);
+    if (!family) return report_error(family.error());
+    auto traffic = decode_traffic(engine.source(), **family);
+    if (!traffic) return report_error(traffic.error());
+    const auto ranges = expert_file_ranges(engine.source(), **family);
+    if (*disk_bytes > 0 && !ranges.empty()) {
+        DiskReadOptions o;
+        o.bytes = *disk_bytes;
+        o.block = *disk_block;
+        o.in_flight = static_cast<size_t>(b.disk_in_flight);
+        o.direct_io = loaded->config.direct_io;
+        o.seed = b.seed;
+        auto disk = measure_disk_read_bandwidth(ranges, o);
+        if (!disk) return report_error(with_context(disk.error(), "--disk-probe"));
+        probes.disk = *disk;
+        probes.disk_measured = true;
+        probes.disk_block = o.block;
+        probes.disk_in_flight = o.in_flight;
+    }
+
+    const BenchReport report = make_bench_report(*run, *traffic, probes.ram, probes.disk);
+    if (b.json) print_json(*loaded, *run, *traffic, probes, report, load_seconds);
+    else print_table(*loaded, *run, *traffic, probes, report);
+    return 0;
+}
+
+}  // namespace stormo::cli

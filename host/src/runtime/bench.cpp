@@ -1,0 +1,165 @@
+#include "runtime/bench.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "runtime/generation.hpp"
+#include "runtime/memory_plan.hpp"
+
+namespace stormo {
+namespace {
+
+uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+double ratio(double num, double den) { return den > 0.0 ? num / den : 0.0; }
+
+}  // namespace
+
+uint64_t DecodeTraffic::bytes_per_token(double context) const {
+    const double kv = static_cast<double>(kv_bytes_per_position) * std::max(context, 0.0);
+    return dense_bytes + routed_bytes() + static_cast<uint64_t>(kv);
+}
+
+Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& family) {
+    auto summary = family.summarize(source.config());
+    if (!summary) return tl::unexpected(summary.error());
+    DecodeTraffic t;
+    t.moe_layers = summary->n_moe_layers;
+    t.n_experts = summary->n_experts;
+    t.top_k = summary->top_k;
+    t.kv_bytes_per_position = static_cast<uint64_t>(summary->kv_floats_per_token) * sizeof(float);
+    uint64_t embedding = 0, experts = 0, head = 0, dense = 0;
+    bool has_head = false;
+    for (const TensorInfo& info : source.tensors()) {
+        switch (family.classify(info.name)) {
+            case TensorRole::embedding:
+                embedding += info.nbytes;
+                if (!info.shape.empty() && info.shape[0] > 0)
+                    t.embedding_row_bytes += info.nbytes / static_cast<uint64_t>(info.shape[0]);
+                break;
+            case TensorRole::experts: experts += info.nbytes; break;
+            case TensorRole::head:
+                head += info.nbytes;
+                has_head = true;
+                break;
+            default: dense += info.nbytes; break;  // attention, norms, router, dense FFN, other
+        }
+    }
+    // A tied head reads the whole embedding matrix; an untied one reads its own, plus one row of
+    // the embedding for the token.
+    t.dense_bytes = dense + t.embedding_row_bytes + (has_head ? head : embedding);
+    const uint64_t expert_count = static_cast<uint64_t>(std::max(t.moe_layers, 0)) * std::max(t.n_experts, 0);
+    if (expert_count > 0) t.expert_bytes = experts / expert_count;
+    if (expert_count == 0 && experts > 0)
+        return fail(ErrorKind::mismatch, source.directory() + ": the checkpoint holds expert tensors but " +
+                                             "the family reports no MoE layer");
+    return t;
+}
+
+std::vector<FileRange> expert_file_ranges(const ModelSource& source, const Family& family) {
+    std::vector<FileRange> ranges;
+    for (const TensorInfo& info : source.tensors())
+        if (family.classify(info.name) == TensorRole::experts) ranges.push_back({info.file, info.offset, info.nbytes});
+    return ranges;
+}
+
+Expected<const Family*> engine_family(const Engine& engine) {
+    const LoadedPlugin* plugin = engine.registry().find(engine.family_name());
+    if (plugin == nullptr || !plugin->family)
+        return fail(ErrorKind::internal, "the engine's family plugin \"" + engine.family_name() + "\" is not in its registry");
+    return static_cast<const Family*>(plugin->family.get());
+}
+
+Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
+    if (request.prompt_tokens < 1) return fail(ErrorKind::invalid_argument, "--prompt-tokens must be >= 1");
+    if (request.gen_tokens < 2)
+        return fail(ErrorKind::invalid_argument, "--gen-tokens must be >= 2 (the first token belongs to prefill)");
+    const size_t vocab = engine.model().vocab_size();
+    if (vocab == 0) return fail(ErrorKind::internal, "the model reports an empty vocabulary");
+
+    GenerationRequest gen;
+    std::mt19937_64 rng(request.seed);
+    std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(vocab) - 1);
+    gen.prompt.resize(request.prompt_tokens);
+    for (int32_t& id : gen.prompt) id = static_cast<int32_t>(pick(rng));
+    gen.max_tokens = request.gen_tokens;  // greedy (default sampling), no stop ids: exactly N tokens
+
+    auto session = engine.new_session(request.prompt_tokens + request.gen_tokens);
+    if (!session) return tl::unexpected(session.error());
+
+    BenchRun run;
+    run.prompt_tokens = request.prompt_tokens;
+    const ForwardTimes times_before = engine.pipeline().times();
+    run.before = engine.store().stats();
+    bool first = true;
+    // The first token is sampled from the prefill's logits: the store's counters at that moment
+    // split prefill from decode.
+    auto on_token = [&](int32_t) {
+        if (!first) return;
+        first = false;
+        run.after_prefill = engine.store().stats();
+    };
+    auto result = generate(engine.pipeline(), **session, gen, on_token);
+    if (!result) return tl::unexpected(result.error());
+    run.after = engine.store().stats();
+    const ForwardTimes& t = engine.pipeline().times();
+    run.times.attention_seconds = t.attention_seconds - times_before.attention_seconds;
+    run.times.moe_seconds = t.moe_seconds - times_before.moe_seconds;
+    run.times.head_seconds = t.head_seconds - times_before.head_seconds;
+    run.generated_tokens = result->tokens.size();
+    if (run.generated_tokens != request.gen_tokens)
+        return fail(ErrorKind::internal, "bench: generation stopped after " + std::to_string(run.generated_tokens) +
+                                             " of " + std::to_string(request.gen_tokens) + " tokens");
+    run.decode_steps = run.generated_tokens - 1;
+    run.prefill_seconds = result->prefill_seconds;
+    run.decode_seconds = result->decode_seconds;
+    run.peak_rss_bytes = peak_rss_bytes();
+    return run;
+}
+
+BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic, const RamBandwidth& ram,
+                              const DiskBandwidth& disk) {
+    BenchReport r;
+    const double steps = static_cast<double>(run.decode_steps);
+    r.prefill_tokens_per_s = ratio(static_cast<double>(run.prompt_tokens), run.prefill_seconds);
+    r.decode_tokens_per_s = ratio(steps, run.decode_seconds);
+
+    const ExpertStoreStats& a = run.before;
+    const ExpertStoreStats& p = run.after_prefill;
+    const ExpertStoreStats& z = run.after;
+    const uint64_t prefill_hits = sub(p.hits, a.hits), prefill_misses = sub(p.misses, a.misses);
+    r.prefill_expert_hit_rate = ratio(static_cast<double>(prefill_hits), static_cast<double>(prefill_hits + prefill_misses));
+    r.decode_hits = sub(z.hits, p.hits);
+    r.decode_misses = sub(z.misses, p.misses);
+    r.expert_hit_rate = ratio(static_cast<double>(r.decode_hits), static_cast<double>(r.decode_hits + r.decode_misses));
+    r.decode_prefetch_issued = sub(z.prefetch_issued, p.prefetch_issued);
+    r.decode_prefetch_used = sub(z.prefetch_used, p.prefetch_used);
+    r.decode_prefetch_wasted = sub(z.prefetch_wasted, p.prefetch_wasted);
+    r.decode_evictions = sub(z.evictions, p.evictions);
+    const double read_bytes = static_cast<double>(sub(z.bytes_read, p.bytes_read));
+    r.expert_bytes_read_per_token = ratio(read_bytes, steps);
+    r.read_wait_share = ratio(z.read_wait_seconds - p.read_wait_seconds, run.decode_seconds);
+
+    // Decode step i (1-based) runs at position prompt + i - 1 and attends over prompt + i positions.
+    r.mean_decode_context = static_cast<double>(run.prompt_tokens) + (steps + 1.0) / 2.0;
+    r.bytes_touched_per_token = traffic.bytes_per_token(r.mean_decode_context);
+    r.memory_bound_tokens_per_s = ratio(ram.bytes_per_s, static_cast<double>(r.bytes_touched_per_token));
+    r.memory_bound_ratio = ratio(r.decode_tokens_per_s, r.memory_bound_tokens_per_s);
+    if (r.expert_bytes_read_per_token > 0.0 && disk.bytes_per_s > 0.0) {
+        r.disk_bound_tokens_per_s = disk.bytes_per_s / r.expert_bytes_read_per_token;
+        r.disk_bound_ratio = r.decode_tokens_per_s / *r.disk_bound_tokens_per_s;
+    }
+    return r;
+}
+
+bool reset_peak_rss() {
+    std::ofstream clear("/proc/self/clear_refs");
+    if (!clear) return false;
+    clear << "5";
+    clear.flush();
+    return static_cast<bool>(clear);
+}
+
+}  // namespace stormo

@@ -1,0 +1,99 @@
+#pragma once
+// The benchmark over an Engine: a seeded random prompt, greedy generation of exactly N tokens,
+// and the figures that say how close the engine is to this machine's limits. The limits are
+// measured, not assumed: bytes a decode token must touch (from the checkpoint's tensor census)
+// over the RAM read bandwidth, and bytes it had to read from disk over the disk's bandwidth.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/engine.hpp"
+#include "store/expert_store.hpp"
+#include "stormo/export.hpp"
+#include "stormo/family.hpp"
+#include "util/bandwidth.hpp"
+
+namespace stormo {
+
+// What one decode token reads from RAM, from the checkpoint's tensors and the family's roles.
+struct DecodeTraffic {
+    uint64_t dense_bytes = 0;          // every dense matrix and vector once (attention, router,
+                                       // norms, dense FFN, head), plus one embedding row
+    uint64_t embedding_row_bytes = 0;
+    uint64_t expert_bytes = 0;         // one routed expert, every part
+    int moe_layers = 0;
+    int n_experts = 0;
+    int top_k = 0;
+    uint64_t kv_bytes_per_position = 0;  // float32 K/V over every layer
+
+    uint64_t routed_bytes() const { return static_cast<uint64_t>(top_k) * expert_bytes * moe_layers; }
+    // Bytes touched by a decode step attending over `context` positions (sliding windows are
+    // ignored: an upper bound that matters only for long contexts).
+    uint64_t bytes_per_token(double context) const;
+};
+
+// The census of a checkpoint through its family: roles by tensor name, dimensions from config.json.
+STORMO_API Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& family);
+
+// The byte ranges of every routed-expert tensor, for the disk read probe.
+STORMO_API std::vector<FileRange> expert_file_ranges(const ModelSource& source, const Family& family);
+
+// The family an engine runs, from its registry.
+STORMO_API Expected<const Family*> engine_family(const Engine& engine);
+
+struct BenchRequest {
+    size_t prompt_tokens = 64;
+    size_t gen_tokens = 16;  // at least 2: the first token belongs to prefill
+    uint64_t seed = 0;
+};
+
+struct BenchRun {
+    size_t prompt_tokens = 0;
+    size_t generated_tokens = 0;
+    size_t decode_steps = 0;       // forward passes after prefill (generated - 1)
+    double prefill_seconds = 0.0;  // prompt forward
+    double decode_seconds = 0.0;   // every later forward, and the sampling of every token
+    ExpertStoreStats before;       // the store's counters at the start
+    ExpertStoreStats after_prefill;
+    ExpertStoreStats after;
+    ForwardTimes times;            // the pipeline's totals, this run only
+    uint64_t peak_rss_bytes = 0;   // after the run
+};
+
+// Random prompt ids (uniform in the vocabulary, from the seed), greedy sampling, no stop ids, so
+// exactly gen_tokens come out.
+STORMO_API Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request);
+
+// Every figure `stormo bench` prints; nullopt where a figure has no meaning (no misses: no disk
+// bound).
+struct BenchReport {
+    double prefill_tokens_per_s = 0.0;
+    double decode_tokens_per_s = 0.0;
+    double prefill_expert_hit_rate = 0.0;
+    double expert_hit_rate = 0.0;              // decode steps
+    double expert_bytes_read_per_token = 0.0;  // decode steps, misses and prefetches
+    double read_wait_share = 0.0;              // of decode time
+    uint64_t bytes_touched_per_token = 0;
+    double mean_decode_context = 0.0;
+    double memory_bound_tokens_per_s = 0.0;
+    std::optional<double> disk_bound_tokens_per_s;
+    double memory_bound_ratio = 0.0;           // achieved decode / bound
+    std::optional<double> disk_bound_ratio;
+    uint64_t decode_hits = 0;
+    uint64_t decode_misses = 0;
+    uint64_t decode_prefetch_issued = 0;
+    uint64_t decode_prefetch_used = 0;
+    uint64_t decode_prefetch_wasted = 0;
+    uint64_t decode_evictions = 0;
+};
+
+STORMO_API BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic, const RamBandwidth& ram,
+                                         const DiskBandwidth& disk);
+
+// Resets this process's peak resident set size (VmHWM, which memory_plan.hpp's peak_rss_bytes
+// reads) to the current RSS (Linux /proc/self/clear_refs "5"), so a probe's buffer freed before
+// the model loads is not counted. False when the kernel refuses.
+STORMO_API bool reset_peak_rss();
+
+}  // namespace stormo

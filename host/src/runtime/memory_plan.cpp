@@ -1,0 +1,117 @@
+#include "runtime/memory_plan.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace stormo {
+namespace {
+
+uint64_t status_field_kib(const char* field) {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    const std::string prefix = std::string(field) + ":";
+    while (std::getline(status, line))
+        if (line.rfind(prefix, 0) == 0) return std::stoull(line.substr(prefix.size())) * 1024;
+    return 0;
+}
+
+uint64_t meminfo_available() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string line;
+    while (std::getline(meminfo, line))
+        if (line.rfind("MemAvailable:", 0) == 0) return std::stoull(line.substr(13)) * 1024;
+    return 0;
+}
+
+// A limit file's value; 0 when unlimited ("max", or v1's huge sentinel) or unreadable.
+uint64_t read_limit(const std::string& path) {
+    std::ifstream in(path);
+    std::string text;
+    if (!(in >> text) || text == "max") return 0;
+    try {
+        const uint64_t v = std::stoull(text);
+        return v >= (uint64_t{1} << 60) ? 0 : v;
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+struct CgroupLimit {
+    uint64_t bytes = 0;
+    std::string where;
+};
+
+// The tightest memory limit over the process's cgroup and its ancestors.
+CgroupLimit cgroup_limit() {
+    std::ifstream cgroups("/proc/self/cgroup");
+    std::string line;
+    CgroupLimit best;
+    auto consider = [&](const std::string& root, std::string path, const char* file, const char* version) {
+        for (;;) {
+            const std::string dir = root + path;
+            const uint64_t v = read_limit(dir + "/" + file);
+            if (v && (best.bytes == 0 || v < best.bytes)) best = {v, std::string("cgroup ") + version + " " + dir};
+            if (path.empty() || path == "/") break;
+            const auto slash = path.find_last_of('/');
+            path = slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+        }
+    };
+    while (std::getline(cgroups, line)) {
+        // "hierarchy:controllers:path"
+        const auto a = line.find(':'), b = line.find(':', a + 1);
+        if (a == std::string::npos || b == std::string::npos) continue;
+        const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+        if (controllers.empty())
+            consider("/sys/fs/cgroup", path, "memory.max", "v2");
+        else if (("," + controllers + ",").find(",memory,") != std::string::npos)
+            consider("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes", "v1");
+    }
+    return best;
+}
+
+}  // namespace
+
+uint64_t current_rss_bytes() { return status_field_kib("VmRSS"); }
+uint64_t peak_rss_bytes() { return status_field_kib("VmHWM"); }
+
+AvailableMemory available_memory() {
+    AvailableMemory m{meminfo_available(), "MemAvailable"};
+    const CgroupLimit limit = cgroup_limit();
+    if (limit.bytes) {
+        const uint64_t rss = current_rss_bytes();
+        const uint64_t left = limit.bytes > rss ? limit.bytes - rss : 0;
+        if (left < m.bytes) m = {left, limit.where + " limit " + format_bytes(limit.bytes) + " minus this process's RSS"};
+    }
+    return m;
+}
+
+uint64_t memory_reserve(uint64_t available) { return (uint64_t{512} << 20) + available / 20; }
+
+ExpertBudget plan_expert_budget(const SizeSpec& requested, uint64_t total_expert_bytes, uint64_t kv_bytes,
+                                const AvailableMemory& available) {
+    ExpertBudget b;
+    if (requested.kind == SizeSpec::Kind::all) {
+        b.all = true;
+        b.bytes = total_expert_bytes;
+        b.reason = "all experts resident (asked)";
+        return b;
+    }
+    if (requested.kind == SizeSpec::Kind::bytes) {
+        b.bytes = requested.bytes;
+        b.all = requested.bytes >= total_expert_bytes;
+        b.reason = format_bytes(requested.bytes) + " (asked)" + (b.all ? ": holds every expert" : "");
+        return b;
+    }
+    const uint64_t reserve = memory_reserve(available.bytes);
+    const uint64_t spoken_for = kv_bytes + reserve;
+    b.bytes = available.bytes > spoken_for ? available.bytes - spoken_for : 0;
+    b.all = b.bytes >= total_expert_bytes;
+    b.reason = "auto: " + format_bytes(available.bytes) + " available (" + available.source + ") - KV " +
+               format_bytes(kv_bytes) + " - reserve " + format_bytes(reserve) + " = " + format_bytes(b.bytes) +
+               (b.all ? ": holds every expert (" + format_bytes(total_expert_bytes) + ")" : "");
+    return b;
+}
+
+}  // namespace stormo

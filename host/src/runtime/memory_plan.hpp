@@ -1,0 +1,38 @@
+#pragma once
+// How much RAM the expert store may use: the budget asked for, or by default what is available at
+// start (the cgroup's limit when the process runs under one, v1 or v2) minus the KV cache and a
+// stated reserve. The dense part is already resident when this is measured.
+#include <cstdint>
+#include <string>
+
+#include "runtime/engine_config.hpp"
+#include "stormo/error.hpp"
+
+namespace stormo {
+
+struct AvailableMemory {
+    uint64_t bytes = 0;
+    std::string source;  // "MemAvailable", or "cgroup v2 limit 8.00 GiB at /sys/fs/cgroup/x minus RSS"
+};
+
+// MemAvailable, or a cgroup limit (the tightest of the process's cgroup and its ancestors) minus
+// this process's resident set, whichever is smaller.
+AvailableMemory available_memory();
+
+struct ExpertBudget {
+    bool all = false;       // every expert resident (read at load)
+    uint64_t bytes = 0;     // the slots' budget when !all
+    std::string reason;     // how it was decided, for `inspect` and the start-up line
+};
+
+// The reserve kept free for activations, scratch and the rest of the system.
+uint64_t memory_reserve(uint64_t available);
+
+ExpertBudget plan_expert_budget(const SizeSpec& requested, uint64_t total_expert_bytes, uint64_t kv_bytes,
+                                const AvailableMemory& available);
+
+// This process's resident set now (VmRSS) and at its peak (VmHWM), from /proc/self/status.
+uint64_t current_rss_bytes();
+uint64_t peak_rss_bytes();
+
+}  // namespace stormo

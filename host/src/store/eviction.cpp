@@ -1,0 +1,157 @@
+#include "store/eviction.hpp"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <unordered_map>
+
+namespace stormo {
+namespace {
+
+size_t key(int layer, int expert, int n_experts) {
+    return static_cast<size_t>(layer) * static_cast<size_t>(n_experts) + static_cast<size_t>(expert);
+}
+
+class LruEviction final : public Eviction {
+public:
+    LruEviction(int n_layers, int n_experts)
+        : n_experts_(n_experts), last_use_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts), 0) {}
+    void on_layer_step(int) override {}
+    void on_use(int layer, int expert) override { last_use_[key(layer, expert, n_experts_)] = ++tick_; }
+    bool colder(int la, int ea, int lb, int eb) const override {
+        return last_use_[key(la, ea, n_experts_)] < last_use_[key(lb, eb, n_experts_)];
+    }
+
+private:
+    int n_experts_;
+    uint64_t tick_ = 0;
+    std::vector<uint64_t> last_use_;
+};
+
+class HotnessEviction final : public Eviction {
+public:
+    HotnessEviction(double decay, int n_layers, int n_experts)
+        : decay_(decay), n_experts_(n_experts), clock_(static_cast<size_t>(n_layers), 0),
+          entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)) {}
+
+    void on_layer_step(int layer) override { ++clock_[static_cast<size_t>(layer)]; }
+
+    void on_use(int layer, int expert) override {
+        Entry& e = entries_[key(layer, expert, n_experts_)];
+        e.heat = heat_now(layer, e) + 1.0;
+        e.at = clock_[static_cast<size_t>(layer)];
+        e.last_use = ++tick_;
+    }
+
+    bool colder(int la, int ea, int lb, int eb) const override {
+        const Entry& a = entries_[key(la, ea, n_experts_)];
+        const Entry& b = entries_[key(lb, eb, n_experts_)];
+        const double ha = heat_now(la, a), hb = heat_now(lb, b);
+        if (ha != hb) return ha < hb;
+        return a.last_use < b.last_use;  // equal heat: least recently used leaves first
+    }
+
+private:
+    struct Entry {
+        double heat = 0.0;
+        uint64_t at = 0;        // the layer clock when heat was last updated
+        uint64_t last_use = 0;  // global tick, for ties
+    };
+    double heat_now(int layer, const Entry& e) const {
+        const uint64_t steps = clock_[static_cast<size_t>(layer)] - e.at;
+        return e.heat * std::pow(decay_, static_cast<double>(steps));
+    }
+
+    double decay_;
+    int n_experts_;
+    uint64_t tick_ = 0;
+    std::vector<uint64_t> clock_;
+    std::vector<Entry> entries_;
+};
+
+}  // namespace
+
+std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts) {
+    if (settings.policy == EvictionPolicy::lru) return std::make_unique<LruEviction>(n_layers, n_experts);
+    return std::make_unique<HotnessEviction>(settings.decay, n_layers, n_experts);
+}
+
+CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, const EvictionSettings& settings,
+                               int n_layers, int n_experts) {
+    auto eviction = make_eviction(settings, n_layers, n_experts);
+    struct Slot {
+        int layer = -1;
+        int expert = -1;
+    };
+    std::vector<Slot> cache(slots);
+    std::unordered_map<size_t, size_t> where;
+    CacheSimulation sim;
+    for (const RouteStep& step : trace) {
+        eviction->on_layer_step(step.layer);
+        std::vector<bool> pinned(slots, false);
+        for (int32_t e : step.experts) {
+            const size_t k = key(step.layer, e, n_experts);
+            auto it = where.find(k);
+            if (it != where.end()) {
+                ++sim.hits;
+                pinned[it->second] = true;
+            } else {
+                ++sim.misses;
+                size_t victim = slots;
+                for (size_t s = 0; s < slots; ++s) {
+                    if (pinned[s]) continue;
+                    if (cache[s].layer < 0) {
+                        victim = s;
+                        break;
+                    }
+                    if (victim == slots ||
+                        eviction->colder(cache[s].layer, cache[s].expert, cache[victim].layer, cache[victim].expert))
+                        victim = s;
+                }
+                if (victim == slots) continue;  // more experts than slots in one step: no caching
+                if (cache[victim].layer >= 0) where.erase(key(cache[victim].layer, cache[victim].expert, n_experts));
+                cache[victim] = {step.layer, e};
+                where[k] = victim;
+                pinned[victim] = true;
+            }
+            eviction->on_use(step.layer, e);
+        }
+    }
+    return sim;
+}
+
+std::string format_route_trace(std::span<const RouteStep> trace) {
+    std::string out;
+    for (const RouteStep& step : trace) {
+        out += std::to_string(step.layer);
+        for (int32_t e : step.experts) out += " " + std::to_string(e);
+        out += "\n";
+    }
+    return out;
+}
+
+Expected<std::vector<RouteStep>> parse_route_trace(const std::string& text, const std::string& source_name) {
+    std::vector<RouteStep> trace;
+    std::istringstream lines(text);
+    std::string line;
+    size_t number = 0;
+    while (std::getline(lines, line)) {
+        ++number;
+        if (line.empty()) continue;
+        std::istringstream fields(line);
+        RouteStep step;
+        if (!(fields >> step.layer) || step.layer < 0)
+            return fail(ErrorKind::format, source_name + ":" + std::to_string(number) + ": expected a layer number");
+        int32_t e;
+        while (fields >> e) {
+            if (e < 0) return fail(ErrorKind::format, source_name + ":" + std::to_string(number) + ": negative expert id");
+            step.experts.push_back(e);
+        }
+        if (!fields.eof())
+            return fail(ErrorKind::format, source_name + ":" + std::to_string(number) + ": expected expert ids");
+        trace.push_back(std::move(step));
+    }
+    return trace;
+}
+
+}  // namespace stormo

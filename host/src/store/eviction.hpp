@@ -1,0 +1,52 @@
+#pragma once
+// Which expert leaves a full store: LRU, or hotness (a use count that decays with each step of
+// the expert's layer, so experts a layer keeps choosing stay and bursts fade).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/engine_config.hpp"
+
+namespace stormo {
+
+// Keys are (layer, expert); layer indexes 0..n_layers-1 of the layers that have experts.
+class Eviction {
+public:
+    virtual ~Eviction() = default;
+    // A layer's experts were requested once more: its clock advances (decays its experts' heat).
+    virtual void on_layer_step(int layer) = 0;
+    virtual void on_use(int layer, int expert) = 0;
+    // True when (a) should be evicted before (b).
+    virtual bool colder(int layer_a, int expert_a, int layer_b, int expert_b) const = 0;
+};
+
+struct EvictionSettings {
+    EvictionPolicy policy = EvictionPolicy::hotness;
+    double decay = 0.9;  // hotness: heat multiplier per step of the expert's layer
+};
+
+std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts);
+
+// One acquisition in a route trace: the union of experts a layer's block chose.
+struct RouteStep {
+    int layer = 0;
+    std::vector<int32_t> experts;
+};
+
+struct CacheSimulation {
+    uint64_t hits = 0;
+    uint64_t misses = 0;
+    double hit_rate() const { return hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0; }
+};
+
+// Replays a trace through `slots` slots with the given policy (no prefetch), counting hits.
+CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, const EvictionSettings& settings,
+                               int n_layers, int n_experts);
+
+// Route traces as text: one line per step, "layer e1 e2 ...".
+std::string format_route_trace(std::span<const RouteStep> trace);
+Expected<std::vector<RouteStep>> parse_route_trace(const std::string& text, const std::string& source_name);
+
+}  // namespace stormo

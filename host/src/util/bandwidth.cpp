@@ -1,0 +1,307 @@
+// RAM and disk read bandwidth probes. Both are written to reach the hardware's limit with the
+// resources the engine itself has (its thread count; several reads in flight), so a benchmark's
+// achieved/bound ratio says how much the engine leaves on the table.
+#include "util/bandwidth.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <random>
+#include <thread>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "stormo/tensor.hpp"
+#include "util/file.hpp"
+
+namespace stormo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kSlice = uint64_t{1} << 20;    // one unit of RAM-probe work
+constexpr uint64_t kDirectAlign = 4096;           // O_DIRECT offset, length and buffer alignment
+
+uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// XOR of every 8-byte word of [p, p + n); n is a multiple of 128. Eight independent 16-byte
+// accumulators (SSE2 is part of the x86-64 baseline the core library is compiled for) keep
+// enough loads in flight to saturate memory from one core.
+uint64_t xor_reduce(const std::byte* p, size_t n) {
+#if defined(__SSE2__)
+    __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (size_t i = 0; i < n; i += 128) {
+        const auto* v = reinterpret_cast<const __m128i*>(p + i);
+        a0 = _mm_xor_si128(a0, _mm_load_si128(v + 0));
+        a1 = _mm_xor_si128(a1, _mm_load_si128(v + 1));
+        a2 = _mm_xor_si128(a2, _mm_load_si128(v + 2));
+        a3 = _mm_xor_si128(a3, _mm_load_si128(v + 3));
+        a4 = _mm_xor_si128(a4, _mm_load_si128(v + 4));
+        a5 = _mm_xor_si128(a5, _mm_load_si128(v + 5));
+        a6 = _mm_xor_si128(a6, _mm_load_si128(v + 6));
+        a7 = _mm_xor_si128(a7, _mm_load_si128(v + 7));
+    }
+    const __m128i x = _mm_xor_si128(_mm_xor_si128(_mm_xor_si128(a0, a1), _mm_xor_si128(a2, a3)),
+                                    _mm_xor_si128(_mm_xor_si128(a4, a5), _mm_xor_si128(a6, a7)));
+    uint64_t halves[2];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(halves), x);
+    return halves[0] ^ halves[1];
+#else
+    uint64_t a[8] = {};
+    for (size_t i = 0; i < n; i += 64)
+        for (size_t k = 0; k < 8; ++k) {
+            uint64_t w;
+            std::memcpy(&w, p + i + 8 * k, sizeof w);
+            a[k] ^= w;
+        }
+    return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
+#endif
+}
+
+// ---- disk ---------------------------------------------------------------------------------
+
+struct Piece {
+    size_t file = 0;  // index into the file list
+    uint64_t offset = 0;
+    uint64_t length = 0;
+};
+
+struct OpenFiles {
+    std::vector<std::string> paths;
+    std::vector<FileDescriptor> fds;
+};
+
+// The ranges as 4 KiB-aligned pieces of at most `block` bytes, adjacent ranges of a file merged
+// first so a tensor boundary does not cut a read short. Pieces stay inside the file's aligned
+// part (an O_DIRECT read must be whole 4 KiB units).
+Expected<std::vector<Piece>> split_ranges(std::span<const FileRange> ranges, uint64_t block, OpenFiles& files) {
+    std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> by_file;
+    for (const FileRange& r : ranges)
+        if (r.nbytes > 0) by_file[r.file].emplace_back(r.offset, r.offset + r.nbytes);
+    std::vector<Piece> pieces;
+    for (auto& [path, spans] : by_file) {
+        auto fd = FileDescriptor::open_read(path);
+        if (!fd) return tl::unexpected(fd.error());
+        auto size = fd->size(path);
+        if (!size) return tl::unexpected(size.error());
+        const uint64_t limit = align_down(*size, kDirectAlign);
+        std::sort(spans.begin(), spans.end());
+        std::vector<std::pair<uint64_t, uint64_t>> merged;
+        for (auto [b, e] : spans) {
+            b = align_down(b, kDirectAlign);
+            e = std::min(align_up(e, kDirectAlign), limit);
+            if (b >= e) continue;
+            if (!merged.empty() && b <= merged.back().second) merged.back().second = std::max(merged.back().second, e);
+            else merged.emplace_back(b, e);
+        }
+        const size_t index = files.paths.size();
+        files.paths.push_back(path);
+        files.fds.push_back(std::move(*fd));
+        for (auto [b, e] : merged)
+            for (uint64_t at = b; at < e; at += block) pieces.push_back({index, at, std::min(block, e - at)});
+    }
+    return pieces;
+}
+
+// Reopens every file for the reads, with O_DIRECT when asked; false in `direct` when a file
+// system refused it (then every descriptor is buffered, so the figure means one thing).
+Expected<void> reopen(OpenFiles& files, bool& direct) {
+    for (size_t i = 0; i < files.paths.size(); ++i) {
+        const std::string& path = files.paths[i];
+        int fd = -1;
+        if (direct) {
+            fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+            if (fd < 0 && errno == EINVAL) {
+                direct = false;
+                return reopen(files, direct);
+            }
+        } else {
+            fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        }
+        if (fd < 0) return fail(ErrorKind::io, path + ": cannot open for the disk read probe: " + std::strerror(errno));
+        files.fds[i] = FileDescriptor(fd);
+    }
+    return {};
+}
+
+// Drops the pieces from the page cache so buffered reads come from the disk. Dirty pages (a
+// checkpoint just written) are written back first: DONTNEED keeps dirty pages.
+void evict_from_page_cache(const OpenFiles& files, std::span<const Piece> pieces) {
+    for (const Piece& p : pieces) {
+        const int fd = files.fds[p.file].get();
+        ::sync_file_range(fd, static_cast<off_t>(p.offset), static_cast<off_t>(p.length),
+                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+        ::posix_fadvise(fd, static_cast<off_t>(p.offset), static_cast<off_t>(p.length), POSIX_FADV_DONTNEED);
+    }
+}
+
+struct ReadOutcome {
+    uint64_t bytes = 0;
+    double seconds = 0.0;
+    bool refused_direct = false;  // a direct read failed with EINVAL: retry buffered
+};
+
+Expected<ReadOutcome> read_pieces(const OpenFiles& files, std::span<const Piece> pieces, uint64_t block,
+                                  size_t in_flight) {
+    std::atomic<size_t> next{0};
+    std::atomic<uint64_t> total{0};
+    std::atomic<bool> stop{false};
+    std::mutex error_mutex;
+    std::optional<Error> error;
+    bool refused_direct = false;
+
+    std::vector<AlignedBuffer> buffers;
+    try {
+        for (size_t t = 0; t < in_flight; ++t) buffers.emplace_back(static_cast<size_t>(block), kDirectAlign);
+    } catch (const std::bad_alloc&) {
+        return fail(ErrorKind::resource, "disk read probe: cannot allocate " + std::to_string(in_flight) +
+                                             " read buffers of " + std::to_string(block) + " bytes");
+    }
+    auto worker = [&](size_t t) {
+        std::byte* buffer = buffers[t].data();
+        for (;;) {
+            const size_t k = next.fetch_add(1, std::memory_order_relaxed);
+            if (k >= pieces.size() || stop.load(std::memory_order_relaxed)) return;
+            const Piece& p = pieces[k];
+            uint64_t done = 0;
+            while (done < p.length) {
+                const ssize_t n = ::pread(files.fds[p.file].get(), buffer + done, p.length - done,
+                                          static_cast<off_t>(p.offset + done));
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0) {
+                    const int err = errno;
+                    std::lock_guard<std::mutex> lock(error_mutex);
+                    if (err == EINVAL) refused_direct = true;
+                    if (!error)
+                        error = Error{ErrorKind::io, files.paths[p.file] + ": read of " + std::to_string(p.length) +
+                                                         " bytes at offset " + std::to_string(p.offset) +
+                                                         " failed: " + std::strerror(err)};
+                    stop = true;
+                    return;
+                }
+                if (n == 0) break;  // end of file
+                done += static_cast<uint64_t>(n);
+            }
+            total.fetch_add(done, std::memory_order_relaxed);
+        }
+    };
+    const auto t0 = Clock::now();
+    std::vector<std::thread> threads;
+    try {
+        for (size_t t = 1; t < in_flight; ++t) threads.emplace_back(worker, t);
+    } catch (const std::system_error& e) {
+        stop = true;
+        for (auto& th : threads) th.join();
+        return fail(ErrorKind::resource, std::string("disk read probe: cannot start a reader thread: ") + e.what());
+    }
+    worker(0);
+    for (auto& th : threads) th.join();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (error) {
+        if (refused_direct) return ReadOutcome{0, 0.0, true};
+        return tl::unexpected(*error);
+    }
+    return ReadOutcome{total.load(), seconds, false};
+}
+
+}  // namespace
+
+Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, uint64_t bytes, int repeats) {
+    if (bytes < kSlice)
+        return fail(ErrorKind::invalid_argument, "RAM read probe: the buffer must be at least 1 MiB, got " +
+                                                     std::to_string(bytes) + " bytes");
+    if (repeats < 1) return fail(ErrorKind::invalid_argument, "RAM read probe: repeats must be >= 1");
+    const size_t n_slices = static_cast<size_t>(bytes / kSlice);
+    AlignedBuffer buffer;
+    try {
+        buffer = AlignedBuffer(n_slices * kSlice, 4096);
+    } catch (const std::bad_alloc&) {
+        return fail(ErrorKind::resource, "RAM read probe: cannot allocate " + std::to_string(n_slices * kSlice) + " bytes");
+    }
+    std::byte* base = buffer.data();
+    // First touch by the same threads that read, with slice-dependent bytes (never all zero).
+    pool.parallel_for(n_slices, 1, [&](size_t b, size_t e) {
+        for (size_t s = b; s < e; ++s) std::memset(base + s * kSlice, static_cast<int>((s * 131 + 7) & 0xFF), kSlice);
+    });
+    std::vector<uint64_t> partial(n_slices, 0);
+    std::vector<double> rates;
+    RamBandwidth out;
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = Clock::now();
+        pool.parallel_for(n_slices, 1, [&](size_t b, size_t e) {
+            for (size_t s = b; s < e; ++s) partial[s] = xor_reduce(base + s * kSlice, kSlice);
+        });
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        for (uint64_t v : partial) out.checksum ^= v;
+        rates.push_back(static_cast<double>(n_slices * kSlice) / std::max(seconds, 1e-9));
+    }
+    std::sort(rates.begin(), rates.end());
+    out.bytes_per_s = rates.back();
+    out.median_bytes_per_s = rates[rates.size() / 2];
+    out.buffer_bytes = n_slices * kSlice;
+    out.repeats = repeats;
+    out.threads = pool.size();
+    return out;
+}
+
+Expected<DiskBandwidth> measure_disk_read_bandwidth(std::span<const FileRange> ranges, const DiskReadOptions& options) {
+    if (options.block < kDirectAlign || options.block % kDirectAlign != 0)
+        return fail(ErrorKind::invalid_argument, "disk read probe: the block size must be a multiple of 4096 bytes, got " +
+                                                     std::to_string(options.block));
+    if (options.in_flight < 1) return fail(ErrorKind::invalid_argument, "disk read probe: in_flight must be >= 1");
+    if (options.bytes == 0) return fail(ErrorKind::invalid_argument, "disk read probe: nothing to read (0 bytes asked)");
+    OpenFiles files;
+    auto all = split_ranges(ranges, options.block, files);
+    if (!all) return tl::unexpected(all.error());
+    if (all->empty()) return fail(ErrorKind::invalid_argument, "disk read probe: the ranges hold no whole 4 KiB block");
+
+    std::mt19937_64 rng(options.seed);
+    std::shuffle(all->begin(), all->end(), rng);
+    std::vector<Piece> chosen;
+    uint64_t planned = 0;
+    for (const Piece& p : *all) {
+        if (planned >= options.bytes) break;
+        chosen.push_back(p);
+        planned += p.length;
+    }
+
+    bool direct = options.direct_io;
+    if (auto r = reopen(files, direct); !r) return tl::unexpected(r.error());
+    if (!direct) evict_from_page_cache(files, chosen);
+    auto outcome = read_pieces(files, chosen, options.block, options.in_flight);
+    if (!outcome) return tl::unexpected(outcome.error());
+    if (outcome->refused_direct) {
+        // The file system opened with O_DIRECT but refused the reads: measure buffered.
+        direct = false;
+        if (auto r = reopen(files, direct); !r) return tl::unexpected(r.error());
+        evict_from_page_cache(files, chosen);
+        outcome = read_pieces(files, chosen, options.block, options.in_flight);
+        if (!outcome) return tl::unexpected(outcome.error());
+        if (outcome->refused_direct) return fail(ErrorKind::io, "disk read probe: buffered reads failed with EINVAL");
+    }
+
+    DiskBandwidth out;
+    out.bytes_read = outcome->bytes;
+    out.seconds = outcome->seconds;
+    out.reads = chosen.size();
+    out.bytes_per_s = outcome->seconds > 0 ? static_cast<double>(outcome->bytes) / outcome->seconds : 0.0;
+    out.direct_io = direct;
+    if (!direct)
+        out.note = options.direct_io
+                       ? "O_DIRECT refused by the file system: buffered reads after posix_fadvise(DONTNEED)"
+                       : "buffered reads after posix_fadvise(DONTNEED) (direct I/O off)";
+    return out;
+}
+
+}  // namespace stormo

@@ -1,0 +1,62 @@
+#pragma once
+// Physical bounds measured on this machine, in the same run as a benchmark: how fast the CPU
+// reads RAM with the engine's threads, and how fast the disk delivers the model's expert bytes.
+// A benchmark divides bytes per token by these to get the tokens/s no implementation can beat.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stormo/error.hpp"
+#include "stormo/export.hpp"
+#include "stormo/kernels.hpp"
+
+namespace stormo {
+
+struct RamBandwidth {
+    double bytes_per_s = 0.0;   // best of the repeats
+    double median_bytes_per_s = 0.0;
+    uint64_t buffer_bytes = 0;
+    int repeats = 0;
+    size_t threads = 0;
+    uint64_t checksum = 0;      // the reduction's result: keeps the reads observable
+};
+
+// Reads a `bytes` buffer (touched first, so its pages exist) with every thread of the pool,
+// `repeats` times, and reports the best pass. The reduction is an XOR over 16-byte loads with
+// independent accumulators, so the loop is bound by memory, not by a dependency chain.
+STORMO_API Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, uint64_t bytes = uint64_t{1} << 30,
+                                                             int repeats = 5);
+
+// A byte range of a file (e.g. one expert tensor of a checkpoint shard).
+struct FileRange {
+    std::string file;
+    uint64_t offset = 0;
+    uint64_t nbytes = 0;
+};
+
+struct DiskReadOptions {
+    uint64_t bytes = uint64_t{1} << 30;  // how much to read in total (capped by the ranges)
+    uint64_t block = uint64_t{8} << 20;  // one read; a multiple of 4 KiB
+    size_t in_flight = 4;                // reads outstanding at once (one thread each)
+    bool direct_io = true;               // O_DIRECT when the file system allows it
+    uint64_t seed = 0;                   // the order the blocks are read in
+};
+
+struct DiskBandwidth {
+    double bytes_per_s = 0.0;
+    uint64_t bytes_read = 0;
+    double seconds = 0.0;
+    size_t reads = 0;
+    bool direct_io = false;  // O_DIRECT was used for every read
+    std::string note;        // how the page cache was kept out when O_DIRECT was not used
+};
+
+// Reads block-sized, 4 KiB-aligned pieces of the ranges in a seeded random order with
+// `in_flight` reads outstanding, as the expert store reads misses. With O_DIRECT the page cache
+// is bypassed; when the file system refuses O_DIRECT the reads are buffered after
+// posix_fadvise(DONTNEED) dropped the pieces from the page cache, and `note` says so.
+STORMO_API Expected<DiskBandwidth> measure_disk_read_bandwidth(std::span<const FileRange> ranges,
+                                                               const DiskReadOptions& options);
+
+}  // namespace stormo
