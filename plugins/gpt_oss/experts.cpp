@@ -11,8 +11,9 @@
 namespace stormo::gpt_oss {
 namespace {
 
-const std::vector<DType> kDenseDtypes = {DType::BF16, DType::F16, DType::F32};
-const std::vector<DType> kBiasDtypes = {DType::BF16, DType::F16, DType::F32};
+// Non-quantized expert tensors are BF16 in every GPT-OSS checkpoint (see gpt_oss_model.cpp).
+const std::vector<DType> kDenseDtypes = {DType::BF16};
+const std::vector<DType> kBiasDtypes = {DType::BF16};
 constexpr int64_t kMxfp4Block = 32;  // values per E8M0 scale
 constexpr int64_t kMxfp4Bytes = 16;  // bytes per block (two E2M1 nibbles a byte)
 
@@ -27,14 +28,6 @@ enum Mxfp4Part : size_t {
     mx_down_bias,
     mx_count
 };
-
-WeightFormat dense_format(DType d) {
-    switch (d) {
-        case DType::F16: return WeightFormat::F16;
-        case DType::F32: return WeightFormat::F32;
-        default: return WeightFormat::BF16;
-    }
-}
 
 // One expert's two matrices and two biases, as views over its resolved parts.
 struct ExpertMatrices {
@@ -69,9 +62,9 @@ bool expert_matrices(const ExpertView& e, bool mxfp4, size_t hidden, size_t inte
     if (!has_dtype(p[dense_gate_up], kDenseDtypes) || !has_dtype(p[dense_down], kDenseDtypes)) return false;
     if (!has_dtype(p[dense_gate_up_bias], kBiasDtypes) || !has_dtype(p[dense_down_bias], kBiasDtypes)) return false;
     // transformers stores these [in, out]: row i holds input i's weight for every output.
-    m.gate_up = WeightView{dense_format(p[dense_gate_up].dtype), Layout::in_out, p[dense_gate_up].data, nullptr,
+    m.gate_up = WeightView{WeightFormat::BF16, Layout::in_out, p[dense_gate_up].data, nullptr,
                            2 * inter, hidden};
-    m.down = WeightView{dense_format(p[dense_down].dtype), Layout::in_out, p[dense_down].data, nullptr, hidden, inter};
+    m.down = WeightView{WeightFormat::BF16, Layout::in_out, p[dense_down].data, nullptr, hidden, inter};
     m.gate_up_bias = &p[dense_gate_up_bias];
     m.down_bias = &p[dense_down_bias];
     return true;

@@ -12,18 +12,11 @@
 namespace stormo::gpt_oss {
 namespace {
 
-// Dense matrices stay in their checkpoint dtype; these are the formats the kernels read directly.
-const std::vector<DType> kMatrixDtypes = {DType::BF16, DType::F16, DType::F32};
-// Small vectors (norms, biases, sinks) are widened to float32 at load.
-const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F16, DType::F32};
-
-WeightFormat format_of(DType d) {
-    switch (d) {
-        case DType::F16: return WeightFormat::F16;
-        case DType::F32: return WeightFormat::F32;
-        default: return WeightFormat::BF16;  // only the dtypes of kMatrixDtypes reach here
-    }
-}
+// Every GPT-OSS checkpoint stores its non-quantized tensors in BF16; another dtype means a
+// different (or damaged) checkpoint and is refused by name. Matrices stay BF16 in RAM; small
+// vectors (norms, biases, sinks) are widened to float32 at load.
+const std::vector<DType> kMatrixDtypes = {DType::BF16};
+const std::vector<DType> kVectorDtypes = {DType::BF16};
 
 void fill_nan(const Rows& rows) {
     std::fill_n(rows.data, rows.n * rows.width, std::numeric_limits<float>::quiet_NaN());
@@ -59,7 +52,7 @@ Expected<WeightView> GptOssModel::load_matrix(LoadContext& ctx, const std::strin
     auto t = ctx.load(TensorDecl{name, role, kMatrixDtypes, Shape{rows, cols}});
     if (!t) return tl::unexpected(t.error());
     WeightView view;
-    view.format = format_of(t->dtype);
+    view.format = WeightFormat::BF16;
     view.layout = Layout::out_in;
     view.data = t->bytes();
     view.rows = static_cast<size_t>(rows);

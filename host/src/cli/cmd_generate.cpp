@@ -17,6 +17,7 @@ struct GenerateOptions {
     int64_t max_tokens = 128;
     SamplingParams sampling;
     std::optional<std::string> stats;
+    std::optional<std::string> route_trace;
     bool ignore_eos = false;
 };
 
@@ -83,7 +84,9 @@ int run_generate(int argc, char** argv) {
         ("seed", po::value<uint64_t>(&g.sampling.seed)->value_name("S"), "random seed for sampling (0)")
         ("ignore-eos", po::bool_switch(&g.ignore_eos), "do not stop at the model's stop ids")
         ("stats", po::value<std::string>()->value_name("FILE")->notifier([&g](const std::string& v) { g.stats = v; }),
-         "write timing, expert-store and memory figures as JSON");
+         "write timing, expert-store and memory figures as JSON")
+        ("route-trace", po::value<std::string>()->value_name("FILE")->notifier([&g](const std::string& v) { g.route_trace = v; }),
+         "append each layer's chosen experts per step to FILE (for `stormo cache-sim`)");
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "generate", "--model DIR (--ids LIST | --ids-file FILE) [options]",
                                      "Generates tokens after the prompt and prints their ids, one per line.", d);
@@ -112,8 +115,15 @@ int run_generate(int argc, char** argv) {
                                           : request.prompt.size() + request.max_tokens;
     auto session = engine.new_session(capacity);
     if (!session) return report_error(session.error());
+    std::vector<RouteStep> trace;
+    if (g.route_trace) engine.pipeline().record_routes(&trace);
     auto result = generate(engine.pipeline(), **session, request, [](int32_t token) { std::cout << token << '\n' << std::flush; });
     if (!result) return report_error(result.error());
+    if (g.route_trace) {
+        std::ofstream out(*g.route_trace, std::ios::app);
+        out << format_route_trace(trace);
+        if (!out) return report_error(Error{ErrorKind::io, "--route-trace " + *g.route_trace + ": write failed"});
+    }
     if (g.stats)
         if (auto w = write_stats(*g.stats, request, *result, engine); !w) return report_error(w.error());
     return 0;

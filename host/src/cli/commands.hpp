@@ -10,5 +10,6 @@ int run_generate(int argc, char** argv);
 int run_logits(int argc, char** argv);
 int run_synth(int argc, char** argv);
 int run_bench(int argc, char** argv);
+int run_cache_sim(int argc, char** argv);
 
 }  // namespace stormo::cli

@@ -27,6 +27,7 @@ constexpr Command kCommands[] = {
     {"logits", stormo::cli::run_logits, "teacher-forced logits (and hidden states) as .npy files"},
     {"bench", stormo::cli::run_bench, "prefill and decode speed against the memory and disk bounds"},
     {"synth", stormo::cli::run_synth, "write a random-weight checkpoint shaped like a real model"},
+    {"cache-sim", stormo::cli::run_cache_sim, "replay route traces through the eviction policies"},
 };
 
 void print_help() {
