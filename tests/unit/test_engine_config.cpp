@@ -45,6 +45,9 @@ void expect_same_values(const EngineConfig& a, const EngineConfig& b) {
     EXPECT_EQ(a.eviction, b.eviction);
     EXPECT_EQ(a.prefetch, b.prefetch);
     EXPECT_EQ(a.direct_io, b.direct_io);
+    EXPECT_EQ(a.hotness_decay, b.hotness_decay);
+    EXPECT_EQ(a.async_compute, b.async_compute);
+    EXPECT_EQ(a.io_threads, b.io_threads);
 }
 
 }  // namespace
@@ -61,6 +64,20 @@ TEST(EngineConfig, Defaults) {
     EXPECT_TRUE(d.prefetch);
     EXPECT_TRUE(d.direct_io);
     EXPECT_EQ(d.origin("kernels"), "kernels (default)");
+}
+
+TEST(EngineConfig, StoreKeys) {
+    auto c = parse_engine_config("hotness_decay: 0.8\nasync_compute: false\nio_threads: 8\n", "store.yaml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_DOUBLE_EQ(c->hotness_decay, 0.8);
+    EXPECT_FALSE(c->async_compute);
+    EXPECT_EQ(c->io_threads, 8);
+    for (const char* bad : {"hotness_decay: 1.5\n", "hotness_decay: zero\n", "io_threads: 0\n", "async_compute: maybe\n"}) {
+        auto e = parse_engine_config(bad, "bad.yaml");
+        ASSERT_FALSE(e) << bad;
+        EXPECT_NE(e.error().message.find(std::string(bad).substr(0, std::string(bad).find(':'))), std::string::npos)
+            << e.error().message;
+    }
 }
 
 TEST(EngineConfig, DefaultYamlHoldsTheDefaults) {
@@ -117,7 +134,7 @@ TEST(EngineConfig, KeysAbsentKeepTheirDefaults) {
 TEST(EngineConfig, UnknownKeyNamesTheKeyTheFileAndTheKnownKeys) {
     const std::string m = error_of("kernel: avx2\n", "my.yaml");
     EXPECT_EQ(m, "my.yaml: unknown key 'kernel' (known keys: kernels, family, threads, expert_budget, "
-                 "plugins_dirs, context, eviction, prefetch, direct_io)");
+                 "plugins_dirs, context, eviction, hotness_decay, prefetch, async_compute, direct_io, io_threads)");
 }
 
 TEST(EngineConfig, WrongTypeNamesTheKeyAndTheExpectedType) {

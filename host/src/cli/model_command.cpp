@@ -53,8 +53,11 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options) {
     eo.expert_budget = config->expert_budget;
     eo.expert_budget_origin = config->origin("expert_budget");
     eo.eviction.policy = config->eviction;
+    eo.eviction.decay = config->hotness_decay;
     eo.direct_io = config->direct_io;
+    eo.io_threads = static_cast<size_t>(config->io_threads);
     eo.pipeline.prefetch = config->prefetch;
+    eo.pipeline.async_compute = config->async_compute;
     eo.context = static_cast<size_t>(config->context);
     auto engine = Engine::open(eo);
     if (!engine) return tl::unexpected(engine.error());

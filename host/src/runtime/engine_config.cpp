@@ -123,8 +123,8 @@ std::string EngineConfig::origin(std::string_view key) const {
 
 const std::vector<std::string>& engine_config_keys() {
     static const std::vector<std::string> keys{"kernels", "family", "threads", "expert_budget",
-                                               "plugins_dirs", "context", "eviction", "prefetch",
-                                               "direct_io"};
+                                               "plugins_dirs", "context", "eviction", "hotness_decay",
+                                               "prefetch", "async_compute", "direct_io", "io_threads"};
     return keys;
 }
 
@@ -239,10 +239,27 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         auto v = r.string();
         if (!v || (*v != "lru" && *v != "hotness")) return tl::unexpected(r.wrong("lru or hotness"));
         cfg.eviction = *v == "lru" ? EvictionPolicy::lru : EvictionPolicy::hotness;
-    } else if (key == "prefetch" || key == "direct_io") {
+    } else if (key == "prefetch" || key == "direct_io" || key == "async_compute") {
         auto v = r.boolean();
         if (!v) return tl::unexpected(v.error());
-        (key == "prefetch" ? cfg.prefetch : cfg.direct_io) = *v;
+        (key == "prefetch" ? cfg.prefetch : key == "direct_io" ? cfg.direct_io : cfg.async_compute) = *v;
+    } else if (key == "io_threads") {
+        auto v = r.positive_integer();
+        if (!v) return tl::unexpected(v.error());
+        if (*v > 256) return tl::unexpected(r.wrong("a positive integer up to 256"));
+        cfg.io_threads = static_cast<int>(*v);
+    } else if (key == "hotness_decay") {
+        auto text = r.string();
+        double d = 0.0;
+        try {
+            size_t used = 0;
+            d = text ? std::stod(*text, &used) : 0.0;
+            if (text && used != text->size()) d = 0.0;
+        } catch (const std::exception&) {
+            d = 0.0;
+        }
+        if (!(d > 0.0 && d < 1.0)) return tl::unexpected(r.wrong("a number between 0 and 1 (exclusive)"));
+        cfg.hotness_decay = d;
     } else {
         return fail(ErrorKind::config, source + ": unknown key '" + key + "' (known keys: " + known_keys() + ")");
     }

@@ -39,8 +39,11 @@ struct STORMO_API EngineConfig {
     std::vector<std::string> plugins_dirs;  // searched after the built-in and STORMO_PLUGIN_PATH dirs
     int64_t context = 4096;                 // KV context length
     EvictionPolicy eviction = EvictionPolicy::hotness;
+    double hotness_decay = 0.95;            // heat kept per step of an expert's layer (hotness)
     bool prefetch = true;
+    bool async_compute = true;              // compute experts as their reads land
     bool direct_io = true;
+    int io_threads = 4;                     // expert reads in flight
 
     std::string source = "built-in defaults";  // the file the values came from
     // Where each key's value came from, e.g. "kernels" -> "--kernels" or "kernels in my.yaml".

@@ -24,7 +24,7 @@ public:
 
 struct EvictionSettings {
     EvictionPolicy policy = EvictionPolicy::hotness;
-    double decay = 0.9;  // hotness: heat multiplier per step of the expert's layer
+    double decay = 0.95;  // hotness: heat multiplier per step of the expert's layer
 };
 
 std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts);

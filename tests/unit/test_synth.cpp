@@ -1,0 +1,366 @@
+// Synthetic checkpoints: hub tensor names, shapes and dtypes; determinism in the seed; sharding
+// with an index; the real presets' plans (without writing 14 or 65 GB); a forward pass over the
+// tiny preset with finite logits; the `stormo synth` command's refusals.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "oracle_support.hpp"
+#include "runtime/synth.hpp"
+#include "safetensors_writer.hpp"
+#include "stormo/model_source.hpp"
+#include "util/sha256.hpp"
+
+namespace stormo::testing {
+namespace {
+
+using stormo::test::TempDir;
+
+synth::SynthPlan plan_of(const std::string& preset, uint64_t seed = 0, std::optional<int> layers = {},
+                         uint64_t max_shard = uint64_t{4} << 30) {
+    synth::SynthOptions o;
+    o.preset = preset;
+    o.seed = seed;
+    o.layers = layers;
+    o.max_shard_bytes = max_shard;
+    auto plan = synth::plan_synth(o);
+    EXPECT_TRUE(plan.has_value()) << (plan ? "" : plan.error().message);
+    return plan ? *plan : synth::SynthPlan{};
+}
+
+std::string write_plan(const synth::SynthPlan& plan, const std::string& dir) {
+    auto w = synth::write_synth(plan, dir, synth::WriteOptions{});
+    EXPECT_TRUE(w.has_value()) << (w ? "" : w.error().message);
+    return dir;
+}
+
+std::unique_ptr<ModelSource> open_dir(const std::string& dir) {
+    auto s = open_model_directory(dir);
+    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message);
+    return s ? std::move(*s) : nullptr;
+}
+
+std::vector<std::byte> tensor_bytes(const ModelSource& source, const std::string& name) {
+    const TensorInfo* t = source.find(name);
+    EXPECT_NE(t, nullptr) << name;
+    if (t == nullptr) return {};
+    std::vector<std::byte> bytes(t->nbytes);
+    auto r = source.read(*t, 0, t->nbytes, bytes.data());
+    EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
+    return bytes;
+}
+
+std::string tensor_sha(const ModelSource& source, const std::string& name) {
+    const auto bytes = tensor_bytes(source, name);
+    auto h = sha256_hex(bytes.data(), bytes.size());
+    EXPECT_TRUE(h.has_value());
+    return h ? *h : std::string();
+}
+
+void expect_tensor(const ModelSource& s, const std::string& name, DType dtype, const Shape& shape) {
+    const TensorInfo* t = s.find(name);
+    ASSERT_NE(t, nullptr) << name << " is missing";
+    EXPECT_EQ(t->dtype, dtype) << name;
+    EXPECT_EQ(t->shape, shape) << name;
+    EXPECT_EQ(t->nbytes, static_cast<uint64_t>(element_count(shape)) * dtype_size(dtype)) << name;
+}
+
+// Bytes of a GPT-OSS checkpoint computed from its dimensions, independently of the planner.
+uint64_t gpt_oss_bytes(int64_t h, int64_t inter, int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                       int64_t experts, int64_t vocab) {
+    const int64_t q = heads * head_dim, kv = kv_heads * head_dim;
+    const int64_t bf16_layer = 2 * h + (q * h + q) + 2 * (kv * h + kv) + (h * q + h) + heads + (experts * h + experts) +
+                               experts * 2 * inter + experts * h;
+    const int64_t u8_layer = experts * 2 * inter * (h / 32) * 17 + experts * h * (inter / 32) * 17;
+    const int64_t global = 2 * (2 * vocab * h + h);
+    return static_cast<uint64_t>(layers * (2 * bf16_layer + u8_layer) + global);
+}
+
+TEST(Synth, TinyPresetHasTheHubNamesShapesAndDtypes) {
+    TempDir tmp;
+    const auto plan = plan_of("gpt-oss-tiny", 1);
+    const auto source = open_dir(write_plan(plan, tmp.file("tiny")));
+    ASSERT_TRUE(source);
+    // 4 layers x (2 norms, 8 attention weights/biases, sinks, 2 router, 6 expert parts) + 3 globals.
+    EXPECT_EQ(source->tensors().size(), 4u * 19u + 3u);
+    EXPECT_EQ(source->tensors().size(), plan.tensors.size());
+    for (const auto& t : plan.tensors) expect_tensor(*source, t.name, t.dtype, t.shape);
+
+    expect_tensor(*source, "model.embed_tokens.weight", DType::BF16, {1024, 256});
+    expect_tensor(*source, "lm_head.weight", DType::BF16, {1024, 256});
+    expect_tensor(*source, "model.norm.weight", DType::BF16, {256});
+    expect_tensor(*source, "model.layers.0.input_layernorm.weight", DType::BF16, {256});
+    expect_tensor(*source, "model.layers.3.post_attention_layernorm.weight", DType::BF16, {256});
+    expect_tensor(*source, "model.layers.0.self_attn.q_proj.weight", DType::BF16, {256, 256});
+    expect_tensor(*source, "model.layers.0.self_attn.k_proj.weight", DType::BF16, {128, 256});
+    expect_tensor(*source, "model.layers.0.self_attn.v_proj.bias", DType::BF16, {128});
+    expect_tensor(*source, "model.layers.0.self_attn.o_proj.weight", DType::BF16, {256, 256});
+    expect_tensor(*source, "model.layers.1.self_attn.sinks", DType::BF16, {4});
+    expect_tensor(*source, "model.layers.2.mlp.router.weight", DType::BF16, {8, 256});
+    expect_tensor(*source, "model.layers.2.mlp.router.bias", DType::BF16, {8});
+    expect_tensor(*source, "model.layers.3.mlp.experts.gate_up_proj_blocks", DType::U8, {8, 512, 8, 16});
+    expect_tensor(*source, "model.layers.3.mlp.experts.gate_up_proj_scales", DType::U8, {8, 512, 8});
+    expect_tensor(*source, "model.layers.3.mlp.experts.gate_up_proj_bias", DType::BF16, {8, 512});
+    expect_tensor(*source, "model.layers.3.mlp.experts.down_proj_blocks", DType::U8, {8, 256, 8, 16});
+    expect_tensor(*source, "model.layers.3.mlp.experts.down_proj_scales", DType::U8, {8, 256, 8});
+    expect_tensor(*source, "model.layers.3.mlp.experts.down_proj_bias", DType::BF16, {8, 256});
+
+    const ModelConfig& c = source->config();
+    EXPECT_EQ(*c.integer("num_hidden_layers"), 4);
+    EXPECT_EQ(*c.integer("num_local_experts"), 8);
+    EXPECT_EQ(*c.integer("num_experts_per_tok"), 2);
+    EXPECT_EQ(*c.strings("layer_types"),
+              (std::vector<std::string>{"sliding_attention", "full_attention", "sliding_attention", "full_attention"}));
+    EXPECT_EQ(*c.object("quantization_config")->string("quant_method"), "mxfp4");
+    ASSERT_TRUE(source->generation_config().has_value());
+}
+
+TEST(Synth, ValuesStayInTheirRanges) {
+    TempDir tmp;
+    const auto source = open_dir(write_plan(plan_of("gpt-oss-tiny", 3), tmp.file("tiny")));
+    ASSERT_TRUE(source);
+    // E8M0 scales: three consecutive exponents around 2^-6 for fan-in 256 (bytes 120..122).
+    for (std::byte b : tensor_bytes(*source, "model.layers.0.mlp.experts.down_proj_scales")) {
+        EXPECT_GE(static_cast<int>(b), 120);
+        EXPECT_LE(static_cast<int>(b), 122);
+    }
+    auto bf16_values = [&](const std::string& name) {
+        const auto bytes = tensor_bytes(*source, name);
+        return to_f32(DType::BF16, bytes.data(), bytes.size() / 2);
+    };
+    for (float v : bf16_values("model.layers.1.input_layernorm.weight")) EXPECT_NEAR(v, 1.0f, 0.101f);
+    const float bound = std::sqrt(3.0f / 256.0f) * 1.01f;
+    double sum_sq = 0.0;
+    const auto q = bf16_values("model.layers.1.self_attn.q_proj.weight");
+    for (float v : q) {
+        EXPECT_LE(std::fabs(v), bound);
+        sum_sq += static_cast<double>(v) * v;
+    }
+    // Uniform in +-a has variance a^2 / 3 = 1 / fan_in.
+    EXPECT_NEAR(sum_sq / static_cast<double>(q.size()), 1.0 / 256.0, 0.1 / 256.0);
+    for (float v : bf16_values("model.layers.1.mlp.experts.gate_up_proj_bias")) EXPECT_LE(std::fabs(v), 0.0201f);
+}
+
+TEST(Synth, SameSeedSameBytesOtherSeedOtherBytes) {
+    TempDir tmp;
+    const auto a = open_dir(write_plan(plan_of("gpt-oss-tiny", 7), tmp.file("a")));
+    const auto b = open_dir(write_plan(plan_of("gpt-oss-tiny", 7), tmp.file("b")));
+    const auto c = open_dir(write_plan(plan_of("gpt-oss-tiny", 8), tmp.file("c")));
+    ASSERT_TRUE(a && b && c);
+    for (const char* name : {"model.embed_tokens.weight", "model.layers.2.mlp.experts.gate_up_proj_blocks",
+                             "model.layers.2.mlp.experts.gate_up_proj_scales", "lm_head.weight"}) {
+        EXPECT_EQ(tensor_sha(*a, name), tensor_sha(*b, name)) << name;
+        EXPECT_NE(tensor_sha(*a, name), tensor_sha(*c, name)) << name;
+    }
+    // Two tensors of one checkpoint with the same shape and fill still differ.
+    EXPECT_NE(tensor_sha(*a, "model.layers.0.self_attn.q_proj.weight"), tensor_sha(*a, "model.layers.1.self_attn.q_proj.weight"));
+}
+
+TEST(Synth, BytesDoNotDependOnChunkingOrDepth) {
+    const auto plan = plan_of("gpt-oss-tiny", 11);
+    const auto deeper = plan_of("gpt-oss-tiny", 11, 6);
+    for (size_t i = 0; i < plan.tensors.size(); i += 5) {
+        const auto& t = plan.tensors[i];
+        std::vector<std::byte> whole(t.nbytes), pieces(t.nbytes), other(t.nbytes);
+        synth::fill_tensor_bytes(plan, i, 0, whole.data(), whole.size());
+        // Odd piece sizes: partial words at both ends of every piece.
+        for (uint64_t at = 0; at < t.nbytes; at += 13)
+            synth::fill_tensor_bytes(plan, i, at, pieces.data() + at, static_cast<size_t>(std::min<uint64_t>(13, t.nbytes - at)));
+        EXPECT_EQ(whole, pieces) << t.name;
+        // The same tensor of a deeper model (--layers 6) holds the same bytes.
+        size_t j = 0;
+        while (j < deeper.tensors.size() && deeper.tensors[j].name != t.name) ++j;
+        ASSERT_LT(j, deeper.tensors.size()) << t.name;
+        synth::fill_tensor_bytes(deeper, j, 0, other.data(), other.size());
+        EXPECT_EQ(whole, other) << t.name;
+    }
+}
+
+TEST(Synth, ShardsWithAnIndexLikeTheHub) {
+    TempDir tmp;
+    const auto plan = plan_of("gpt-oss-tiny", 5, {}, uint64_t{2} << 20);
+    ASSERT_GE(plan.shards.size(), 3u);
+    for (size_t k = 0; k < plan.shards.size(); ++k) {
+        char name[64];
+        std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", k + 1, plan.shards.size());
+        EXPECT_EQ(plan.shards[k].file_name, name);
+    }
+    const std::string dir = write_plan(plan, tmp.file("sharded"));
+    EXPECT_TRUE(std::filesystem::exists(dir + "/model.safetensors.index.json"));
+    const Json index = read_json_file(dir + "/model.safetensors.index.json");
+    ASSERT_NE(index.find("weight_map"), nullptr);
+    EXPECT_EQ(index.find("weight_map")->as_object()->size(), plan.tensors.size());
+    EXPECT_EQ(static_cast<uint64_t>(*index.find("metadata")->find("total_size")->as_int()), plan.total_bytes());
+    const auto sharded = open_dir(dir);
+    const auto single = open_dir(write_plan(plan_of("gpt-oss-tiny", 5), tmp.file("single")));
+    ASSERT_TRUE(sharded && single);
+    EXPECT_EQ(sharded->tensors().size(), plan.tensors.size());
+    for (const char* name : {"model.embed_tokens.weight", "model.layers.3.mlp.experts.down_proj_blocks", "lm_head.weight"})
+        EXPECT_EQ(tensor_sha(*sharded, name), tensor_sha(*single, name)) << name;
+}
+
+TEST(Synth, RealPresetPlansWithoutWriting) {
+    const auto p20 = plan_of("gpt-oss-20b");
+    EXPECT_EQ(p20.total_bytes(), gpt_oss_bytes(2880, 2880, 24, 64, 8, 64, 32, 201088));
+    EXPECT_GT(p20.total_bytes(), 13'500'000'000u);
+    EXPECT_LT(p20.total_bytes(), 14'000'000'000u);
+    EXPECT_EQ(p20.tensors.size(), 24u * 19u + 3u);
+    for (const auto& s : p20.shards) EXPECT_LE(s.data_bytes, uint64_t{4} << 30) << s.file_name;
+    auto find = [](const synth::SynthPlan& p, const std::string& name) -> const synth::PlannedTensor* {
+        for (const auto& t : p.tensors)
+            if (t.name == name) return &t;
+        return nullptr;
+    };
+    const auto* blocks = find(p20, "model.layers.23.mlp.experts.gate_up_proj_blocks");
+    ASSERT_NE(blocks, nullptr);
+    EXPECT_EQ(blocks->shape, (Shape{32, 5760, 90, 16}));
+    EXPECT_EQ(blocks->dtype, DType::U8);
+    EXPECT_EQ(find(p20, "model.layers.0.mlp.experts.down_proj_scales")->shape, (Shape{32, 2880, 90}));
+    EXPECT_EQ(find(p20, "model.layers.0.self_attn.q_proj.weight")->shape, (Shape{4096, 2880}));
+    EXPECT_EQ(find(p20, "model.layers.0.self_attn.k_proj.weight")->shape, (Shape{512, 2880}));
+    EXPECT_EQ(find(p20, "model.layers.0.self_attn.sinks")->shape, (Shape{64}));
+    EXPECT_EQ(find(p20, "lm_head.weight")->shape, (Shape{201088, 2880}));
+
+    const auto p120 = plan_of("gpt-oss-120b");
+    EXPECT_EQ(p120.total_bytes(), gpt_oss_bytes(2880, 2880, 36, 64, 8, 64, 128, 201088));
+    EXPECT_GT(p120.total_bytes(), 63'000'000'000u);
+    EXPECT_LT(p120.total_bytes(), 66'000'000'000u);
+    EXPECT_EQ(find(p120, "model.layers.35.mlp.experts.down_proj_blocks")->shape, (Shape{128, 2880, 90, 16}));
+    for (const auto& s : p120.shards) EXPECT_LE(s.data_bytes, uint64_t{4} << 30) << s.file_name;
+
+    // --layers 1: one layer of tensors, the config follows.
+    const auto one = plan_of("gpt-oss-20b", 0, 1);
+    EXPECT_EQ(one.tensors.size(), 19u + 3u);
+    EXPECT_EQ(one.total_bytes(), gpt_oss_bytes(2880, 2880, 1, 64, 8, 64, 32, 201088));
+    auto config = ModelConfig::parse(one.config_json, "config.json");
+    ASSERT_TRUE(config.has_value()) << config.error().message;
+    EXPECT_EQ(*config->integer("num_hidden_layers"), 1);
+    EXPECT_EQ(*config->strings("layer_types"), std::vector<std::string>{"sliding_attention"});
+    EXPECT_EQ(*config->integer("hidden_size"), 2880);
+    EXPECT_EQ(*config->integer("vocab_size"), 201088);
+    EXPECT_EQ(*config->integer("sliding_window"), 128);
+    EXPECT_EQ(*config->number("rope_theta"), 150000.0);
+    EXPECT_EQ(*config->object("rope_scaling")->number("factor"), 32.0);
+    EXPECT_EQ(*config->number("swiglu_limit"), 7.0);
+}
+
+TEST(Synth, BadRequestsAreRefusedByName) {
+    synth::SynthOptions o;
+    o.preset = "gpt-oss-7b";
+    auto unknown = synth::plan_synth(o);
+    ASSERT_FALSE(unknown.has_value());
+    EXPECT_NE(unknown.error().message.find("gpt-oss-7b"), std::string::npos);
+    for (const auto& p : synth::synth_presets()) EXPECT_NE(unknown.error().message.find(p.name), std::string::npos);
+    o.preset = "gpt-oss-tiny";
+    o.layers = 0;
+    auto zero = synth::plan_synth(o);
+    ASSERT_FALSE(zero.has_value());
+    EXPECT_NE(zero.error().message.find("--layers"), std::string::npos);
+
+    TempDir tmp;
+    const std::string dir = tmp.file("busy");
+    std::filesystem::create_directories(dir);
+    stormo::test::write_bytes(dir + "/notes.txt", "mine");
+    const auto plan = plan_of("gpt-oss-tiny");
+    auto refused = synth::write_synth(plan, dir, synth::WriteOptions{});
+    ASSERT_FALSE(refused.has_value());
+    EXPECT_NE(refused.error().message.find(dir), std::string::npos);
+    EXPECT_NE(refused.error().message.find("not empty"), std::string::npos);
+    synth::WriteOptions force;
+    force.force = true;
+    ASSERT_TRUE(synth::write_synth(plan, dir, force).has_value());
+    EXPECT_TRUE(std::filesystem::exists(dir + "/notes.txt"));  // --force replaces the checkpoint only
+    EXPECT_TRUE(open_dir(dir));
+
+    // A path under a regular file cannot be created: the error names it.
+    auto blocked = synth::write_synth(plan, dir + "/notes.txt/sub", synth::WriteOptions{});
+    ASSERT_FALSE(blocked.has_value());
+    EXPECT_NE(blocked.error().message.find("notes.txt"), std::string::npos);
+}
+
+TEST(Synth, TinyModelRunsWithFiniteLogits) {
+    TempDir tmp;
+    const std::string dir = write_plan(plan_of("gpt-oss-tiny", 2), tmp.file("tiny"));
+    auto engine = open_engine(dir);
+    ASSERT_TRUE(engine);
+    auto session = engine->new_session(64);
+    ASSERT_TRUE(session.has_value());
+    std::vector<int32_t> ids;
+    for (int32_t i = 0; i < 40; ++i) ids.push_back((i * 97 + 5) % 1024);  // past the sliding window of 32
+    ForwardOptions fo;
+    fo.all_logits = true;
+    auto logits = engine->pipeline().forward(**session, ids, fo);
+    ASSERT_TRUE(logits.has_value()) << logits.error().message;
+    ASSERT_EQ(logits->size(), ids.size() * 1024);
+    double sum_sq = 0.0;
+    for (float v : *logits) {
+        ASSERT_TRUE(std::isfinite(v));
+        sum_sq += static_cast<double>(v) * v;
+    }
+    // Unit-order logits: the value ranges neither vanish nor explode through the layers.
+    const double rms = std::sqrt(sum_sq / static_cast<double>(logits->size()));
+    EXPECT_GT(rms, 0.1);
+    EXPECT_LT(rms, 10.0);
+}
+
+struct CommandResult {
+    int status = -1;
+    std::string out;
+    std::string err;
+};
+
+CommandResult run_cli(const std::string& args) {
+    TempDir tmp;
+    const std::string cmd = std::string(STORMO_CLI) + " " + args + " 2>" + tmp.file("stderr");
+    CommandResult r;
+    FILE* p = popen(cmd.c_str(), "r");
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int status = pclose(p);
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream e(tmp.file("stderr"));
+    std::stringstream ss;
+    ss << e.rdbuf();
+    r.err = ss.str();
+    return r;
+}
+
+TEST(Synth, CommandWritesReportsAndRefuses) {
+    TempDir tmp;
+    const std::string dir = tmp.file("cli");
+    const auto ok = run_cli("synth --preset gpt-oss-tiny --out " + dir + " --seed 4 --layers 2");
+    EXPECT_EQ(ok.status, 0) << ok.err;
+    EXPECT_NE(ok.err.find("MB/s"), std::string::npos) << ok.err;
+    const auto source = open_dir(dir);
+    ASSERT_TRUE(source);
+    EXPECT_EQ(*source->config().integer("num_hidden_layers"), 2);
+    EXPECT_EQ(tensor_sha(*source, "model.layers.1.mlp.experts.gate_up_proj_blocks"),
+              [&] {
+                  TempDir other;
+                  return tensor_sha(*open_dir(write_plan(plan_of("gpt-oss-tiny", 4, 2), other.file("m"))),
+                                    "model.layers.1.mlp.experts.gate_up_proj_blocks");
+              }());
+
+    const auto again = run_cli("synth --preset gpt-oss-tiny --out " + dir);
+    EXPECT_EQ(again.status, 2);
+    EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
+    EXPECT_EQ(std::count(again.err.begin(), again.err.end(), '\n'), 1) << again.err;
+
+    const auto unknown = run_cli("synth --preset llama --out " + tmp.file("x"));
+    EXPECT_EQ(unknown.status, 2);
+    EXPECT_NE(unknown.err.find("gpt-oss-20b"), std::string::npos) << unknown.err;
+
+    const auto dry = run_cli("synth --preset gpt-oss-20b --dry-run");
+    EXPECT_EQ(dry.status, 0) << dry.err;
+    EXPECT_NE(dry.out.find("13761264768 bytes"), std::string::npos) << dry.out;
+}
+
+}  // namespace
+}  // namespace stormo::testing
