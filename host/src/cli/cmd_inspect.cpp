@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
+#include "runtime/memory_plan.hpp"
 #include "stormo/family.hpp"
 #include "stormo/kernels.hpp"
 
@@ -55,6 +56,8 @@ struct MemoryPlan {
     uint64_t expert_budget = 0;
     bool all_experts_resident = true;
     std::string budget_setting;  // "all", "auto" or the size, and where it came from
+    std::string budget_reason;   // how the budget was reached
+    uint64_t expert_slots = 0;   // about: the store's slots also hold alignment padding
     uint64_t kv_per_token = 0;
     int64_t context = 0;
     uint64_t kv_for_context = 0;
@@ -65,19 +68,24 @@ MemoryPlan plan_memory(const ModelSetup& s, const Census& c, const ModelSummary&
     MemoryPlan p;
     p.dense_resident = c.dense_bytes();
     p.experts = c.expert_bytes();
-    // Until the expert store sizes its cache, "all" and "auto" both keep every expert resident.
-    if (s.config.expert_budget.kind == SizeSpec::Kind::bytes) {
-        p.expert_budget = s.config.expert_budget.bytes;
-        p.all_experts_resident = p.expert_budget >= p.experts;
-    } else {
-        p.expert_budget = p.experts;
-    }
-    const auto origin = s.config.origins.find("expert_budget");
-    p.budget_setting = format_size(s.config.expert_budget) + " (" +
-                       (origin == s.config.origins.end() ? std::string("default") : origin->second) + ")";
     p.kv_per_token = static_cast<uint64_t>(summary.kv_floats_per_token) * sizeof(float);
     p.context = s.config.context;
     p.kv_for_context = p.kv_per_token * static_cast<uint64_t>(p.context);
+    // The same plan `generate` makes at start, except that here the dense part is not loaded yet:
+    // it is taken off what is available.
+    AvailableMemory available = available_memory();
+    available.bytes = available.bytes > p.dense_resident ? available.bytes - p.dense_resident : 0;
+    available.source += " - dense part";
+    const ExpertBudget budget = plan_expert_budget(s.config.expert_budget, p.experts, p.kv_for_context, available);
+    p.expert_budget = budget.all ? p.experts : budget.bytes;
+    p.all_experts_resident = budget.all;
+    p.budget_reason = budget.reason;
+    const uint64_t experts_total = static_cast<uint64_t>(summary.n_moe_layers) * static_cast<uint64_t>(summary.n_experts);
+    p.expert_slots = budget.all || experts_total == 0 ? experts_total
+                                                      : std::min<uint64_t>(experts_total, budget.bytes / (p.experts / experts_total));
+    const auto origin = s.config.origins.find("expert_budget");
+    p.budget_setting = format_size(s.config.expert_budget) + " (" +
+                       (origin == s.config.origins.end() ? std::string("default") : origin->second) + ")";
     p.threads = s.config.threads ? static_cast<size_t>(*s.config.threads) : physical_core_count();
     return p;
 }
@@ -134,6 +142,8 @@ void print_text(const Report& r) {
     std::cout << "  expert budget         " << bytes_text(p.expert_budget)
               << (p.all_experts_resident ? ", all experts resident" : ", experts stream from disk")
               << "; setting " << p.budget_setting << "\n";
+    std::cout << "  budget                " << p.budget_reason << "\n";
+    std::cout << "  expert slots          about " << p.expert_slots << "\n";
     std::cout << "  KV per token          " << bytes_text(p.kv_per_token) << " (" << r.summary.kv_floats_per_token
               << " floats)\n";
     std::cout << "  KV for context " << pad(std::to_string(p.context), 7) << bytes_text(p.kv_for_context) << "\n";
@@ -179,6 +189,7 @@ void print_json(const Report& r) {
     w.field("dense_resident_bytes", p.dense_resident).field("expert_bytes", p.experts);
     w.field("expert_budget_bytes", p.expert_budget).field("expert_budget_setting", p.budget_setting);
     w.field("all_experts_resident", p.all_experts_resident);
+    w.field("expert_budget_reason", p.budget_reason).field("expert_slots", p.expert_slots);
     w.field("kv_bytes_per_token", p.kv_per_token).field("context", p.context);
     w.field("kv_bytes_for_context", p.kv_for_context);
     w.end_object();
