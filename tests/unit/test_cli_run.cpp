@@ -133,5 +133,21 @@ TEST(CliLogits, DumpWritesEachLayersCheckpointsOfThePosition) {
     EXPECT_EQ(emb.shape, (Shape{64}));
 }
 
+TEST(CliGenerate, DumpRecordsAGeneratedPosition) {
+    stormo::test::TempDir tmp;
+    const std::string dump = tmp.file("dump");
+    // Position 9 is the second generated token of "123+456=" (8 prompt positions).
+    const CommandResult r = run("generate --model " + demo_dir() + " --ids 1,2,3,40,4,5,6,45 --dump " + dump + " --dump-position 9");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "5\n7\n9\n48\n");
+    const NpyArray emb = read_reference(dump + "/model_embedding.npy");
+    // The embedding recorded at position 9 is the row of the token fed there: "7" (id 7).
+    auto engine = open_engine(demo_dir());
+    std::vector<float> want(128);
+    ASSERT_TRUE(engine->model().embed(std::vector<int32_t>{7}, Rows{want.data(), 1, 128}).has_value());
+    EXPECT_EQ(emb.floats(), want);
+    EXPECT_TRUE(std::filesystem::exists(dump + "/layer3_layer_out.npy"));
+}
+
 }  // namespace
 }  // namespace stormo::testing

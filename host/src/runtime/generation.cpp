@@ -38,6 +38,7 @@ Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const 
     std::vector<int32_t> history(request.prompt);
     Sampler sampler(request.sampling);
     ForwardOptions options;
+    options.tracer = request.tracer;
 
     auto t0 = Clock::now();
     auto logits = pipeline.forward(session, request.prompt, options);

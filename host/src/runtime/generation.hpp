@@ -16,6 +16,7 @@ struct GenerationRequest {
     size_t max_tokens = 0;
     SamplingParams sampling;
     std::vector<int32_t> stop_ids;
+    Tracer* tracer = nullptr;  // intermediates of every step (prefill and decode), for --dump
 };
 
 enum class StopReason { stop, max_tokens };
