@@ -134,7 +134,7 @@ TEST(Synth, ValuesStayInTheirRanges) {
         const auto bytes = tensor_bytes(*source, name);
         return to_f32(DType::BF16, bytes.data(), bytes.size() / 2);
     };
-    for (float v : bf16_values("model.layers.1.input_layernorm.weight")) EXPECT_NEAR(v, 1.0f, 0.101f);
+    for (float v : bf16_values("model.layers.1.input_layernorm.weight")) EXPECT_NEAR(v, 1.0f, 0.1f + 1.0f / 128);  // 1 +- 0.1, rounded to BF16
     const float bound = std::sqrt(3.0f / 256.0f) * 1.01f;
     double sum_sq = 0.0;
     const auto q = bf16_values("model.layers.1.self_attn.q_proj.weight");
@@ -144,7 +144,7 @@ TEST(Synth, ValuesStayInTheirRanges) {
     }
     // Uniform in +-a has variance a^2 / 3 = 1 / fan_in.
     EXPECT_NEAR(sum_sq / static_cast<double>(q.size()), 1.0 / 256.0, 0.1 / 256.0);
-    for (float v : bf16_values("model.layers.1.mlp.experts.gate_up_proj_bias")) EXPECT_LE(std::fabs(v), 0.0201f);
+    for (float v : bf16_values("model.layers.1.mlp.experts.gate_up_proj_bias")) EXPECT_LE(std::fabs(v), 0.0202f);
 }
 
 TEST(Synth, SameSeedSameBytesOtherSeedOtherBytes) {

@@ -43,14 +43,41 @@ struct CgroupLimit {
     std::string where;
 };
 
+struct CgroupMounts {
+    std::string v2;         // the cgroup2 mount point, if any
+    std::string v1_memory;  // the v1 memory controller's mount point, if any
+};
+
+// Mount points from /proc/self/mountinfo: "... mount_point ... - fstype source options".
+CgroupMounts cgroup_mounts() {
+    CgroupMounts m;
+    std::ifstream mountinfo("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(mountinfo, line)) {
+        std::istringstream fields(line);
+        std::string id, parent, dev, root, mount_point;
+        fields >> id >> parent >> dev >> root >> mount_point;
+        const auto dash = line.find(" - ");
+        if (dash == std::string::npos) continue;
+        std::istringstream tail(line.substr(dash + 3));
+        std::string fstype, source, options;
+        tail >> fstype >> source >> options;
+        if (fstype == "cgroup2" && m.v2.empty()) m.v2 = mount_point;
+        if (fstype == "cgroup" && ("," + options + ",").find(",memory,") != std::string::npos) m.v1_memory = mount_point;
+    }
+    return m;
+}
+
 // The tightest memory limit over the process's cgroup and its ancestors.
 CgroupLimit cgroup_limit() {
+    const CgroupMounts mounts = cgroup_mounts();
     std::ifstream cgroups("/proc/self/cgroup");
     std::string line;
     CgroupLimit best;
     auto consider = [&](const std::string& root, std::string path, const char* file, const char* version) {
+        if (root.empty()) return;
         for (;;) {
-            const std::string dir = root + path;
+            const std::string dir = path == "/" ? root : root + path;
             const uint64_t v = read_limit(dir + "/" + file);
             if (v && (best.bytes == 0 || v < best.bytes)) best = {v, std::string("cgroup ") + version + " " + dir};
             if (path.empty() || path == "/") break;
@@ -64,9 +91,9 @@ CgroupLimit cgroup_limit() {
         if (a == std::string::npos || b == std::string::npos) continue;
         const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
         if (controllers.empty())
-            consider("/sys/fs/cgroup", path, "memory.max", "v2");
+            consider(mounts.v2, path, "memory.max", "v2");
         else if (("," + controllers + ",").find(",memory,") != std::string::npos)
-            consider("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes", "v1");
+            consider(mounts.v1_memory, path, "memory.limit_in_bytes", "v1");
     }
     return best;
 }
