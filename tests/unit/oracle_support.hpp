@@ -44,8 +44,8 @@ inline NpyArray read_reference(const std::string& path) {
 
 inline std::unique_ptr<Engine> open_engine(const std::string& dir, const std::string& kernels = "auto", size_t threads = 2) {
     EngineOptions o;
-    o.model_dir = dir;
-    o.kernels = kernels;
+    o.setup.model_dir = dir;
+    o.setup.kernels.value = kernels;
     o.threads = threads;
     auto e = Engine::open(o);
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);

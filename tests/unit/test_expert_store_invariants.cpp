@@ -35,7 +35,7 @@ struct StoreShape {
 
 EngineOptions options_for(const std::string& dir, const Placement& p, const StoreShape& shape) {
     EngineOptions o;
-    o.model_dir = dir;
+    o.setup.model_dir = dir;
     o.threads = p.threads;
     o.eviction.policy = p.policy;
     o.pipeline.prefetch = p.prefetch;
@@ -102,7 +102,7 @@ protected:
         // The store's shape: the total from an all-resident engine, the slot size from one that
         // streams with a budget just under the total.
         EngineOptions probe;
-        probe.model_dir = dir_;
+        probe.setup.model_dir = dir_;
         probe.expert_budget.kind = SizeSpec::Kind::all;
         auto resident = Engine::open(probe);
         ASSERT_TRUE(resident.has_value()) << resident.error().message;
@@ -126,7 +126,7 @@ protected:
 
 TEST_P(PlacementInvariant, BelowTheMinimumBudgetIsRefusedSayingMinimum) {
     EngineOptions o;
-    o.model_dir = dir_;
+    o.setup.model_dir = dir_;
     o.expert_budget.kind = SizeSpec::Kind::bytes;
     o.expert_budget.bytes = shape_.slot_bytes * shape_.top_k - 1;
     auto e = Engine::open(o);

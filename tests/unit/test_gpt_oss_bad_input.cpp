@@ -41,7 +41,7 @@ std::string write_copy(const TempDir& tmp, const std::string& fixture,
 
 Error open_error(const std::string& dir) {
     EngineOptions o;
-    o.model_dir = dir;
+    o.setup.model_dir = dir;
     auto e = Engine::open(o);
     EXPECT_FALSE(e.has_value()) << "a bad checkpoint loaded";
     return e ? Error{} : e.error();

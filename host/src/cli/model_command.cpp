@@ -43,13 +43,8 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options) {
     auto config = resolve_engine_config(options);
     if (!config) return tl::unexpected(config.error());
     EngineOptions eo;
-    eo.model_dir = *options.model;
-    eo.kernels = config->kernels;
-    eo.kernels_origin = config->origin("kernels");
-    eo.family = config->family;
-    eo.family_origin = config->origin("family");
+    eo.setup = setup_request(*config, options);
     eo.threads = config->threads ? static_cast<size_t>(*config->threads) : 0;
-    eo.search = plugin_search(*config, options);
     eo.expert_budget = config->expert_budget;
     eo.expert_budget_origin = config->origin("expert_budget");
     eo.eviction.policy = config->eviction;
@@ -59,6 +54,7 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options) {
     eo.pipeline.prefetch = config->prefetch;
     eo.pipeline.async_compute = config->async_compute;
     eo.context = static_cast<size_t>(config->context);
+    eo.activations = config->activations;
     auto engine = Engine::open(eo);
     if (!engine) return tl::unexpected(engine.error());
     return LoadedEngine{std::move(*config), std::move(*engine)};

@@ -21,6 +21,8 @@ po::options_description common_options(CommonOptions& out) {
          "compute threads (default: physical cores)")
         ("context", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.context = v; }),
          "KV context length in tokens (default: the configuration's context)")
+        ("activations", po::value<std::string>()->value_name("ROAD")->notifier([&out](const std::string& v) { out.activations = v; }),
+         "f32 (default) or int8: the integer road for MXFP4 matrices (docs/kernels.md)")
         ("plugins-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing()
              ->notifier([&out](const std::vector<std::string>& v) { out.plugins_dirs = v; }),
          "another directory to search for plugins (repeatable)");
@@ -113,6 +115,13 @@ Expected<EngineConfig> resolve_engine_config(const CommonOptions& o) {
         cfg.context = *o.context;
         cfg.origins["context"] = "--context";
     }
+    if (o.activations) {
+        const std::optional<ActivationRoad> road = activation_road_from_name(*o.activations);
+        if (!road)
+            return fail(ErrorKind::invalid_argument, "--activations '" + *o.activations + "': must be f32 or int8");
+        cfg.activations = *road;
+        cfg.origins["activations"] = "--activations";
+    }
     if (o.expert_budget) {
         auto size = parse_size(*o.expert_budget, "--expert-budget");
         if (!size) {
@@ -137,31 +146,23 @@ Expected<PluginRegistry> discover_plugins(const EngineConfig& config, const Comm
     return PluginRegistry::discover(plugin_search(config, options));
 }
 
+SetupRequest setup_request(const EngineConfig& config, const CommonOptions& options) {
+    SetupRequest r;
+    r.model_dir = options.model.value_or("");
+    r.search = plugin_search(config, options);
+    r.family = PluginRequest{config.family, config.origin("family")};
+    r.kernels = PluginRequest{config.kernels, config.origin("kernels")};
+    return r;
+}
+
 Expected<std::unique_ptr<ModelSetup>> open_model_setup(const CommonOptions& options) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     auto setup = std::make_unique<ModelSetup>();
     auto cfg = resolve_engine_config(options);
     if (!cfg) return tl::unexpected(cfg.error());
     setup->config = std::move(*cfg);
-
-    auto registry = discover_plugins(setup->config, options);
-    if (!registry) return tl::unexpected(registry.error());
-    setup->registry = std::move(*registry);
-
-    auto source = open_model_directory(*options.model);
-    if (!source) return tl::unexpected(with_context(source.error(), "--model " + *options.model));
-    setup->source = std::move(*source);
-
-    auto family = select_family(setup->registry, setup->source->config(),
-                                PluginRequest{setup->config.family, setup->config.origin("family")});
-    if (!family) return tl::unexpected(family.error());
-    setup->family = *family;
-
-    setup->cpu = detect_cpu_features();
-    auto kernels = select_kernels(setup->registry, setup->cpu,
-                                  PluginRequest{setup->config.kernels, setup->config.origin("kernels")});
-    if (!kernels) return tl::unexpected(kernels.error());
-    setup->kernels = *kernels;
+    if (auto opened = stormo::open_model_setup(setup_request(setup->config, options), *setup); !opened)
+        return tl::unexpected(opened.error());
     return setup;
 }
 

@@ -15,6 +15,7 @@
 #include "plugins/plugin_registry.hpp"
 #include "plugins/selection.hpp"
 #include "runtime/engine_config.hpp"
+#include "runtime/model_setup.hpp"
 #include "stormo/cpu_features.hpp"
 #include "stormo/error.hpp"
 #include "stormo/model_source.hpp"
@@ -35,10 +36,11 @@ struct CommonOptions {
     std::optional<std::string> expert_budget;
     std::optional<int> threads;
     std::optional<int64_t> context;
+    std::optional<std::string> activations;
     std::vector<std::string> plugins_dirs;
 };
 
-// --model --config --kernels --family --expert-budget --threads --context --plugins-dir,
+// --model --config --kernels --family --expert-budget --threads --context --activations --plugins-dir,
 // stored into `out` when parsed. `out` must outlive the parse.
 po::options_description common_options(CommonOptions& out);
 
@@ -64,20 +66,14 @@ Expected<EngineConfig> resolve_engine_config(const CommonOptions& options);
 PluginSearch plugin_search(const EngineConfig& config, const CommonOptions& options);
 Expected<PluginRegistry> discover_plugins(const EngineConfig& config, const CommonOptions& options);
 
-// Everything a model command needs before it loads weights. Not copyable or movable: the
-// selections point into the registry.
-struct ModelSetup {
+// Everything a model command needs before it loads weights: the resolved configuration and the
+// plugins, model source and selections made from it.
+struct ModelSetup : stormo::ModelSetup {
     EngineConfig config;
-    PluginRegistry registry;
-    CpuFeatureSet cpu;
-    std::unique_ptr<ModelSource> source;
-    FamilySelection family;
-    KernelsSelection kernels;
-
-    ModelSetup() = default;
-    ModelSetup(const ModelSetup&) = delete;
-    ModelSetup& operator=(const ModelSetup&) = delete;
 };
+
+// The setup request the configuration and options describe.
+SetupRequest setup_request(const EngineConfig& config, const CommonOptions& options);
 
 // Requires --model. Opens the directory, discovers plugins, chooses the family (forced by
 // --family / family:) and the kernels (--kernels / kernels:).

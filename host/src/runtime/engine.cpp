@@ -10,34 +10,21 @@ Engine::~Engine() {
     // The model's code lives in the family's library: destroy it before the registry unloads it.
     pipeline_.reset();
     model_.reset();
+    store_.reset();
 }
 
 Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
-    auto registry = PluginRegistry::discover(options.search);
-    if (!registry) return tl::unexpected(registry.error());
-    engine->registry_ = std::move(*registry);
-
-    auto source = open_model_directory(options.model_dir);
-    if (!source) return tl::unexpected(source.error());
-    engine->source_ = std::move(*source);
-
-    auto family = select_family(engine->registry_, engine->source_->config(),
-                                PluginRequest{options.family, options.family_origin});
-    if (!family) return tl::unexpected(family.error());
-    engine->family_selection_ = *family;
-
-    auto kernels = select_kernels(engine->registry_, detect_cpu_features(),
-                                  PluginRequest{options.kernels, options.kernels_origin});
-    if (!kernels) return tl::unexpected(kernels.error());
-    engine->kernels_selection_ = *kernels;
-    engine->table_ = build_kernel_table(*kernels);
+    if (auto opened = open_model_setup(options.setup, engine->setup_); !opened) return tl::unexpected(opened.error());
+    engine->table_ = build_kernel_table(engine->setup_.kernels);
+    engine->table_.int8_activations = options.activations == ActivationRoad::int8;
 
     engine->pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : physical_core_count());
 
-    HostLoadContext context(*engine->source_, Compute{&engine->table_, engine->pool_.get()});
-    auto model = family->plugin->family->load(context);
-    if (!model) return tl::unexpected(with_context(model.error(), family->plugin->name + " could not load " + options.model_dir));
+    const LoadedPlugin& family = *engine->setup_.family.plugin;
+    HostLoadContext context(engine->source(), Compute{&engine->table_, engine->pool_.get()});
+    auto model = family.family->load(context);
+    if (!model) return tl::unexpected(with_context(model.error(), family.name + " could not load " + options.setup.model_dir));
     engine->model_ = std::move(*model);
     for (const auto& t : context.loaded()) engine->dense_bytes_ += t.nbytes;
 
@@ -64,7 +51,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
 
     std::unique_ptr<ExpertStore> store;
     if (budget_.all || layouts.empty()) {
-        store = make_resident_expert_store(*source_);
+        store = make_resident_expert_store(*setup_.source);
     } else {
         std::vector<std::string> files;
         for (const auto& layout : layouts)
@@ -94,7 +81,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
 
 Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity) const {
     if (capacity == 0) return fail(ErrorKind::invalid_argument, "a session needs a context of at least one position");
-    const ModelConfig& config = source_->config();
+    const ModelConfig& config = setup_.source->config();
     if (config.has("max_position_embeddings")) {
         auto max_positions = config.integer("max_position_embeddings");
         if (!max_positions) return tl::unexpected(max_positions.error());

@@ -9,10 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "plugins/plugin_registry.hpp"
-#include "plugins/selection.hpp"
 #include "runtime/forward.hpp"
 #include "runtime/memory_plan.hpp"
+#include "runtime/model_setup.hpp"
 #include "runtime/session.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/kernels.hpp"
@@ -21,13 +20,8 @@
 namespace stormo {
 
 struct EngineOptions {
-    std::string model_dir;
-    std::string kernels = "auto";  // auto, reference, or a kernels plugin name
-    std::string kernels_origin = "--kernels";
-    std::string family = "auto";   // auto, or a forced family plugin name
-    std::string family_origin = "--family";
+    SetupRequest setup;            // the model directory, plugin search, family and kernels asked
     size_t threads = 0;            // 0: physical cores
-    PluginSearch search;           // built-in directory and STORMO_PLUGIN_PATH by default
     SizeSpec expert_budget;        // auto by default
     std::string expert_budget_origin = "--expert-budget";
     EvictionSettings eviction;
@@ -35,6 +29,7 @@ struct EngineOptions {
     size_t io_threads = 4;
     PipelineSettings pipeline;
     size_t context = 4096;         // the KV context the budget leaves room for
+    ActivationRoad activations = ActivationRoad::f32;  // int8: the integer road (KernelTable::int8_activations)
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).
     std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
 };
@@ -44,14 +39,14 @@ public:
     static Expected<std::unique_ptr<Engine>> open(const EngineOptions& options);
     ~Engine();
 
-    const ModelSource& source() const { return *source_; }
+    const ModelSource& source() const { return *setup_.source; }
     const Model& model() const { return *model_; }
     Pipeline& pipeline() { return *pipeline_; }
     ExpertStore& store() { return *store_; }
     const KernelTable& kernels() const { return table_; }
-    const std::string& family_name() const { return family_selection_.plugin->name; }
-    const std::string& kernels_name() const { return kernels_selection_.name; }
-    const PluginRegistry& registry() const { return registry_; }
+    const std::string& family_name() const { return setup_.family.plugin->name; }
+    const std::string& kernels_name() const { return setup_.kernels.name; }
+    const PluginRegistry& registry() const { return setup_.registry; }
     size_t threads() const { return pool_->size(); }
     uint64_t dense_bytes() const { return dense_bytes_; }
     const ExpertBudget& expert_budget() const { return budget_; }
@@ -63,12 +58,9 @@ public:
 private:
     Engine() = default;
     Expected<std::unique_ptr<ExpertStore>> make_store(const EngineOptions& options, std::vector<ExpertLayerLayout>& layouts);
-    PluginRegistry registry_;
-    FamilySelection family_selection_;
-    KernelsSelection kernels_selection_;
+    ModelSetup setup_;
     KernelTable table_;
     std::unique_ptr<ThreadPool> pool_;
-    std::unique_ptr<ModelSource> source_;
     std::unique_ptr<ExpertStore> store_;
     std::unique_ptr<Model> model_;
     std::unique_ptr<Pipeline> pipeline_;

@@ -1,0 +1,37 @@
+#pragma once
+// The first steps of every model run: find the plugins, open the model directory, choose the
+// family for its config.json and the kernels for this CPU. Shared by the engine and `inspect`.
+#include <memory>
+#include <string>
+
+#include "plugins/plugin_registry.hpp"
+#include "plugins/selection.hpp"
+#include "stormo/cpu_features.hpp"
+#include "stormo/model_source.hpp"
+
+namespace stormo {
+
+struct SetupRequest {
+    std::string model_dir;
+    std::string model_origin = "--model";
+    PluginSearch search;
+    PluginRequest family{"auto", "--family"};
+    PluginRequest kernels{"auto", "--kernels"};
+};
+
+// Not copyable or movable: the selections point into the registry.
+struct ModelSetup {
+    PluginRegistry registry;
+    CpuFeatureSet cpu;
+    std::unique_ptr<ModelSource> source;
+    FamilySelection family;
+    KernelsSelection kernels;
+
+    ModelSetup() = default;
+    ModelSetup(const ModelSetup&) = delete;
+    ModelSetup& operator=(const ModelSetup&) = delete;
+};
+
+Expected<void> open_model_setup(const SetupRequest& request, ModelSetup& out);
+
+}  // namespace stormo
