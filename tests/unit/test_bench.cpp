@@ -78,6 +78,8 @@ TEST(Bench, DiskProbeReadsTheExpertRanges) {
     EXPECT_LE(direct->bytes_read, o.bytes + o.block);
     EXPECT_GT(direct->bytes_per_s, 0.0);
     EXPECT_EQ(direct->direct_io, direct->note.empty());
+    EXPECT_EQ(direct->passes, 3);
+    EXPECT_LE(direct->median_bytes_per_s, direct->bytes_per_s);
 
     o.direct_io = false;
     o.bytes = uint64_t{1} << 40;  // more than there is: capped by the ranges
@@ -255,7 +257,7 @@ TEST(Bench, JsonHasEveryContractKey) {
         if (number(j, "expert_bytes_read_per_token") == 0.0) EXPECT_TRUE(v->is_null()) << key;
         else EXPECT_GT(*v->as_double(), 0.0) << key;
     }
-    for (const char* key : {"expert_budget", "slots", "direct_io", "kernels", "read_wait_share"})
+    for (const char* key : {"expert_budget", "slots", "direct_io", "kernels", "read_wait_share", "disk_probe_passes"})
         EXPECT_NE(j.find(key), nullptr) << key;
 }
 

@@ -10,6 +10,7 @@ int run_generate(int argc, char** argv);
 int run_logits(int argc, char** argv);
 int run_synth(int argc, char** argv);
 int run_bench(int argc, char** argv);
+int run_bench_kernels(int argc, char** argv);
 int run_cache_sim(int argc, char** argv);
 
 }  // namespace stormo::cli

@@ -275,6 +275,7 @@ Expected<DiskBandwidth> measure_disk_read_bandwidth(std::span<const FileRange> r
                                                      std::to_string(options.block));
     if (options.in_flight < 1) return fail(ErrorKind::invalid_argument, "disk read probe: in_flight must be >= 1");
     if (options.bytes == 0) return fail(ErrorKind::invalid_argument, "disk read probe: nothing to read (0 bytes asked)");
+    if (options.passes < 1) return fail(ErrorKind::invalid_argument, "disk read probe: passes must be >= 1");
     OpenFiles files;
     auto all = split_ranges(ranges, options.block, files);
     if (!all) return tl::unexpected(all.error());
@@ -293,23 +294,41 @@ Expected<DiskBandwidth> measure_disk_read_bandwidth(std::span<const FileRange> r
     bool direct = options.direct_io;
     if (auto r = reopen(files, direct); !r) return tl::unexpected(r.error());
     if (!direct) evict_from_page_cache(files, chosen);
-    auto outcome = read_pieces(files, chosen, options.block, options.in_flight);
-    if (!outcome) return tl::unexpected(outcome.error());
-    if (outcome->refused_direct) {
+    const size_t passes = std::min(chosen.size(), static_cast<size_t>(options.passes));
+    std::vector<double> rates;
+    DiskBandwidth out;
+    // Every pass over its share of the pieces; false when a direct read was refused.
+    auto run_passes = [&]() -> Expected<bool> {
+        rates.clear();
+        out = DiskBandwidth{};
+        for (size_t p = 0; p < passes; ++p) {
+            const size_t begin = chosen.size() * p / passes, end = chosen.size() * (p + 1) / passes;
+            auto outcome = read_pieces(files, std::span<const Piece>(chosen.data() + begin, end - begin),
+                                       options.block, options.in_flight);
+            if (!outcome) return tl::unexpected(outcome.error());
+            if (outcome->refused_direct) return false;
+            out.bytes_read += outcome->bytes;
+            out.seconds += outcome->seconds;
+            rates.push_back(outcome->seconds > 0 ? static_cast<double>(outcome->bytes) / outcome->seconds : 0.0);
+        }
+        return true;
+    };
+    auto completed = run_passes();
+    if (!completed) return tl::unexpected(completed.error());
+    if (!*completed && direct) {
         // The file system opened with O_DIRECT but refused the reads: measure buffered.
         direct = false;
         if (auto r = reopen(files, direct); !r) return tl::unexpected(r.error());
         evict_from_page_cache(files, chosen);
-        outcome = read_pieces(files, chosen, options.block, options.in_flight);
-        if (!outcome) return tl::unexpected(outcome.error());
-        if (outcome->refused_direct) return fail(ErrorKind::io, "disk read probe: buffered reads failed with EINVAL");
+        completed = run_passes();
+        if (!completed) return tl::unexpected(completed.error());
     }
-
-    DiskBandwidth out;
-    out.bytes_read = outcome->bytes;
-    out.seconds = outcome->seconds;
+    if (!*completed) return fail(ErrorKind::io, "disk read probe: buffered reads failed with EINVAL");
+    std::sort(rates.begin(), rates.end());
+    out.bytes_per_s = rates.back();
+    out.median_bytes_per_s = rates[rates.size() / 2];
+    out.passes = static_cast<int>(rates.size());
     out.reads = chosen.size();
-    out.bytes_per_s = outcome->seconds > 0 ? static_cast<double>(outcome->bytes) / outcome->seconds : 0.0;
     out.direct_io = direct;
     if (!direct)
         out.note = options.direct_io

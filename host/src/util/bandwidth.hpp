@@ -41,11 +41,14 @@ struct DiskReadOptions {
     size_t in_flight = 4;                // reads outstanding at once (one thread each)
     bool direct_io = true;               // O_DIRECT when the file system allows it
     uint64_t seed = 0;                   // the order the blocks are read in
+    int passes = 3;                      // bytes split over passes of distinct blocks; the best counts
 };
 
 struct DiskBandwidth {
-    double bytes_per_s = 0.0;
-    uint64_t bytes_read = 0;
+    double bytes_per_s = 0.0;         // the best pass: a bound should not be lowered by a hiccup
+    double median_bytes_per_s = 0.0;
+    int passes = 0;
+    uint64_t bytes_read = 0;          // over every pass
     double seconds = 0.0;
     size_t reads = 0;
     bool direct_io = false;  // O_DIRECT was used for every read
@@ -53,7 +56,8 @@ struct DiskBandwidth {
 };
 
 // Reads block-sized, 4 KiB-aligned pieces of the ranges in a seeded random order with
-// `in_flight` reads outstanding, as the expert store reads misses. With O_DIRECT the page cache
+// `in_flight` reads outstanding, as the expert store reads misses, in `passes` passes over
+// distinct pieces (the best pass is the figure: a shared machine's stalls only lower a pass). With O_DIRECT the page cache
 // is bypassed; when the file system refuses O_DIRECT the reads are buffered after
 // posix_fadvise(DONTNEED) dropped the pieces from the page cache, and `note` says so.
 STORMO_API Expected<DiskBandwidth> measure_disk_read_bandwidth(std::span<const FileRange> ranges,
