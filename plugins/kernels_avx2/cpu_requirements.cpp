@@ -35,6 +35,11 @@ int score_required_features(const char* features, const ScoreQuery* query) {
     return score_cpu_features(required, query->cpu);
 }
 
+bool features_available(const char* features, CpuFeatureSet cpu) {
+    std::vector<CpuFeature> required;
+    return parse_features(features, required) && missing_cpu_features(required, cpu).empty();
+}
+
 bool cpu_meets(const char* plugin, const char* features, Error* error) {
     std::vector<CpuFeature> required;
     if (!parse_features(features, required)) {

@@ -10,6 +10,9 @@ namespace stormo::simd {
 // stormo_plugin_score for a plugin whose kernels need `features`: 0 when any is missing here.
 int score_required_features(const char* features, const ScoreQuery* query);
 
+// True when `cpu` has every feature of the list (false for an unknown name).
+bool features_available(const char* features, CpuFeatureSet cpu);
+
 // True when this CPU has every feature; otherwise fills `error` naming the plugin and what lacks.
 bool cpu_meets(const char* plugin, const char* features, Error* error);
 

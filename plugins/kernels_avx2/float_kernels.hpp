@@ -11,8 +11,9 @@
 namespace stormo::simd {
 
 // MatmulFn. out_in: 8-lane partial sums with fused multiply-adds, two accumulators per (output,
-// row), reduced in a fixed order. in_out: one fused multiply-add chain per output over ascending
-// input index.
+// row), reduced in a fixed order; MXFP4 sums each block's integer-valued weights times x, then
+// adds that sum times the block scale (docs/kernels.md). in_out: one fused multiply-add chain per
+// output over ascending input index.
 void matmul_f32_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_bf16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,

@@ -4,6 +4,7 @@
 
 #include "cpu_requirements.hpp"
 #include "float_kernels.hpp"
+#include "q8_kernels.hpp"
 #include "stormo/plugin.hpp"
 
 namespace {
@@ -14,9 +15,9 @@ constexpr const char* kFeatures = "avx2,fma,f16c";
 const stormo::PluginDescription kDescription{
     kName,
     stormo::PluginKind::kernels,
-    "0.1.0",
+    "0.2.0",
     "AVX2+FMA+F16C: matmul F32/BF16/F16/MXFP4 (out_in) and F32/BF16/F16 (in_out), row decode, "
-    "rmsnorm, dot, axpy",
+    "rmsnorm, dot, axpy; integer road MXFP4 x int8 (pmaddubsw)",
     "",
     kFeatures,
 };
@@ -25,6 +26,9 @@ class Avx2Kernels final : public stormo::KernelsPlugin {
 public:
     void install(stormo::KernelTable& table) const override {
         stormo::simd::install_float_kernels(table, kName);
+        const size_t mxfp4 = static_cast<size_t>(stormo::WeightFormat::MXFP4);
+        table.matmul_q8[mxfp4] = stormo::simd::matmul_q8_mxfp4_avx2;
+        table.matmul_q8_provider[mxfp4] = kName;
     }
 };
 

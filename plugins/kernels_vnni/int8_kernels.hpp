@@ -1,11 +1,23 @@
 #pragma once
-// The integer-road kernels of the vnni plugin (isa/*.cpp, compiled with -mavxvnni).
+// The integer-road kernels of the vnni plugin, one set per VNNI flavour: isa_avx_vnni/ (VEX
+// vpdpbusd, compiled with -mavxvnni) and isa_avx512_vnni/ (EVEX vpdpbusd on 256-bit registers,
+// -mavx512vnni -mavx512vl). Both are bit-identical to the reference; vnni_variant.cpp picks one
+// by CPUID when the plugin installs its kernels.
 #include <cstddef>
 #include <cstdint>
 
+#include "stormo/kernels.hpp"
+
 namespace stormo::simd {
 
-// DotI8Fn through AVX-VNNI's VPDPBUSD: bit-identical to the reference (wrapping 32-bit sum).
-int32_t dot_u8i8_vnni(const uint8_t* a, const int8_t* b, size_t n);
+// DotI8Fn: wrapping 32-bit sum, bit-identical to the reference.
+int32_t dot_u8i8_avx_vnni(const uint8_t* a, const int8_t* b, size_t n);
+int32_t dot_u8i8_avx512_vnni(const uint8_t* a, const int8_t* b, size_t n);
+
+// MatmulQ8Fn for MXFP4 out_in.
+void matmul_q8_mxfp4_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                              size_t o_end);
+void matmul_q8_mxfp4_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride,
+                                 size_t o_begin, size_t o_end);
 
 }  // namespace stormo::simd

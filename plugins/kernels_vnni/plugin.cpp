@@ -1,50 +1,81 @@
-// libstormo-kernels-vnni.so: the AVX2 float kernels compiled for AVX-VNNI CPUs (Alder Lake,
-// Zen 5 and later), plus the integer road's u8 x s8 dot product on VPDPBUSD. Baseline code:
-// discovery calls describe and score on any CPU.
+// libstormo-kernels-vnni.so: the avx2 float kernels plus the integer road on VPDPBUSD, in two
+// flavours picked at run time by CPUID: AVX-VNNI (Alder Lake, Zen 5 and later) or AVX512-VNNI
+// with AVX512VL/BW (Ice Lake, Zen 4 and later). Baseline code: discovery calls describe and
+// score on any CPU.
+//
+// The description's cpu_features is the list of the flavour this machine can run (or of
+// AVX-VNNI when it can run neither), so the host's own CPUID check, `stormo plugins` and the
+// "missing" column tell the truth about this machine; the score follows the flavour of the CPU
+// it is asked about, so it is 0 where neither flavour is usable.
 #include <new>
+#include <string>
 
 #include "cpu_requirements.hpp"
 #include "float_kernels.hpp"
-#include "int8_kernels.hpp"
 #include "stormo/plugin.hpp"
+#include "vnni_variant.hpp"
 
 namespace {
 
 constexpr const char* kName = "vnni";
-constexpr const char* kFeatures = "avx2,fma,f16c,avx_vnni";
+constexpr const char* kBaseline = "avx2,fma,f16c";
 
-const stormo::PluginDescription kDescription{
-    kName,
-    stormo::PluginKind::kernels,
-    "0.1.0",
-    "AVX-VNNI: the avx2 float kernels plus the u8 x s8 dot product (VPDPBUSD)",
-    "",
-    kFeatures,
-};
+const stormo::PluginDescription& description() {
+    // Built once, on first use, from this machine's CPU; immutable afterwards.
+    static const stormo::PluginDescription d{
+        kName,
+        stormo::PluginKind::kernels,
+        "0.2.0",
+        "AVX-VNNI or AVX512-VNNI (+VL, BW), picked at run time: the avx2 float kernels, and the "
+        "integer road (u8 x s8 dot, MXFP4 x int8 matmul) on VPDPBUSD",
+        "",
+        stormo::simd::vnni_description_features(stormo::detect_cpu_features()),
+    };
+    return d;
+}
 
 class VnniKernels final : public stormo::KernelsPlugin {
 public:
+    explicit VnniKernels(const stormo::simd::VnniVariant& variant) : variant_(variant) {}
+
     void install(stormo::KernelTable& table) const override {
         stormo::simd::install_float_kernels(table, kName);
-        table.dot_u8i8 = stormo::simd::dot_u8i8_vnni;
+        table.dot_u8i8 = variant_.dot_u8i8;
+        const size_t mxfp4 = static_cast<size_t>(stormo::WeightFormat::MXFP4);
+        table.matmul_q8[mxfp4] = variant_.matmul_q8_mxfp4;
+        table.matmul_q8_provider[mxfp4] = kName;
     }
+
+private:
+    const stormo::simd::VnniVariant& variant_;
 };
 
 }  // namespace
 
 STORMO_DEFINE_PLUGIN_ABI()
 
-STORMO_PLUGIN_EXPORT const stormo::PluginDescription* stormo_plugin_describe() { return &kDescription; }
+STORMO_PLUGIN_EXPORT const stormo::PluginDescription* stormo_plugin_describe() { return &description(); }
 
 STORMO_PLUGIN_EXPORT int stormo_plugin_score(const stormo::ScoreQuery* query) {
-    return stormo::simd::score_required_features(kFeatures, query);
+    if (query == nullptr) return 0;
+    const stormo::simd::VnniVariant* v = stormo::simd::pick_vnni_variant(query->cpu);
+    return v != nullptr ? stormo::simd::score_required_features(v->features, query) : 0;
 }
 
-// Refuses to build the kernels on a CPU that cannot run them, even when forced.
+// Refuses to build the kernels on a CPU that cannot run them, even when forced (the host does
+// not call it then: defence in depth).
 STORMO_PLUGIN_EXPORT stormo::PluginObject* stormo_plugin_create(stormo::Error* error) {
-    if (!stormo::simd::cpu_meets(kName, kFeatures, error)) return nullptr;
+    if (!stormo::simd::cpu_meets(kName, kBaseline, error)) return nullptr;
+    const stormo::simd::VnniVariant* variant = stormo::simd::pick_vnni_variant(stormo::detect_cpu_features());
+    if (variant == nullptr) {
+        if (error != nullptr)
+            *error = stormo::Error{stormo::ErrorKind::unsupported,
+                                   "vnni kernels need avx_vnni, or avx512_vnni with avx512vl and avx512bw; "
+                                   "this CPU has neither"};
+        return nullptr;
+    }
     try {
-        return new VnniKernels();
+        return new VnniKernels(*variant);
     } catch (const std::bad_alloc&) {
         if (error != nullptr) *error = stormo::Error{stormo::ErrorKind::resource, "vnni kernels: out of memory"};
         return nullptr;

@@ -6,12 +6,36 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "stormo/cpu_features.hpp"
 #include "stormo/kernels.hpp"
 
 namespace stormo::testing {
+
+inline bool cpu_has_all(std::initializer_list<CpuFeature> features) {
+    const CpuFeatureSet cpu = detect_cpu_features();
+    for (CpuFeature f : features)
+        if (!cpu.has(f)) return false;
+    return true;
+}
+
+// Why the kernels named `kernels` ("reference", "avx2", "vnni") cannot run on this CPU, or empty
+// when they can: the test's own reading of CPUID, independent of the plugins' checks.
+inline std::string kernels_unusable_reason(const std::string& kernels) {
+    const bool avx2 = cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c});
+    if (kernels == "avx2" && !avx2) return "this CPU lacks avx2/fma/f16c";
+    if (kernels == "vnni") {
+        const bool avx_vnni = avx2 && cpu_has_all({CpuFeature::avx_vnni});
+        const bool avx512_vnni = avx2 && cpu_has_all({CpuFeature::avx512f, CpuFeature::avx512bw,
+                                                      CpuFeature::avx512vl, CpuFeature::avx512_vnni});
+        if (!avx_vnni && !avx512_vnni) return "this CPU has neither avx_vnni nor avx512_vnni+avx512vl+avx512bw";
+    }
+    return {};
+}
 
 // A matrix and the bytes behind its view. in_out matrices are stored [cols][rows].
 struct TestMatrix {
@@ -126,6 +150,32 @@ inline std::vector<double> abs_product_sums(const std::vector<float>& w, size_t 
             s[r * rows + o] = acc;
         }
     return s;
+}
+
+// Quantized activation rows for the integer road's kernels: every int8 value (-128 included) and
+// positive block scales spread over [2^-12, 2^4] unless the caller overwrites them.
+struct TestQ8 {
+    size_t n_x = 0;
+    size_t cols = 0;
+    size_t blocks = 0;
+    std::vector<int8_t> q;
+    std::vector<float> scales;
+
+    Q8Rows view() const { return Q8Rows{q.data(), scales.data(), n_x, cols, blocks}; }
+};
+
+inline TestQ8 random_q8(size_t n_x, size_t cols, std::mt19937& rng) {
+    TestQ8 t;
+    t.n_x = n_x;
+    t.cols = cols;
+    t.blocks = (cols + kQ8Block - 1) / kQ8Block;
+    t.q.resize(n_x * t.blocks * kQ8Block);
+    std::uniform_int_distribution<int> byte(-128, 127);
+    for (int8_t& v : t.q) v = static_cast<int8_t>(byte(rng));
+    t.scales.resize(n_x * t.blocks);
+    std::uniform_real_distribution<float> exponent(-12.0f, 4.0f);
+    for (float& d : t.scales) d = std::exp2(exponent(rng));
+    return t;
 }
 
 inline bool same_bits_or_both_nan(float a, float b) {

@@ -48,6 +48,7 @@ void expect_same_values(const EngineConfig& a, const EngineConfig& b) {
     EXPECT_EQ(a.hotness_decay, b.hotness_decay);
     EXPECT_EQ(a.async_compute, b.async_compute);
     EXPECT_EQ(a.io_threads, b.io_threads);
+    EXPECT_EQ(a.activations, b.activations);
 }
 
 }  // namespace
@@ -64,6 +65,7 @@ TEST(EngineConfig, Defaults) {
     EXPECT_TRUE(d.prefetch);
     EXPECT_TRUE(d.direct_io);
     EXPECT_EQ(d.origin("kernels"), "kernels (default)");
+    EXPECT_EQ(d.activations, ActivationRoad::f32);
 }
 
 TEST(EngineConfig, StoreKeys) {
@@ -102,6 +104,7 @@ context: 1024
 eviction: lru
 prefetch: false
 direct_io: no
+activations: int8
 )",
                                  "every.yaml");
     ASSERT_TRUE(c) << c.error().message;
@@ -115,6 +118,7 @@ direct_io: no
     EXPECT_EQ(c->eviction, EvictionPolicy::lru);
     EXPECT_FALSE(c->prefetch);
     EXPECT_FALSE(c->direct_io);
+    EXPECT_EQ(c->activations, ActivationRoad::int8);
     EXPECT_EQ(c->origin("threads"), "threads in every.yaml");
     EXPECT_EQ(c->source, "every.yaml");
 }
@@ -134,7 +138,8 @@ TEST(EngineConfig, KeysAbsentKeepTheirDefaults) {
 TEST(EngineConfig, UnknownKeyNamesTheKeyTheFileAndTheKnownKeys) {
     const std::string m = error_of("kernel: avx2\n", "my.yaml");
     EXPECT_EQ(m, "my.yaml: unknown key 'kernel' (known keys: kernels, family, threads, expert_budget, "
-                 "plugins_dirs, context, eviction, hotness_decay, prefetch, async_compute, direct_io, io_threads)");
+                 "plugins_dirs, context, eviction, hotness_decay, prefetch, async_compute, direct_io, io_threads, "
+                 "activations)");
 }
 
 TEST(EngineConfig, WrongTypeNamesTheKeyAndTheExpectedType) {
@@ -147,6 +152,7 @@ TEST(EngineConfig, WrongTypeNamesTheKeyAndTheExpectedType) {
     EXPECT_EQ(error_of("family:\n"), "test.yaml: key 'family' must be a non-empty string, got no value");
     EXPECT_EQ(error_of("plugins_dirs: /opt/x\n"), "test.yaml: key 'plugins_dirs' must be a list of strings, got '/opt/x'");
     EXPECT_EQ(error_of("eviction: fifo\n"), "test.yaml: key 'eviction' must be lru or hotness, got 'fifo'");
+    EXPECT_EQ(error_of("activations: int4\n"), "test.yaml: key 'activations' must be f32 or int8, got 'int4'");
     EXPECT_EQ(error_of("direct_io: {a: 1}\n"), "test.yaml: key 'direct_io' must be a boolean (true or false), got a map");
     EXPECT_EQ(error_of("expert_budget: 8GB\n"),
               "expert_budget in test.yaml '8GB': unknown unit 'GB' (use KiB, MiB, GiB, TiB or K, M, G, T)");
@@ -212,4 +218,17 @@ TEST(EngineConfig, SizeFormatting) {
     EXPECT_EQ(format_bytes(uint64_t{3} << 29), "1.50 GiB");
     EXPECT_EQ(format_size(SizeSpec{SizeSpec::Kind::all, 0}), "all");
     EXPECT_EQ(format_size(SizeSpec{SizeSpec::Kind::bytes, 2048}), "2.00 KiB");
+}
+
+TEST(EngineConfig, ActivationRoadNames) {
+    EXPECT_STREQ(activation_road_name(ActivationRoad::f32), "f32");
+    EXPECT_STREQ(activation_road_name(ActivationRoad::int8), "int8");
+    EXPECT_EQ(activation_road_from_name("INT8"), ActivationRoad::int8);
+    EXPECT_EQ(activation_road_from_name("f32"), ActivationRoad::f32);
+    EXPECT_FALSE(activation_road_from_name("bf16"));
+    EXPECT_FALSE(activation_road_from_name(""));
+    auto c = parse_engine_config("activations: F32\n", "road.yaml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->activations, ActivationRoad::f32);
+    EXPECT_EQ(c->origin("activations"), "activations in road.yaml");
 }

@@ -3,18 +3,21 @@
 // edge inputs. Matrix results must lie within kTolerance * sum_i |W[o,i] * x[i]| of the
 // reference (plus a subnormal floor), row decoders must match bit for bit, and every replaced
 // matrix kernel must keep the row-independence contract (same bits for any n_x, output range or
-// thread count). The int8 dot's loop runs here under SIMDe's emulation of VPDPBUSD.
+// thread count). The integer road (int8 dot, MXFP4 x int8 matmul) must match bit for bit; its
+// VNNI loops also run here under SIMDe's emulation of VPDPBUSD, on any CPU.
 #include <gtest/gtest.h>
-
-#include <simde/x86/avx2.h>
-#include <simde/x86/avx512/dpbusd.h>
 
 #include <boost/dll/shared_library.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <cfloat>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -24,18 +27,27 @@
 
 #include "kernel_test_support.hpp"
 #include "stormo/cpu_features.hpp"
+#include "stormo/json.hpp"
 #include "stormo/kernels.hpp"
 #include "stormo/plugin.hpp"
 
+// SIMDe last, with its native aliases: the plugins' kernel templates are written with the x86
+// intrinsic names, which then resolve to SIMDe's portable versions in this baseline-compiled file
+// (nothing after this point may include <immintrin.h>).
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx2.h>
+#include <simde/x86/avx512/dpbusd.h>
+
 namespace stormo::simd {
 namespace {
-// SIMDe's portable VPDPBUSD behind the same Ops interface the plugin's native loop uses.
+// SIMDe's portable VPDPBUSD behind the same Ops interface the plugin's native loops use. Always
+// inlined: an out-of-line function passing 256-bit vectors changes the ABI in this baseline file.
 struct SimdeVnni {
     using V = simde__m256i;
-    static V zero() { return simde_mm256_setzero_si256(); }
-    static V load(const void* p) { return simde_mm256_loadu_si256(p); }
-    static V dpbusd(V acc, V a, V b) { return simde_mm256_dpbusd_epi32(acc, a, b); }
-    static V add(V x, V y) { return simde_mm256_add_epi32(x, y); }
+    [[gnu::always_inline]] static V zero() { return simde_mm256_setzero_si256(); }
+    [[gnu::always_inline]] static V load(const void* p) { return simde_mm256_loadu_si256(p); }
+    [[gnu::always_inline]] static V dpbusd(V acc, V a, V b) { return simde_mm256_dpbusd_epi32(acc, a, b); }
+    [[gnu::always_inline]] static V add(V x, V y) { return simde_mm256_add_epi32(x, y); }
     static int32_t sum(V v) {
         int32_t lanes[8];
         simde_mm256_storeu_si256(lanes, v);
@@ -43,11 +55,26 @@ struct SimdeVnni {
         for (int32_t l : lanes) s += static_cast<uint32_t>(l);
         return static_cast<int32_t>(s);
     }
+    [[gnu::always_inline]] static V dot2(V u_even, V s_even, V u_odd, V s_odd) {
+        return dpbusd(dpbusd(zero(), u_even, s_even), u_odd, s_odd);
+    }
+    [[gnu::always_inline]] static V dot1(V u, V s) { return dpbusd(zero(), u, s); }
 };
 }  // namespace
 }  // namespace stormo::simd
 
+#include "../../plugins/kernels_avx2/isa/q8_mxfp4.hpp"
 #include "../../plugins/kernels_vnni/dot_u8i8_blocks.hpp"
+
+namespace stormo::simd {
+namespace {
+// The vnni plugin's MXFP4 x int8 kernel with SIMDe's VPDPBUSD, as a MatmulQ8Fn.
+void simde_matmul_q8_mxfp4(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                           size_t o_end) {
+    q8::matmul_q8_mxfp4<SimdeVnni>(w, x, y, y_stride, o_begin, o_end);
+}
+}  // namespace
+}  // namespace stormo::simd
 
 namespace stormo {
 namespace {
@@ -78,12 +105,8 @@ std::unique_ptr<LoadedKernels> load_kernels(const std::string& isa) {
     return k;
 }
 
-bool cpu_has_all(std::initializer_list<CpuFeature> features) {
-    const CpuFeatureSet cpu = detect_cpu_features();
-    for (CpuFeature f : features)
-        if (!cpu.has(f)) return false;
-    return true;
-}
+using testing::cpu_has_all;
+using testing::kernels_unusable_reason;
 
 MatmulFn entry(const KernelTable& t, WeightFormat f, Layout l) {
     return t.matmul[static_cast<size_t>(f)][static_cast<size_t>(l)];
@@ -372,7 +395,7 @@ TEST(IsaKernelsAvx2, DescribesItselfAndScoresByCpu) {
     ASSERT_NE(k->description, nullptr);
     EXPECT_STREQ(k->description->name, "avx2");
     EXPECT_EQ(k->description->kind, PluginKind::kernels);
-    EXPECT_STREQ(k->description->version, "0.1.0");
+    EXPECT_STREQ(k->description->version, "0.2.0");
     EXPECT_STREQ(k->description->cpu_features, "avx2,fma,f16c");
     ScoreQuery q;
     EXPECT_EQ(k->score(&q), 0) << "no features: unusable";
@@ -405,20 +428,54 @@ TEST(IsaKernelsAvx2, EveryReplacedKernelMatchesTheReference) {
     report(worst, "avx2");
 }
 
+// The vnni plugin runs where either VNNI flavour is usable (with the avx2 float kernels' needs).
+bool avx_vnni_usable() {
+    return cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c, CpuFeature::avx_vnni});
+}
+bool avx512_vnni_usable() {
+    return cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c, CpuFeature::avx512f,
+                        CpuFeature::avx512bw, CpuFeature::avx512vl, CpuFeature::avx512_vnni});
+}
+bool vnni_usable() { return avx_vnni_usable() || avx512_vnni_usable(); }
+constexpr const char* kNoVnni = "this CPU has neither avx_vnni nor avx512_vnni+avx512vl+avx512bw: the vnni plugin's "
+                                "kernels cannot run here (the SIMDe tests cover its integer loops)";
+
 TEST(IsaKernelsVnni, DescribesItselfAndScoresAboveAvx2WhenUsable) {
     const auto k = load_kernels("vnni");
     const auto avx2 = load_kernels("avx2");
     ASSERT_NE(k->description, nullptr);
     EXPECT_STREQ(k->description->name, "vnni");
     EXPECT_EQ(k->description->kind, PluginKind::kernels);
-    EXPECT_STREQ(k->description->cpu_features, "avx2,fma,f16c,avx_vnni");
+    EXPECT_STREQ(k->description->version, "0.2.0");
+    // The description names the flavour this machine runs (AVX-VNNI's needs when it runs neither).
+    const std::string features = k->description->cpu_features;
+    if (avx_vnni_usable() || !vnni_usable()) {
+        EXPECT_EQ(features, "avx2,fma,f16c,avx_vnni");
+    } else {
+        EXPECT_EQ(features, "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512_vnni");
+    }
+    // Either flavour scores above avx2; neither scores 0.
     ScoreQuery q;
-    for (CpuFeature f : {CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c, CpuFeature::avx_vnni}) q.cpu.add(f);
-    EXPECT_GT(k->score(&q), avx2->score(&q));
+    for (CpuFeature f : {CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c}) q.cpu.add(f);
+    EXPECT_EQ(k->score(&q), 0) << "AVX2 alone: no VNNI flavour";
+    ScoreQuery with_avx_vnni = q;
+    with_avx_vnni.cpu.add(CpuFeature::avx_vnni);
+    EXPECT_GT(k->score(&with_avx_vnni), avx2->score(&with_avx_vnni));
+    ScoreQuery with_avx512 = q;
+    for (CpuFeature f : {CpuFeature::avx512f, CpuFeature::avx512bw, CpuFeature::avx512vl, CpuFeature::avx512_vnni})
+        with_avx512.cpu.add(f);
+    EXPECT_GT(k->score(&with_avx512), avx2->score(&with_avx512));
+    ScoreQuery no_vl = with_avx512;
+    no_vl.cpu.bits &= ~(uint64_t{1} << static_cast<uint32_t>(CpuFeature::avx512vl));
+    EXPECT_EQ(k->score(&no_vl), 0) << "AVX512-VNNI without AVX512VL cannot run the 256-bit kernels";
+    EXPECT_EQ(k->score(nullptr), 0);
+
     q.cpu = detect_cpu_features();
-    const bool usable = cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c, CpuFeature::avx_vnni});
-    EXPECT_EQ(k->score(&q) > 0, usable);
-    if (!usable) {
+    EXPECT_EQ(k->score(&q) > 0, vnni_usable());
+    if (vnni_usable()) {
+        EXPECT_GT(k->score(&q), avx2->score(&q));
+        EXPECT_NE(k->plugin(), nullptr) << k->create_error.message;
+    } else {
         // Even forced, it refuses to build kernels this CPU cannot run, and says why.
         EXPECT_EQ(k->object, nullptr);
         EXPECT_EQ(k->create_error.kind, ErrorKind::unsupported);
@@ -427,8 +484,7 @@ TEST(IsaKernelsVnni, DescribesItselfAndScoresAboveAvx2WhenUsable) {
 }
 
 TEST(IsaKernelsVnni, FloatKernelsMatchTheReference) {
-    if (!cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c, CpuFeature::avx_vnni}))
-        GTEST_SKIP() << "this CPU lacks avx_vnni: the vnni plugin's kernels cannot run here";
+    if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
     const auto k = load_kernels("vnni");
     ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
     KernelTable table = reference_kernels();
@@ -472,8 +528,7 @@ TEST(IsaKernelsVnni, Int8DotLoopUnderSimdeIsBitExact) {
 }
 
 TEST(IsaKernelsVnni, Int8DotNativeIsBitExact) {
-    if (!cpu_has_all({CpuFeature::avx2, CpuFeature::avx_vnni}))
-        GTEST_SKIP() << "this CPU lacks avx_vnni: VPDPBUSD (VEX) cannot run here; the SIMDe test covers the loop";
+    if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
     const auto k = load_kernels("vnni");
     ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
     KernelTable table = reference_kernels();
@@ -482,6 +537,268 @@ TEST(IsaKernelsVnni, Int8DotNativeIsBitExact) {
     for (const auto& [a, b] : int8_cases())
         EXPECT_EQ(table.dot_u8i8(a.data(), b.data(), a.size()), reference_kernels().dot_u8i8(a.data(), b.data(), a.size()))
             << "n " << a.size();
+}
+
+// ---- What is compiled where (TOOLCHAIN pitfall 7) ---------------------------------------
+
+// Every function of a plugin library with the instructions it uses, from objdump's disassembly.
+struct DisassembledFunction {
+    std::string name;
+    bool vex = false;   // any AVX-class instruction (mnemonic starting with 'v')
+    bool wide = false;  // AVX-512 only: zmm or mask registers, ymm16-31, EVEX vpdpbusd forms
+};
+
+std::vector<DisassembledFunction> disassemble(const std::string& library) {
+    std::vector<DisassembledFunction> out;
+    FILE* pipe = popen(("objdump -d --no-show-raw-insn -C " + library + " 2>/dev/null").c_str(), "r");
+    if (pipe == nullptr) return out;
+    char line[4096];
+    while (fgets(line, sizeof line, pipe) != nullptr) {
+        const std::string l = line;
+        const size_t open = l.find(" <");
+        if (open != std::string::npos && l.size() > 3 && l.compare(l.size() - 3, 3, ">:\n") == 0) {
+            out.push_back({l.substr(open + 2, l.size() - open - 5)});
+            continue;
+        }
+        const size_t tab = l.find('\t');
+        if (out.empty() || tab == std::string::npos) continue;
+        const std::string insn = l.substr(tab + 1);
+        if (!insn.empty() && insn[0] == 'v') out.back().vex = true;
+        static const char* const kWide[] = {"%zmm", "%k1", "%k2", "%k3", "%k4", "%k5", "%k6", "%k7", "{%k",
+                                            "%ymm16", "%ymm17", "%ymm18", "%ymm19", "%ymm2", "%ymm3", "%xmm16",
+                                            "%xmm17", "%xmm18", "%xmm19", "%xmm2", "%xmm3"};
+        for (const char* w : kWide) {
+            const size_t at = insn.find(w);
+            if (at == std::string::npos) continue;
+            // %ymm2 / %xmm2 / %ymm3 / %xmm3 alone are VEX registers; only %ymm20-%ymm39 are EVEX.
+            const std::string tok(w);
+            if ((tok == "%ymm2" || tok == "%ymm3" || tok == "%xmm2" || tok == "%xmm3") &&
+                !(at + tok.size() < insn.size() && std::isdigit(static_cast<unsigned char>(insn[at + tok.size()]))))
+                continue;
+            out.back().wide = true;
+        }
+    }
+    pclose(pipe);
+    return out;
+}
+
+// Baseline code (entry points, installers, feature checks, anything the linker could share with
+// them) has no AVX instruction; AVX-512 code exists only in the vnni plugin's AVX512-VNNI flavour,
+// so the avx2 kernels and the AVX-VNNI flavour run on CPUs without AVX-512.
+TEST(IsaKernelsBuild, WideInstructionsOnlyWhereTheirFlavourRuns) {
+    if (std::system("objdump --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "objdump is not installed here";
+    for (const char* isa : {"avx2", "vnni"}) {
+        const std::string path = std::string(STORMO_BUILD_PLUGIN_DIR) + "/libstormo-kernels-" + isa + ".so";
+        const std::vector<DisassembledFunction> functions = disassemble(path);
+        ASSERT_GT(functions.size(), 10u) << "objdump read nothing from " << path;
+        size_t vex_functions = 0, wide_functions = 0;
+        for (const DisassembledFunction& f : functions) {
+            const bool simd = f.name.find("stormo::simd::") != std::string::npos;
+            const bool avx512 = f.name.find("Avx512Vnni") != std::string::npos || f.name.find("avx512_vnni") != std::string::npos;
+            vex_functions += f.vex;
+            wide_functions += f.wide;
+            EXPECT_TRUE(!f.vex || simd) << isa << ": AVX code outside stormo::simd: " << f.name;
+            EXPECT_TRUE(!f.wide || avx512) << isa << ": AVX-512 code outside the AVX512-VNNI flavour: " << f.name;
+        }
+        EXPECT_GT(vex_functions, 0u) << isa << ": no AVX code found: is the disassembly parsed?";
+        std::cout << "[ checked  ] " << isa << ": " << functions.size() << " functions, " << vex_functions
+                  << " with AVX code (all stormo::simd), " << wide_functions << " with AVX-512 code\n";
+    }
+}
+
+// ---- stormo bench-kernels ----------------------------------------------------------------
+
+// A small, fast run of the benchmark command: one row per (format, kernels, road, n_x, threads)
+// with positive rates, the int8 road only for MXFP4, and the RAM probe per thread count.
+TEST(IsaKernelsBench, CommandReportsEveryKernelRoadAndThreadCount) {
+    const std::string cmd = std::string(STORMO_CLI) +
+                            " bench-kernels --rows 256 --cols 512 --set-size 4MiB --n-x 1,3 --threads-list 1,2"
+                            " --formats mxfp4,bf16:in_out --min-time 0.02 --ram-probe 8MiB --ram-repeats 1 --json";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string out;
+    char buf[4096];
+    while (fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
+    ASSERT_EQ(pclose(pipe), 0) << out;
+    auto json = Json::parse(out, "bench-kernels output");
+    ASSERT_TRUE(json.has_value()) << json.error().message << "\n" << out;
+    const auto* ram = json->find("ram")->as_array();
+    ASSERT_NE(ram, nullptr);
+    ASSERT_EQ(ram->size(), 2u);
+    for (const Json& r : *ram) EXPECT_GT(*r.find("bytes_per_s")->as_double(), 0.0);
+    const auto* results = json->find("results")->as_array();
+    ASSERT_NE(results, nullptr);
+    std::vector<std::string> kernels{"reference"};
+    if (kernels_unusable_reason("avx2").empty()) kernels.push_back("avx2");
+    if (kernels_unusable_reason("vnni").empty()) kernels.push_back("vnni");
+    // MXFP4: f32 and int8 roads; BF16 in_out: f32 only. Each x 2 row counts x 2 thread counts.
+    EXPECT_EQ(results->size(), kernels.size() * (2 + 1) * 2 * 2);
+    size_t int8_rows = 0;
+    for (const Json& r : *results) {
+        EXPECT_GT(*r.find("weight_bytes_per_s")->as_double(), 0.0);
+        EXPECT_GT(*r.find("ram_fraction")->as_double(), 0.0);
+        const std::string road = *r.find("road")->as_string();
+        if (road == "int8") {
+            ++int8_rows;
+            EXPECT_EQ(*r.find("format")->as_string(), "MXFP4");
+        }
+        EXPECT_NE(std::find(kernels.begin(), kernels.end(), *r.find("kernels")->as_string()), kernels.end());
+    }
+    EXPECT_EQ(int8_rows, kernels.size() * 2 * 2);
+}
+
+// ---- The integer road: MXFP4 x int8, bit for bit -----------------------------------------
+
+// Compares a MatmulQ8Fn with the reference on one matrix and input: every value the same bits
+// (NaN matching NaN), and each row alone over a split output range the same as in the batch.
+void check_q8(MatmulQ8Fn isa, const testing::TestMatrix& m, const testing::TestQ8& x, const std::string& what,
+              size_t& compared) {
+    const MatmulQ8Fn ref = reference_kernels().matmul_q8[static_cast<size_t>(WeightFormat::MXFP4)];
+    const size_t rows = m.rows;
+    std::vector<float> y_ref(x.n_x * rows, -1.0f), y_isa(x.n_x * rows, -2.0f);
+    ref(m.view(), x.view(), y_ref.data(), rows, 0, rows);
+    isa(m.view(), x.view(), y_isa.data(), rows, 0, rows);
+    for (size_t k = 0; k < y_ref.size(); ++k)
+        if (!testing::same_bits_or_both_nan(y_ref[k], y_isa[k])) {
+            ADD_FAILURE() << what << " [row " << k / rows << ", output " << k % rows << "]: reference " << y_ref[k]
+                          << ", plugin " << y_isa[k];
+            return;
+        }
+    compared += y_ref.size();
+    const size_t split = rows / 3;
+    for (size_t r = 0; r < x.n_x; ++r) {
+        testing::TestQ8 one;
+        one.n_x = 1;
+        one.cols = x.cols;
+        one.blocks = x.blocks;
+        one.q.assign(x.q.begin() + static_cast<std::ptrdiff_t>(r * x.blocks * kQ8Block),
+                     x.q.begin() + static_cast<std::ptrdiff_t>((r + 1) * x.blocks * kQ8Block));
+        one.scales.assign(x.scales.begin() + static_cast<std::ptrdiff_t>(r * x.blocks),
+                          x.scales.begin() + static_cast<std::ptrdiff_t>((r + 1) * x.blocks));
+        std::vector<float> y(rows, -3.0f);
+        isa(m.view(), one.view(), y.data(), rows, 0, split);
+        isa(m.view(), one.view(), y.data(), rows, split, rows);
+        for (size_t o = 0; o < rows; ++o)
+            if (!testing::same_bits_or_both_nan(y[o], y_isa[r * rows + o])) {
+                ADD_FAILURE() << what << ": row " << r << " output " << o << " alone gives " << y[o] << ", in the batch "
+                              << y_isa[r * rows + o];
+                return;
+            }
+    }
+}
+
+// Random matrices and activations over block counts around every group-of-8 and pair boundary.
+void check_q8_random(MatmulQ8Fn isa, const char* name) {
+    std::mt19937 rng(77);
+    size_t compared = 0;
+    for (size_t blocks : {1, 2, 3, 7, 8, 9, 10, 15, 16, 17, 90})
+        for (size_t rows : {1, 5, 17, 40})
+            for (size_t n_x : {1, 2, 3, 4, 5, 9}) {
+                const testing::TestMatrix m =
+                    testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, rows, blocks * 32, rng, 100, 150);
+                const testing::TestQ8 x = testing::random_q8(n_x, blocks * 32, rng);
+                check_q8(isa, m, x,
+                         std::string(name) + " " + std::to_string(rows) + "x" + std::to_string(blocks * 32) + " n_x " +
+                             std::to_string(n_x),
+                         compared);
+            }
+    std::cout << "[ checked  ] " << name << ": " << compared << " random integer-road outputs, all bit-identical\n";
+}
+
+// Every byte (so every pair of codes) in every position, every scale byte (subnormal half-scales,
+// 2^126 that overflows, the NaN 255), activations at -128 and 127, zero and extreme x scales.
+void check_q8_edges(MatmulQ8Fn isa, const char* name) {
+    std::mt19937 rng(78);
+    size_t compared = 0;
+    testing::TestMatrix m;
+    m.format = WeightFormat::MXFP4;
+    m.rows = 64;
+    m.cols = 17 * 32;  // 17 blocks: two full groups of 8 and a lone block
+    const size_t nb = m.cols / 32;
+    m.data.resize(m.rows * nb * 16);
+    m.scales.resize(m.rows * nb);
+    for (size_t i = 0; i < m.data.size(); ++i) m.data[i] = static_cast<uint8_t>(i * 7 + i / 256);
+    for (size_t i = 0; i < m.scales.size(); ++i) m.scales[i] = static_cast<uint8_t>(i % 256);
+    for (size_t j = 0; j < nb * 16; ++j) m.data[j] = 0x77;  // row 0: code 7 (6.0) everywhere
+    for (size_t j = 0; j < nb; ++j) m.scales[j] = 127;
+
+    testing::TestQ8 x = testing::random_q8(6, m.cols, rng);
+    const size_t row_q = nb * kQ8Block;
+    std::fill(x.q.begin(), x.q.begin() + static_cast<std::ptrdiff_t>(row_q), int8_t{-128});  // the most negative int8
+    std::fill(x.q.begin() + static_cast<std::ptrdiff_t>(row_q), x.q.begin() + static_cast<std::ptrdiff_t>(2 * row_q),
+              int8_t{127});
+    for (size_t b = 0; b < nb; ++b) {
+        x.scales[b] = 1.0f;
+        x.scales[nb + b] = b % 2 == 0 ? 0.0f : 1.0f;                          // zero scales
+        x.scales[2 * nb + b] = b % 3 == 0 ? FLT_MAX : std::ldexp(1.0f, 100);  // overflow to infinity
+        x.scales[3 * nb + b] = std::ldexp(1.0f, -140) * static_cast<float>(b + 1);  // subnormal
+        x.scales[4 * nb + b] = b % 4 == 0 ? std::numeric_limits<float>::quiet_NaN() : 0.5f;
+    }
+    check_q8(isa, m, x, std::string(name) + " edge codes and scales", compared);
+    // Row 0 against row 0 of x: 17 blocks of 32 * (-128) * 12 = -49152, each times 2^-1, exactly.
+    std::vector<float> y(m.rows * x.n_x);
+    isa(m.view(), x.view(), y.data(), m.rows, 0, 1);
+    EXPECT_EQ(y[0], -49152.0f * 0.5f * 17.0f) << name;
+    std::cout << "[ checked  ] " << name << ": " << compared << " edge integer-road outputs, all bit-identical\n";
+}
+
+// The pooled integer road over 1, 2 and 3 threads gives the same bits, and the reference's.
+void check_q8_thread_counts(const KernelTable& table, const char* name) {
+    KernelTable t = table;
+    t.int8_activations = true;
+    KernelTable ref = reference_kernels();
+    ref.int8_activations = true;
+    std::mt19937 rng(79);
+    ThreadPool p1(1), p2(2), p3(3);
+    const testing::TestMatrix m = testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, 1031, 160, rng);
+    for (size_t n_x : {size_t{1}, size_t{3}, size_t{8}}) {
+        const std::vector<float> x = testing::random_floats(n_x * 160, rng);
+        std::vector<float> y0(n_x * 1031), y1(n_x * 1031), y2(n_x * 1031), y3(n_x * 1031);
+        matmul(Compute{&ref, nullptr}, m.view(), x.data(), n_x, y0.data());
+        matmul(Compute{&t, &p1}, m.view(), x.data(), n_x, y1.data());
+        matmul(Compute{&t, &p2}, m.view(), x.data(), n_x, y2.data());
+        matmul(Compute{&t, &p3}, m.view(), x.data(), n_x, y3.data());
+        EXPECT_EQ(std::memcmp(y0.data(), y1.data(), y0.size() * 4), 0) << name << " n_x " << n_x;
+        EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * 4), 0) << name << " n_x " << n_x;
+        EXPECT_EQ(std::memcmp(y1.data(), y3.data(), y1.size() * 4), 0) << name << " n_x " << n_x;
+    }
+}
+
+TEST(IsaKernelsAvx2, IntegerRoadIsBitExact) {
+    if (!cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c}))
+        GTEST_SKIP() << "this CPU lacks avx2/fma/f16c: the avx2 kernels cannot run here";
+    const auto k = load_kernels("avx2");
+    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
+    KernelTable table = reference_kernels();
+    k->plugin()->install(table);
+    const size_t mx = static_cast<size_t>(WeightFormat::MXFP4);
+    ASSERT_NE(table.matmul_q8[mx], nullptr);
+    ASSERT_NE(table.matmul_q8[mx], reference_kernels().matmul_q8[mx]);
+    EXPECT_STREQ(table.matmul_q8_provider[mx], "avx2");
+    EXPECT_FALSE(table.int8_activations) << "plugins never switch the road on";
+    check_q8_random(table.matmul_q8[mx], "avx2");
+    check_q8_edges(table.matmul_q8[mx], "avx2");
+    check_q8_thread_counts(table, "avx2");
+}
+
+TEST(IsaKernelsVnni, IntegerRoadUnderSimdeIsBitExact) {
+    check_q8_random(simd::simde_matmul_q8_mxfp4, "vnni loop on SIMDe");
+    check_q8_edges(simd::simde_matmul_q8_mxfp4, "vnni loop on SIMDe");
+}
+
+TEST(IsaKernelsVnni, IntegerRoadNativeIsBitExact) {
+    if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
+    const auto k = load_kernels("vnni");
+    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
+    KernelTable table = reference_kernels();
+    k->plugin()->install(table);
+    const size_t mx = static_cast<size_t>(WeightFormat::MXFP4);
+    ASSERT_NE(table.matmul_q8[mx], reference_kernels().matmul_q8[mx]);
+    EXPECT_STREQ(table.matmul_q8_provider[mx], "vnni");
+    const char* flavour = avx_vnni_usable() ? "vnni (avx_vnni)" : "vnni (avx512_vnni)";
+    check_q8_random(table.matmul_q8[mx], flavour);
+    check_q8_edges(table.matmul_q8[mx], flavour);
+    check_q8_thread_counts(table, flavour);
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -268,6 +270,159 @@ TEST(RefKernelsTable, EveryEntryFilledExceptMxfp4InOut) {
     EXPECT_NE(ref().silu, nullptr);
     EXPECT_NE(ref().dot_u8i8, nullptr);
     EXPECT_EQ(&reference_kernels(), &ref());
+    // The integer road: MXFP4 only (the other formats stay on floats), and off unless asked.
+    for (size_t f = 0; f < kWeightFormatCount; ++f)
+        EXPECT_EQ(ref().matmul_q8[f] != nullptr, f == static_cast<size_t>(WeightFormat::MXFP4)) << f;
+    EXPECT_STREQ(ref().matmul_q8_provider[static_cast<size_t>(WeightFormat::MXFP4)], "reference");
+    EXPECT_FALSE(ref().int8_activations);
+}
+
+// ---- The integer road ---------------------------------------------------------------------
+
+// amax 127 makes the scale exactly 1, so q is x rounded: ties go to even, the range is clamped.
+TEST(RefKernelsQ8, QuantizerRoundsHalfToEvenPerBlock) {
+    // Two rows of 40 values (a full block and a partial one), read with a stride of 48.
+    std::vector<float> x(2 * 48, 1000.0f);
+    const float first[10] = {127.0f, -127.0f, 2.5f, 3.5f, -2.5f, -0.5f, 0.49f, 126.5f, -1.5f, 0.0f};
+    for (size_t r = 0; r < 2; ++r) {
+        for (size_t i = 0; i < 32; ++i) x[r * 48 + i] = i < 10 ? first[i] : 0.25f;
+        for (size_t i = 32; i < 40; ++i) x[r * 48 + i] = r == 0 ? static_cast<float>(i - 32) * 0.5f : 0.0f;
+    }
+    std::vector<int8_t> q(2 * 64, 99);
+    std::vector<float> d(4, -1.0f);
+    quantize_q8(x.data(), 2, 48, 40, q.data(), d.data());
+    const int8_t want[10] = {127, -127, 2, 4, -2, 0, 0, 126, -2, 0};
+    for (size_t r = 0; r < 2; ++r) {
+        EXPECT_EQ(d[r * 2], 1.0f);
+        for (size_t i = 0; i < 10; ++i) EXPECT_EQ(q[r * 64 + i], want[i]) << "row " << r << " value " << first[i];
+        EXPECT_EQ(q[r * 64 + 20], 0) << "0.25 rounds to 0";
+        for (size_t i = 40; i < 64; ++i) EXPECT_EQ(q[r * 64 + i], 0) << "padding of the partial block";
+    }
+    // Row 0's partial block: values 0, 0.5, ..., 3.5, so d = 3.5 / 127 and 3.5 maps to 127.
+    EXPECT_EQ(d[1], 3.5f / 127.0f);
+    EXPECT_EQ(q[32 + 7], 127);
+    EXPECT_EQ(q[32 + 0], 0);
+    // Row 1's partial block is all zero: scale 0, q 0.
+    EXPECT_EQ(d[3], 0.0f);
+    for (size_t i = 32; i < 40; ++i) EXPECT_EQ(q[64 + i], 0);
+}
+
+TEST(RefKernelsQ8, QuantizerNonFiniteAndTinyBlocks) {
+    std::vector<float> x(4 * 32, 1.0f);
+    x[5] = std::numeric_limits<float>::quiet_NaN();   // block 0
+    x[32 + 7] = -std::numeric_limits<float>::infinity();  // block 1
+    for (size_t i = 64; i < 96; ++i) x[i] = std::ldexp(1.0f, -149);  // block 2: d underflows to 0
+    for (size_t i = 96; i < 128; ++i) x[i] = -std::ldexp(1.0f, 127) * 1.5f;  // block 3: huge, finite
+    std::vector<int8_t> q(128, 55);
+    std::vector<float> d(4);
+    quantize_q8(x.data(), 1, 128, 128, q.data(), d.data());
+    EXPECT_TRUE(std::isnan(d[0]));
+    EXPECT_TRUE(std::isnan(d[1]));
+    EXPECT_EQ(d[2], 0.0f);
+    EXPECT_EQ(d[3], std::ldexp(1.0f, 127) * 1.5f / 127.0f);
+    for (size_t i = 0; i < 96; ++i) EXPECT_EQ(q[i], 0) << i;
+    for (size_t i = 96; i < 128; ++i) EXPECT_EQ(q[i], -127) << i;
+}
+
+// One block: W = 1.0 everywhere (code 2, doubled 2, scale 127 so half-scale 0.5), q = 1..32,
+// d = 0.25: 2 * 528 * (0.25 * 0.5) = 132 = sum_k k * 0.25.
+TEST(RefKernelsQ8, MatmulHandComputed) {
+    TestMatrix m;
+    m.format = WeightFormat::MXFP4;
+    m.rows = 1;
+    m.cols = 32;
+    m.data.assign(16, 0x22);
+    m.scales = {127};
+    testing::TestQ8 x;
+    x.n_x = 1;
+    x.cols = 32;
+    x.blocks = 1;
+    for (int k = 1; k <= 32; ++k) x.q.push_back(static_cast<int8_t>(k));
+    x.scales = {0.25f};
+    float y = 0;
+    ref().matmul_q8[static_cast<size_t>(WeightFormat::MXFP4)](m.view(), x.view(), &y, 1, 0, 1);
+    EXPECT_EQ(y, 132.0f);
+}
+
+// Block b's term goes to lane b % 8 and the lanes are reduced as ((0+4)+(2+6))+((1+5)+(3+7)):
+// terms 1 (block 0), 2^24 (block 1) and 1 (block 8) give 2^24 + 2 that way, while an ascending
+// sum would lose both ones (2^24 + 1 rounds to 2^24).
+TEST(RefKernelsQ8, LanesFollowTheDefinedOrder) {
+    TestMatrix m;
+    m.format = WeightFormat::MXFP4;
+    m.rows = 1;
+    m.cols = 9 * 32;
+    m.data.assign(9 * 16, 0x22);  // 1.0 everywhere: doubled 2
+    m.scales.assign(9, 127);      // half-scale 0.5
+    testing::TestQ8 x;
+    x.n_x = 1;
+    x.cols = m.cols;
+    x.blocks = 9;
+    x.q.assign(9 * 32, 0);
+    x.scales.assign(9, 1.0f);
+    x.q[0] = 1;                                                // block 0: 2 * 1 * 0.5 = 1
+    for (size_t k = 0; k < 8; ++k) x.q[32 + k] = 127;          // block 1: q sums to 1024
+    x.q[32 + 8] = 8;
+    x.scales[1] = std::ldexp(1.0f, 14);                        // 2 * 1024 * 2^14 * 0.5 = 2^24
+    x.q[8 * 32] = 1;                                           // block 8: 1
+    float y = 0;
+    ref().matmul_q8[static_cast<size_t>(WeightFormat::MXFP4)](m.view(), x.view(), &y, 1, 0, 1);
+    EXPECT_EQ(y, std::ldexp(1.0f, 24) + 2.0f);
+}
+
+// The integer road approximates the float road: |y_q8 - y_f32| <= sum_i |W[o,i]| * d_b / 2 (each
+// activation moves by at most half a step) plus float rounding.
+TEST(RefKernelsQ8, CloseToTheFloatRoadWithinTheQuantizationBound) {
+    std::mt19937 rng(12);
+    const size_t rows = 37, cols = 320, n_x = 3;
+    const TestMatrix m = testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, rows, cols, rng);
+    const std::vector<float> x = testing::random_floats(n_x * cols, rng, -4.0f, 4.0f);
+    KernelTable int8 = reference_kernels();
+    int8.int8_activations = true;
+    std::vector<float> y_f32(n_x * rows), y_q8(n_x * rows);
+    matmul(Compute{&ref(), nullptr}, m.view(), x.data(), n_x, y_f32.data());
+    matmul(Compute{&int8, nullptr}, m.view(), x.data(), n_x, y_q8.data());
+    const std::vector<float> w = testing::dense_weights(m);
+    const std::vector<double> abs_wx = testing::abs_product_sums(w, rows, cols, x.data(), n_x);
+    std::vector<int8_t> q(n_x * cols);
+    std::vector<float> d(n_x * cols / 32);
+    quantize_q8(x.data(), n_x, cols, cols, q.data(), d.data());
+    double worst = 0;
+    for (size_t r = 0; r < n_x; ++r)
+        for (size_t o = 0; o < rows; ++o) {
+            double bound = 0;
+            for (size_t i = 0; i < cols; ++i) bound += std::fabs(static_cast<double>(w[o * cols + i])) * d[r * cols / 32 + i / 32] / 2;
+            const double diff = std::fabs(static_cast<double>(y_q8[r * rows + o]) - y_f32[r * rows + o]);
+            EXPECT_LE(diff, bound + 1e-5 * abs_wx[r * rows + o]) << "row " << r << " output " << o;
+            worst = std::max(worst, diff / abs_wx[r * rows + o]);
+        }
+    std::printf("[ measured ] integer road vs float road: worst |diff| / sum|w*x| = %.3g\n", worst);
+    EXPECT_GT(worst, 0.0) << "the integer road ran (it cannot be exact on random inputs)";
+}
+
+// stormo::matmul takes the integer road only when the table runs it, only for formats with a
+// matmul_q8 entry, and then equals quantize_q8 followed by the kernel.
+TEST(RefKernelsQ8, MatmulTakesTheIntegerRoadOnlyWhenAsked) {
+    std::mt19937 rng(13);
+    const TestMatrix mx = testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, 21, 96, rng);
+    const TestMatrix bf = testing::random_matrix(WeightFormat::BF16, Layout::out_in, 21, 96, rng);
+    const std::vector<float> x = testing::random_floats(2 * 96, rng);
+    KernelTable int8 = reference_kernels();
+    int8.int8_activations = true;
+    std::vector<float> a(42), b(42), c(42);
+    matmul(Compute{&int8, nullptr}, mx.view(), x.data(), 2, a.data());
+    std::vector<int8_t> q(2 * 96);
+    std::vector<float> d(6);
+    quantize_q8(x.data(), 2, 96, 96, q.data(), d.data());
+    ref().matmul_q8[static_cast<size_t>(WeightFormat::MXFP4)](mx.view(), Q8Rows{q.data(), d.data(), 2, 96, 3}, b.data(),
+                                                             21, 0, 21);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+    matmul(Compute{&ref(), nullptr}, mx.view(), x.data(), 2, c.data());
+    EXPECT_NE(std::memcmp(a.data(), c.data(), a.size() * 4), 0) << "the float road gives other bits";
+    // BF16 has no integer kernel: the same bits on both roads.
+    matmul(Compute{&int8, nullptr}, bf.view(), x.data(), 2, a.data());
+    matmul(Compute{&ref(), nullptr}, bf.view(), x.data(), 2, b.data());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
 }
 
 // A row's value depends only on its own inputs: computing one row, or a sub-range of outputs,

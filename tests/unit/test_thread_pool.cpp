@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -94,6 +96,28 @@ TEST(ThreadPool, NestedCallRunsInlineInsteadOfDeadlocking) {
     EXPECT_EQ(inner.load(), 80u);
 }
 
+// CPU time this process used, user and system, all threads.
+double process_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Between calls the workers sleep: a pool of 3 kept alive (idle) for 300 ms right after a burst of
+// calls uses almost no CPU. A spinning worker would burn about 600 ms of CPU time here.
+TEST(ThreadPool, WorkersDoNotSpinBetweenCalls) {
+    ThreadPool pool(3);
+    std::atomic<size_t> sum{0};
+    for (int call = 0; call < 200; ++call)
+        pool.parallel_for(64, 1, [&](size_t b, size_t e) { sum += e - b; });
+    EXPECT_EQ(sum.load(), 200u * 64u);
+    const double before = process_cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double used = process_cpu_seconds() - before;
+    std::printf("[ measured ] idle pool of 3: %.2f ms of CPU in 300 ms\n", used * 1e3);
+    EXPECT_LT(used, 0.03) << "the idle pool used CPU: a worker is spinning";
+}
+
 TEST(ThreadPool, PhysicalCoreCountIsPlausible) {
     const size_t cores = physical_core_count();
     EXPECT_GE(cores, 1u);
@@ -123,6 +147,26 @@ TEST(ThreadPool, MatmulIsBitIdenticalAcrossThreadCounts) {
                 EXPECT_EQ(std::memcmp(y0.data(), y3.data(), y0.size() * 4), 0);
             }
         }
+    }
+}
+
+// The integer road through the pool: quantized once, split by output rows, same bits.
+TEST(ThreadPool, IntegerRoadIsBitIdenticalAcrossThreadCounts) {
+    std::mt19937 rng(4);
+    KernelTable int8 = reference_kernels();
+    int8.int8_activations = true;
+    ThreadPool p1(1), p2(2), p3(3);
+    const testing::TestMatrix m = testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, 1031, 160, rng);
+    for (size_t n_x : {size_t{1}, size_t{3}}) {
+        const std::vector<float> x = testing::random_floats(n_x * 160, rng);
+        std::vector<float> y0(n_x * 1031), y1(n_x * 1031), y2(n_x * 1031), y3(n_x * 1031);
+        matmul(Compute{&int8, nullptr}, m.view(), x.data(), n_x, y0.data());
+        matmul(Compute{&int8, &p1}, m.view(), x.data(), n_x, y1.data());
+        matmul(Compute{&int8, &p2}, m.view(), x.data(), n_x, y2.data());
+        matmul(Compute{&int8, &p3}, m.view(), x.data(), n_x, y3.data());
+        EXPECT_EQ(std::memcmp(y0.data(), y1.data(), y0.size() * 4), 0);
+        EXPECT_EQ(std::memcmp(y0.data(), y2.data(), y0.size() * 4), 0);
+        EXPECT_EQ(std::memcmp(y0.data(), y3.data(), y0.size() * 4), 0);
     }
 }
 

@@ -60,6 +60,24 @@ using SiluFn = void (*)(float* x, size_t n);
 // wrapping modulo 2^32 like VPDPBUSD; exact whenever n <= 65793 (65793 * 255 * 128 < 2^31).
 using DotI8Fn = int32_t (*)(const uint8_t* a, const int8_t* b, size_t n);
 
+// The integer road's matrix kernels (opt-in: `activations: int8`). Activation rows are quantized
+// once per matmul call by quantize_q8 in blocks of kQ8Block values (the MXFP4 block): per block a
+// float scale d and int8 values q with x ~ q * d. A row holds ceil(cols / 32) blocks; a partial
+// last block is padded with q = 0. docs/kernels.md defines the rounding and the float order.
+inline constexpr size_t kQ8Block = 32;
+struct Q8Rows {
+    const int8_t* q = nullptr;      // [n_x, blocks * 32]: row r starts at q + r * blocks * 32
+    const float* scales = nullptr;  // [n_x, blocks]: row r starts at scales + r * blocks
+    size_t n_x = 0;
+    size_t cols = 0;
+    size_t blocks = 0;              // ceil(cols / kQ8Block)
+};
+// y[r * y_stride + o] = W[o, :] . x[r, :] for o in [o_begin, o_end), r < x.n_x, from integer dot
+// products per 32-block and a fixed float order after them; bit-exact across implementations.
+// Any int8 value is accepted in q (-128 included); quantize_q8 produces [-127, 127].
+using MatmulQ8Fn = void (*)(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                            size_t o_end);
+
 struct KernelTable {
     std::array<std::array<MatmulFn, kLayoutCount>, kWeightFormatCount> matmul{};
     std::array<RowToF32Fn, kWeightFormatCount> row_to_f32{};
@@ -71,6 +89,13 @@ struct KernelTable {
     // Who filled each matmul entry ("reference" or a plugin name), for `stormo inspect`.
     std::array<std::array<const char*, kLayoutCount>, kWeightFormatCount> matmul_provider{};
     DotI8Fn dot_u8i8 = nullptr;  // added after SDK 1.0's first layout: keep it last
+    // The integer road, added after dot_u8i8 (keep new members last). matmul_q8[format] covers
+    // out_in matrices; nullptr leaves that format on the float road. int8_activations is set by
+    // the host (not by plugins) when the engine runs the integer road: stormo::matmul then
+    // quantizes x once per call and uses matmul_q8 where an entry exists.
+    std::array<MatmulQ8Fn, kWeightFormatCount> matmul_q8{};
+    std::array<const char*, kWeightFormatCount> matmul_q8_provider{};
+    bool int8_activations = false;
 };
 
 // The scalar reference: the definition every ISA plugin is tested against.
@@ -102,7 +127,16 @@ struct Compute {
     ThreadPool* pool = nullptr;
 };
 
-// Matrix x rows over the pool: y [n_x, w.rows] = x [n_x, w.cols] * W^T.
+// Matrix x rows over the pool: y [n_x, w.rows] = x [n_x, w.cols] * W^T. On a table with
+// int8_activations set and a matmul_q8 entry for the format (out_in), x is quantized once and the
+// integer kernel runs; otherwise the float kernel.
 STORMO_API void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, float* y);
+
+// The integer road's quantizer (the definition; docs/kernels.md): row r of x (x + r * x_stride,
+// `cols` values) into q (row r at q + r * blocks * 32) and scales (row r at scales + r * blocks),
+// blocks = ceil(cols / 32). Per block: amax = max |x|; d = amax / 127; q = x / d rounded to
+// nearest, ties to even, clamped to [-127, 127]. A block with a NaN or infinite value gets d = NaN
+// (so every output it touches is NaN); a block whose d is 0 gets q = 0.
+STORMO_API void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, int8_t* q, float* scales);
 
 }  // namespace stormo

@@ -2,8 +2,13 @@
 // a vector-friendly boundary for in_out kernels, and into chunks big enough that the call and
 // wake-up cost stays small next to the arithmetic. Each output row is still computed by one
 // kernel call in one fixed order, so the result is the same for any thread count.
+//
+// The integer road: when the table runs it (int8_activations) and has a matmul_q8 entry for the
+// format, x is quantized here, once per call, in the calling thread; every chunk then reads the
+// same quantized rows, so the split cannot change a bit either.
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "stormo/kernels.hpp"
 
@@ -22,10 +27,50 @@ MatmulFn find_kernel(const Compute& c, const WeightView& w) {
     return reference_kernels().matmul[f][l];
 }
 
+MatmulQ8Fn find_q8_kernel(const Compute& c, const WeightView& w) {
+    const size_t f = static_cast<size_t>(w.format);
+    if (c.table == nullptr || !c.table->int8_activations || w.layout != Layout::out_in || f >= kWeightFormatCount)
+        return nullptr;
+    return c.table->matmul_q8[f];
+}
+
+// Runs kernel(begin_row, end_row) over the output rows, split over the pool when worth it.
+template <class Kernel>
+void split_rows(const Compute& c, const WeightView& w, size_t n_x, const Kernel& kernel) {
+    if (c.pool == nullptr || c.pool->size() == 1) {
+        kernel(0, w.rows);
+        return;
+    }
+    const size_t units = (w.rows + kRowUnit - 1) / kRowUnit;
+    const size_t work_per_unit = std::max<size_t>(1, kRowUnit * std::max<size_t>(w.cols, 1) * n_x);
+    size_t grain = std::max<size_t>(1, kMinChunkWork / work_per_unit);
+    // in_out matrices are read along their rows: a chunk of outputs reads a segment of every
+    // row, so one chunk per thread keeps those segments long (fewer, longer DRAM streams: 30
+    // instead of 25 GB/s with 2 threads, docs/kernels.md). out_in chunks are contiguous rows
+    // anyway and keep the finer split, which rebalances around a preempted thread.
+    if (w.layout == Layout::in_out) grain = std::max(grain, units / c.pool->size());
+    c.pool->parallel_for(units, grain, [&](size_t begin, size_t end) {
+        kernel(begin * kRowUnit, std::min(end * kRowUnit, w.rows));
+    });
+}
+
+void matmul_q8(const Compute& c, MatmulQ8Fn fn, const WeightView& w, const float* x, size_t n_x, float* y) {
+    const size_t blocks = (w.cols + kQ8Block - 1) / kQ8Block;
+    std::vector<int8_t> q(n_x * blocks * kQ8Block);
+    std::vector<float> scales(n_x * blocks);
+    quantize_q8(x, n_x, w.cols, w.cols, q.data(), scales.data());
+    const Q8Rows rows{q.data(), scales.data(), n_x, w.cols, blocks};
+    split_rows(c, w, n_x, [&](size_t o_begin, size_t o_end) { fn(w, rows, y, w.rows, o_begin, o_end); });
+}
+
 }  // namespace
 
 void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, float* y) {
     if (n_x == 0 || w.rows == 0) return;
+    if (const MatmulQ8Fn q8 = find_q8_kernel(c, w); q8 != nullptr) {
+        matmul_q8(c, q8, w, x, n_x, y);
+        return;
+    }
     const MatmulFn fn = find_kernel(c, w);
     if (fn == nullptr) {
         // No kernel exists for this (format, layout) (MXFP4 in_out, which no loader builds).
@@ -33,15 +78,8 @@ void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, f
         std::fill(y, y + n_x * w.rows, std::numeric_limits<float>::quiet_NaN());
         return;
     }
-    if (c.pool == nullptr || c.pool->size() == 1) {
-        fn(w, x, n_x, w.cols, y, w.rows, 0, w.rows);
-        return;
-    }
-    const size_t units = (w.rows + kRowUnit - 1) / kRowUnit;
-    const size_t work_per_unit = std::max<size_t>(1, kRowUnit * std::max<size_t>(w.cols, 1) * n_x);
-    const size_t grain = std::max<size_t>(1, kMinChunkWork / work_per_unit);
-    c.pool->parallel_for(units, grain, [&](size_t begin, size_t end) {
-        fn(w, x, n_x, w.cols, y, w.rows, begin * kRowUnit, std::min(end * kRowUnit, w.rows));
+    split_rows(c, w, n_x, [&](size_t o_begin, size_t o_end) {
+        fn(w, x, n_x, w.cols, y, w.rows, o_begin, o_end);
     });
 }
 

@@ -30,6 +30,23 @@ inline float e8m0_scale(uint8_t s) {
 // smallest magnitude, 0.5 * 2^-127, is an exact subnormal). A NaN scale makes every value NaN.
 inline float decode(uint8_t code, uint8_t scale) { return e2m1_value(code) * e8m0_scale(scale); }
 
+// The integer road's view of a block: twice each E2M1 value is an integer in [-12, 12] (exact in
+// int8), and the block scale becomes 2^(s-128), so doubled(code) * half_scale(s) == decode(code, s)
+// (code 8, -0, becomes integer 0: harmless inside a dot product).
+inline constexpr int8_t kE2M1Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(s-128) built from its bits: normal for s >= 2, the subnormals 2^-127 and 2^-128 for s = 1
+// and 0, NaN for the E8M0 NaN encoding 255. ISA kernels build the same bits.
+inline float half_scale(uint8_t s) {
+    uint32_t bits = 0;
+    if (s == kNanScale) bits = 0x7FC00000u;
+    else if (s >= 2) bits = static_cast<uint32_t>(s - 1) << 23;
+    else bits = 0x00200000u << s;
+    float f;
+    __builtin_memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 // The nibble of element `k` (0..31) of a 16-byte block.
 inline uint8_t nibble(const uint8_t* block, size_t k) {
     const uint8_t byte = block[k / 2];

@@ -25,6 +25,10 @@ void matmul_bf16_in_out(const WeightView& w, const float* x, size_t n_x, size_t 
 void matmul_f16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
 
+// The integer road (MatmulQ8Fn): MXFP4 against int8 activations, defined in reference_q8.cpp.
+void matmul_q8_mxfp4_out_in(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                            size_t o_end);
+
 // Row decoders (RowToF32Fn), out_in rows.
 void row_f32(const WeightView& w, size_t row, float* out);
 void row_bf16(const WeightView& w, size_t row, float* out);

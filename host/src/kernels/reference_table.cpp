@@ -35,6 +35,10 @@ KernelTable make_reference_table() {
     t.axpy = reference::axpy;
     t.silu = reference::silu;
     t.dot_u8i8 = reference::dot_u8i8;
+    // The integer road exists for MXFP4 only: BF16/F16/F32 weights stay on the float road (their
+    // values are not small integers; quantizing them would change the weights, not the road).
+    t.matmul_q8[idx(WeightFormat::MXFP4)] = reference::matmul_q8_mxfp4_out_in;
+    t.matmul_q8_provider[idx(WeightFormat::MXFP4)] = "reference";
     return t;
 }
 

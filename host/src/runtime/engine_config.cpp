@@ -116,6 +116,15 @@ const char* eviction_policy_name(EvictionPolicy p) {
     return p == EvictionPolicy::lru ? "lru" : "hotness";
 }
 
+const char* activation_road_name(ActivationRoad r) { return r == ActivationRoad::int8 ? "int8" : "f32"; }
+
+std::optional<ActivationRoad> activation_road_from_name(std::string_view name) {
+    const std::string l = lower(trim(name));
+    if (l == "f32") return ActivationRoad::f32;
+    if (l == "int8") return ActivationRoad::int8;
+    return std::nullopt;
+}
+
 std::string EngineConfig::origin(std::string_view key) const {
     if (auto it = origins.find(key); it != origins.end()) return it->second;
     return std::string(key) + " (default)";
@@ -124,7 +133,8 @@ std::string EngineConfig::origin(std::string_view key) const {
 const std::vector<std::string>& engine_config_keys() {
     static const std::vector<std::string> keys{"kernels", "family", "threads", "expert_budget",
                                                "plugins_dirs", "context", "eviction", "hotness_decay",
-                                               "prefetch", "async_compute", "direct_io", "io_threads"};
+                                               "prefetch", "async_compute", "direct_io", "io_threads",
+                                               "activations"};
     return keys;
 }
 
@@ -248,6 +258,11 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         if (!v) return tl::unexpected(v.error());
         if (*v > 256) return tl::unexpected(r.wrong("a positive integer up to 256"));
         cfg.io_threads = static_cast<int>(*v);
+    } else if (key == "activations") {
+        auto v = r.string();
+        const std::optional<ActivationRoad> road = v ? activation_road_from_name(*v) : std::nullopt;
+        if (!road) return tl::unexpected(r.wrong("f32 or int8"));
+        cfg.activations = *road;
     } else if (key == "hotness_decay") {
         auto text = r.string();
         double d = 0.0;

@@ -31,6 +31,14 @@ STORMO_API std::string format_size(const SizeSpec& size);
 enum class EvictionPolicy { lru, hotness };
 STORMO_API const char* eviction_policy_name(EvictionPolicy p);
 
+// The activation road of the matrix kernels: f32 (default: float activations, differences from
+// the reference kernels only through summation order) or int8 (activations quantized to int8 once
+// per row and call, integer dot products against MXFP4 weights; docs/kernels.md).
+enum class ActivationRoad { f32, int8 };
+STORMO_API const char* activation_road_name(ActivationRoad r);
+// "f32" or "int8" (case-insensitive); nullopt otherwise.
+STORMO_API std::optional<ActivationRoad> activation_road_from_name(std::string_view name);
+
 struct STORMO_API EngineConfig {
     std::string kernels = "auto";           // "auto", "reference" or a kernels plugin name
     std::string family = "auto";            // "auto" or a model plugin name
@@ -44,6 +52,7 @@ struct STORMO_API EngineConfig {
     bool async_compute = true;              // compute experts as their reads land
     bool direct_io = true;
     int io_threads = 4;                     // expert reads in flight
+    ActivationRoad activations = ActivationRoad::f32;  // the matrix kernels' activation road
 
     std::string source = "built-in defaults";  // the file the values came from
     // Where each key's value came from, e.g. "kernels" -> "--kernels" or "kernels in my.yaml".

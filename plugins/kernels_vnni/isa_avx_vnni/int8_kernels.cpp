@@ -1,0 +1,40 @@
+// The integer road on AVX-VNNI (VEX-encoded vpdpbusd: Alder Lake, Zen 5 and later). Compiled with
+// -mavx2 -mfma -mf16c -mavxvnni -ffp-contract=off, nothing wider: this file must run on CPUs
+// without AVX-512.
+#include <immintrin.h>
+
+#include "dot_u8i8_blocks.hpp"
+#include "int8_kernels.hpp"
+#include "q8_mxfp4.hpp"
+
+namespace stormo::simd {
+namespace {
+
+struct AvxVnni {
+    using V = __m256i;
+    static V zero() { return _mm256_setzero_si256(); }
+    static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+    static V dpbusd(V acc, V a, V b) { return _mm256_dpbusd_avx_epi32(acc, a, b); }
+    static V add(V x, V y) { return _mm256_add_epi32(x, y); }
+    static int32_t sum(V v) {
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+        return _mm_cvtsi128_si32(s);
+    }
+    static V dot2(V u_even, V s_even, V u_odd, V s_odd) {
+        return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u_even, s_even), u_odd, s_odd);
+    }
+    static V dot1(V u, V s) { return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s); }
+};
+
+}  // namespace
+
+int32_t dot_u8i8_avx_vnni(const uint8_t* a, const int8_t* b, size_t n) { return dot_u8i8_blocks<AvxVnni>(a, b, n); }
+
+void matmul_q8_mxfp4_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                              size_t o_end) {
+    q8::matmul_q8_mxfp4<AvxVnni>(w, x, y, y_stride, o_begin, o_end);
+}
+
+}  // namespace stormo::simd

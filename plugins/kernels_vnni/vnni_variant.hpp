@@ -1,0 +1,24 @@
+#pragma once
+// The two flavours of VNNI the plugin carries and the choice between them. Baseline code: it
+// only compares feature sets and hands out function addresses.
+#include "stormo/cpu_features.hpp"
+#include "stormo/kernels.hpp"
+
+namespace stormo::simd {
+
+struct VnniVariant {
+    const char* name;      // "avx_vnni" or "avx512_vnni"
+    const char* features;  // every CPU feature its code needs, comma-separated
+    DotI8Fn dot_u8i8;
+    MatmulQ8Fn matmul_q8_mxfp4;
+};
+
+// The variant `cpu` runs: AVX-VNNI when present (VEX code only, no AVX-512 state), else
+// AVX512-VNNI with AVX512VL and AVX512BW; nullptr when neither is usable.
+const VnniVariant* pick_vnni_variant(CpuFeatureSet cpu);
+
+// What the plugin's description publishes on this machine: the usable variant's features, or
+// AVX-VNNI's (the smaller requirement) when neither is, so `stormo plugins` names what is missing.
+const char* vnni_description_features(CpuFeatureSet cpu);
+
+}  // namespace stormo::simd

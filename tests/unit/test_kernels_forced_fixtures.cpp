@@ -1,0 +1,174 @@
+// The whole GPT-OSS fixture suite with each kernels choice forced (the reference, avx2, vnni), so
+// a plugin's kernels are checked where they matter: logits within the oracle tolerance of
+// transformers, router top-k and greedy tokens identical, batched prefill equal to token-by-token
+// decode in bits, and the logits' bits independent of the thread count. A plugin this CPU cannot
+// run is skipped, saying why.
+#include <cstring>
+
+#include "kernel_test_support.hpp"
+#include "oracle_support.hpp"
+#include "runtime/generation.hpp"
+
+namespace stormo::testing {
+namespace {
+
+struct ForcedCase {
+    std::string fixture;
+    std::string kernels;
+};
+
+std::string forced_name(const ::testing::TestParamInfo<ForcedCase>& info) {
+    return info.param.fixture + "_" + info.param.kernels;
+}
+
+std::string unusable_reason(const std::string& kernels) { return kernels_unusable_reason(kernels); }
+
+std::unique_ptr<Engine> open_forced(const std::string& dir, const std::string& kernels, size_t threads) {
+    EngineOptions o;
+    o.setup.model_dir = dir;
+    o.setup.kernels.value = kernels;
+    o.threads = threads;
+    auto e = Engine::open(o);
+    EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
+    return e ? std::move(*e) : nullptr;
+}
+
+// The oracle test's tolerance (test_gpt_oss_oracle.cpp): max |error| / max |reference logit|.
+constexpr double kLogitTolerance = 2e-5;
+
+class ForcedKernels : public ::testing::TestWithParam<ForcedCase> {
+protected:
+    void SetUp() override {
+        if (const std::string why = unusable_reason(GetParam().kernels); !why.empty())
+            GTEST_SKIP() << why << ": the " << GetParam().kernels << " kernels cannot run here";
+        dir_ = fixture_dir(GetParam().fixture);
+        engine_ = open_forced(dir_, GetParam().kernels, 2);
+        ASSERT_NE(engine_, nullptr);
+        ASSERT_EQ(engine_->kernels_name(), GetParam().kernels);
+        const Json greedy = read_json_file(dir_ + "/reference/greedy.json");
+        sequence_ = int_list(*greedy.find("full_sequence"));
+        generated_ = int_list(*greedy.find("generated"));
+        prompt_ = int_list(*read_json_file(dir_ + "/reference/input_ids.json").find("input_ids"));
+    }
+
+    Expected<std::vector<float>> all_logits(Engine& engine, RoutingRecorder* routing) {
+        auto session = engine.new_session(sequence_.size());
+        if (!session) return tl::unexpected(session.error());
+        ForwardOptions options;
+        options.all_logits = true;
+        options.tracer = routing;
+        return engine.pipeline().forward(**session, sequence_, options);
+    }
+
+    std::string dir_;
+    std::unique_ptr<Engine> engine_;
+    std::vector<int32_t> prompt_, generated_, sequence_;
+};
+
+TEST_P(ForcedKernels, LogitsAndRoutingMatchTransformers) {
+    RoutingRecorder routing;
+    auto logits = all_logits(*engine_, &routing);
+    ASSERT_TRUE(logits.has_value()) << logits.error().message;
+    const ErrorStats e = compare(*logits, read_reference(dir_ + "/reference/logits.npy").floats());
+    std::printf("[ %s forced %s ] logits max abs error %.3g, relative %.3g (tolerance %.0e)\n",
+                GetParam().fixture.c_str(), GetParam().kernels.c_str(), e.max_abs, e.relative(), kLogitTolerance);
+    EXPECT_LE(e.relative(), kLogitTolerance);
+
+    const NpyArray ref_idx = read_reference(dir_ + "/reference/router_topk_idx.npy");
+    const std::vector<int64_t> idx = ref_idx.ints();
+    const size_t layers = static_cast<size_t>(ref_idx.shape[0]), T = static_cast<size_t>(ref_idx.shape[1]),
+                 k = static_cast<size_t>(ref_idx.shape[2]);
+    size_t mismatches = 0;
+    for (size_t l = 0; l < layers; ++l)
+        for (size_t t = 0; t < T; ++t) {
+            auto it = routing.topk.find({static_cast<int>(l), static_cast<int64_t>(t)});
+            ASSERT_NE(it, routing.topk.end()) << "layer " << l << " position " << t;
+            for (size_t s = 0; s < k; ++s)
+                if (static_cast<int64_t>(it->second[s]) != idx[(l * T + t) * k + s]) ++mismatches;
+        }
+    EXPECT_EQ(mismatches, 0u) << "router top-k differs from transformers";
+}
+
+TEST_P(ForcedKernels, GreedyTokensMatchTransformers) {
+    auto session = engine_->new_session(prompt_.size() + generated_.size());
+    ASSERT_TRUE(session.has_value()) << session.error().message;
+    GenerationRequest request;
+    request.prompt = prompt_;
+    request.max_tokens = generated_.size();
+    auto result = generate(engine_->pipeline(), **session, request);
+    ASSERT_TRUE(result.has_value()) << result.error().message;
+    EXPECT_EQ(result->tokens, generated_);
+}
+
+TEST_P(ForcedKernels, BatchedPrefillEqualsTokenByTokenBits) {
+    auto batched = all_logits(*engine_, nullptr);
+    ASSERT_TRUE(batched.has_value()) << batched.error().message;
+    auto session = engine_->new_session(sequence_.size());
+    ASSERT_TRUE(session.has_value());
+    std::vector<float> stepped;
+    for (int32_t token : sequence_) {
+        const int32_t one[1] = {token};
+        auto step = engine_->pipeline().forward(**session, one, ForwardOptions{});
+        ASSERT_TRUE(step.has_value()) << step.error().message;
+        stepped.insert(stepped.end(), step->begin(), step->end());
+    }
+    ASSERT_EQ(batched->size(), stepped.size());
+    EXPECT_EQ(std::memcmp(batched->data(), stepped.data(), stepped.size() * sizeof(float)), 0);
+}
+
+TEST_P(ForcedKernels, LogitBitsDoNotDependOnTheThreadCount) {
+    auto two = all_logits(*engine_, nullptr);
+    ASSERT_TRUE(two.has_value()) << two.error().message;
+    for (size_t threads : {size_t{1}, size_t{3}}) {
+        auto engine = open_forced(dir_, GetParam().kernels, threads);
+        ASSERT_NE(engine, nullptr);
+        auto other = all_logits(*engine, nullptr);
+        ASSERT_TRUE(other.has_value()) << other.error().message;
+        ASSERT_EQ(other->size(), two->size());
+        EXPECT_EQ(std::memcmp(other->data(), two->data(), two->size() * sizeof(float)), 0) << threads << " threads";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ForcedKernels,
+                         ::testing::Values(ForcedCase{"gpt_oss", "reference"}, ForcedCase{"gpt_oss", "avx2"},
+                                           ForcedCase{"gpt_oss", "vnni"}, ForcedCase{"gpt_oss_long", "reference"},
+                                           ForcedCase{"gpt_oss_long", "avx2"}, ForcedCase{"gpt_oss_long", "vnni"},
+                                           ForcedCase{"gpt_oss_mxfp4", "reference"}, ForcedCase{"gpt_oss_mxfp4", "avx2"},
+                                           ForcedCase{"gpt_oss_mxfp4", "vnni"}),
+                         forced_name);
+
+// The demo model's 200 public problems with each plugin forced: transformers' ids every time.
+class ForcedDemo : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ForcedDemo, AllPublicProblemsGiveTransformersIds) {
+    if (const std::string why = unusable_reason(GetParam()); !why.empty())
+        GTEST_SKIP() << why << ": the " << GetParam() << " kernels cannot run here";
+    auto engine = open_forced(demo_dir(), GetParam(), 2);
+    ASSERT_NE(engine, nullptr);
+    const Json eval = read_json_file(demo_dir() + "/reference/eval.json");
+    const auto* problems = eval.find("problems")->as_array();
+    ASSERT_NE(problems, nullptr);
+    auto stops = stop_ids_of(engine->source());
+    ASSERT_TRUE(stops.has_value());
+    auto session = engine->new_session(64);
+    ASSERT_TRUE(session.has_value());
+    size_t agree = 0;
+    for (const auto& p : *problems) {
+        (*session)->rewind(0);
+        GenerationRequest request;
+        request.prompt = int_list(*p.find("prompt_ids"));
+        request.max_tokens = 12;
+        request.stop_ids = *stops;
+        auto result = generate(engine->pipeline(), **session, request);
+        ASSERT_TRUE(result.has_value()) << result.error().message;
+        agree += result->tokens == int_list(*p.find("output_ids"));
+    }
+    std::printf("[ demo forced %s ] %zu/%zu problems give transformers' ids\n", GetParam().c_str(), agree,
+                problems->size());
+    EXPECT_EQ(agree, problems->size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ForcedDemo, ::testing::Values("reference", "avx2", "vnni"));
+
+}  // namespace
+}  // namespace stormo::testing
