@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/engine.hpp"
+#include "runtime/generation.hpp"
 #include "stormo/json.hpp"
 #include "util/npy.hpp"
 
@@ -50,6 +51,40 @@ inline std::unique_ptr<Engine> open_engine(const std::string& dir, const std::st
     auto e = Engine::open(o);
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     return e ? std::move(*e) : nullptr;
+}
+
+// The demo model's 200 public problems (reference/eval.json): greedy, at most 12 new tokens, stop
+// at the eos, each compared with transformers' output ids.
+struct DemoAgreement {
+    size_t agree = 0;
+    size_t total = 0;
+    std::vector<std::string> mismatches;  // "problem N (prompt)"
+};
+
+inline DemoAgreement run_demo_eval(Engine& engine) {
+    DemoAgreement a;
+    const Json eval = read_json_file(demo_dir() + "/reference/eval.json");
+    const auto* problems = eval.find("problems")->as_array();
+    auto stops = stop_ids_of(engine.source());
+    auto session = engine.new_session(64);
+    EXPECT_TRUE(problems && stops && session);
+    if (!problems || !stops || !session) return a;
+    for (const auto& p : *problems) {
+        (*session)->rewind(0);
+        GenerationRequest request;
+        request.prompt = int_list(*p.find("prompt_ids"));
+        request.max_tokens = 12;
+        request.stop_ids = *stops;
+        auto result = generate(engine.pipeline(), **session, request);
+        EXPECT_TRUE(result.has_value()) << result.error().message;
+        ++a.total;
+        if (result && result->tokens == int_list(*p.find("output_ids")))
+            ++a.agree;
+        else
+            a.mismatches.push_back("problem " + std::to_string(*p.find("index")->as_int()) + " (" +
+                                   *p.find("prompt")->as_string() + ")");
+    }
+    return a;
 }
 
 // Collects the routing the family reports through the tracer, for every position.

@@ -13,6 +13,7 @@
 #include "oracle_support.hpp"
 #include "runtime/bench.hpp"
 #include "runtime/synth.hpp"
+#include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
 #include "util/bandwidth.hpp"
 
@@ -195,28 +196,8 @@ TEST(Bench, RunGeneratesExactlyTheTokensAsked) {
     EXPECT_NE(too_short.error().message.find("--gen-tokens"), std::string::npos);
 }
 
-struct CommandResult {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
-
-CommandResult run_cli(const std::string& args) {
-    TempDir tmp;
-    const std::string cmd = std::string(STORMO_CLI) + " " + args + " 2>" + tmp.file("stderr");
-    CommandResult r;
-    FILE* p = popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream e(tmp.file("stderr"));
-    std::stringstream ss;
-    ss << e.rdbuf();
-    r.err = ss.str();
-    return r;
-}
+using stormo::test::CommandResult;
+using stormo::test::run_cli;
 
 double number(const Json& j, const char* key) {
     const Json* v = j.find(key);

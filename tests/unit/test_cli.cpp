@@ -4,6 +4,7 @@
 // against an installed stormo.
 #include <gtest/gtest.h>
 
+#include "cli_runner.hpp"
 #include "kernel_test_support.hpp"
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -33,25 +34,7 @@ const std::string kFixtures = std::string(STORMO_TEST_DATA_DIR) + "/fixtures";
 const std::string kBuildPlugins = STORMO_BUILD_PLUGIN_DIR;
 const std::string kTestPlugins = STORMO_TEST_PLUGIN_DIR;
 
-// A temporary directory removed with its contents at scope exit.
-class ScratchDir {
-public:
-    ScratchDir() {
-        std::string pattern = (fs::temp_directory_path() / "stormo-cli-test-XXXXXX").string();
-        if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        if (!path_.empty()) fs::remove_all(path_, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-    const std::string& path() const { return path_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
+using ScratchDir = stormo::test::TempDir;
 
 std::string quote(const std::string& s) {
     std::string out = "'";
@@ -59,33 +42,12 @@ std::string quote(const std::string& s) {
     return out + "'";
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using stormo::test::slurp;
+std::string read_file(const std::string& path) { return slurp(path); }
 
-struct CliResult {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
-
-// Runs a shell command line (STORMO_PLUGIN_PATH cleared, so only the built-in directory and the
-// given flags count) and captures its streams.
-CliResult run_shell(const std::string& command) {
-    ScratchDir tmp;
-    const std::string out = tmp.file("stdout");
-    const std::string err = tmp.file("stderr");
-    const std::string line = "env -u STORMO_PLUGIN_PATH " + command + " >" + quote(out) + " 2>" + quote(err);
-    const int raw = std::system(line.c_str());
-    CliResult r;
-    r.status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = read_file(out);
-    r.err = read_file(err);
-    return r;
-}
+using CliResult = stormo::test::CommandResult;
+using stormo::test::run_command;
+CliResult run_shell(const std::string& command) { return run_command(command); }
 
 CliResult run_stormo(const std::string& args) { return run_shell(quote(kCli) + " " + args); }
 

@@ -12,34 +12,14 @@
 #include <sys/wait.h>
 
 #include "oracle_support.hpp"
+#include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
 
 namespace stormo::testing {
 namespace {
 
-struct CommandResult {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
-
-CommandResult run(const std::string& args) {
-    stormo::test::TempDir tmp;
-    const std::string err_file = tmp.file("stderr");
-    const std::string cmd = std::string(STORMO_CLI) + " " + args + " 2>" + err_file;
-    CommandResult r;
-    FILE* p = popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream e(err_file);
-    std::stringstream ss;
-    ss << e.rdbuf();
-    r.err = ss.str();
-    return r;
-}
+using stormo::test::CommandResult;
+CommandResult run(const std::string& args) { return stormo::test::run_cli(args); }
 
 size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 

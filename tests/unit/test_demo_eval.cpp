@@ -9,35 +9,14 @@ namespace {
 TEST(DemoEval, AllPublicProblemsGiveTransformersIds) {
     auto engine = open_engine(demo_dir());
     ASSERT_NE(engine, nullptr);
-    const Json eval = read_json_file(demo_dir() + "/reference/eval.json");
-    const auto* problems = eval.find("problems")->as_array();
-    ASSERT_NE(problems, nullptr);
-    ASSERT_EQ(problems->size(), 200u);
-    const Json generation = *eval.find("generation");
     auto stops = stop_ids_of(engine->source());
     ASSERT_TRUE(stops.has_value());
     ASSERT_EQ(*stops, std::vector<int32_t>{48});
-
-    auto session = engine->new_session(64);
-    ASSERT_TRUE(session.has_value());
-    size_t agree = 0;
-    for (const auto& p : *problems) {
-        (*session)->rewind(0);
-        GenerationRequest request;
-        request.prompt = int_list(*p.find("prompt_ids"));
-        request.max_tokens = 12;
-        request.stop_ids = *stops;
-        auto result = generate(engine->pipeline(), **session, request);
-        ASSERT_TRUE(result.has_value()) << result.error().message;
-        const auto want = int_list(*p.find("output_ids"));
-        if (result->tokens == want)
-            ++agree;
-        else
-            ADD_FAILURE() << "problem " << *p.find("index")->as_int() << " (" << *p.find("prompt")->as_string()
-                          << "): ids differ from transformers";
-    }
-    std::printf("[ demo ] %zu/200 problems give transformers' ids\n", agree);
-    EXPECT_EQ(agree, 200u);
+    const DemoAgreement a = run_demo_eval(*engine);
+    std::printf("[ demo ] %zu/%zu problems give transformers' ids\n", a.agree, a.total);
+    EXPECT_EQ(a.total, 200u);
+    EXPECT_EQ(a.agree, a.total);
+    for (const auto& m : a.mismatches) ADD_FAILURE() << m << ": ids differ from transformers";
 }
 
 TEST(DemoEval, TeacherForcedLogitsMatchReference) {

@@ -189,26 +189,10 @@ TEST(Int8Road, Bf16FixturesAreBitIdenticalToTheFloatRoad) {
 TEST(Int8Road, DemoEvalUnchanged) {
     auto engine = open_road(demo_dir(), ActivationRoad::int8);
     ASSERT_NE(engine, nullptr);
-    const Json eval = read_json_file(demo_dir() + "/reference/eval.json");
-    const auto* problems = eval.find("problems")->as_array();
-    ASSERT_NE(problems, nullptr);
-    auto stops = stop_ids_of(engine->source());
-    ASSERT_TRUE(stops.has_value());
-    auto session = engine->new_session(64);
-    ASSERT_TRUE(session.has_value());
-    size_t agree = 0;
-    for (const auto& p : *problems) {
-        (*session)->rewind(0);
-        GenerationRequest request;
-        request.prompt = int_list(*p.find("prompt_ids"));
-        request.max_tokens = 12;
-        request.stop_ids = *stops;
-        auto result = generate(engine->pipeline(), **session, request);
-        ASSERT_TRUE(result.has_value()) << result.error().message;
-        agree += result->tokens == int_list(*p.find("output_ids"));
-    }
-    std::printf("[ int8 road ] demo eval: %zu/%zu problems give transformers' ids\n", agree, problems->size());
-    EXPECT_EQ(agree, problems->size());
+    const DemoAgreement a = run_demo_eval(*engine);
+    std::printf("[ int8 road ] demo eval: %zu/%zu problems give transformers' ids\n", a.agree, a.total);
+    EXPECT_EQ(a.total, 200u);
+    EXPECT_EQ(a.agree, a.total);
 }
 
 // The CLI wiring: --activations int8 reaches the engine (its tokens are the int8 engine's, not

@@ -24,13 +24,7 @@ std::string forced_name(const ::testing::TestParamInfo<ForcedCase>& info) {
 std::string unusable_reason(const std::string& kernels) { return kernels_unusable_reason(kernels); }
 
 std::unique_ptr<Engine> open_forced(const std::string& dir, const std::string& kernels, size_t threads) {
-    EngineOptions o;
-    o.setup.model_dir = dir;
-    o.setup.kernels.value = kernels;
-    o.threads = threads;
-    auto e = Engine::open(o);
-    EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
-    return e ? std::move(*e) : nullptr;
+    return open_engine(dir, kernels, threads);
 }
 
 // The oracle test's tolerance (test_gpt_oss_oracle.cpp): max |error| / max |reference logit|.
@@ -145,27 +139,10 @@ TEST_P(ForcedDemo, AllPublicProblemsGiveTransformersIds) {
         GTEST_SKIP() << why << ": the " << GetParam() << " kernels cannot run here";
     auto engine = open_forced(demo_dir(), GetParam(), 2);
     ASSERT_NE(engine, nullptr);
-    const Json eval = read_json_file(demo_dir() + "/reference/eval.json");
-    const auto* problems = eval.find("problems")->as_array();
-    ASSERT_NE(problems, nullptr);
-    auto stops = stop_ids_of(engine->source());
-    ASSERT_TRUE(stops.has_value());
-    auto session = engine->new_session(64);
-    ASSERT_TRUE(session.has_value());
-    size_t agree = 0;
-    for (const auto& p : *problems) {
-        (*session)->rewind(0);
-        GenerationRequest request;
-        request.prompt = int_list(*p.find("prompt_ids"));
-        request.max_tokens = 12;
-        request.stop_ids = *stops;
-        auto result = generate(engine->pipeline(), **session, request);
-        ASSERT_TRUE(result.has_value()) << result.error().message;
-        agree += result->tokens == int_list(*p.find("output_ids"));
-    }
-    std::printf("[ demo forced %s ] %zu/%zu problems give transformers' ids\n", GetParam().c_str(), agree,
-                problems->size());
-    EXPECT_EQ(agree, problems->size());
+    const DemoAgreement a = run_demo_eval(*engine);
+    std::printf("[ demo forced %s ] %zu/%zu problems give transformers' ids\n", GetParam().c_str(), a.agree, a.total);
+    EXPECT_EQ(a.total, 200u);
+    EXPECT_EQ(a.agree, a.total);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, ForcedDemo, ::testing::Values("reference", "avx2", "vnni"));

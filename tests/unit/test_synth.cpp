@@ -13,6 +13,7 @@
 
 #include "oracle_support.hpp"
 #include "runtime/synth.hpp"
+#include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
 #include "stormo/model_source.hpp"
 #include "util/sha256.hpp"
@@ -309,28 +310,8 @@ TEST(Synth, TinyModelRunsWithFiniteLogits) {
     EXPECT_LT(rms, 10.0);
 }
 
-struct CommandResult {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
-
-CommandResult run_cli(const std::string& args) {
-    TempDir tmp;
-    const std::string cmd = std::string(STORMO_CLI) + " " + args + " 2>" + tmp.file("stderr");
-    CommandResult r;
-    FILE* p = popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream e(tmp.file("stderr"));
-    std::stringstream ss;
-    ss << e.rdbuf();
-    r.err = ss.str();
-    return r;
-}
+using stormo::test::CommandResult;
+using stormo::test::run_cli;
 
 TEST(Synth, CommandWritesReportsAndRefuses) {
     TempDir tmp;

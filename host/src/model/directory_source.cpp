@@ -11,6 +11,7 @@
 #include "model/safetensors_index.hpp"
 #include "stormo/model_source.hpp"
 #include "util/file.hpp"
+#include "util/quote.hpp"
 
 namespace stormo {
 namespace {
@@ -21,16 +22,6 @@ constexpr const char* kConfigFile = "config.json";
 constexpr const char* kGenerationConfigFile = "generation_config.json";
 constexpr const char* kSingleFile = "model.safetensors";
 constexpr const char* kIndexFile = "model.safetensors.index.json";
-
-// Appends rather than `"\"" + s`: g++ 12 warns falsely (-Wrestrict) on a literal + std::string.
-std::string in_quotes(std::string_view s) {
-    std::string out;
-    out.reserve(s.size() + 2);
-    out += '"';
-    out += s;
-    out += '"';
-    return out;
-}
 
 struct Shard {
     std::string path;

@@ -7,21 +7,12 @@
 
 #include "stormo/json.hpp"
 #include "util/file.hpp"
+#include "util/quote.hpp"
 
 namespace stormo {
 namespace {
 
 constexpr uint64_t kLengthPrefix = 8;
-
-// Appends rather than `"\"" + s`: g++ 12 warns falsely (-Wrestrict) on a literal + std::string.
-std::string in_quotes(std::string_view s) {
-    std::string out;
-    out.reserve(s.size() + 2);
-    out += '"';
-    out += s;
-    out += '"';
-    return out;
-}
 
 // A tensor entry as written in the header, before its offsets are made absolute.
 struct Entry {

@@ -5,19 +5,10 @@
 #include <filesystem>
 
 #include "stormo/json.hpp"
+#include "util/quote.hpp"
 
 namespace stormo {
 namespace {
-
-// Appends rather than `"\"" + s`: g++ 12 warns falsely (-Wrestrict) on a literal + std::string.
-std::string in_quotes(std::string_view s) {
-    std::string out;
-    out.reserve(s.size() + 2);
-    out += '"';
-    out += s;
-    out += '"';
-    return out;
-}
 
 // A relative path with no ".." component: an index must not point outside its directory.
 bool stays_inside(const std::string& name) {

@@ -3,19 +3,10 @@
 #include <string>
 
 #include "stormo/json.hpp"
+#include "util/quote.hpp"
 
 namespace stormo {
 namespace {
-
-// Appends rather than `"\"" + s`: g++ 12 warns falsely (-Wrestrict) on a literal + std::string.
-std::string in_quotes(std::string_view s) {
-    std::string out;
-    out.reserve(s.size() + 2);
-    out += '"';
-    out += s;
-    out += '"';
-    return out;
-}
 
 // "string", or "number 1.5" when the type alone would not explain why an integer was refused.
 std::string describe(const Json& value) {
