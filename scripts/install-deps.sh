@@ -6,8 +6,8 @@ packages=(
   build-essential cmake pkg-config
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
   libyaml-cpp-dev librange-v3-dev libexpected-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libsimdjson-dev liburing-dev libsimde-dev libssl-dev
+  libgtest-dev libgmock-dev
+  libsimdjson-dev libsimde-dev libssl-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -78,11 +78,7 @@ void GptOssModel::attend_rows(int layer, std::span<const int64_t> positions, con
         for (size_t item = begin; item < end; ++item) {
             const size_t r = item / heads, h = item % heads;
             float* out = context.data() + r * q_width + h * hd;
-            const int64_t pos = positions[r];
-            if (!position_fits(pos, kv.capacity)) {
-                std::fill_n(out, hd, std::numeric_limits<float>::quiet_NaN());
-                continue;
-            }
+            const int64_t pos = positions[r];  // attention() checked it fits the cache
             const size_t first = static_cast<size_t>(first_visible_key(pos, window));
             const size_t n_keys = static_cast<size_t>(pos) + 1 - first;
             const size_t kv_offset = (h / group) * hd;  // repeat_kv: head h reads kv head h / group
@@ -104,13 +100,16 @@ void GptOssModel::attend_rows(int layer, std::span<const int64_t> positions, con
     else run(0, n * heads);
 }
 
-void GptOssModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
+Expected<void> GptOssModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
     const size_t n = normed.n;
-    if (ctx.positions.size() < n || kv.buffers.size() < 2) {
-        // A broken host call: nothing can be attended; poison the rows rather than guess.
-        std::fill_n(out.data, out.n * out.width, std::numeric_limits<float>::quiet_NaN());
-        return;
-    }
+    if (ctx.positions.size() < n || kv.buffers.size() < 2)
+        return fail(ErrorKind::internal, "gpt_oss attention, layer " + std::to_string(layer) +
+                                             ": the host passed fewer positions or KV buffers than rows");
+    for (size_t r = 0; r < n; ++r)
+        if (!position_fits(ctx.positions[r], kv.capacity))
+            return fail(ErrorKind::resource, "gpt_oss attention, layer " + std::to_string(layer) + ": position " +
+                                                 std::to_string(ctx.positions[r]) + " is past the KV cache's " +
+                                                 std::to_string(kv.capacity) + " positions");
     const std::span<const int64_t> positions = ctx.positions.first(n);
     const LayerWeights& w = layers_.at(static_cast<size_t>(layer));
     const size_t kv_width = cfg_.kv_width();
@@ -127,7 +126,6 @@ void GptOssModel::attention(int layer, const StepContext& ctx, const Rows& norme
 
     // This block's keys and values go into the cache at their positions (never past capacity).
     for (size_t r = 0; r < n; ++r) {
-        if (!position_fits(positions[r], kv.capacity)) continue;
         const size_t at = static_cast<size_t>(positions[r]) * kv_width;
         std::copy_n(k.data() + r * kv_width, kv_width, kv.buffers[0] + at);
         std::copy_n(v.data() + r * kv_width, kv_width, kv.buffers[1] + at);
@@ -148,15 +146,13 @@ void GptOssModel::attention(int layer, const StepContext& ctx, const Rows& norme
     if (!w.attn.o_bias.empty())
         for (size_t r = 0; r < n; ++r)
             for (size_t i = 0; i < out.width; ++i) out.row(r)[i] += w.attn.o_bias[i];
-    for (size_t r = 0; r < n; ++r)
-        if (!position_fits(positions[r], kv.capacity))
-            std::fill_n(out.row(r), out.width, std::numeric_limits<float>::quiet_NaN());
 
     if (tracing) {
         ctx.tracer->record("attn_probs", layer, probs.data(), n, probs_width, positions);
         ctx.tracer->record("attn_context", layer, context.data(), n, cfg_.q_width(), positions);
         ctx.tracer->record("attn_out", layer, out.data, n, out.width, positions);
     }
+    return {};
 }
 
 }  // namespace stormo::gpt_oss

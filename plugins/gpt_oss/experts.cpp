@@ -113,15 +113,13 @@ Expected<bool> layer_experts_mxfp4(const GptOssConfig& cfg, const LoadContext& c
     return false;
 }
 
-void GptOssModel::expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const {
+Expected<void> GptOssModel::expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const {
     const size_t n = in.n;
     const size_t hidden = static_cast<size_t>(cfg_.hidden_size), inter = static_cast<size_t>(cfg_.intermediate_size);
     ExpertMatrices m;
-    if (!expert_matrices(expert, layers_.at(static_cast<size_t>(layer)).mxfp4_experts, hidden, inter, m)) {
-        // The host resolved parts that do not match the declaration: poison rather than misread.
-        std::fill_n(out.data, out.n * out.width, std::numeric_limits<float>::quiet_NaN());
-        return;
-    }
+    if (!expert_matrices(expert, layers_.at(static_cast<size_t>(layer)).mxfp4_experts, hidden, inter, m))
+        return fail(ErrorKind::internal, "gpt_oss layer " + std::to_string(layer) + " expert " +
+                                             std::to_string(expert.expert) + ": the parts do not match their declaration");
     std::vector<float> gate_up(n * 2 * inter);
     matmul(compute_, m.gate_up, in.data, n, gate_up.data());
     add_bias_rows(gate_up.data(), n, 2 * inter, *m.gate_up_bias);
@@ -132,6 +130,7 @@ void GptOssModel::expert_ffn(int layer, const ExpertView& expert, const Rows& in
 
     matmul(compute_, m.down, act.data(), n, out.data);
     add_bias_rows(out.data, n, hidden, *m.down_bias);
+    return {};
 }
 
 }  // namespace stormo::gpt_oss

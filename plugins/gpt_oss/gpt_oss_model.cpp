@@ -18,10 +18,6 @@ namespace {
 const std::vector<DType> kMatrixDtypes = {DType::BF16};
 const std::vector<DType> kVectorDtypes = {DType::BF16};
 
-void fill_nan(const Rows& rows) {
-    std::fill_n(rows.data, rows.n * rows.width, std::numeric_limits<float>::quiet_NaN());
-}
-
 }  // namespace
 
 GptOssModel::GptOssModel(GptOssConfig cfg, Compute compute) : cfg_(std::move(cfg)), compute_(compute) {
@@ -177,9 +173,9 @@ void GptOssModel::head(const Rows& normed, Rows logits) const {
     matmul(compute_, head_, normed.data, normed.n, logits.data);
 }
 
-void GptOssModel::dense_ffn(int, const Rows&, Rows out) const {
-    // Unreachable by plan (every layer is FfnKind::moe, no shared experts): poison the output.
-    fill_nan(out);
+Expected<void> GptOssModel::dense_ffn(int layer, const Rows&, Rows) const {
+    // Unreachable by plan: every layer is FfnKind::moe with no shared experts.
+    return fail(ErrorKind::internal, "gpt_oss layer " + std::to_string(layer) + " has no dense FFN");
 }
 
 }  // namespace stormo::gpt_oss

@@ -43,12 +43,12 @@ public:
     // Precondition (the host's): every ctx.positions[r] < kv.capacity, rows ascending and the
     // positions before a block's first row already written by earlier calls. A row whose position
     // is outside [0, capacity) is never written to the cache; its output row is NaN.
-    void attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const override;
+    Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const override;
     Routing route(int layer, const StepContext& ctx, const Rows& normed) const override;
-    void expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const override;
+    Expected<void> expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const override;
     // GPT-OSS has no dense FFN: every layer's plan is MoE without shared experts, so the host never
     // calls this. If it is called anyway, the output is NaN so the misuse cannot pass unnoticed.
-    void dense_ffn(int layer, const Rows& in, Rows out) const override;
+    Expected<void> dense_ffn(int layer, const Rows& in, Rows out) const override;
     void head(const Rows& normed, Rows logits) const override;
 
     const GptOssConfig& config() const { return cfg_; }

@@ -26,9 +26,10 @@ void install_float_kernels(KernelTable& t, const char* provider) {
     t.row_to_f32[static_cast<size_t>(WeightFormat::F16)] = row_f16;
     t.row_to_f32[static_cast<size_t>(WeightFormat::MXFP4)] = row_mxfp4;
 
-    // softmax and silu keep the reference: they need exp, and a vector exp is not worth its
-    // tolerance budget for vectors this short (attention rows, one FFN activation per token).
+    // silu keeps the reference (one activation vector per token); softmax runs over every visible
+    // key of every head, so it gets a vector exp.
     t.rmsnorm = rmsnorm;
+    t.softmax = softmax;
     t.dot = dot;
     t.axpy = axpy;
 }

@@ -37,6 +37,7 @@ void row_mxfp4(const WeightView& w, size_t row, float* out);
 // Vector kernels: sums in 8 lanes (a different order than the reference's ascending sum).
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);
 float dot(const float* a, const float* b, size_t n);
+void softmax(float* x, size_t n);
 void axpy(float a, const float* x, float* y, size_t n);
 
 // Fills the table entries above (baseline code, safe to call on any CPU) and names `provider` as

@@ -152,7 +152,9 @@ TEST_P(PlacementInvariant, EveryPlacementGivesTheSameBitsAndTokens) {
         EXPECT_TRUE(same_bits(got.batched, reference_.batched)) << describe(p) << ": batched prefill logits differ";
         EXPECT_TRUE(same_bits(got.stepped, reference_.stepped)) << describe(p) << ": decode logits differ";
         EXPECT_EQ(got.greedy, reference_.greedy) << describe(p);
-        if (p.budget == "min") EXPECT_GT((*engine)->store().stats().misses, 0u) << describe(p);
+        if (p.budget == "min") {
+            EXPECT_GT((*engine)->store().stats().misses, 0u) << describe(p);
+        }
     }
     EXPECT_TRUE(same_bits(reference_.batched, reference_.stepped)) << "batched prefill differs from decode";
 }

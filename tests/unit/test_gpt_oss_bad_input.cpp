@@ -162,6 +162,23 @@ TEST_F(GptOssRequests, RequestBeyondTheContextIsAnErrorNotATruncation) {
     EXPECT_FALSE(engine_->new_session(1u << 30).has_value()) << "a context past max_position_embeddings was accepted";
 }
 
+TEST_F(GptOssRequests, AttentionPastTheKvCapacityIsAnErrorNotAWrite) {
+    const Model& model = engine_->model();
+    const size_t hidden = model.hidden_size();
+    auto session = engine_->new_session(2);
+    ASSERT_TRUE(session.has_value());
+    std::vector<float> normed(hidden, 0.5f), out(hidden, 0.0f);
+    const std::vector<int64_t> positions{5};
+    const StepContext ctx{positions, nullptr};
+    auto r = model.attention(0, ctx, Rows{normed.data(), 1, hidden}, (*session)->kv(0), Rows{out.data(), 1, hidden});
+    ASSERT_FALSE(r.has_value());
+    EXPECT_NE(r.error().message.find("position 5"), std::string::npos) << r.error().message;
+    // GPT-OSS has no dense FFN: asking for one is an error, never silent NaNs.
+    auto d = model.dense_ffn(0, Rows{normed.data(), 1, hidden}, Rows{out.data(), 1, hidden});
+    ASSERT_FALSE(d.has_value());
+    EXPECT_NE(d.error().message.find("dense FFN"), std::string::npos) << d.error().message;
+}
+
 TEST_F(GptOssRequests, SessionWorksAfterAFailedRequest) {
     const std::vector<int32_t> prompt{229, 700, 413, 740, 272, 308};
     auto fresh = engine_->new_session(32);

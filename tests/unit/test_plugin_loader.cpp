@@ -114,7 +114,9 @@ TEST(PluginLoader, LoadsEveryBuiltPluginWithoutFlags) {
     EXPECT_TRUE(lists_vnni);
     const bool usable_here = stormo::testing::kernels_unusable_reason("vnni").empty();
     EXPECT_EQ(static_cast<bool>(vnni->kernels), usable_here);
-    if (!usable_here) EXPECT_NE(vnni->unusable_reason.find("vnni"), std::string::npos) << vnni->unusable_reason;
+    if (!usable_here) {
+        EXPECT_NE(vnni->unusable_reason.find("vnni"), std::string::npos) << vnni->unusable_reason;
+    }
 }
 
 TEST(PluginLoader, RefusesLibraryWithoutEntryPoints) {

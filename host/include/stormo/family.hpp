@@ -124,13 +124,14 @@ public:
     virtual void norm(NormSite site, int layer, const Rows& in, Rows out) const = 0;
     // Writes this block's K/V into kv at ctx.positions, attends over everything up to each row's
     // position, and writes the attention output (after o_proj) to out.
-    virtual void attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv,
-                           Rows out) const = 0;
+    // An error (a broken precondition: a position past the KV capacity) fails the request.
+    virtual Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv,
+                                     Rows out) const = 0;
     virtual Routing route(int layer, const StepContext& ctx, const Rows& normed) const = 0;
     // One expert over the rows that chose it: out gets the expert's output before routing weights.
-    virtual void expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const = 0;
+    virtual Expected<void> expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const = 0;
     // Dense FFN layers, and the shared experts of MoE layers that have them.
-    virtual void dense_ffn(int layer, const Rows& in, Rows out) const = 0;
+    virtual Expected<void> dense_ffn(int layer, const Rows& in, Rows out) const = 0;
     virtual void head(const Rows& normed, Rows logits) const = 0;
 };
 

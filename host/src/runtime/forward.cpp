@@ -94,7 +94,8 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
         const LayerPlan& plan = model_.layer_plan(layer);
         auto t0 = Clock::now();
         model_.norm(Model::NormSite::attention, layer, rows_of(x, n, width), rows_of(normed, n, width));
-        model_.attention(layer, ctx, rows_of(normed, n, width), session.kv(layer), rows_of(delta, n, width));
+        if (auto a = model_.attention(layer, ctx, rows_of(normed, n, width), session.kv(layer), rows_of(delta, n, width)); !a)
+            return tl::unexpected(a.error());
         times_.attention_seconds += seconds_since(t0);
         add_into(x, delta);
         record("post_attention_residual", layer, x);
@@ -105,7 +106,8 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
             if (auto m = moe_stage(layer, ctx, rows_of(normed, n, width), rows_of(x, n, width), rows_of(delta, n, width)); !m)
                 return tl::unexpected(m.error());
         } else {
-            model_.dense_ffn(layer, rows_of(normed, n, width), rows_of(delta, n, width));
+            if (auto d = model_.dense_ffn(layer, rows_of(normed, n, width), rows_of(delta, n, width)); !d)
+                return tl::unexpected(d.error());
         }
         times_.moe_seconds += seconds_since(t0);
         add_into(x, delta);
@@ -190,7 +192,7 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     }
     if (plan.shared_experts) {
         std::vector<float> shared(n * width);
-        model_.dense_ffn(layer, normed, Rows{shared.data(), n, width});
+        if (auto d = model_.dense_ffn(layer, normed, Rows{shared.data(), n, width}); !d) return tl::unexpected(d.error());
         for (size_t i = 0; i < n * width; ++i) out.data[i] += shared[i];
     }
     if (ctx.tracer && ctx.tracer->wants(layer)) ctx.tracer->record("moe_out", layer, out.data, n, width, ctx.positions);
@@ -209,12 +211,13 @@ Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, cons
     const bool tracing = ctx.tracer && ctx.tracer->wants(layer);
     std::vector<float> in, result;
     std::vector<int64_t> user_positions;
-    auto run_expert = [&](const ExpertView& view, int32_t expert) {
+    auto run_expert = [&](const ExpertView& view, int32_t expert) -> Expected<void> {
         const auto& rows = users[static_cast<size_t>(expert)];
         in.resize(rows.size() * width);
         result.resize(rows.size() * width);
         for (size_t r = 0; r < rows.size(); ++r) std::copy_n(normed.row(rows[r] / k), width, in.data() + r * width);
-        model_.expert_ffn(layer, view, Rows{in.data(), rows.size(), width}, Rows{result.data(), rows.size(), width});
+        if (auto e = model_.expert_ffn(layer, view, Rows{in.data(), rows.size(), width}, Rows{result.data(), rows.size(), width}); !e)
+            return tl::unexpected(e.error());
         for (size_t r = 0; r < rows.size(); ++r)
             std::copy_n(result.data() + r * width, width, contributions.data() + rows[r] * width);
         if (tracing) {
@@ -223,6 +226,7 @@ Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, cons
             ctx.tracer->record("expert_" + std::to_string(expert) + "_out", layer, result.data(), rows.size(), width,
                                user_positions);
         }
+        return {};
     };
 
     for (size_t begin = 0; begin < chosen.size(); begin += wave) {
@@ -245,12 +249,13 @@ Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, cons
             for (size_t i = 0; i < count; ++i) {
                 auto ready = (*batch)->next();
                 if (!ready) return tl::unexpected(ready.error());
-                run_expert((*batch)->view(*ready), group[*ready]);
+                if (auto r = run_expert((*batch)->view(*ready), group[*ready]); !r) return tl::unexpected(r.error());
             }
         } else {
             for (size_t i = 0; i < count; ++i)
                 if (auto ready = (*batch)->next(); !ready) return tl::unexpected(ready.error());
-            for (size_t i = 0; i < count; ++i) run_expert((*batch)->view(i), group[i]);
+            for (size_t i = 0; i < count; ++i)
+                if (auto r = run_expert((*batch)->view(i), group[i]); !r) return tl::unexpected(r.error());
         }
     }
     return {};

@@ -124,7 +124,10 @@ std::string format_route_trace(std::span<const RouteStep> trace) {
     std::string out;
     for (const RouteStep& step : trace) {
         out += std::to_string(step.layer);
-        for (int32_t e : step.experts) out += " " + std::to_string(e);
+        for (int32_t e : step.experts) {
+            out += ' ';  // appended apart: g++ 12 warns falsely (-Wrestrict) on " " + std::string
+            out += std::to_string(e);
+        }
         out += "\n";
     }
     return out;
