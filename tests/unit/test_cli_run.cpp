@@ -29,6 +29,16 @@ TEST(CliGenerate, DemoAnswersTheReadmeProblem) {
     EXPECT_EQ(r.out, "5\n7\n9\n48\n");  // "579<|end|>"
 }
 
+TEST(CliGenerate, VerbosePrintsTheExpertBudgetAtStartOnStderr) {
+    const CommandResult r = run("generate --model " + demo_dir() + " --ids 1,2,3,40,4,5,6,45 --verbose --expert-budget 1MiB");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "5\n7\n9\n48\n");  // stdout holds only ids, whatever the budget
+    EXPECT_NE(r.err.find("expert budget 1.00 MiB"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("slots"), std::string::npos) << r.err;
+    const CommandResult automatic = run("generate --model " + demo_dir() + " --ids 1,2 --max-tokens 1 -v");
+    EXPECT_NE(automatic.err.find("expert budget auto: "), std::string::npos) << automatic.err;
+}
+
 TEST(CliGenerate, FixtureGreedyTokensFromAnIdsFileWithStats) {
     stormo::test::TempDir tmp;
     const Json greedy = read_json_file(fixture_dir("gpt_oss") + "/reference/greedy.json");

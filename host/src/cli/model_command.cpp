@@ -1,6 +1,7 @@
 #include "cli/model_command.hpp"
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 namespace stormo::cli {
@@ -57,6 +58,16 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options) {
     eo.activations = config->activations;
     auto engine = Engine::open(eo);
     if (!engine) return tl::unexpected(engine.error());
+    if (options.verbose) {
+        Engine& e = **engine;
+        const ExpertStoreStats store = e.store().stats();
+        std::cerr << "stormo: " << e.family_name() << " on " << e.kernels_name() << " kernels, " << e.threads()
+                  << " threads; expert budget " << e.expert_budget().reason;
+        if (e.store().streams())
+            std::cerr << "; " << store.slots << " slots of " << format_bytes(store.slot_bytes) << ", "
+                      << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
+        std::cerr << "\n";
+    }
     return LoadedEngine{std::move(*config), std::move(*engine)};
 }
 

@@ -25,7 +25,9 @@ po::options_description common_options(CommonOptions& out) {
          "f32 (default) or int8: the integer road for MXFP4 matrices (docs/kernels.md)")
         ("plugins-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing()
              ->notifier([&out](const std::vector<std::string>& v) { out.plugins_dirs = v; }),
-         "another directory to search for plugins (repeatable)");
+         "another directory to search for plugins (repeatable)")
+        ("verbose,v", po::bool_switch(&out.verbose),
+         "print the family, kernels, threads and expert budget chosen to stderr at start");
     return d;
 }
 

@@ -38,6 +38,7 @@ struct CommonOptions {
     std::optional<int64_t> context;
     std::optional<std::string> activations;
     std::vector<std::string> plugins_dirs;
+    bool verbose = false;  // the engine's set-up (family, kernels, expert budget) on stderr at start
 };
 
 // --model --config --kernels --family --expert-budget --threads --context --activations --plugins-dir,
