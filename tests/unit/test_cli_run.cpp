@@ -39,6 +39,17 @@ TEST(CliGenerate, VerbosePrintsTheExpertBudgetAtStartOnStderr) {
     EXPECT_NE(automatic.err.find("expert budget auto: "), std::string::npos) << automatic.err;
 }
 
+TEST(CliInspect, KernelTableShowsTheIntegerRoadAndWhetherItIsOn) {
+    const std::string model = fixture_dir("gpt_oss_mxfp4");
+    const CommandResult off = run("inspect --model " + model);
+    const CommandResult on = run("inspect --model " + model + " --activations int8");
+    ASSERT_EQ(off.status, 0) << off.err;
+    ASSERT_EQ(on.status, 0) << on.err;
+    EXPECT_NE(off.out.find("matmul_q8 MXFP4 out_in (int8 road off)"), std::string::npos) << off.out;
+    EXPECT_NE(on.out.find("matmul_q8 MXFP4 out_in "), std::string::npos) << on.out;
+    EXPECT_EQ(on.out.find("(int8 road off)"), std::string::npos) << on.out;
+}
+
 TEST(CliGenerate, FixtureGreedyTokensFromAnIdsFileWithStats) {
     stormo::test::TempDir tmp;
     const Json greedy = read_json_file(fixture_dir("gpt_oss") + "/reference/greedy.json");

@@ -230,7 +230,8 @@ int run_inspect(int argc, char** argv) {
     if (!summary) return report_error(with_context(summary.error(), s.family.plugin->name));
     const Census census = take_census(*s.source, family);
     const MemoryPlan plan = plan_memory(s, census, *summary);
-    const KernelTable table = build_kernel_table(s.kernels);
+    KernelTable table = build_kernel_table(s.kernels);
+    table.int8_activations = s.config.activations == ActivationRoad::int8;
     const std::vector<KernelEntry> kernels = kernel_providers(table, s.kernels);
 
     const Report report{s, *summary, census, plan, kernels};

@@ -174,6 +174,14 @@ std::vector<KernelEntry> kernel_providers(const KernelTable& table, const Kernel
     out.push_back({"axpy", provider_of(table.axpy, ref.axpy, selection)});
     out.push_back({"silu", provider_of(table.silu, ref.silu, selection)});
     out.push_back({"dot_u8i8", provider_of(table.dot_u8i8, ref.dot_u8i8, selection)});
+    // The integer road's entries, and whether it is on (--activations int8).
+    for (size_t f = 0; f < kWeightFormatCount; ++f) {
+        if (table.matmul_q8[f] == nullptr) continue;
+        const char* named = table.matmul_q8_provider[f];
+        out.push_back({std::string("matmul_q8 ") + weight_format_name(static_cast<WeightFormat>(f)) + " out_in" +
+                           (table.int8_activations ? "" : " (int8 road off)"),
+                       named ? std::string(named) : provider_of(table.matmul_q8[f], ref.matmul_q8[f], selection)});
+    }
     return out;
 }
 
