@@ -85,10 +85,12 @@ void GptOssModel::attend_rows(int layer, std::span<const int64_t> positions, con
             const float* qh = q.data() + r * q_width + h * hd;
             scores.resize(n_keys + 1);
             for (size_t j = 0; j < n_keys; ++j)
-                scores[j] = kt.dot(qh, keys + (first + j) * kv_width + kv_offset, hd) * attention_scale_;
+                scores[j] = kt.dot(qh, keys + kv.row(0, static_cast<int64_t>(first + j)) * kv_width + kv_offset, hd) *
+                            attention_scale_;
             const float sink_mass = softmax_with_sink(scores.data(), n_keys, sinks[h], kt.softmax);
             std::fill_n(out, hd, 0.0f);
-            for (size_t j = 0; j < n_keys; ++j) kt.axpy(scores[j], values + (first + j) * kv_width + kv_offset, out, hd);
+            for (size_t j = 0; j < n_keys; ++j)
+                kt.axpy(scores[j], values + kv.row(1, static_cast<int64_t>(first + j)) * kv_width + kv_offset, out, hd);
             if (probs != nullptr) {
                 float* p = probs->data() + r * probs_width + h * (key_columns + 1);
                 for (size_t j = 0; j < n_keys && first + j < key_columns; ++j) p[first + j] = scores[j];
@@ -102,7 +104,7 @@ void GptOssModel::attend_rows(int layer, std::span<const int64_t> positions, con
 
 Expected<void> GptOssModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
     const size_t n = normed.n;
-    if (ctx.positions.size() < n || kv.buffers.size() < 2)
+    if (ctx.positions.size() < n || kv.buffers.size() < 2 || kv.rows.size() < 2)
         return fail(ErrorKind::internal, "gpt_oss attention, layer " + std::to_string(layer) +
                                              ": the host passed fewer positions or KV buffers than rows");
     for (size_t r = 0; r < n; ++r)
@@ -126,9 +128,8 @@ Expected<void> GptOssModel::attention(int layer, const StepContext& ctx, const R
 
     // This block's keys and values go into the cache at their positions (never past capacity).
     for (size_t r = 0; r < n; ++r) {
-        const size_t at = static_cast<size_t>(positions[r]) * kv_width;
-        std::copy_n(k.data() + r * kv_width, kv_width, kv.buffers[0] + at);
-        std::copy_n(v.data() + r * kv_width, kv_width, kv.buffers[1] + at);
+        std::copy_n(k.data() + r * kv_width, kv_width, kv.buffers[0] + kv.row(0, positions[r]) * kv_width);
+        std::copy_n(v.data() + r * kv_width, kv_width, kv.buffers[1] + kv.row(1, positions[r]) * kv_width);
     }
 
     std::vector<float> context(n * cfg_.q_width());

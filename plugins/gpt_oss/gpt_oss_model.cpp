@@ -133,7 +133,9 @@ Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {
     if (!mxfp4) return tl::unexpected(mxfp4.error());
     w.mxfp4_experts = *mxfp4;
     LayerPlan& plan = plans_[static_cast<size_t>(l)];
-    plan.kv = {KvBufferDecl{"k", cfg_.kv_width()}, KvBufferDecl{"v", cfg_.kv_width()}};
+    const bool sliding = cfg_.layer_types[static_cast<size_t>(l)] == AttentionKind::sliding;
+    const size_t window = sliding ? static_cast<size_t>(cfg_.sliding_window) : 0;
+    plan.kv = {KvBufferDecl{"k", cfg_.kv_width(), window}, KvBufferDecl{"v", cfg_.kv_width(), window}};
     plan.ffn = FfnKind::moe;  // every GPT-OSS layer is MoE; dense_ffn is never planned
     plan.n_experts = static_cast<int>(cfg_.n_experts);
     plan.top_k = static_cast<int>(cfg_.top_k);

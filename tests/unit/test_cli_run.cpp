@@ -99,7 +99,10 @@ TEST(CliLogits, WritesLogitsAndHiddenStatesLikeTheReference) {
     const std::string dir = fixture_dir("gpt_oss");
     const auto seq = int_list(*read_json_file(dir + "/reference/greedy.json").find("full_sequence"));
     std::string ids;
-    for (int32_t t : seq) ids += (ids.empty() ? "" : ",") + std::to_string(t);
+    for (int32_t t : seq) {
+        if (!ids.empty()) ids += ',';  // appended apart: g++ 12 warns falsely (-Wrestrict) on literal + string
+        ids += std::to_string(t);
+    }
     const CommandResult r = run("logits --model " + dir + " --ids " + ids + " --out " + tmp.file("l.npy") + " --hidden-out " +
                       tmp.file("h.npy"));
     ASSERT_EQ(r.status, 0) << r.err;

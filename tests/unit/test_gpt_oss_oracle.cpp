@@ -123,6 +123,28 @@ TEST_P(GptOssOracle, BatchedPrefillEqualsTokenByTokenBits) {
         << "batched prefill and token-by-token decode differ in bits";
 }
 
+// Sliding layers keep a ring of window + block - 1 rows. Small blocks make the ring much shorter
+// than the sequence (gpt_oss_long: 172 positions, window 128, ring 128 + 7 = 135 rows with blocks
+// of 8), so rows are overwritten many times; the logits must still be the same bits as one
+// unbroken prefill in a session whose ring never wraps.
+TEST_P(GptOssOracle, SlidingWindowRingGivesTheSameBits) {
+    auto whole = engine_->new_session(sequence_.size(), sequence_.size());
+    ASSERT_TRUE(whole.has_value());
+    ForwardOptions all;
+    all.all_logits = true;
+    auto want = engine_->pipeline().forward(**whole, sequence_, all);
+    ASSERT_TRUE(want.has_value()) << want.error().message;
+    for (size_t block : {1, 8, 33}) {
+        auto ring = engine_->new_session(sequence_.size(), block);
+        ASSERT_TRUE(ring.has_value());
+        EXPECT_LT((*ring)->kv_bytes(), (*whole)->kv_bytes()) << "block " << block << ": the sliding layers kept every row";
+        auto got = engine_->pipeline().forward(**ring, sequence_, all);
+        ASSERT_TRUE(got.has_value()) << got.error().message;
+        ASSERT_EQ(got->size(), want->size());
+        EXPECT_EQ(std::memcmp(got->data(), want->data(), want->size() * sizeof(float)), 0) << "block " << block;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, GptOssOracle,
                          ::testing::Values(OracleCase{"gpt_oss", "reference"}, OracleCase{"gpt_oss", "auto"},
                                            OracleCase{"gpt_oss_long", "reference"}, OracleCase{"gpt_oss_long", "auto"},

@@ -59,6 +59,9 @@ struct ExpertView {
 struct KvBufferDecl {
     std::string name;
     size_t floats_per_position = 0;
+    // > 0: the layer never looks more than `window` positions back (a sliding window), so the
+    // session keeps only a ring of the last rows instead of one row per position of the context.
+    size_t window = 0;
 };
 
 enum class FfnKind : uint8_t { dense, moe };
@@ -72,10 +75,15 @@ struct LayerPlan {
     std::vector<ExpertPartDecl> expert_parts;
 };
 
-// The session's KV rows of one layer: buffer b holds capacity x floats_per_position floats.
+// The session's KV rows of one layer. Buffer b holds rows[b] x floats_per_position floats and
+// position p lives in row p % rows[b]: rows[b] == capacity unless the buffer declared a window,
+// in which case the ring is long enough for the window plus one forward block (a block writes
+// all its rows before attending, so its first row's keys must survive its last row's writes).
 struct KvView {
     std::vector<float*> buffers;
-    size_t capacity = 0;
+    std::vector<size_t> rows;
+    size_t capacity = 0;  // positions the session can hold
+    size_t row(size_t buffer, int64_t position) const { return static_cast<size_t>(position) % rows[buffer]; }
 };
 
 // Rows of activations: n rows of `width` floats, contiguous.

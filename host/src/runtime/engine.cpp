@@ -44,10 +44,11 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     for (const auto& layout : layouts) total += layout.bytes_per_expert() * layout.locations.size();
     for (int l = 0; l < model_->n_layers(); ++l)
         min_slots = std::max(min_slots, static_cast<size_t>(std::max(0, model_->layer_plan(l).top_k)));
-    uint64_t kv_per_position = 0;
+    uint64_t kv_bytes = 0;
     for (int l = 0; l < model_->n_layers(); ++l)
-        for (const auto& kv : model_->layer_plan(l).kv) kv_per_position += kv.floats_per_position * sizeof(float);
-    budget_ = plan_expert_budget(options.expert_budget, total, kv_per_position * options.context, available_memory());
+        for (const auto& kv : model_->layer_plan(l).kv)
+            kv_bytes += Session::rows_for(kv, options.context, Session::kDefaultMaxBlock) * kv.floats_per_position * sizeof(float);
+    budget_ = plan_expert_budget(options.expert_budget, total, kv_bytes, available_memory());
 
     std::unique_ptr<ExpertStore> store;
     if (budget_.all || layouts.empty()) {
@@ -79,7 +80,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     return store;
 }
 
-Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity) const {
+Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity, size_t max_block) const {
     if (capacity == 0) return fail(ErrorKind::invalid_argument, "a session needs a context of at least one position");
     const ModelConfig& config = setup_.source->config();
     if (config.has("max_position_embeddings")) {
@@ -90,7 +91,7 @@ Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity) const {
                                                  " positions exceeds the model's max_position_embeddings (" +
                                                  std::to_string(*max_positions) + ")");
     }
-    return std::make_unique<Session>(*model_, capacity);
+    return std::make_unique<Session>(*model_, capacity, max_block);
 }
 
 }  // namespace stormo

@@ -53,7 +53,7 @@ public:
 
     // A session whose KV cache holds `capacity` positions; more than the model's
     // max_position_embeddings is an error.
-    Expected<std::unique_ptr<Session>> new_session(size_t capacity) const;
+    Expected<std::unique_ptr<Session>> new_session(size_t capacity, size_t max_block = Session::kDefaultMaxBlock) const;
 
 private:
     Engine() = default;

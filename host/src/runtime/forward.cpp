@@ -43,7 +43,7 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
     if (options.hidden_out) hidden_states.assign(n_layers + 1, {});
 
     std::vector<float> logits;
-    const size_t block = std::max<size_t>(1, options.max_block);
+    const size_t block = std::max<size_t>(1, std::min(options.max_block, session.max_block()));
     for (size_t begin = 0; begin < tokens.size(); begin += block) {
         const size_t n = std::min(block, tokens.size() - begin);
         std::vector<int64_t> positions(n);
