@@ -1,22 +1,13 @@
 #include "runtime/host_load_context.hpp"
 
+#include "model/checked_tensor.hpp"
+
 namespace stormo {
 
 Expected<Tensor> HostLoadContext::load(const TensorDecl& decl) {
-    const TensorInfo* t = source_.find(decl.name);
-    if (!t) return fail(ErrorKind::missing, source_.directory() + ": tensor \"" + decl.name + "\" is missing");
-    bool dtype_ok = false;
-    std::string wanted;
-    for (DType d : decl.dtypes) {
-        dtype_ok = dtype_ok || d == t->dtype;
-        wanted += (wanted.empty() ? "" : " or ") + std::string(dtype_name(d));
-    }
-    if (!dtype_ok)
-        return fail(ErrorKind::mismatch, source_.directory() + ": tensor \"" + decl.name + "\" has dtype " +
-                                             std::string(dtype_name(t->dtype)) + ", expected " + wanted);
-    if (t->shape != decl.shape)
-        return fail(ErrorKind::mismatch, source_.directory() + ": tensor \"" + decl.name + "\" has shape " +
-                                             shape_string(t->shape) + ", expected " + shape_string(decl.shape));
+    auto found = checked_tensor(source_, decl.name, decl.dtypes, decl.shape);
+    if (!found) return tl::unexpected(found.error());
+    const TensorInfo* t = *found;
     Tensor out;
     out.name = t->name;
     out.dtype = t->dtype;

@@ -1,5 +1,6 @@
 #include <string>
 
+#include "model/checked_tensor.hpp"
 #include "store/expert_store.hpp"
 
 namespace stormo {
@@ -10,31 +11,6 @@ std::string expert_tensor_name(const std::string& pattern, int expert) {
     const auto at = name.find("{e}");
     if (at != std::string::npos) name.replace(at, 3, std::to_string(expert));
     return name;
-}
-
-bool dtype_accepted(const std::vector<DType>& accepted, DType d) {
-    for (DType a : accepted)
-        if (a == d) return true;
-    return false;
-}
-
-std::string dtype_list(const std::vector<DType>& accepted) {
-    std::string out;
-    for (DType a : accepted) out += (out.empty() ? "" : " or ") + std::string(dtype_name(a));
-    return out;
-}
-
-Expected<const TensorInfo*> checked_tensor(const ModelSource& source, const std::string& name,
-                                           const std::vector<DType>& dtypes, const Shape& shape) {
-    const TensorInfo* t = source.find(name);
-    if (!t) return fail(ErrorKind::missing, source.directory() + ": tensor \"" + name + "\" is missing");
-    if (!dtype_accepted(dtypes, t->dtype))
-        return fail(ErrorKind::mismatch, source.directory() + ": tensor \"" + name + "\" has dtype " +
-                                             std::string(dtype_name(t->dtype)) + ", expected " + dtype_list(dtypes));
-    if (t->shape != shape)
-        return fail(ErrorKind::mismatch, source.directory() + ": tensor \"" + name + "\" has shape " +
-                                             shape_string(t->shape) + ", expected " + shape_string(shape));
-    return t;
 }
 
 }  // namespace
