@@ -1,12 +1,10 @@
 // stormo generate: prompt ids in, generated ids out (one per line, the stop id included).
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
-#include "runtime/dump_tracer.hpp"
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
 
@@ -19,8 +17,7 @@ struct GenerateOptions {
     SamplingParams sampling;
     std::optional<std::string> stats;
     std::optional<std::string> route_trace;
-    std::optional<std::string> dump_dir;
-    int64_t dump_position = -1;
+    DumpOptions dump;
     bool ignore_eos = false;
 };
 
@@ -89,11 +86,8 @@ int run_generate(int argc, char** argv) {
         ("stats", po::value<std::string>()->value_name("FILE")->notifier([&g](const std::string& v) { g.stats = v; }),
          "write timing, expert-store and memory figures as JSON")
         ("route-trace", po::value<std::string>()->value_name("FILE")->notifier([&g](const std::string& v) { g.route_trace = v; }),
-         "append each layer's chosen experts per step to FILE (for `stormo cache-sim`)")
-        ("dump", po::value<std::string>()->value_name("DIR")->notifier([&g](const std::string& v) { g.dump_dir = v; }),
-         "write per-layer intermediates of one position as .npy files into DIR")
-        ("dump-position", po::value<int64_t>(&g.dump_position)->value_name("P"),
-         "the position --dump records (default: the prompt's last; a later one is a generated token's)");
+         "append each layer's chosen experts per step to FILE (for `stormo cache-sim`)");
+    add_dump_options(d, g.dump, "the position --dump records (default: the prompt's last; a later one is a generated token's)");
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "generate", "--model DIR (--ids LIST | --ids-file FILE) [options]",
                                      "Generates tokens after the prompt and prints their ids, one per line.", d);
@@ -123,14 +117,9 @@ int run_generate(int argc, char** argv) {
     auto session = engine.new_session(capacity);
     if (!session) return report_error(session.error());
     std::optional<DumpTracer> tracer;
-    if (g.dump_dir) {
-        std::error_code ec;
-        std::filesystem::create_directories(*g.dump_dir, ec);
-        if (ec) return report_error(Error{ErrorKind::io, "--dump " + *g.dump_dir + ": " + ec.message()});
-        const int64_t last_prompt = static_cast<int64_t>((*session)->position() + request.prompt.size()) - 1;
-        tracer.emplace(*g.dump_dir, g.dump_position >= 0 ? g.dump_position : last_prompt);
-        request.tracer = &*tracer;
-    }
+    const int64_t last_prompt = static_cast<int64_t>((*session)->position() + request.prompt.size()) - 1;
+    if (auto started = start_dump(g.dump, last_prompt, tracer); !started) return report_error(started.error());
+    if (tracer) request.tracer = &*tracer;
     std::vector<RouteStep> trace;
     if (g.route_trace) engine.pipeline().record_routes(&trace);
     auto result = generate(engine.pipeline(), **session, request, [](int32_t token) { std::cout << token << '\n' << std::flush; });
@@ -140,7 +129,7 @@ int run_generate(int argc, char** argv) {
         out << format_route_trace(trace);
         if (!out) return report_error(Error{ErrorKind::io, "--route-trace " + *g.route_trace + ": write failed"});
     }
-    if (tracer && !tracer->errors().empty()) return report_error(Error{ErrorKind::io, "--dump: " + tracer->errors().front()});
+    if (auto dumped = finish_dump(tracer); !dumped) return report_error(dumped.error());
     if (g.stats)
         if (auto w = write_stats(*g.stats, request, *result, engine); !w) return report_error(w.error());
     return 0;

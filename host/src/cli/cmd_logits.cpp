@@ -1,10 +1,8 @@
 // stormo logits: a teacher-forced pass over the given ids, logits (and hidden states) as .npy.
-#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/model_command.hpp"
-#include "runtime/dump_tracer.hpp"
 #include "util/npy.hpp"
 
 namespace stormo::cli {
@@ -13,17 +11,15 @@ int run_logits(int argc, char** argv) {
     CommonOptions common;
     TokenInput ids;
     std::string out_path;
-    std::optional<std::string> hidden_path, dump_dir;
-    int64_t dump_position = -1;
+    std::optional<std::string> hidden_path;
+    DumpOptions dump;
     po::options_description d("logits options");
     add_token_input(d, ids);
     d.add_options()
         ("out", po::value<std::string>(&out_path)->value_name("FILE.npy")->required(), "float32 [T, vocab] logits")
         ("hidden-out", po::value<std::string>()->value_name("FILE.npy")->notifier([&](const std::string& v) { hidden_path = v; }),
-         "float32 [n_layers + 1, T, hidden]: embeddings, each layer's output, the final norm's output")
-        ("dump", po::value<std::string>()->value_name("DIR")->notifier([&](const std::string& v) { dump_dir = v; }),
-         "write per-layer intermediates of one position as .npy files into DIR")
-        ("dump-position", po::value<int64_t>(&dump_position)->value_name("P"), "the position --dump records (default: the last)");
+         "float32 [n_layers + 1, T, hidden]: embeddings, each layer's output, the final norm's output");
+    add_dump_options(d, dump, "the position --dump records (default: the last)");
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "logits", "--model DIR (--ids LIST | --ids-file FILE) --out FILE.npy [options]",
                                      "Runs one teacher-forced forward pass and writes the logits of every position.", d);
@@ -32,17 +28,11 @@ int run_logits(int argc, char** argv) {
     auto tokens = read_token_ids(ids);
     if (!tokens) return report_usage_error("logits", tokens.error());
     const int64_t T = static_cast<int64_t>(tokens->size());
-    if (dump_position < 0) dump_position = T - 1;
-    if (dump_position >= T)
-        return report_usage_error("logits", Error{ErrorKind::invalid_argument, "--dump-position " + std::to_string(dump_position) +
+    if (dump.position >= T)
+        return report_usage_error("logits", Error{ErrorKind::invalid_argument, "--dump-position " + std::to_string(dump.position) +
                                                                                    " is past the last of " + std::to_string(T) + " positions"});
     std::optional<DumpTracer> tracer;
-    if (dump_dir) {
-        std::error_code ec;
-        std::filesystem::create_directories(*dump_dir, ec);
-        if (ec) return report_error(Error{ErrorKind::io, "--dump " + *dump_dir + ": " + ec.message()});
-        tracer.emplace(*dump_dir, dump_position);
-    }
+    if (auto started = start_dump(dump, T - 1, tracer); !started) return report_error(started.error());
 
     auto loaded = open_engine(common);
     if (!loaded) return report_error(loaded.error());
@@ -64,8 +54,8 @@ int run_logits(int argc, char** argv) {
         const Shape shape{engine.model().n_layers() + 1, T, static_cast<int64_t>(engine.model().hidden_size())};
         if (auto w = write_npy(*hidden_path, shape, hidden); !w) return report_error(w.error());
     }
-    if (tracer && !tracer->errors().empty()) return report_error(Error{ErrorKind::io, "--dump: " + tracer->errors().front()});
-    if (tracer) std::cerr << "stormo logits: wrote " << tracer->written().size() << " files to " << *dump_dir << "\n";
+    if (auto dumped = finish_dump(tracer); !dumped) return report_error(dumped.error());
+    if (tracer) std::cerr << "stormo logits: wrote " << tracer->written().size() << " files to " << *dump.dir << "\n";
     return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "cli/model_command.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -92,5 +93,26 @@ Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input) {
     return fail(ErrorKind::invalid_argument, "--ids LIST or --ids-file FILE is required");
 }
 
+
+void add_dump_options(po::options_description& d, DumpOptions& out, const char* position_help) {
+    d.add_options()
+        ("dump", po::value<std::string>()->value_name("DIR")->notifier([&out](const std::string& v) { out.dir = v; }),
+         "write per-layer intermediates of one position as .npy files into DIR")
+        ("dump-position", po::value<int64_t>(&out.position)->value_name("P"), position_help);
+}
+
+Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer) {
+    if (!options.dir) return {};
+    std::error_code ec;
+    std::filesystem::create_directories(*options.dir, ec);
+    if (ec) return fail(ErrorKind::io, "--dump " + *options.dir + ": " + ec.message());
+    tracer.emplace(*options.dir, options.position >= 0 ? options.position : default_position);
+    return {};
+}
+
+Expected<void> finish_dump(const std::optional<DumpTracer>& tracer) {
+    if (tracer && !tracer->errors().empty()) return fail(ErrorKind::io, "--dump: " + tracer->errors().front());
+    return {};
+}
 
 }  // namespace stormo::cli

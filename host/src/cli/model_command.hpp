@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "runtime/dump_tracer.hpp"
 #include "runtime/engine.hpp"
 
 namespace stormo::cli {
@@ -27,5 +28,16 @@ struct TokenInput {
 };
 void add_token_input(po::options_description& d, TokenInput& out);
 Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input);
+
+// --dump DIR [--dump-position P]: the named intermediates of one position as .npy files.
+struct DumpOptions {
+    std::optional<std::string> dir;
+    int64_t position = -1;  // -1: the command's default
+};
+void add_dump_options(po::options_description& d, DumpOptions& out, const char* position_help);
+// Creates DIR and the tracer when --dump was given (else leaves `tracer` empty).
+Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer);
+// The first write error of the dump, if any.
+Expected<void> finish_dump(const std::optional<DumpTracer>& tracer);
 
 }  // namespace stormo::cli
