@@ -59,7 +59,8 @@ enum class SlotState { empty, loading, ready };
 
 struct Slot {
     std::byte* base = nullptr;
-    int layer = -1;  // model layer, -1 when empty
+    int layer = -1;        // model layer, -1 when empty
+    int layer_index = -1;  // its index among the layers with experts (the eviction's and slot_of_'s key)
     int expert = -1;
     SlotState state = SlotState::empty;
     int pins = 0;
@@ -283,8 +284,8 @@ private:
                     break;
                 }
                 if (for_prefetch && slot.prefetched_unused) continue;
-                if (best == slots_.size() || eviction_->colder(layer_index_.at(slot.layer), slot.expert,
-                                                               layer_index_.at(slots_[best].layer), slots_[best].expert))
+                if (best == slots_.size() ||
+                    eviction_->colder(slot.layer_index, slot.expert, slots_[best].layer_index, slots_[best].expert))
                     best = s;
             }
             if (best < slots_.size()) {
@@ -301,10 +302,16 @@ private:
     void evict(size_t s) {
         Slot& slot = slots_[s];
         if (slot.layer < 0) return;
-        slot_of_[key(layer_index_.at(slot.layer), slot.expert)] = -1;
         if (slot.prefetched_unused) ++stats_.prefetch_wasted;
         ++stats_.evictions;
+        forget(slot);
+    }
+
+    // Unmaps the slot's expert: the next request for it reads it again.
+    void forget(Slot& slot) {
+        slot_of_[key(slot.layer_index, slot.expert)] = -1;
         slot.layer = -1;
+        slot.layer_index = -1;
         slot.expert = -1;
         slot.prefetched_unused = false;
         slot.state = SlotState::empty;
@@ -316,6 +323,7 @@ private:
         const auto& locations = layout.locations[static_cast<size_t>(expert)];
         const auto spans = spans_of(locations, backend_->alignment());
         slot.layer = layer;
+        slot.layer_index = layer_index;
         slot.expert = expert;
         slot.state = SlotState::loading;
         slot.pins = pinned ? 1 : 0;
@@ -369,12 +377,7 @@ private:
             }
             if (--slot.pending_reads == 0) {
                 if (slot.failed) {
-                    // The expert is not in RAM: forget the mapping so the next request reads again.
-                    slot_of_[key(layer_index_.at(slot.layer), slot.expert)] = -1;
-                    slot.layer = -1;
-                    slot.expert = -1;
-                    slot.prefetched_unused = false;
-                    slot.state = SlotState::empty;
+                    forget(slot);  // the expert is not in RAM
                 } else {
                     slot.state = SlotState::ready;
                 }
