@@ -43,11 +43,13 @@ inline NpyArray read_reference(const std::string& path) {
     return a ? *a : NpyArray{};
 }
 
-inline std::unique_ptr<Engine> open_engine(const std::string& dir, const std::string& kernels = "auto", size_t threads = 2) {
+inline std::unique_ptr<Engine> open_engine(const std::string& dir, const std::string& kernels = "auto", size_t threads = 2,
+                                           ActivationRoad road = ActivationRoad::f32) {
     EngineOptions o;
     o.setup.model_dir = dir;
     o.setup.kernels.value = kernels;
     o.threads = threads;
+    o.activations = road;
     auto e = Engine::open(o);
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     return e ? std::move(*e) : nullptr;

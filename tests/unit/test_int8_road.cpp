@@ -20,14 +20,7 @@ namespace {
 
 std::unique_ptr<Engine> open_road(const std::string& dir, ActivationRoad road, const std::string& kernels = "auto",
                                   size_t threads = 2) {
-    EngineOptions o;
-    o.setup.model_dir = dir;
-    o.setup.kernels.value = kernels;
-    o.threads = threads;
-    o.activations = road;
-    auto e = Engine::open(o);
-    EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
-    return e ? std::move(*e) : nullptr;
+    return open_engine(dir, kernels, threads, road);
 }
 
 struct FixtureData {

@@ -21,22 +21,16 @@ std::string forced_name(const ::testing::TestParamInfo<ForcedCase>& info) {
     return info.param.fixture + "_" + info.param.kernels;
 }
 
-std::string unusable_reason(const std::string& kernels) { return kernels_unusable_reason(kernels); }
-
-std::unique_ptr<Engine> open_forced(const std::string& dir, const std::string& kernels, size_t threads) {
-    return open_engine(dir, kernels, threads);
-}
-
 // The oracle test's tolerance (test_gpt_oss_oracle.cpp): max |error| / max |reference logit|.
 constexpr double kLogitTolerance = 2e-5;
 
 class ForcedKernels : public ::testing::TestWithParam<ForcedCase> {
 protected:
     void SetUp() override {
-        if (const std::string why = unusable_reason(GetParam().kernels); !why.empty())
+        if (const std::string why = kernels_unusable_reason(GetParam().kernels); !why.empty())
             GTEST_SKIP() << why << ": the " << GetParam().kernels << " kernels cannot run here";
         dir_ = fixture_dir(GetParam().fixture);
-        engine_ = open_forced(dir_, GetParam().kernels, 2);
+        engine_ = open_engine(dir_, GetParam().kernels, 2);
         ASSERT_NE(engine_, nullptr);
         ASSERT_EQ(engine_->kernels_name(), GetParam().kernels);
         const Json greedy = read_json_file(dir_ + "/reference/greedy.json");
@@ -114,7 +108,7 @@ TEST_P(ForcedKernels, LogitBitsDoNotDependOnTheThreadCount) {
     auto two = all_logits(*engine_, nullptr);
     ASSERT_TRUE(two.has_value()) << two.error().message;
     for (size_t threads : {size_t{1}, size_t{3}}) {
-        auto engine = open_forced(dir_, GetParam().kernels, threads);
+        auto engine = open_engine(dir_, GetParam().kernels, threads);
         ASSERT_NE(engine, nullptr);
         auto other = all_logits(*engine, nullptr);
         ASSERT_TRUE(other.has_value()) << other.error().message;
@@ -135,9 +129,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ForcedKernels,
 class ForcedDemo : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ForcedDemo, AllPublicProblemsGiveTransformersIds) {
-    if (const std::string why = unusable_reason(GetParam()); !why.empty())
+    if (const std::string why = kernels_unusable_reason(GetParam()); !why.empty())
         GTEST_SKIP() << why << ": the " << GetParam() << " kernels cannot run here";
-    auto engine = open_forced(demo_dir(), GetParam(), 2);
+    auto engine = open_engine(demo_dir(), GetParam(), 2);
     ASSERT_NE(engine, nullptr);
     const DemoAgreement a = run_demo_eval(*engine);
     std::printf("[ demo forced %s ] %zu/%zu problems give transformers' ids\n", GetParam().c_str(), a.agree, a.total);
