@@ -66,7 +66,6 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
         so.budget_bytes = budget_.bytes;
         so.min_slots = min_slots;
         so.eviction = options.eviction;
-        so.direct_io = options.direct_io;
         so.io_threads = options.io_threads;
         store = make_streaming_expert_store(std::move(*backend), so);
     }

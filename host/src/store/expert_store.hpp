@@ -82,7 +82,6 @@ struct StreamingStoreOptions {
     uint64_t budget_bytes = 0;    // RAM for slots
     size_t min_slots = 1;         // the fewest slots a forward step needs (top-k of one layer)
     EvictionSettings eviction;
-    bool direct_io = true;
     size_t io_threads = 4;        // reads in flight
     size_t read_chunk_bytes = 4u << 20;
 };
