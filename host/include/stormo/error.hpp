@@ -36,6 +36,23 @@ inline tl::unexpected<Error> fail(ErrorKind kind, std::string message) {
     return tl::unexpected<Error>(Error{kind, std::move(message)});
 }
 
+// Passing errors up, one line per call:
+//   STORMO_TRY(store.add_layer(layout));               // Expected<anything>: the value is dropped
+//   STORMO_TRY_ASSIGN(auto config, parse(source));     // declares or assigns from the value
+// Either returns the error unchanged from the enclosing function (which returns an Expected).
+#define STORMO_CONCAT_(a, b) a##b
+#define STORMO_CONCAT(a, b) STORMO_CONCAT_(a, b)
+#define STORMO_TRY(expr)                                                                 \
+    do {                                                                                 \
+        if (auto stormo_try_result_ = (expr); !stormo_try_result_)                       \
+            return ::tl::unexpected<::stormo::Error>(std::move(stormo_try_result_).error()); \
+    } while (0)
+#define STORMO_TRY_ASSIGN_(tmp, lhs, expr)                                     \
+    auto tmp = (expr);                                                         \
+    if (!tmp) return ::tl::unexpected<::stormo::Error>(std::move(tmp).error()); \
+    lhs = std::move(*tmp)
+#define STORMO_TRY_ASSIGN(lhs, expr) STORMO_TRY_ASSIGN_(STORMO_CONCAT(stormo_try_value_, __LINE__), lhs, expr)
+
 // Prefixes context ("while loading X: ") to an error travelling upwards.
 inline Error with_context(Error e, const std::string& context) {
     e.message = context + ": " + e.message;
