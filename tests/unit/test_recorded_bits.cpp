@@ -1,0 +1,89 @@
+// The logits' bits on every GPT-OSS fixture and the demo, per kernels choice and activation road,
+// compared with bits recorded before the family toolkit replaced GPT-OSS's own helpers
+// (tests/data/recorded_logit_bits.json). A refactoring that claims "nothing changes" is held to it
+// here, to the bit. Recording (only when the numbers are meant to change, saying why in the commit):
+//   STORMO_RECORD_BITS=tests/data/recorded_logit_bits.json build/bin/stormo_tests --gtest_filter='RecordedBits*'
+#include <cstdlib>
+#include <fstream>
+
+#include "kernel_test_support.hpp"
+#include "oracle_support.hpp"
+#include "util/sha256.hpp"
+
+namespace stormo::testing {
+namespace {
+
+struct BitsCase {
+    std::string model;  // a fixture name, or "demo"
+    std::string kernels;
+    ActivationRoad road;
+};
+
+std::string road_name(ActivationRoad r) { return r == ActivationRoad::int8 ? "int8" : "f32"; }
+std::string case_key(const BitsCase& c) { return c.model + "/" + c.kernels + "/" + road_name(c.road); }
+
+std::string model_dir(const std::string& model) { return model == "demo" ? demo_dir() : fixture_dir(model); }
+
+// The fixture's teacher-forced sequence; for the demo, its first four public problems with answers.
+std::vector<int32_t> sequence_of(const std::string& model) {
+    if (model != "demo") return int_list(*read_json_file(fixture_dir(model) + "/reference/greedy.json").find("full_sequence"));
+    std::vector<int32_t> seq;
+    const Json eval = read_json_file(demo_dir() + "/reference/eval.json");
+    const auto* problems = eval.find("problems")->as_array();
+    for (size_t i = 0; i < 4 && i < problems->size(); ++i)
+        for (const char* part : {"prompt_ids", "output_ids"})
+            for (int32_t id : int_list(*(*problems)[i].find(part))) seq.push_back(id);
+    return seq;
+}
+
+std::string recorded_path() { return std::string(STORMO_TEST_DATA_DIR) + "/recorded_logit_bits.json"; }
+
+class RecordedBits : public ::testing::TestWithParam<BitsCase> {};
+
+TEST_P(RecordedBits, LogitsAreTheRecordedBits) {
+    const BitsCase& c = GetParam();
+    if (const std::string why = kernels_unusable_reason(c.kernels); !why.empty())
+        GTEST_SKIP() << why << ": the " << c.kernels << " kernels cannot run here";
+    auto engine = open_engine(model_dir(c.model), c.kernels, 2, c.road);
+    ASSERT_NE(engine, nullptr);
+    const std::vector<int32_t> seq = sequence_of(c.model);
+    auto session = engine->new_session(seq.size());
+    ASSERT_TRUE(session.has_value()) << session.error().message;
+    ForwardOptions all;
+    all.all_logits = true;
+    auto logits = engine->pipeline().forward(**session, seq, all);
+    ASSERT_TRUE(logits.has_value()) << logits.error().message;
+    auto digest = sha256_hex(logits->data(), logits->size() * sizeof(float));
+    ASSERT_TRUE(digest.has_value());
+
+    if (const char* out = std::getenv("STORMO_RECORD_BITS")) {
+        std::ofstream(out, std::ios::app) << case_key(c) << " " << *digest << "\n";
+        return;
+    }
+    std::ifstream in(recorded_path());
+    ASSERT_TRUE(in.good()) << "cannot read " << recorded_path();
+    std::string key, want;
+    while (in >> key >> want)
+        if (key == case_key(c)) {
+            EXPECT_EQ(*digest, want) << case_key(c) << ": the logits' bits changed";
+            return;
+        }
+    FAIL() << "no recorded bits for " << case_key(c) << " in " << recorded_path();
+}
+
+std::vector<BitsCase> all_cases() {
+    std::vector<BitsCase> cases;
+    for (const char* model : {"gpt_oss", "gpt_oss_long", "gpt_oss_mxfp4", "demo"}) {
+        for (const char* k : {"reference", "avx2", "vnni"}) cases.push_back({model, k, ActivationRoad::f32});
+        for (const char* k : {"avx2", "vnni"}) cases.push_back({model, k, ActivationRoad::int8});
+    }
+    return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, RecordedBits, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<BitsCase>& i) {
+                             return i.param.model + "_" + i.param.kernels + "_" + road_name(i.param.road);
+                         });
+
+}  // namespace
+}  // namespace stormo::testing
