@@ -5,6 +5,9 @@ function(stormo_add_plugin target)
   cmake_parse_arguments(P "" "KIND;NAME" "SOURCES" ${ARGN})
   add_library(${target} MODULE ${P_SOURCES})
   target_link_libraries(${target} PRIVATE stormo::core)
+  if(P_KIND STREQUAL "model")
+    target_link_libraries(${target} PRIVATE stormo::family_toolkit)
+  endif()
   set_target_properties(${target} PROPERTIES
     PREFIX "lib"
     OUTPUT_NAME "stormo-${P_KIND}-${P_NAME}"

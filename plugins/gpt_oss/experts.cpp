@@ -1,15 +1,18 @@
 // GPT-OSS routed experts: the parts each expert is made of (BF16 [in, out] matrices, or MXFP4
 // blocks + scales [out, in/32]), and one expert's FFN over the rows that chose it:
-//   gate_up = x W_gu + b_gu; act = clipped SwiGLU(gate_up); out = act W_down + b_down.
+//   gate_up = x W_gu + b_gu; act = clamped SwiGLU(gate_up); out = act W_down + b_down.
 #include <algorithm>
 #include <limits>
 
 #include "gpt_oss_model.hpp"
-#include "moe_math.hpp"
+#include "stormo/toolkit/swiglu.hpp"
 #include "tensor_names.hpp"
 
 namespace stormo::gpt_oss {
 namespace {
+
+// The constant transformers uses in the gate's sigmoid (GptOssExperts.alpha).
+constexpr float kSwigluAlpha = 1.702f;
 
 // Non-quantized expert tensors are BF16 in every GPT-OSS checkpoint (see gpt_oss_model.cpp).
 const std::vector<DType> kDenseDtypes = {DType::BF16};
@@ -126,7 +129,8 @@ Expected<void> GptOssModel::expert_ffn(int layer, const ExpertView& expert, cons
 
     std::vector<float> act(n * inter);
     const float limit = static_cast<float>(cfg_.swiglu_limit);
-    for (size_t r = 0; r < n; ++r) clipped_swiglu(gate_up.data() + r * 2 * inter, inter, limit, act.data() + r * inter);
+    for (size_t r = 0; r < n; ++r) toolkit::clamped_swiglu_interleaved(gate_up.data() + r * 2 * inter, inter, limit, kSwigluAlpha,
+                                            act.data() + r * inter);
 
     matmul(compute_, m.down, act.data(), n, out.data);
     add_bias_rows(out.data, n, hidden, *m.down_bias);

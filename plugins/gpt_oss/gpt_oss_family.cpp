@@ -6,6 +6,7 @@
 
 #include "gpt_oss_config.hpp"
 #include "gpt_oss_model.hpp"
+#include "stormo/toolkit/plugin_entry.hpp"
 
 namespace stormo::gpt_oss {
 namespace {
@@ -34,8 +35,8 @@ Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const 
                     {"sliding_layers", static_cast<int64_t>(sliding)},
                     {"full_layers", c.n_layers - static_cast<int64_t>(sliding)},
                     {"rope_theta", std::llround(c.rope.theta)},
-                    {"rope_yarn", c.rope.type == RopeType::yarn ? 1 : 0}};
-    if (c.rope.type == RopeType::yarn) {
+                    {"rope_yarn", c.rope.type == toolkit::RopeType::yarn ? 1 : 0}};
+    if (c.rope.type == toolkit::RopeType::yarn) {
         s.dimensions.emplace_back("rope_factor", std::llround(c.rope.factor));
         s.dimensions.emplace_back("rope_original_max_position_embeddings",
                                   std::llround(c.rope.original_max_position_embeddings));
@@ -64,3 +65,7 @@ TensorRole GptOssFamily::classify(std::string_view name) const {
 Expected<std::unique_ptr<Model>> GptOssFamily::load(LoadContext& ctx) const { return GptOssModel::load(ctx); }
 
 }  // namespace stormo::gpt_oss
+
+STORMO_FAMILY_PLUGIN(stormo::gpt_oss::GptOssFamily, "gpt_oss", "0.1.0",
+                     "GPT-OSS: GQA with sinks, sliding/full layers, YaRN RoPE, top-k MoE with clipped SwiGLU (BF16, MXFP4)",
+                     "GptOssForCausalLM,gpt_oss")

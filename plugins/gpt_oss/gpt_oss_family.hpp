@@ -1,6 +1,6 @@
 #pragma once
 // The GPT-OSS family as the host sees it: a summary of config.json, tensor roles by name, loading.
-#include "stormo/plugin.hpp"
+#include "stormo/family_plugin.hpp"
 
 namespace stormo::gpt_oss {
 

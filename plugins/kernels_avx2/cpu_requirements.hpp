@@ -3,7 +3,7 @@
 // description publishes, so the description and the checks cannot disagree. Baseline code.
 #include "stormo/cpu_features.hpp"
 #include "stormo/error.hpp"
-#include "stormo/plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 
 namespace stormo::simd {
 

@@ -5,7 +5,7 @@
 #include "cpu_requirements.hpp"
 #include "float_kernels.hpp"
 #include "q8_kernels.hpp"
-#include "stormo/plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 
 namespace {
 

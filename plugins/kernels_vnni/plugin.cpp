@@ -12,7 +12,7 @@
 
 #include "cpu_requirements.hpp"
 #include "float_kernels.hpp"
-#include "stormo/plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 #include "vnni_variant.hpp"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string_view>
 
-#include "stormo/plugin.hpp"
+#include "stormo/family_plugin.hpp"
 
 namespace stormo::qwen3_moe {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "stormo/plugin.hpp"
+#include "stormo/family_plugin.hpp"
 
 namespace {
 

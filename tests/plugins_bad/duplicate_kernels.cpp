@@ -1,7 +1,7 @@
 // A valid kernels plugin named "dup", built into two directories: the first found loads, the
 // second is refused as a duplicate naming both paths. It needs no CPU feature and installs no
 // entry (the reference kernels stay), which is a legal kernels plugin.
-#include "stormo/plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 
 STORMO_DEFINE_PLUGIN_ABI()
 

@@ -1,5 +1,5 @@
 // A model plugin whose factory fails: it must show as refused with the factory's own message.
-#include "stormo/plugin.hpp"
+#include "stormo/family_plugin.hpp"
 
 STORMO_DEFINE_PLUGIN_ABI()
 

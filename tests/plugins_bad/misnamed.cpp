@@ -1,6 +1,6 @@
 // A model plugin whose file is libstormo-model-misnamed.so but whose description says
 // "othername": the name in the file and in the description must agree.
-#include "stormo/plugin.hpp"
+#include "stormo/family_plugin.hpp"
 
 STORMO_DEFINE_PLUGIN_ABI()
 

@@ -1,6 +1,6 @@
 // A kernels plugin built "for another ABI": every entry point exists, but stormo_plugin_abi
 // names a different SDK and compiler, so the loader must refuse it before calling anything else.
-#include "stormo/plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 
 STORMO_PLUGIN_EXPORT const char* stormo_plugin_abi() { return "stormo-sdk-0/test-compiler-1/test-stdlib"; }
 

@@ -29,7 +29,7 @@
 #include "stormo/cpu_features.hpp"
 #include "stormo/json.hpp"
 #include "stormo/kernels.hpp"
-#include "stormo/plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 
 // SIMDe last, with its native aliases: the plugins' kernel templates are written with the x86
 // intrinsic names, which then resolve to SIMDe's portable versions in this baseline-compiled file

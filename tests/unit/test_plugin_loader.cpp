@@ -11,7 +11,8 @@
 
 #include "plugins/plugin_loader.hpp"
 #include "plugins/plugin_registry.hpp"
-#include "stormo/plugin.hpp"
+#include "stormo/family_plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 
 namespace fs = std::filesystem;
 using namespace stormo;

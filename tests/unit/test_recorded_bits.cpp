@@ -22,6 +22,8 @@ struct BitsCase {
 std::string road_name(ActivationRoad r) { return r == ActivationRoad::int8 ? "int8" : "f32"; }
 std::string case_key(const BitsCase& c) { return c.model + "/" + c.kernels + "/" + road_name(c.road); }
 
+void PrintTo(const BitsCase& c, std::ostream* os) { *os << case_key(c); }
+
 std::string model_dir(const std::string& model) { return model == "demo" ? demo_dir() : fixture_dir(model); }
 
 // The fixture's teacher-forced sequence; for the demo, its first four public problems with answers.

@@ -40,6 +40,7 @@ inline tl::unexpected<Error> fail(ErrorKind kind, std::string message) {
 //   STORMO_TRY(store.add_layer(layout));               // Expected<anything>: the value is dropped
 //   STORMO_TRY_ASSIGN(auto config, parse(source));     // declares or assigns from the value
 // Either returns the error unchanged from the enclosing function (which returns an Expected).
+// STORMO_TRY_ASSIGN expands to several statements: brace it when it is the body of an if.
 #define STORMO_CONCAT_(a, b) a##b
 #define STORMO_CONCAT(a, b) STORMO_CONCAT_(a, b)
 #define STORMO_TRY(expr)                                                                 \

@@ -5,7 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "stormo/plugin.hpp"
+#include "stormo/family_plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 
 namespace stormo {
 

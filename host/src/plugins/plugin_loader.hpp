@@ -6,7 +6,8 @@
 
 #include "plugins/plugin_registry.hpp"
 #include "stormo/error.hpp"
-#include "stormo/plugin.hpp"
+#include "stormo/family_plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 
 namespace stormo {
 

@@ -12,7 +12,8 @@
 #include "stormo/cpu_features.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
-#include "stormo/plugin.hpp"
+#include "stormo/family_plugin.hpp"
+#include "stormo/kernels_plugin.hpp"
 
 namespace stormo {
 

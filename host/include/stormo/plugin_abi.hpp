@@ -1,5 +1,6 @@
 #pragma once
-// The plugin ABI. Every plugin is a shared library named libstormo-model-<family>.so or
+// The plugin ABI shared by both kinds of plugin (family plugins include stormo/family_plugin.hpp,
+// kernels plugins stormo/kernels_plugin.hpp). Every plugin is a shared library named libstormo-model-<family>.so or
 // libstormo-kernels-<isa>.so exporting four C entry points:
 //
 //   const char* stormo_plugin_abi();                      // must equal kStormoAbi
@@ -16,9 +17,7 @@
 #include "stormo/cpu_features.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
-#include "stormo/family.hpp"
 #include "stormo/json.hpp"
-#include "stormo/kernels.hpp"
 #include "stormo/version.hpp"
 
 namespace stormo {
@@ -45,18 +44,6 @@ struct ScoreQuery {
 class STORMO_API PluginObject {
 public:
     virtual ~PluginObject();
-};
-
-class STORMO_API FamilyPlugin : public PluginObject, public Family {
-public:
-    ~FamilyPlugin() override;
-};
-
-class STORMO_API KernelsPlugin : public PluginObject {
-public:
-    ~KernelsPlugin() override;
-    // Replaces the entries of `table` (pre-filled with the reference) that this ISA implements.
-    virtual void install(KernelTable& table) const = 0;
 };
 
 // Scores a config.json by the comma-separated `accepts` list: 100 for an `architectures` match,

@@ -1,0 +1,43 @@
+#pragma once
+// Loading a family's resident tensors: each is declared to the host with its exact shape and the
+// dtypes the family accepts (a mismatch fails the load, naming the tensor), and its bytes are kept
+// for the model's life. Matrices stay in their checkpoint format; small vectors (norm weights,
+// biases, sinks) are widened to float32.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stormo/family.hpp"
+#include "stormo/kernels.hpp"
+#include "stormo/tensor.hpp"
+#include "stormo/toolkit/attention.hpp"
+
+namespace stormo::toolkit {
+
+// The matrix format of a checkpoint dtype, or an error naming the tensor.
+Expected<WeightFormat> matrix_format(DType dtype, const std::string& tensor);
+
+class TensorLoader {
+public:
+    // `keep` owns the loaded bytes: the model holds it as long as its weight views live.
+    TensorLoader(LoadContext& ctx, std::vector<Tensor>& keep, std::vector<DType> matrix_dtypes,
+                 std::vector<DType> vector_dtypes)
+        : ctx_(ctx), keep_(keep), matrix_dtypes_(std::move(matrix_dtypes)), vector_dtypes_(std::move(vector_dtypes)) {}
+
+    LoadContext& context() const { return ctx_; }
+    bool has(const std::string& name) const { return ctx_.has_tensor(name); }
+
+    // An nn.Linear-shaped matrix [rows (outputs), cols (inputs)].
+    Expected<WeightView> matrix(const std::string& name, TensorRole role, int64_t rows, int64_t cols);
+    Expected<std::vector<float>> vector(const std::string& name, TensorRole role, int64_t n);
+    // "<base>.weight" [rows, cols] and, when with_bias, "<base>.bias" [rows].
+    Expected<Linear> linear(const std::string& base, TensorRole role, int64_t rows, int64_t cols, bool with_bias);
+
+private:
+    LoadContext& ctx_;
+    std::vector<Tensor>& keep_;
+    std::vector<DType> matrix_dtypes_;
+    std::vector<DType> vector_dtypes_;
+};
+
+}  // namespace stormo::toolkit

@@ -1,0 +1,162 @@
+// Grouped-query causal attention (see stormo/toolkit/attention.hpp).
+#include "stormo/toolkit/attention.hpp"
+
+#include <algorithm>
+
+namespace stormo::toolkit {
+namespace {
+
+bool position_fits(int64_t position, size_t capacity) {
+    return position >= 0 && static_cast<uint64_t>(position) < capacity;
+}
+
+Expected<void> check_block(int layer, const StepContext& ctx, const GqaOptions& o, const Rows& normed, const KvView& kv) {
+    const std::string where = o.who + " attention, layer " + std::to_string(layer);
+    if (ctx.positions.size() < normed.n || kv.buffers.size() < 2 || kv.rows.size() < 2)
+        return fail(ErrorKind::internal, where + ": the host passed fewer positions or KV buffers than rows");
+    for (size_t r = 0; r < normed.n; ++r)
+        if (!position_fits(ctx.positions[r], kv.capacity))
+            return fail(ErrorKind::resource, where + ": position " + std::to_string(ctx.positions[r]) +
+                                                 " is past the KV cache's " + std::to_string(kv.capacity) + " positions");
+    return {};
+}
+
+void store_kv(const KvView& kv, std::span<const int64_t> positions, const std::vector<float>& k,
+              const std::vector<float>& v, size_t kv_width) {
+    for (size_t r = 0; r < positions.size(); ++r) {
+        std::copy_n(k.data() + r * kv_width, kv_width, kv.buffers[0] + kv.row(0, positions[r]) * kv_width);
+        std::copy_n(v.data() + r * kv_width, kv_width, kv.buffers[1] + kv.row(1, positions[r]) * kv_width);
+    }
+}
+
+}  // namespace
+
+std::vector<KvBufferDecl> gqa_kv_buffers(const GqaShape& shape, int64_t window) {
+    const size_t w = window > 0 ? static_cast<size_t>(window) : 0;
+    return {KvBufferDecl{"k", shape.kv_width(), w}, KvBufferDecl{"v", shape.kv_width(), w}};
+}
+
+void linear_into(const Compute& c, const Linear& l, const float* x, size_t n, float* y) {
+    const size_t width = l.weight.rows;
+    matmul(c, l.weight, x, n, y);
+    if (l.bias.empty()) return;
+    for (size_t r = 0; r < n; ++r)
+        for (size_t i = 0; i < width; ++i) y[r * width + i] += l.bias[i];
+}
+
+void linear_rows(const Compute& c, const Linear& l, const float* x, size_t n, std::vector<float>& y) {
+    y.resize(n * l.weight.rows);
+    linear_into(c, l, x, n, y.data());
+}
+
+void head_norm_rows(const Compute& c, const HeadNorm& norm, float* rows, size_t n_rows, size_t heads, size_t head_dim) {
+    std::vector<float> head(head_dim);
+    for (size_t at = 0; at < n_rows * heads; ++at) {
+        float* x = rows + at * head_dim;
+        std::copy_n(x, head_dim, head.data());
+        c.table->rmsnorm(head.data(), norm.weight.data(), head_dim, norm.eps, x);
+    }
+}
+
+int64_t first_visible_key(int64_t position, int64_t window) {
+    // transformers' sliding overlay keeps key j for query i iff i - j < window, on top of j <= i.
+    if (window <= 0) return 0;
+    return std::max<int64_t>(0, position - window + 1);
+}
+
+float softmax_with_sink(float* logits, size_t n, float sink, SoftmaxFn softmax) {
+    logits[n] = sink;
+    softmax(logits, n + 1);
+    return logits[n];
+}
+
+void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_t> positions, const float* q,
+                   const std::vector<float>& sinks, const KvView& kv, float* context, std::vector<float>* probs,
+                   size_t probs_width) {
+    const size_t hd = o.shape.head_dim;
+    const size_t heads = o.shape.n_heads;
+    const size_t group = heads / o.shape.n_kv_heads;
+    const size_t q_width = o.shape.q_width(), kv_width = o.shape.kv_width();
+    const KernelTable& kt = *c.table;
+    const float* keys = kv.buffers[0];
+    const float* values = kv.buffers[1];
+    const size_t key_columns = probs != nullptr ? probs_width / heads - 1 : 0;
+    const bool with_sinks = !sinks.empty();
+
+    auto run = [&](size_t begin, size_t end) {
+        std::vector<float> scores;
+        for (size_t item = begin; item < end; ++item) {
+            const size_t r = item / heads, h = item % heads;
+            float* out = context + r * q_width + h * hd;
+            const int64_t pos = positions[r];
+            const size_t first = static_cast<size_t>(first_visible_key(pos, o.window));
+            const size_t n_keys = static_cast<size_t>(pos) + 1 - first;
+            const size_t kv_offset = (h / group) * hd;  // repeat_kv: head h reads kv head h / group
+            const float* qh = q + r * q_width + h * hd;
+            scores.resize(n_keys + 1);
+            for (size_t j = 0; j < n_keys; ++j)
+                scores[j] = kt.dot(qh, keys + kv.row(0, static_cast<int64_t>(first + j)) * kv_width + kv_offset, hd) *
+                            o.scale;
+            float sink_mass = 0.0f;
+            if (with_sinks) sink_mass = softmax_with_sink(scores.data(), n_keys, sinks[h], kt.softmax);
+            else kt.softmax(scores.data(), n_keys);
+            std::fill_n(out, hd, 0.0f);
+            for (size_t j = 0; j < n_keys; ++j)
+                kt.axpy(scores[j], values + kv.row(1, static_cast<int64_t>(first + j)) * kv_width + kv_offset, out, hd);
+            if (probs != nullptr) {
+                float* p = probs->data() + r * probs_width + h * (key_columns + 1);
+                for (size_t j = 0; j < n_keys && first + j < key_columns; ++j) p[first + j] = scores[j];
+                p[key_columns] = sink_mass;
+            }
+        }
+    };
+    if (c.pool != nullptr) c.pool->parallel_for(positions.size() * heads, 1, run);
+    else run(0, positions.size() * heads);
+}
+
+Expected<void> build_gqa_attention(const Compute& c, int layer, const StepContext& ctx, const GqaWeights& w,
+                                   const GqaOptions& o, const Rows& normed, KvView kv, Rows out) {
+    STORMO_TRY(check_block(layer, ctx, o, normed, kv));
+    const size_t n = normed.n;
+    const std::span<const int64_t> positions = ctx.positions.first(n);
+    const GqaShape& s = o.shape;
+    const bool tracing = ctx.tracer != nullptr && ctx.tracer->wants(layer);
+
+    std::vector<float> q, k, v;
+    linear_rows(c, w.q, normed.data, n, q);
+    linear_rows(c, w.k, normed.data, n, k);
+    linear_rows(c, w.v, normed.data, n, v);
+    if (!w.q_norm.weight.empty()) head_norm_rows(c, w.q_norm, q.data(), n, s.n_heads, s.head_dim);
+    if (!w.k_norm.weight.empty()) head_norm_rows(c, w.k_norm, k.data(), n, s.n_kv_heads, s.head_dim);
+    if (o.rope != nullptr) {
+        o.rope->apply(positions, q.data(), s.q_width(), s.n_heads, s.head_dim);
+        o.rope->apply(positions, k.data(), s.kv_width(), s.n_kv_heads, s.head_dim);
+    }
+    if (tracing) {
+        ctx.tracer->record("attn_in", layer, normed.data, n, normed.width, positions);
+        ctx.tracer->record("q_rope", layer, q.data(), n, s.q_width(), positions);
+        ctx.tracer->record("k_rope", layer, k.data(), n, s.kv_width(), positions);
+    }
+    store_kv(kv, positions, k, v, s.kv_width());
+
+    std::vector<float> context(n * s.q_width());
+    std::vector<float> probs;
+    size_t probs_width = 0;
+    if (tracing) {
+        // One column per absolute key position up to the block's last row, plus the sink.
+        const int64_t last = std::max<int64_t>(positions.empty() ? 0 : positions.back(), 0);
+        probs_width = s.n_heads * (static_cast<size_t>(last) + 2);
+        probs.assign(n * probs_width, 0.0f);
+    }
+    attend_causal(c, o, positions, q.data(), w.sinks, kv, context.data(), tracing ? &probs : nullptr, probs_width);
+
+    linear_into(c, w.o, context.data(), n, out.data);
+    if (tracing) {
+        ctx.tracer->record("attn_probs", layer, probs.data(), n, probs_width, positions);
+        ctx.tracer->record("attn_context", layer, context.data(), n, s.q_width(), positions);
+        ctx.tracer->record("attn_out", layer, out.data, n, out.width, positions);
+    }
+    return {};
+}
+
+}  // namespace stormo::toolkit
