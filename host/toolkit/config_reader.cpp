@@ -127,6 +127,8 @@ int64_t ConfigReader::positive_any(std::initializer_list<std::string_view> keys)
 
 int64_t ConfigReader::integer(std::string_view key) { return checked_integer(key, INT64_MIN); }
 
+int64_t ConfigReader::at_least(std::string_view key, int64_t minimum) { return checked_integer(key, minimum); }
+
 int64_t ConfigReader::integer_or(std::string_view key, int64_t fallback, int64_t minimum) {
     if (!config_.has(key)) return fallback;
     return checked_integer(key, minimum);

@@ -6,48 +6,10 @@
 #include <vector>
 
 #include "glm_dsa_family.hpp"
+#include "stormo/toolkit/config_reader.hpp"
 
 namespace stormo::glm_dsa {
 namespace {
-
-// Reads integer fields in print order; the first error is kept and reported once.
-class Dimensions {
-public:
-    Dimensions(const ModelConfig& config, ModelSummary& out) : config_(config), out_(out) {}
-
-    int64_t positive(std::string_view key) { return read(key, 1); }
-    int64_t at_least_zero(std::string_view key) { return read(key, 0); }
-    // Absent (or null, as q_lora_rank is for models without a query compression): not listed.
-    std::optional<int64_t> optional(std::string_view key, int64_t minimum) {
-        if (!config_.has(key)) return std::nullopt;
-        return read(key, minimum);
-    }
-    void fail_with(Error e) {
-        if (!error_) error_ = std::move(e);
-    }
-    const std::optional<Error>& error() const { return error_; }
-
-private:
-    int64_t read(std::string_view key, int64_t minimum) {
-        auto v = config_.integer(key);
-        if (!v) {
-            fail_with(v.error());
-            return 0;
-        }
-        if (*v < minimum) {
-            fail_with(Error{ErrorKind::mismatch, config_.source() + ": field \"" + std::string(key) +
-                                                     "\" must be at least " + std::to_string(minimum) + ", got " +
-                                                     std::to_string(*v)});
-            return 0;
-        }
-        out_.dimensions.emplace_back(std::string(key), *v);
-        return *v;
-    }
-
-    const ModelConfig& config_;
-    ModelSummary& out_;
-    std::optional<Error> error_;
-};
 
 // Counts MoE layers from mlp_layer_types, checking every entry.
 Expected<int> moe_layers_from_types(const ModelConfig& c, int64_t layers) {
@@ -72,30 +34,32 @@ Expected<int> moe_layers_from_types(const ModelConfig& c, int64_t layers) {
 
 Expected<ModelSummary> GlmDsaFamily::summarize(const ModelConfig& c) const {
     ModelSummary s;
-    Dimensions d(c, s);
+    toolkit::ConfigReader d(c);
     const int64_t hidden = d.positive("hidden_size");
     const int64_t layers = d.positive("num_hidden_layers");
     d.positive("num_attention_heads");
     d.positive("num_key_value_heads");
     const int64_t vocab = d.positive("vocab_size");
-    d.optional("q_lora_rank", 1);
+    d.integer_or("q_lora_rank", 0, 1);  // absent or null for models without a query compression
     const int64_t kv_lora_rank = d.positive("kv_lora_rank");
     d.positive("qk_nope_head_dim");
     const int64_t rope_dim = d.positive("qk_rope_head_dim");
     d.positive("v_head_dim");
     const int64_t experts = d.positive("n_routed_experts");
     const int64_t top_k = d.positive("num_experts_per_tok");
-    d.at_least_zero("n_shared_experts");
+    d.at_least("n_shared_experts", 0);
     d.positive("moe_intermediate_size");
     d.positive("intermediate_size");
-    const std::optional<int64_t> first_dense = d.optional("first_k_dense_replace", 0);
-    d.optional("n_group", 1);
-    d.optional("topk_group", 1);
+    const bool has_first_dense = d.has("first_k_dense_replace");
+    const int64_t first_dense = d.integer_or("first_k_dense_replace", 0, 0);
+    d.integer_or("n_group", 1, 1);
+    d.integer_or("topk_group", 1, 1);
     d.positive("index_n_heads");
     const int64_t index_head_dim = d.positive("index_head_dim");
     d.positive("index_topk");
-    d.optional("max_position_embeddings", 1);
-    if (d.error()) return tl::unexpected(*d.error());
+    d.integer_or("max_position_embeddings", 0, 1);
+    STORMO_TRY(d.status());
+    s.dimensions = d.integers_read();
     if (top_k > experts)
         return fail(ErrorKind::mismatch, c.source() + ": field \"num_experts_per_tok\" (" + std::to_string(top_k) +
                                              ") exceeds n_routed_experts (" + std::to_string(experts) + ")");
@@ -105,8 +69,8 @@ Expected<ModelSummary> GlmDsaFamily::summarize(const ModelConfig& c) const {
         auto m = moe_layers_from_types(c, layers);
         if (!m) return tl::unexpected(m.error());
         moe_layers = *m;
-    } else if (first_dense) {
-        moe_layers = static_cast<int>(layers > *first_dense ? layers - *first_dense : 0);
+    } else if (has_first_dense) {
+        moe_layers = static_cast<int>(layers > first_dense ? layers - first_dense : 0);
     } else {
         return fail(ErrorKind::missing, c.source() + ": neither \"mlp_layer_types\" nor \"first_k_dense_replace\" "
                                                      "says which layers are MoE");

@@ -5,58 +5,13 @@
 #include <vector>
 
 #include "qwen3_moe_family.hpp"
+#include "stormo/toolkit/config_reader.hpp"
 
 namespace stormo::qwen3_moe {
-namespace {
-
-// Reads integer fields in print order; the first error is kept and reported once.
-class Dimensions {
-public:
-    Dimensions(const ModelConfig& config, ModelSummary& out) : config_(config), out_(out) {}
-
-    int64_t positive(std::string_view key) { return read({key}, 1); }
-    int64_t positive_any(std::initializer_list<std::string_view> keys) { return read(keys, 1); }
-    int64_t optional(std::string_view key, int64_t if_absent) {
-        if (!config_.has(key)) return if_absent;
-        return read({key}, 0);
-    }
-    void fail_with(Error e) {
-        if (!error_) error_ = std::move(e);
-    }
-    const std::optional<Error>& error() const { return error_; }
-
-private:
-    int64_t read(std::initializer_list<std::string_view> keys, int64_t minimum) {
-        for (std::string_view key : keys) {
-            if (!config_.has(key)) continue;
-            auto v = config_.integer(key);
-            if (!v) {
-                fail_with(v.error());
-                return 0;
-            }
-            if (*v < minimum) {
-                fail_with(Error{ErrorKind::mismatch, config_.source() + ": field \"" + std::string(key) +
-                                                         "\" must be at least " + std::to_string(minimum) +
-                                                         ", got " + std::to_string(*v)});
-                return 0;
-            }
-            out_.dimensions.emplace_back(std::string(key), *v);
-            return *v;
-        }
-        fail_with(config_.missing(*keys.begin()));
-        return 0;
-    }
-
-    const ModelConfig& config_;
-    ModelSummary& out_;
-    std::optional<Error> error_;
-};
-
-}  // namespace
 
 Expected<ModelSummary> Qwen3MoeFamily::summarize(const ModelConfig& c) const {
     ModelSummary s;
-    Dimensions d(c, s);
+    toolkit::ConfigReader d(c);
     const int64_t hidden = d.positive("hidden_size");
     const int64_t layers = d.positive("num_hidden_layers");
     d.positive("num_attention_heads");
@@ -66,10 +21,11 @@ Expected<ModelSummary> Qwen3MoeFamily::summarize(const ModelConfig& c) const {
     const int64_t experts = d.positive_any({"num_experts", "num_local_experts"});
     const int64_t top_k = d.positive("num_experts_per_tok");
     d.positive("moe_intermediate_size");
-    d.optional("intermediate_size", 0);
-    const int64_t sparse_step = d.optional("decoder_sparse_step", 1);
-    d.optional("max_position_embeddings", 0);
-    if (d.error()) return tl::unexpected(*d.error());
+    d.integer_or("intermediate_size", 0);
+    const int64_t sparse_step = d.integer_or("decoder_sparse_step", 1);
+    d.integer_or("max_position_embeddings", 0);
+    STORMO_TRY(d.status());
+    s.dimensions = d.integers_read();
     if (top_k > experts)
         return fail(ErrorKind::mismatch, c.source() + ": field \"num_experts_per_tok\" (" + std::to_string(top_k) +
                                              ") exceeds the number of experts (" + std::to_string(experts) + ")");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -41,6 +42,45 @@ inline NpyArray read_reference(const std::string& path) {
     auto a = read_npy(path);
     EXPECT_TRUE(a.has_value()) << (a ? "" : a.error().message);
     return a ? *a : NpyArray{};
+}
+
+// Every fixture under tests/data/fixtures (a directory holding a config.json), sorted by name:
+// the suites parameterised by fixture take this list, so a family's fixtures add its tests.
+inline std::vector<std::string> fixture_names() {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(STORMO_TEST_DATA_DIR) + "/fixtures"))
+        if (entry.is_directory() && std::filesystem::exists(entry.path() / "config.json"))
+            names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+inline Expected<std::unique_ptr<Engine>> try_open_engine(const std::string& dir, const std::string& kernels = "auto",
+                                                         size_t threads = 2, ActivationRoad road = ActivationRoad::f32) {
+    EngineOptions o;
+    o.setup.model_dir = dir;
+    o.setup.kernels.value = kernels;
+    o.threads = threads;
+    o.activations = road;
+    return Engine::open(o);
+}
+
+// In a fixture's SetUp: opens the engine into `target`, or skips the test when the fixture's family
+// cannot run in this build (its plugin says `unsupported`, naming what is missing).
+#define STORMO_OPEN_FIXTURE_OR_SKIP(target, ...)                                                   \
+    do {                                                                                           \
+        auto stormo_opened_ = ::stormo::testing::try_open_engine(__VA_ARGS__);                     \
+        if (!stormo_opened_ && stormo_opened_.error().kind == ::stormo::ErrorKind::unsupported)    \
+            GTEST_SKIP() << stormo_opened_.error().message;                                        \
+        ASSERT_TRUE(stormo_opened_.has_value()) << stormo_opened_.error().message;                 \
+        target = std::move(*stormo_opened_);                                                       \
+    } while (0)
+
+// The first layer whose FFN is routed (GLM's first layers are dense).
+inline int first_moe_layer(const Model& model) {
+    for (int l = 0; l < model.n_layers(); ++l)
+        if (model.layer_plan(l).ffn == FfnKind::moe) return l;
+    return -1;
 }
 
 inline std::unique_ptr<Engine> open_engine(const std::string& dir, const std::string& kernels = "auto", size_t threads = 2,

@@ -105,8 +105,11 @@ protected:
         probe.setup.model_dir = dir_;
         probe.expert_budget.kind = SizeSpec::Kind::all;
         auto resident = Engine::open(probe);
+        if (!resident && resident.error().kind == ErrorKind::unsupported) GTEST_SKIP() << resident.error().message;
         ASSERT_TRUE(resident.has_value()) << resident.error().message;
-        const auto& plan = (*resident)->model().layer_plan(0);
+        const int moe_layer = first_moe_layer((*resident)->model());
+        ASSERT_GE(moe_layer, 0) << GetParam() << " has no MoE layer";
+        const auto& plan = (*resident)->model().layer_plan(moe_layer);
         shape_.top_k = static_cast<uint64_t>(plan.top_k);
         shape_.experts = static_cast<uint64_t>(plan.n_experts);
         probe.expert_budget.kind = SizeSpec::Kind::bytes;
@@ -209,7 +212,13 @@ TEST_P(PlacementInvariant, FailedOrShortReadFailsOnlyThatRequest) {
         }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PlacementInvariant, ::testing::Values("gpt_oss", "gpt_oss_mxfp4", "gpt_oss_long", "demo"));
+std::vector<std::string> placement_models() {
+    std::vector<std::string> models = fixture_names();
+    models.push_back("demo");
+    return models;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PlacementInvariant, ::testing::ValuesIn(placement_models()));
 
 }  // namespace
 }  // namespace stormo::testing

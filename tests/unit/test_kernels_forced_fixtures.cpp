@@ -1,4 +1,4 @@
-// The whole GPT-OSS fixture suite with each kernels choice forced (the reference, avx2, vnni), so
+// The whole fixture suite (every fixture under tests/data/fixtures) with each kernels choice forced (the reference, avx2, vnni), so
 // a plugin's kernels are checked where they matter: logits within the oracle tolerance of
 // transformers, router top-k and greedy tokens identical, batched prefill equal to token-by-token
 // decode in bits, and the logits' bits independent of the thread count. A plugin this CPU cannot
@@ -17,6 +17,8 @@ struct ForcedCase {
     std::string kernels;
 };
 
+void PrintTo(const ForcedCase& c, std::ostream* os) { *os << c.fixture << "/" << c.kernels; }
+
 std::string forced_name(const ::testing::TestParamInfo<ForcedCase>& info) {
     return info.param.fixture + "_" + info.param.kernels;
 }
@@ -30,8 +32,7 @@ protected:
         if (const std::string why = kernels_unusable_reason(GetParam().kernels); !why.empty())
             GTEST_SKIP() << why << ": the " << GetParam().kernels << " kernels cannot run here";
         dir_ = fixture_dir(GetParam().fixture);
-        engine_ = open_engine(dir_, GetParam().kernels, 2);
-        ASSERT_NE(engine_, nullptr);
+        STORMO_OPEN_FIXTURE_OR_SKIP(engine_, dir_, GetParam().kernels, 2);
         ASSERT_EQ(engine_->kernels_name(), GetParam().kernels);
         const Json greedy = read_json_file(dir_ + "/reference/greedy.json");
         sequence_ = int_list(*greedy.find("full_sequence"));
@@ -117,13 +118,14 @@ TEST_P(ForcedKernels, LogitBitsDoNotDependOnTheThreadCount) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ForcedKernels,
-                         ::testing::Values(ForcedCase{"gpt_oss", "reference"}, ForcedCase{"gpt_oss", "avx2"},
-                                           ForcedCase{"gpt_oss", "vnni"}, ForcedCase{"gpt_oss_long", "reference"},
-                                           ForcedCase{"gpt_oss_long", "avx2"}, ForcedCase{"gpt_oss_long", "vnni"},
-                                           ForcedCase{"gpt_oss_mxfp4", "reference"}, ForcedCase{"gpt_oss_mxfp4", "avx2"},
-                                           ForcedCase{"gpt_oss_mxfp4", "vnni"}),
-                         forced_name);
+std::vector<ForcedCase> forced_cases() {
+    std::vector<ForcedCase> cases;
+    for (const std::string& f : fixture_names())
+        for (const char* kernels : {"reference", "avx2", "vnni"}) cases.push_back({f, kernels});
+    return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ForcedKernels, ::testing::ValuesIn(forced_cases()), forced_name);
 
 // The demo model's 200 public problems with each plugin forced: transformers' ids every time.
 class ForcedDemo : public ::testing::TestWithParam<std::string> {};

@@ -34,6 +34,7 @@ public:
     int64_t positive(std::string_view key);
     int64_t positive_any(std::initializer_list<std::string_view> keys);
     int64_t integer(std::string_view key);
+    int64_t at_least(std::string_view key, int64_t minimum);
     // Absent or null: `fallback`; present: an integer of at least `minimum`.
     int64_t integer_or(std::string_view key, int64_t fallback, int64_t minimum = 0);
     std::vector<int64_t> integers_or_empty(std::string_view key);
