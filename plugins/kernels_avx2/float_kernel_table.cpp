@@ -5,21 +5,20 @@
 namespace stormo::simd {
 namespace {
 
-void set_matmul(KernelTable& t, WeightFormat f, Layout l, MatmulFn fn, const char* provider) {
+void set_matmul(KernelTable& t, WeightFormat f, Layout l, MatmulFn fn) {
     t.matmul[static_cast<size_t>(f)][static_cast<size_t>(l)] = fn;
-    t.matmul_provider[static_cast<size_t>(f)][static_cast<size_t>(l)] = provider;
 }
 
 }  // namespace
 
-void install_float_kernels(KernelTable& t, const char* provider) {
-    set_matmul(t, WeightFormat::F32, Layout::out_in, matmul_f32_out_in, provider);
-    set_matmul(t, WeightFormat::BF16, Layout::out_in, matmul_bf16_out_in, provider);
-    set_matmul(t, WeightFormat::F16, Layout::out_in, matmul_f16_out_in, provider);
-    set_matmul(t, WeightFormat::MXFP4, Layout::out_in, matmul_mxfp4_out_in, provider);
-    set_matmul(t, WeightFormat::F32, Layout::in_out, matmul_f32_in_out, provider);
-    set_matmul(t, WeightFormat::BF16, Layout::in_out, matmul_bf16_in_out, provider);
-    set_matmul(t, WeightFormat::F16, Layout::in_out, matmul_f16_in_out, provider);
+void install_float_kernels(KernelTable& t) {
+    set_matmul(t, WeightFormat::F32, Layout::out_in, matmul_f32_out_in);
+    set_matmul(t, WeightFormat::BF16, Layout::out_in, matmul_bf16_out_in);
+    set_matmul(t, WeightFormat::F16, Layout::out_in, matmul_f16_out_in);
+    set_matmul(t, WeightFormat::MXFP4, Layout::out_in, matmul_mxfp4_out_in);
+    set_matmul(t, WeightFormat::F32, Layout::in_out, matmul_f32_in_out);
+    set_matmul(t, WeightFormat::BF16, Layout::in_out, matmul_bf16_in_out);
+    set_matmul(t, WeightFormat::F16, Layout::in_out, matmul_f16_in_out);
 
     // F32 rows stay the reference's memcpy: nothing to decode.
     t.row_to_f32[static_cast<size_t>(WeightFormat::BF16)] = row_bf16;

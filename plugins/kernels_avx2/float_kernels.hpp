@@ -40,8 +40,8 @@ float dot(const float* a, const float* b, size_t n);
 void softmax(float* x, size_t n);
 void axpy(float a, const float* x, float* y, size_t n);
 
-// Fills the table entries above (baseline code, safe to call on any CPU) and names `provider` as
-// the matmul provider of the entries it replaced.
-void install_float_kernels(KernelTable& table, const char* provider);
+// Fills the table entries above (baseline code, safe to call on any CPU); the host tells who
+// provides an entry by comparing it with the reference.
+void install_float_kernels(KernelTable& table);
 
 }  // namespace stormo::simd

@@ -25,10 +25,9 @@ const stormo::PluginDescription kDescription{
 class Avx2Kernels final : public stormo::KernelsPlugin {
 public:
     void install(stormo::KernelTable& table) const override {
-        stormo::simd::install_float_kernels(table, kName);
+        stormo::simd::install_float_kernels(table);
         const size_t mxfp4 = static_cast<size_t>(stormo::WeightFormat::MXFP4);
         table.matmul_q8[mxfp4] = stormo::simd::matmul_q8_mxfp4_avx2;
-        table.matmul_q8_provider[mxfp4] = kName;
     }
 };
 

@@ -39,11 +39,10 @@ public:
     explicit VnniKernels(const stormo::simd::VnniVariant& variant) : variant_(variant) {}
 
     void install(stormo::KernelTable& table) const override {
-        stormo::simd::install_float_kernels(table, kName);
+        stormo::simd::install_float_kernels(table);
         table.dot_u8i8 = variant_.dot_u8i8;
         const size_t mxfp4 = static_cast<size_t>(stormo::WeightFormat::MXFP4);
         table.matmul_q8[mxfp4] = variant_.matmul_q8_mxfp4;
-        table.matmul_q8_provider[mxfp4] = kName;
     }
 
 private:

@@ -1,28 +1,26 @@
-// The smallest family plugin: it accepts "ToyForCausalLM" / "toy", reads three dimensions, and
+// The smallest family plugin, built out of tree on the installed SDK and family toolkit: it
+// accepts "ToyForCausalLM" / "toy", reads three dimensions with the toolkit's config reader, and
 // sorts tensors by name. It has no forward pass, and says so when asked to load.
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "stormo/family_plugin.hpp"
+#include "stormo/toolkit/config_reader.hpp"
+#include "stormo/toolkit/plugin_entry.hpp"
 
 namespace {
-
-constexpr const char* kAccepts = "ToyForCausalLM,toy";
 
 class ToyFamily final : public stormo::FamilyPlugin {
 public:
     stormo::Expected<stormo::ModelSummary> summarize(const stormo::ModelConfig& config) const override {
+        stormo::toolkit::ConfigReader r(config);
         stormo::ModelSummary s;
-        for (const char* key : {"hidden_size", "num_hidden_layers", "vocab_size"}) {
-            auto v = config.integer(key);
-            if (!v) return tl::unexpected(v.error());
-            s.dimensions.emplace_back(key, *v);
-        }
-        s.hidden_size = static_cast<size_t>(s.dimensions[0].second);
-        s.n_layers = static_cast<int>(s.dimensions[1].second);
-        s.vocab_size = static_cast<size_t>(s.dimensions[2].second);
-        return s;
+        s.hidden_size = static_cast<size_t>(r.positive("hidden_size"));
+        s.n_layers = static_cast<int>(r.positive("num_hidden_layers"));
+        s.vocab_size = static_cast<size_t>(r.positive("vocab_size"));
+        s.dimensions = r.integers_read();
+        return r.result(std::move(s));
     }
 
     stormo::TensorRole classify(std::string_view name) const override {
@@ -36,26 +34,6 @@ public:
     }
 };
 
-constexpr stormo::PluginDescription kDescription{
-    "toy", stormo::PluginKind::model, "1.0.0", "an out-of-tree example family", kAccepts, nullptr,
-};
-
 }  // namespace
 
-STORMO_DEFINE_PLUGIN_ABI()
-
-STORMO_PLUGIN_EXPORT const stormo::PluginDescription* stormo_plugin_describe() { return &kDescription; }
-
-STORMO_PLUGIN_EXPORT int stormo_plugin_score(const stormo::ScoreQuery* query) {
-    if (query == nullptr || query->config == nullptr) return 0;
-    return stormo::score_model_config(*query->config, kAccepts);
-}
-
-STORMO_PLUGIN_EXPORT stormo::PluginObject* stormo_plugin_create(stormo::Error* error) {
-    try {
-        return new ToyFamily();
-    } catch (const std::exception& e) {
-        if (error != nullptr) *error = stormo::Error{stormo::ErrorKind::resource, std::string("toy: ") + e.what()};
-        return nullptr;
-    }
-}
+STORMO_FAMILY_PLUGIN(ToyFamily, "toy", "1.0.0", "an out-of-tree example family", "ToyForCausalLM,toy")

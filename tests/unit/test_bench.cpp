@@ -10,6 +10,7 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "kernels/worker_pool.hpp"
 #include "oracle_support.hpp"
 #include "runtime/bench.hpp"
 #include "runtime/synth.hpp"
@@ -41,7 +42,7 @@ const Family* family_of(const Engine& engine) {
 }
 
 TEST(Bench, RamProbeReportsAPlausibleBandwidth) {
-    ThreadPool pool(2);
+    WorkerPool pool(2);
     auto r = measure_ram_read_bandwidth(pool, uint64_t{32} << 20, 2);
     ASSERT_TRUE(r.has_value()) << r.error().message;
     EXPECT_EQ(r->buffer_bytes, uint64_t{32} << 20);

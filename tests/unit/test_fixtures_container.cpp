@@ -7,7 +7,7 @@
 #include <set>
 
 #include "stormo/json.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 #include "util/file.hpp"
 #include "util/sha256.hpp"
 

@@ -111,8 +111,8 @@ TEST(Int8Road, Mxfp4FixtureLogitsAndTokensAgainstTransformers) {
         auto f32 = open_road(dir, ActivationRoad::f32, kernels);
         ASSERT_NE(int8, nullptr);
         ASSERT_NE(f32, nullptr);
-        ASSERT_TRUE(int8->kernels().int8_activations);
-        ASSERT_FALSE(f32->kernels().int8_activations);
+        ASSERT_TRUE(int8->int8_activations());
+        ASSERT_FALSE(f32->int8_activations());
         const size_t vocab = int8->model().vocab_size();
         const std::vector<float> li = teacher_forced(*int8, d.sequence);
         const std::vector<float> lf = teacher_forced(*f32, d.sequence);

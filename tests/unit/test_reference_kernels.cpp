@@ -258,9 +258,6 @@ TEST(RefKernelsTable, EveryEntryFilledExceptMxfp4InOut) {
         for (size_t l = 0; l < kLayoutCount; ++l) {
             const bool exists = !(f == static_cast<size_t>(WeightFormat::MXFP4) && l == static_cast<size_t>(Layout::in_out));
             EXPECT_EQ(ref().matmul[f][l] != nullptr, exists) << f << "," << l;
-            if (exists) {
-                EXPECT_STREQ(ref().matmul_provider[f][l], "reference");
-            }
         }
     }
     EXPECT_NE(ref().rmsnorm, nullptr);
@@ -273,8 +270,6 @@ TEST(RefKernelsTable, EveryEntryFilledExceptMxfp4InOut) {
     // The integer road: MXFP4 only (the other formats stay on floats), and off unless asked.
     for (size_t f = 0; f < kWeightFormatCount; ++f)
         EXPECT_EQ(ref().matmul_q8[f] != nullptr, f == static_cast<size_t>(WeightFormat::MXFP4)) << f;
-    EXPECT_STREQ(ref().matmul_q8_provider[static_cast<size_t>(WeightFormat::MXFP4)], "reference");
-    EXPECT_FALSE(ref().int8_activations);
 }
 
 // ---- The integer road ---------------------------------------------------------------------
@@ -377,11 +372,10 @@ TEST(RefKernelsQ8, CloseToTheFloatRoadWithinTheQuantizationBound) {
     const size_t rows = 37, cols = 320, n_x = 3;
     const TestMatrix m = testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, rows, cols, rng);
     const std::vector<float> x = testing::random_floats(n_x * cols, rng, -4.0f, 4.0f);
-    KernelTable int8 = reference_kernels();
-    int8.int8_activations = true;
+    const KernelTable& int8 = reference_kernels();  // with Compute::int8_activations below
     std::vector<float> y_f32(n_x * rows), y_q8(n_x * rows);
     matmul(Compute{&ref(), nullptr}, m.view(), x.data(), n_x, y_f32.data());
-    matmul(Compute{&int8, nullptr}, m.view(), x.data(), n_x, y_q8.data());
+    matmul(Compute{&int8, nullptr, true}, m.view(), x.data(), n_x, y_q8.data());
     const std::vector<float> w = testing::dense_weights(m);
     const std::vector<double> abs_wx = testing::abs_product_sums(w, rows, cols, x.data(), n_x);
     std::vector<int8_t> q(n_x * cols);
@@ -407,10 +401,9 @@ TEST(RefKernelsQ8, MatmulTakesTheIntegerRoadOnlyWhenAsked) {
     const TestMatrix mx = testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, 21, 96, rng);
     const TestMatrix bf = testing::random_matrix(WeightFormat::BF16, Layout::out_in, 21, 96, rng);
     const std::vector<float> x = testing::random_floats(2 * 96, rng);
-    KernelTable int8 = reference_kernels();
-    int8.int8_activations = true;
+    const KernelTable& int8 = reference_kernels();  // with Compute::int8_activations below
     std::vector<float> a(42), b(42), c(42);
-    matmul(Compute{&int8, nullptr}, mx.view(), x.data(), 2, a.data());
+    matmul(Compute{&int8, nullptr, true}, mx.view(), x.data(), 2, a.data());
     std::vector<int8_t> q(2 * 96);
     std::vector<float> d(6);
     quantize_q8(x.data(), 2, 96, 96, q.data(), d.data());
@@ -420,7 +413,7 @@ TEST(RefKernelsQ8, MatmulTakesTheIntegerRoadOnlyWhenAsked) {
     matmul(Compute{&ref(), nullptr}, mx.view(), x.data(), 2, c.data());
     EXPECT_NE(std::memcmp(a.data(), c.data(), a.size() * 4), 0) << "the float road gives other bits";
     // BF16 has no integer kernel: the same bits on both roads.
-    matmul(Compute{&int8, nullptr}, bf.view(), x.data(), 2, a.data());
+    matmul(Compute{&int8, nullptr, true}, bf.view(), x.data(), 2, a.data());
     matmul(Compute{&ref(), nullptr}, bf.view(), x.data(), 2, b.data());
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
 }

@@ -12,7 +12,7 @@
 
 #include "model/safetensors.hpp"
 #include "safetensors_writer.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 
 namespace stormo {
 namespace {

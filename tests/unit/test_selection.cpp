@@ -2,6 +2,7 @@
 // (and for made-up CPUs), forcing by option or YAML, and the errors that name what is wrong.
 #include <gtest/gtest.h>
 
+#include "kernels/kernel_table.hpp"
 #include "kernel_test_support.hpp"
 
 #include <filesystem>
@@ -193,7 +194,7 @@ TEST(Selection, ForcedReferenceIsTheReferenceTable) {
     const KernelTable& ref = reference_kernels();
     EXPECT_EQ(table.matmul, ref.matmul);
     EXPECT_EQ(table.rmsnorm, ref.rmsnorm);
-    for (const KernelEntry& e : kernel_providers(table, *chosen)) {
+    for (const KernelEntry& e : kernel_providers(table, *chosen, false)) {
         if (e.provider != "none") {
             EXPECT_EQ(e.provider, "reference") << e.operation;
         }
@@ -238,8 +239,8 @@ TEST(Selection, PluginKernelsInstallOverTheReference) {
     ASSERT_TRUE(chosen) << chosen.error().message;
     const KernelTable table = build_kernel_table(*chosen);
     const KernelsSelection reference{"reference", nullptr, 1, true};
-    const std::vector<KernelEntry> ref = kernel_providers(reference_kernels(), reference);
-    const std::vector<KernelEntry> mine = kernel_providers(table, *chosen);
+    const std::vector<KernelEntry> ref = kernel_providers(reference_kernels(), reference, false);
+    const std::vector<KernelEntry> mine = kernel_providers(table, *chosen, false);
     ASSERT_EQ(mine.size(), ref.size());
     int from_plugin = 0;
     for (size_t i = 0; i < mine.size(); ++i) {

@@ -15,7 +15,7 @@
 #include "runtime/synth.hpp"
 #include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 #include "util/sha256.hpp"
 
 namespace stormo::testing {

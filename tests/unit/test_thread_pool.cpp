@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/worker_pool.hpp"
 #include "kernel_test_support.hpp"
 #include "stormo/kernels.hpp"
 
@@ -23,13 +24,13 @@ namespace stormo {
 namespace {
 
 TEST(ThreadPool, SizeCountsTheCaller) {
-    EXPECT_EQ(ThreadPool(0).size(), 1u);
-    EXPECT_EQ(ThreadPool(1).size(), 1u);
-    EXPECT_EQ(ThreadPool(3).size(), 3u);
+    EXPECT_EQ(WorkerPool(0).size(), 1u);
+    EXPECT_EQ(WorkerPool(1).size(), 1u);
+    EXPECT_EQ(WorkerPool(3).size(), 3u);
 }
 
 TEST(ThreadPool, ParallelForCoversEveryIndexOnceInContiguousChunks) {
-    ThreadPool pool(3);
+    WorkerPool pool(3);
     for (size_t n : {size_t{1}, size_t{2}, size_t{5}, size_t{97}, size_t{10007}}) {
         for (size_t grain : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{20000}}) {
             std::vector<std::atomic<int>> hits(n);
@@ -54,7 +55,7 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnceInContiguousChunks) {
 }
 
 TEST(ThreadPool, UsesSeveralThreadsForLargeRanges) {
-    ThreadPool pool(2);
+    WorkerPool pool(2);
     std::mutex m;
     std::vector<std::thread::id> ids;
     for (int attempt = 0; attempt < 50; ++attempt) {
@@ -70,7 +71,7 @@ TEST(ThreadPool, UsesSeveralThreadsForLargeRanges) {
 }
 
 TEST(ThreadPool, ExceptionIsReportedAndThePoolStillWorks) {
-    ThreadPool pool(3);
+    WorkerPool pool(3);
     EXPECT_THROW(pool.parallel_for(1000, 10,
                                    [](size_t b, size_t e) {
                                        if (b <= 500 && 500 < e) throw std::runtime_error("chunk with 500");
@@ -82,12 +83,12 @@ TEST(ThreadPool, ExceptionIsReportedAndThePoolStillWorks) {
     });
     EXPECT_EQ(sum.load(), 999u * 1000u / 2u);
     // The single-thread path reports the same way.
-    ThreadPool one(1);
+    WorkerPool one(1);
     EXPECT_THROW(one.parallel_for(10, 1, [](size_t, size_t) { throw std::logic_error("x"); }), std::logic_error);
 }
 
 TEST(ThreadPool, NestedCallRunsInlineInsteadOfDeadlocking) {
-    ThreadPool pool(2);
+    WorkerPool pool(2);
     std::atomic<size_t> inner{0};
     pool.parallel_for(8, 1, [&](size_t b, size_t e) {
         for (size_t i = b; i < e; ++i)
@@ -106,7 +107,7 @@ double process_cpu_seconds() {
 // Between calls the workers sleep: a pool of 3 kept alive (idle) for 300 ms right after a burst of
 // calls uses almost no CPU. A spinning worker would burn about 600 ms of CPU time here.
 TEST(ThreadPool, WorkersDoNotSpinBetweenCalls) {
-    ThreadPool pool(3);
+    WorkerPool pool(3);
     std::atomic<size_t> sum{0};
     for (int call = 0; call < 200; ++call)
         pool.parallel_for(64, 1, [&](size_t b, size_t e) { sum += e - b; });
@@ -127,7 +128,7 @@ TEST(ThreadPool, PhysicalCoreCountIsPlausible) {
 // The pooled matmul over 1, 2 and 3 threads (and no pool) on an odd-sized matrix: same bits.
 TEST(ThreadPool, MatmulIsBitIdenticalAcrossThreadCounts) {
     std::mt19937 rng(3);
-    ThreadPool p1(1), p2(2), p3(3);
+    WorkerPool p1(1), p2(2), p3(3);
     const size_t rows = 1031;
     const size_t cols = 160;
     for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4}) {
@@ -153,17 +154,16 @@ TEST(ThreadPool, MatmulIsBitIdenticalAcrossThreadCounts) {
 // The integer road through the pool: quantized once, split by output rows, same bits.
 TEST(ThreadPool, IntegerRoadIsBitIdenticalAcrossThreadCounts) {
     std::mt19937 rng(4);
-    KernelTable int8 = reference_kernels();
-    int8.int8_activations = true;
-    ThreadPool p1(1), p2(2), p3(3);
+    const KernelTable& int8 = reference_kernels();  // with Compute::int8_activations below
+    WorkerPool p1(1), p2(2), p3(3);
     const testing::TestMatrix m = testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, 1031, 160, rng);
     for (size_t n_x : {size_t{1}, size_t{3}}) {
         const std::vector<float> x = testing::random_floats(n_x * 160, rng);
         std::vector<float> y0(n_x * 1031), y1(n_x * 1031), y2(n_x * 1031), y3(n_x * 1031);
-        matmul(Compute{&int8, nullptr}, m.view(), x.data(), n_x, y0.data());
-        matmul(Compute{&int8, &p1}, m.view(), x.data(), n_x, y1.data());
-        matmul(Compute{&int8, &p2}, m.view(), x.data(), n_x, y2.data());
-        matmul(Compute{&int8, &p3}, m.view(), x.data(), n_x, y3.data());
+        matmul(Compute{&int8, nullptr, true}, m.view(), x.data(), n_x, y0.data());
+        matmul(Compute{&int8, &p1, true}, m.view(), x.data(), n_x, y1.data());
+        matmul(Compute{&int8, &p2, true}, m.view(), x.data(), n_x, y2.data());
+        matmul(Compute{&int8, &p3, true}, m.view(), x.data(), n_x, y3.data());
         EXPECT_EQ(std::memcmp(y0.data(), y1.data(), y0.size() * 4), 0);
         EXPECT_EQ(std::memcmp(y0.data(), y2.data(), y0.size() * 4), 0);
         EXPECT_EQ(std::memcmp(y0.data(), y3.data(), y0.size() * 4), 0);
@@ -179,7 +179,7 @@ TEST(ThreadPool, MatmulWithoutAKernelPoisonsTheOutput) {
     m.data.assign(64, 0x11);
     m.scales.assign(4, 127);
     std::vector<float> x(32, 1.0f), y(4, 0.0f);
-    ThreadPool pool(2);
+    WorkerPool pool(2);
     matmul(Compute{&reference_kernels(), &pool}, m.view(), x.data(), 1, y.data());
     for (float v : y) EXPECT_TRUE(std::isnan(v));
 }
@@ -191,7 +191,7 @@ TEST(ThreadPool, MatmulFallsBackToTheReferenceForEmptyEntries) {
     const testing::TestMatrix m = testing::random_matrix(WeightFormat::BF16, Layout::out_in, 50, 40, rng);
     const std::vector<float> x = testing::random_floats(40, rng);
     std::vector<float> a(50), b(50);
-    ThreadPool pool(2);
+    WorkerPool pool(2);
     matmul(Compute{&sparse, &pool}, m.view(), x.data(), 1, a.data());
     matmul(Compute{&reference_kernels(), nullptr}, m.view(), x.data(), 1, b.data());
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);

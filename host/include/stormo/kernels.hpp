@@ -86,50 +86,39 @@ struct KernelTable {
     DotFn dot = nullptr;
     AxpyFn axpy = nullptr;
     SiluFn silu = nullptr;
-    // Who filled each matmul entry ("reference" or a plugin name), for `stormo inspect`.
-    std::array<std::array<const char*, kLayoutCount>, kWeightFormatCount> matmul_provider{};
-    DotI8Fn dot_u8i8 = nullptr;  // added after SDK 1.0's first layout: keep it last
-    // The integer road, added after dot_u8i8 (keep new members last). matmul_q8[format] covers
-    // out_in matrices; nullptr leaves that format on the float road. int8_activations is set by
-    // the host (not by plugins) when the engine runs the integer road: stormo::matmul then
-    // quantizes x once per call and uses matmul_q8 where an entry exists.
+    DotI8Fn dot_u8i8 = nullptr;
+    // The integer road: matmul_q8[format] covers out_in matrices; nullptr leaves that format on
+    // the float road. Whether the road runs at all is the host's choice (Compute::int8_activations).
     std::array<MatmulQ8Fn, kWeightFormatCount> matmul_q8{};
-    std::array<const char*, kWeightFormatCount> matmul_q8_provider{};
-    bool int8_activations = false;
 };
 
 // The scalar reference: the definition every ISA plugin is tested against.
 STORMO_API const KernelTable& reference_kernels();
 
-// A persistent pool. parallel_for splits [0, n) into contiguous chunks of at least `grain`, runs
-// fn(begin, end) on the workers and the caller, and returns when all are done. Callers must make
-// each index's result independent of the chunking (every matrix kernel does).
+// The host's persistent pool, as plugins see it. parallel_for splits [0, n) into contiguous
+// chunks of at least `grain`, runs fn(begin, end) on the workers and the caller, and returns when
+// all are done. Callers must make each index's result independent of the chunking (every matrix
+// kernel does). Only the host creates pools.
 class STORMO_API ThreadPool {
 public:
-    explicit ThreadPool(size_t n_threads);
-    ~ThreadPool();
-    ThreadPool(const ThreadPool&) = delete;
-    ThreadPool& operator=(const ThreadPool&) = delete;
-
-    size_t size() const;
-    void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
-
-private:
-    struct State;
-    State* state_;
+    virtual ~ThreadPool();
+    virtual size_t size() const = 0;
+    virtual void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) = 0;
 };
-
-STORMO_API size_t physical_core_count();
 
 // What a family's math runs on: the selected kernel table and the pool.
 struct Compute {
     const KernelTable* table = nullptr;
     ThreadPool* pool = nullptr;
+    // Set by the host when the engine runs the integer road (`activations: int8`): matmul then
+    // quantizes x once per call and uses the table's matmul_q8 where an entry exists.
+    bool int8_activations = false;
 };
 
-// Matrix x rows over the pool: y [n_x, w.rows] = x [n_x, w.cols] * W^T. On a table with
-// int8_activations set and a matmul_q8 entry for the format (out_in), x is quantized once and the
-// integer kernel runs; otherwise the float kernel.
+// Matrix x rows over the pool: y [n_x, w.rows] = x [n_x, w.cols] * W^T. With int8_activations
+// set and a matmul_q8 entry for the format (out_in), x is quantized once and the integer kernel
+// runs; otherwise the float kernel. A (format, layout) no kernel exists for (MXFP4 in_out, which
+// no loader builds) fills y with NaN: this call has no error channel, and NaN fails every check.
 STORMO_API void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, float* y);
 
 // The integer road's quantizer (the definition; docs/kernels.md): row r of x (x + r * x_stride,

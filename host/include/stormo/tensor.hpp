@@ -1,5 +1,6 @@
 #pragma once
-// Tensors as stormo sees them: metadata from a checkpoint, and owned host buffers.
+// Tensors as plugins see them: shapes, and tensors resident in owned host buffers. Where a tensor
+// lives in a checkpoint (files, offsets) is the host's business (model/model_source.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -15,16 +16,6 @@ using Shape = std::vector<int64_t>;
 
 STORMO_API int64_t element_count(const Shape& shape);
 STORMO_API std::string shape_string(const Shape& shape);  // "[8, 64, 2, 16]"
-
-// Where a checkpoint tensor lives: which shard file and which byte range of it.
-struct TensorInfo {
-    std::string name;
-    DType dtype = DType::F32;
-    Shape shape;
-    std::string file;        // absolute path of the shard
-    uint64_t offset = 0;     // absolute byte offset in that file
-    uint64_t nbytes = 0;
-};
 
 // A 64-byte aligned host buffer; move-only, shared through shared_ptr when several views need it.
 class STORMO_API AlignedBuffer {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "kernels/worker_pool.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
@@ -216,7 +217,7 @@ int run_bench(int argc, char** argv) {
 
     Probes probes;
     {
-        ThreadPool pool(config->threads ? static_cast<size_t>(*config->threads) : physical_core_count());
+        WorkerPool pool(config->threads ? static_cast<size_t>(*config->threads) : physical_core_count());
         auto ram = measure_ram_read_bandwidth(pool, *ram_bytes, b.ram_repeats);
         if (!ram) return report_error(with_context(ram.error(), "--ram-probe"));
         probes.ram = *ram;

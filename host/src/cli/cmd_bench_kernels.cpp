@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_table.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
@@ -116,8 +117,7 @@ Expected<void> build_tables(const PluginRegistry& registry, const Options& o, Ta
         if (!selection) return tl::unexpected(selection.error());
         for (const std::string& road : roads) {
             auto table = std::make_unique<KernelTable>(build_kernel_table(*selection));
-            table->int8_activations = road == "int8";
-            out.list.push_back(BenchKernels{selection->name, table.get()});
+            out.list.push_back(BenchKernels{selection->name, table.get(), road == "int8"});
             out.tables.push_back(std::move(table));
         }
     }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_table.hpp"
+#include "kernels/worker_pool.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
@@ -230,9 +232,9 @@ int run_inspect(int argc, char** argv) {
     if (!summary) return report_error(with_context(summary.error(), s.family.plugin->name));
     const Census census = take_census(*s.source, family);
     const MemoryPlan plan = plan_memory(s, census, *summary);
-    KernelTable table = build_kernel_table(s.kernels);
-    table.int8_activations = s.config.activations == ActivationRoad::int8;
-    const std::vector<KernelEntry> kernels = kernel_providers(table, s.kernels);
+    const KernelTable table = build_kernel_table(s.kernels);
+    const std::vector<KernelEntry> kernels =
+        kernel_providers(table, s.kernels, s.config.activations == ActivationRoad::int8);
 
     const Report report{s, *summary, census, plan, kernels};
     if (json) print_json(report);

@@ -18,7 +18,7 @@
 #include "runtime/model_setup.hpp"
 #include "stormo/cpu_features.hpp"
 #include "stormo/error.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 
 namespace stormo::cli {
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <utility>
 
-#include "stormo/kernels.hpp"
+#include "kernels/worker_pool.hpp"
 
 namespace stormo {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 
 namespace stormo {
 

@@ -9,7 +9,7 @@
 
 #include "model/safetensors.hpp"
 #include "model/safetensors_index.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 #include "util/file.hpp"
 #include "util/quote.hpp"
 

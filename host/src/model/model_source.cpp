@@ -1,6 +1,6 @@
 // ModelSource's out-of-line destructor: the key function that anchors its vtable and RTTI in the
 // core library, so plugins and the CLI share one definition.
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 
 namespace stormo {
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/model_source.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
 #include "stormo/tensor.hpp"

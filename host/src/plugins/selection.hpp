@@ -1,6 +1,6 @@
 #pragma once
-// Choosing the model family for a config.json and the kernels for this CPU, and building the
-// kernel table the forward pass runs on.
+// Choosing the model family for a config.json and the kernels for this CPU (kernels/kernel_table.hpp
+// builds the table from the choice).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,17 +53,5 @@ STORMO_API int reference_kernels_score(CpuFeatureSet cpu);
 // CPU features, an unknown name an error listing the available ones.
 STORMO_API Expected<KernelsSelection> select_kernels(const PluginRegistry& registry, CpuFeatureSet cpu,
                                                      const PluginRequest& request);
-
-// The reference table with the selected plugin's entries installed over it. Its function
-// pointers point into the plugin: keep the registry (or the selected plugin) alive while it is used.
-STORMO_API KernelTable build_kernel_table(const KernelsSelection& selection);
-
-// One row of "which kernel does what" for `stormo inspect`.
-struct KernelEntry {
-    std::string operation;  // "matmul BF16 out_in", "rmsnorm", ...
-    std::string provider;   // "reference" or the plugin's name
-};
-STORMO_API std::vector<KernelEntry> kernel_providers(const KernelTable& table,
-                                                     const KernelsSelection& selection);
 
 }  // namespace stormo

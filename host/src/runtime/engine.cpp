@@ -1,3 +1,4 @@
+#include "kernels/kernel_table.hpp"
 #include "runtime/engine.hpp"
 
 #include <algorithm>
@@ -17,12 +18,12 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
     if (auto opened = open_model_setup(options.setup, engine->setup_); !opened) return tl::unexpected(opened.error());
     engine->table_ = build_kernel_table(engine->setup_.kernels);
-    engine->table_.int8_activations = options.activations == ActivationRoad::int8;
+    engine->int8_activations_ = options.activations == ActivationRoad::int8;
 
-    engine->pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : physical_core_count());
+    engine->pool_ = std::make_unique<WorkerPool>(options.threads > 0 ? options.threads : physical_core_count());
 
     const LoadedPlugin& family = *engine->setup_.family.plugin;
-    HostLoadContext context(engine->source(), Compute{&engine->table_, engine->pool_.get()});
+    HostLoadContext context(engine->source(), engine->compute());
     auto model = family.family->load(context);
     if (!model) return tl::unexpected(with_context(model.error(), family.name + " could not load " + options.setup.model_dir));
     engine->model_ = std::move(*model);

@@ -9,13 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/worker_pool.hpp"
 #include "runtime/forward.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/model_setup.hpp"
 #include "runtime/session.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/kernels.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 
 namespace stormo {
 
@@ -29,7 +30,7 @@ struct EngineOptions {
     size_t io_threads = 4;
     PipelineSettings pipeline;
     size_t context = 4096;         // the KV context the budget leaves room for
-    ActivationRoad activations = ActivationRoad::f32;  // int8: the integer road (KernelTable::int8_activations)
+    ActivationRoad activations = ActivationRoad::f32;  // int8: the integer road (Compute::int8_activations)
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).
     std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
 };
@@ -44,6 +45,9 @@ public:
     Pipeline& pipeline() { return *pipeline_; }
     ExpertStore& store() { return *store_; }
     const KernelTable& kernels() const { return table_; }
+    bool int8_activations() const { return int8_activations_; }
+    // What the family computes with: the table, the pool and the road.
+    Compute compute() const { return Compute{&table_, pool_.get(), int8_activations_}; }
     const std::string& family_name() const { return setup_.family.plugin->name; }
     const std::string& kernels_name() const { return setup_.kernels.name; }
     const PluginRegistry& registry() const { return setup_.registry; }
@@ -60,7 +64,8 @@ private:
     Expected<std::unique_ptr<ExpertStore>> make_store(const EngineOptions& options, std::vector<ExpertLayerLayout>& layouts);
     ModelSetup setup_;
     KernelTable table_;
-    std::unique_ptr<ThreadPool> pool_;
+    bool int8_activations_ = false;
+    std::unique_ptr<WorkerPool> pool_;
     std::unique_ptr<ExpertStore> store_;
     std::unique_ptr<Model> model_;
     std::unique_ptr<Pipeline> pipeline_;

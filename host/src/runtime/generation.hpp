@@ -7,7 +7,7 @@
 
 #include "runtime/forward.hpp"
 #include "runtime/sampler.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 
 namespace stormo {
 

@@ -6,7 +6,7 @@
 
 #include "store/expert_store.hpp"
 #include "stormo/family.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 
 namespace stormo {
 

@@ -2,6 +2,7 @@
 // pseudo-random values (identical pages could be merged by the hypervisor and then served from
 // cache), and read round-robin; the RAM probe runs first, with the same pools, so both figures
 // come from the same machine state.
+#include "kernels/worker_pool.hpp"
 #include "runtime/kernel_bench.hpp"
 
 #include <algorithm>
@@ -104,15 +105,13 @@ Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const Kern
     return set;
 }
 
-bool has_q8(const KernelTable& t, WeightFormat f) {
-    return t.int8_activations && t.matmul_q8[static_cast<size_t>(f)] != nullptr;
-}
+bool has_q8(const KernelTable& t, WeightFormat f) { return t.matmul_q8[static_cast<size_t>(f)] != nullptr; }
 
 // Times calls over the set, round-robin from `next`, in `windows` windows of at least
 // min_seconds / windows and one call each.
-KernelBenchRow measure(const KernelTable& table, ThreadPool& pool, const std::vector<BenchMatrix>& set, size_t& next,
+KernelBenchRow measure(const BenchKernels& kernels, ThreadPool& pool, const std::vector<BenchMatrix>& set, size_t& next,
                        size_t n_x, const std::vector<float>& x, std::vector<float>& y, const KernelBenchOptions& o) {
-    const Compute compute{&table, &pool};
+    const Compute compute{kernels.table, &pool, kernels.int8_activations};
     matmul(compute, set[next++ % set.size()].view, x.data(), n_x, y.data());  // warm the code and the pool
     const double window_seconds = o.min_seconds / std::max(1, o.windows);
     const uint64_t bytes = matrix_bytes({set.front().view.format, set.front().view.layout}, o.rows, o.cols);
@@ -150,12 +149,12 @@ Expected<KernelBenchReport> run_kernel_bench(const std::vector<BenchKernels>& ke
     if (o.threads.empty() || o.n_x.empty() || o.cases.empty() || kernels.empty())
         return fail(ErrorKind::invalid_argument, "bench-kernels: nothing to measure");
     KernelBenchReport report;
-    std::map<size_t, std::unique_ptr<ThreadPool>> pools;
+    std::map<size_t, std::unique_ptr<WorkerPool>> pools;
     std::map<size_t, double> ram_rate;
     for (size_t t : o.threads) {
         if (t == 0) return fail(ErrorKind::invalid_argument, "bench-kernels: a thread count must be positive");
         auto& pool = pools[t];
-        if (!pool) pool = std::make_unique<ThreadPool>(t);
+        if (!pool) pool = std::make_unique<WorkerPool>(t);
         auto ram = measure_ram_read_bandwidth(*pool, o.ram_probe_bytes, o.ram_repeats);
         if (!ram) return tl::unexpected(ram.error());
         ram_rate[t] = ram->bytes_per_s;
@@ -171,12 +170,12 @@ Expected<KernelBenchReport> run_kernel_bench(const std::vector<BenchKernels>& ke
         if (!set) return tl::unexpected(set.error());
         size_t next = 0;
         for (const BenchKernels& k : kernels) {
-            if (k.table->int8_activations && !has_q8(*k.table, c.format)) continue;
+            if (k.int8_activations && !has_q8(*k.table, c.format)) continue;
             for (size_t n_x : o.n_x)
                 for (size_t t : o.threads) {
-                    KernelBenchRow row = measure(*k.table, *pools[t], *set, next, n_x, x, y, o);
+                    KernelBenchRow row = measure(k, *pools[t], *set, next, n_x, x, y, o);
                     row.kernels = k.name;
-                    row.road = k.table->int8_activations ? "int8" : "f32";
+                    row.road = k.int8_activations ? "int8" : "f32";
                     row.format = c.format;
                     row.layout = c.layout;
                     row.ram_bytes_per_s = ram_rate[t];

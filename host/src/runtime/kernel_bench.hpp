@@ -17,10 +17,11 @@
 
 namespace stormo {
 
-// One kernel table to measure. The table's int8_activations flag picks the road.
+// One kernel table to measure, on the float road or the integer road.
 struct BenchKernels {
     std::string name;                   // "reference", "avx2", "vnni"
     const KernelTable* table = nullptr;
+    bool int8_activations = false;
 };
 
 struct BenchMatrixCase {

@@ -7,7 +7,7 @@
 #include "plugins/plugin_registry.hpp"
 #include "plugins/selection.hpp"
 #include "stormo/cpu_features.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 
 namespace stormo {
 

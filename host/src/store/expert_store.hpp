@@ -11,7 +11,7 @@
 #include "stormo/family.hpp"
 #include "store/eviction.hpp"
 #include "store/read_backend.hpp"
-#include "stormo/model_source.hpp"
+#include "model/model_source.hpp"
 
 namespace stormo {
 

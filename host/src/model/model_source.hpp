@@ -1,5 +1,6 @@
 #pragma once
-// A model directory as the host reads it: config, generation config and a validated tensor index.
+// A model directory as the host reads it (not part of the SDK: plugins see tensors only through
+// LoadContext): config, generation config and a validated tensor index.
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,16 @@
 #include "stormo/tensor.hpp"
 
 namespace stormo {
+
+// Where a checkpoint tensor lives: which shard file and which byte range of it.
+struct TensorInfo {
+    std::string name;
+    DType dtype = DType::F32;
+    Shape shape;
+    std::string file;        // absolute path of the shard
+    uint64_t offset = 0;     // absolute byte offset in that file
+    uint64_t nbytes = 0;
+};
 
 class STORMO_API ModelSource {
 public:

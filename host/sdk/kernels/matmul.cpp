@@ -3,7 +3,7 @@
 // wake-up cost stays small next to the arithmetic. Each output row is still computed by one
 // kernel call in one fixed order, so the result is the same for any thread count.
 //
-// The integer road: when the table runs it (int8_activations) and has a matmul_q8 entry for the
+// The integer road: when the host runs it (Compute::int8_activations) and has a matmul_q8 entry for the
 // format, x is quantized here, once per call, in the calling thread; every chunk then reads the
 // same quantized rows, so the split cannot change a bit either.
 #include <algorithm>
@@ -29,7 +29,7 @@ MatmulFn find_kernel(const Compute& c, const WeightView& w) {
 
 MatmulQ8Fn find_q8_kernel(const Compute& c, const WeightView& w) {
     const size_t f = static_cast<size_t>(w.format);
-    if (c.table == nullptr || !c.table->int8_activations || w.layout != Layout::out_in || f >= kWeightFormatCount)
+    if (c.table == nullptr || !c.int8_activations || w.layout != Layout::out_in || f >= kWeightFormatCount)
         return nullptr;
     return c.table->matmul_q8[f];
 }

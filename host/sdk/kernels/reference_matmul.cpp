@@ -3,9 +3,8 @@
 // weights are decoded exactly (BF16, F16 and MXFP4 values are all representable in float), so the
 // format changes only how W[o, i] is read, never the arithmetic.
 //
-// No fused multiply-add, whatever flags the core library is built with: the definition must not
-// change when someone compiles the host with -march=native.
-#pragma GCC optimize("fp-contract=off")
+// No fused multiply-add, whatever flags the SDK is built with (host/CMakeLists.txt compiles this
+// file with -ffp-contract=off): the definition must not change under -march=native.
 
 #include <algorithm>
 #include <cstring>

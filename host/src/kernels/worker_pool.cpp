@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "stormo/kernels.hpp"
+#include "kernels/worker_pool.hpp"
 
 namespace stormo {
 
@@ -25,7 +25,7 @@ namespace {
 constexpr size_t kChunksPerThread = 4;
 }  // namespace
 
-struct ThreadPool::State {
+struct WorkerPool::State {
     std::mutex mutex;
     std::condition_variable wake;  // workers: a new job or shutdown
     std::condition_variable idle;  // caller: the last active worker left the job
@@ -50,7 +50,7 @@ struct ThreadPool::State {
 };
 
 // Claims chunks until none is left. After a failure the remaining chunks are claimed but skipped.
-void ThreadPool::State::run_chunks() {
+void WorkerPool::State::run_chunks() {
     for (;;) {
         const size_t k = next_chunk.fetch_add(1, std::memory_order_relaxed);
         if (k >= n_chunks) return;
@@ -67,7 +67,7 @@ void ThreadPool::State::run_chunks() {
     }
 }
 
-void ThreadPool::State::worker_loop() {
+void WorkerPool::State::worker_loop() {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
@@ -85,7 +85,7 @@ void ThreadPool::State::worker_loop() {
     }
 }
 
-ThreadPool::ThreadPool(size_t n_threads) : state_(new State) {
+WorkerPool::WorkerPool(size_t n_threads) : state_(new State) {
     const size_t n_workers = n_threads > 1 ? n_threads - 1 : 0;
     state_->workers.reserve(n_workers);
     for (size_t i = 0; i < n_workers; ++i) {
@@ -97,7 +97,7 @@ ThreadPool::ThreadPool(size_t n_threads) : state_(new State) {
     }
 }
 
-ThreadPool::~ThreadPool() {
+WorkerPool::~WorkerPool() {
     {
         std::lock_guard<std::mutex> lock(state_->mutex);
         state_->stopping = true;
@@ -107,9 +107,9 @@ ThreadPool::~ThreadPool() {
     delete state_;
 }
 
-size_t ThreadPool::size() const { return state_->workers.size() + 1; }
+size_t WorkerPool::size() const { return state_->workers.size() + 1; }
 
-void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
+void WorkerPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
     if (n == 0) return;
     State& s = *state_;
     const size_t max_chunks = n / std::max<size_t>(grain, 1);

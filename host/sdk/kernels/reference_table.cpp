@@ -12,10 +12,7 @@ constexpr size_t idx(Layout l) { return static_cast<size_t>(l); }
 
 KernelTable make_reference_table() {
     KernelTable t;
-    auto set = [&t](WeightFormat f, Layout l, MatmulFn fn) {
-        t.matmul[idx(f)][idx(l)] = fn;
-        t.matmul_provider[idx(f)][idx(l)] = "reference";
-    };
+    auto set = [&t](WeightFormat f, Layout l, MatmulFn fn) { t.matmul[idx(f)][idx(l)] = fn; };
     set(WeightFormat::F32, Layout::out_in, reference::matmul_f32_out_in);
     set(WeightFormat::BF16, Layout::out_in, reference::matmul_bf16_out_in);
     set(WeightFormat::F16, Layout::out_in, reference::matmul_f16_out_in);
@@ -38,7 +35,6 @@ KernelTable make_reference_table() {
     // The integer road exists for MXFP4 only: BF16/F16/F32 weights stay on the float road (their
     // values are not small integers; quantizing them would change the weights, not the road).
     t.matmul_q8[idx(WeightFormat::MXFP4)] = reference::matmul_q8_mxfp4_out_in;
-    t.matmul_q8_provider[idx(WeightFormat::MXFP4)] = "reference";
     return t;
 }
 
