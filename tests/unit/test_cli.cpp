@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "stormo/abi.hpp"
 #include "stormo/cpu_features.hpp"
 #include "stormo/json.hpp"
 #include "stormo/version.hpp"

@@ -184,7 +184,7 @@ void check_matmul(MatmulFn isa, MatmulFn ref, const testing::TestMatrix& m, cons
 }
 
 // Every replaced matrix kernel on odd shapes and tails, random inputs.
-void check_all_matmuls(const KernelTable& table, const char* provider, Worst& worst) {
+void check_all_matmuls(const KernelTable& table, Worst& worst) {
     std::mt19937 rng(2024);
     const KernelTable& ref = reference_kernels();
     for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4}) {
@@ -435,7 +435,7 @@ TEST(IsaKernelsAvx2, EveryReplacedKernelMatchesTheReference) {
     EXPECT_NE(table.softmax, reference_kernels().softmax);
 
     Worst worst;
-    check_all_matmuls(table, "avx2", worst);
+    check_all_matmuls(table, worst);
     check_mxfp4_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);
@@ -506,7 +506,7 @@ TEST(IsaKernelsVnni, FloatKernelsMatchTheReference) {
     KernelTable table = reference_kernels();
     k->plugin()->install(table);
     Worst worst;
-    check_all_matmuls(table, "vnni", worst);
+    check_all_matmuls(table, worst);
     check_mxfp4_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);

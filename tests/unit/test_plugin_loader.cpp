@@ -9,9 +9,13 @@
 #include <optional>
 #include <string>
 
+#include "kernels/worker_pool.hpp"
+#include "model/model_source.hpp"
+#include "plugins/library_bound.hpp"
 #include "plugins/plugin_loader.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "stormo/family_plugin.hpp"
+#include "runtime/host_load_context.hpp"
 #include "stormo/kernels_plugin.hpp"
 
 namespace fs = std::filesystem;
@@ -133,8 +137,30 @@ TEST(PluginLoader, RefusesAnotherAbi) {
     const PluginRegistry r = discover(only({kTestPlugins + "/wrong_abi"}));
     ASSERT_EQ(r.rejected().size(), 1u);
     EXPECT_EQ(r.rejected()[0].reason, "built for ABI stormo-sdk-0/test-compiler-1/test-stdlib, this host is " +
-                                          std::string(kStormoAbi));
+                                          std::string(kStormoAbi) + " (the SDK version differs)");
     EXPECT_TRUE(r.plugins().empty());
+}
+
+// Built from the same sources and SDK version, but on headers where WeightView gained a member:
+// only the layout hash tells, and it is enough.
+TEST(PluginLoader, RefusesAPluginBuiltOnAnotherStructLayout) {
+    const PluginRegistry r = discover(only({kTestPlugins + "/layout_changed"}));
+    ASSERT_EQ(r.rejected().size(), 1u);
+    const std::string& why = r.rejected()[0].reason;
+    EXPECT_NE(why.find("(the struct layout differs)"), std::string::npos) << why;
+    const std::string ours(kStormoAbi);
+    const std::string same_until_layout = ours.substr(0, ours.rfind("/layout-") + 8);
+    EXPECT_NE(why.find("built for ABI " + same_until_layout), std::string::npos) << why;
+    EXPECT_EQ(why.find("built for ABI " + ours + ","), std::string::npos) << why;
+    EXPECT_TRUE(r.plugins().empty());
+}
+
+TEST(PluginLoader, AbiStringNamesEveryPartItCovers) {
+    const std::string abi(kStormoAbi);
+    for (const char* part : {"stormo-sdk-", "/tl-expected-", "/layout-"})
+        EXPECT_NE(abi.find(part), std::string::npos) << abi;
+    EXPECT_TRUE(abi.find("/ndebug") != std::string::npos || abi.find("/assert") != std::string::npos) << abi;
+    EXPECT_EQ(abi.size() - (abi.rfind("/layout-") + 8), 16u) << "a 64-bit hash in hex: " << abi;
 }
 
 TEST(PluginLoader, RefusesSecondPluginOfTheSameNameNamingBothPaths) {
@@ -175,15 +201,16 @@ TEST(PluginLoader, RefusesTextFileNamedLikeAPlugin) {
 TEST(PluginLoader, GoodPluginsLoadBesideEveryBadOne) {
     PluginSearch s;
     s.environment = false;
-    for (const char* c : {"bogus", "wrong_abi", "dup_a", "dup_b", "failing", "misnamed", "junk"})
+    for (const char* c : {"bogus", "wrong_abi", "dup_a", "dup_b", "failing", "misnamed", "junk", "layout_changed"})
         s.extra.push_back({kTestPlugins + "/" + c, "test", true});
     const PluginRegistry r = discover(s);
     expect_build_plugins_loaded(r);
     EXPECT_NE(r.find("dup"), nullptr);
     for (const char* f : {"libstormo-model-bogus.so", "libstormo-kernels-wrongabi.so", "libstormo-kernels-dup.so",
-                          "libstormo-model-failing.so", "libstormo-model-misnamed.so", "libstormo-kernels-junk.so"})
+                          "libstormo-model-failing.so", "libstormo-model-misnamed.so", "libstormo-kernels-junk.so",
+                          "libstormo-kernels-layout.so"})
         EXPECT_NE(rejected_named(r, f), nullptr) << f << " was not refused";
-    EXPECT_EQ(r.rejected().size(), 6u);
+    EXPECT_EQ(r.rejected().size(), 7u);
     EXPECT_EQ(r.plugins().size(), built_plugin_files().size() + 1);
 }
 
@@ -259,3 +286,33 @@ TEST(PluginLoader, ScoreModelConfigByArchitectureThenModelType) {
     EXPECT_EQ(score_model_config(config("{}"), accepts), 0);
     EXPECT_EQ(score_model_config(config(R"({"model_type":"qwen3_moe"})"), nullptr), 0);
 }
+
+namespace stormo {
+namespace {
+
+// A model made by a family plugin keeps that plugin's library loaded: with the registry (and with
+// it every other reference to the library) gone, the model's virtual functions and destructor
+// still run from mapped code.
+TEST(PluginLifetime, AModelKeepsItsFamilysLibraryLoaded) {
+    auto registry = std::make_unique<PluginRegistry>(discover(only({kBuildPlugins})));
+    const LoadedPlugin* gpt_oss = registry->find("gpt_oss");
+    ASSERT_NE(gpt_oss, nullptr);
+    auto source = open_model_directory(std::string(STORMO_TEST_DATA_DIR) + "/fixtures/gpt_oss");
+    ASSERT_TRUE(source.has_value()) << source.error().message;
+    WorkerPool pool(1);
+    HostLoadContext context(**source, Compute{&reference_kernels(), &pool});
+    auto loaded = gpt_oss->family->load(context);
+    ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+    const std::weak_ptr<const void> library = gpt_oss->library;
+    {
+        LibraryBound<Model> model = bind_to_library(std::move(*loaded), gpt_oss->library);
+        registry.reset();
+        EXPECT_EQ(library.use_count(), 1) << "the model alone holds the library";
+        EXPECT_EQ(model->n_layers(), 4);
+        EXPECT_EQ(model->layer_plan(0).kv.size(), 2u);
+    }
+    EXPECT_TRUE(library.expired()) << "the model was the last owner";
+}
+
+}  // namespace
+}  // namespace stormo

@@ -8,8 +8,9 @@
 //   int stormo_plugin_score(const stormo::ScoreQuery*);   // 0 = unusable / not mine
 //   stormo::PluginObject* stormo_plugin_create(stormo::Error* error);  // nullptr + error on failure
 //
-// Behind the C names the objects are the C++ interfaces below. The ABI string holds the SDK
-// version and the compiler and standard-library identity, because C++ objects cross the boundary.
+// Behind the C names the objects are the C++ interfaces below. The ABI string (stormo/abi.hpp)
+// holds the SDK version, the compiler and standard library, the tl-expected version, the debug
+// macros and a hash of every boundary struct's layout, because C++ objects cross the boundary.
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,28 +19,12 @@
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
 #include "stormo/json.hpp"
+#include "stormo/abi.hpp"
 #include "stormo/version.hpp"
 
 namespace stormo {
 
-enum class PluginKind : int { model = 1, kernels = 2 };
 STORMO_API const char* plugin_kind_name(PluginKind k);
-
-struct PluginDescription {
-    const char* name;        // "gpt_oss", "avx2": unique among loaded plugins
-    PluginKind kind;
-    const char* version;     // the plugin's own version
-    const char* summary;     // one line for `stormo plugins`
-    // model plugins: the `architectures` / `model_type` values accepted, comma-separated.
-    const char* accepts;
-    // kernels plugins: the CPU features compiled for, comma-separated names (cpu_feature_name).
-    const char* cpu_features;
-};
-
-struct ScoreQuery {
-    const ModelConfig* config = nullptr;  // model plugins
-    CpuFeatureSet cpu;                     // kernels plugins
-};
 
 class STORMO_API PluginObject {
 public:

@@ -1,10 +1,10 @@
 #pragma once
-// SDK version and ABI identity. Bump kSdkMajor for any change to an SDK class layout or virtual
-// table; plugins built against another ABI string are refused at load.
+// SDK version and the compiler identity. Bump STORMO_SDK_MAJOR for any change to a virtual
+// interface; struct layouts are hashed into the ABI string on their own (stormo/abi.hpp).
 #define STORMO_STRINGIFY_(x) #x
 #define STORMO_STRINGIFY(x) STORMO_STRINGIFY_(x)
 
-#define STORMO_SDK_MAJOR 2
+#define STORMO_SDK_MAJOR 3
 #define STORMO_SDK_MINOR 0
 
 #if defined(__clang__)
@@ -25,6 +25,4 @@
 
 namespace stormo {
 inline constexpr const char* kSdkVersion = STORMO_STRINGIFY(STORMO_SDK_MAJOR) "." STORMO_STRINGIFY(STORMO_SDK_MINOR);
-inline constexpr const char* kStormoAbi =
-    "stormo-sdk-" STORMO_STRINGIFY(STORMO_SDK_MAJOR) "/" STORMO_COMPILER_ID "/" STORMO_STDLIB_ID;
 }  // namespace stormo

@@ -2,6 +2,7 @@
 // never in a crash. Exceptions thrown by plugin code are caught here at the boundary.
 #include "plugins/plugin_loader.hpp"
 
+#include <algorithm>
 #include <dlfcn.h>
 
 #include <boost/dll/shared_library.hpp>
@@ -64,12 +65,28 @@ Expected<EntryPoints> find_entry_points(const dll::shared_library& lib) {
     return e;
 }
 
+// What the first differing '/'-separated part of two ABI strings is (stormo/abi.hpp's order).
+std::string abi_difference(const std::string& theirs, const std::string& ours) {
+    static const char* const kParts[] = {"the SDK version",     "the compiler",      "the standard library",
+                                         "the tl-expected version", "the debug macros", "the struct layout"};
+    size_t a = 0, b = 0;
+    for (const char* part : kParts) {
+        const size_t a_end = std::min(theirs.find('/', a), theirs.size());
+        const size_t b_end = std::min(ours.find('/', b), ours.size());
+        if (theirs.compare(a, a_end - a, ours, b, b_end - b) != 0) return part;
+        if (a_end == theirs.size() || b_end == ours.size()) break;
+        a = a_end + 1;
+        b = b_end + 1;
+    }
+    return "the ABI string";
+}
+
 Expected<void> check_abi(const EntryPoints& e) {
     const char* abi = e.abi();
     const std::string theirs = abi != nullptr ? abi : "(none)";
     if (theirs != kStormoAbi)
-        return fail(ErrorKind::plugin,
-                    "built for ABI " + theirs + ", this host is " + std::string(kStormoAbi));
+        return fail(ErrorKind::plugin, "built for ABI " + theirs + ", this host is " + std::string(kStormoAbi) + " (" +
+                                           abi_difference(theirs, kStormoAbi) + " differs)");
     return {};
 }
 

@@ -8,10 +8,10 @@
 namespace stormo {
 
 Engine::~Engine() {
-    // The model's code lives in the family's library: destroy it before the registry unloads it.
+    // The pipeline and the store refer to the model and the source: they go first.
     pipeline_.reset();
-    model_.reset();
     store_.reset();
+    model_.reset();
 }
 
 Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
@@ -26,7 +26,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     HostLoadContext context(engine->source(), engine->compute());
     auto model = family.family->load(context);
     if (!model) return tl::unexpected(with_context(model.error(), family.name + " could not load " + options.setup.model_dir));
-    engine->model_ = std::move(*model);
+    engine->model_ = bind_to_library(std::move(*model), family.library);
     for (const auto& t : context.loaded()) engine->dense_bytes_ += t.nbytes;
 
     auto store = engine->make_store(options, context.expert_layouts());

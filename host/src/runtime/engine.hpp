@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/worker_pool.hpp"
+#include "plugins/library_bound.hpp"
 #include "runtime/forward.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/model_setup.hpp"
@@ -67,7 +68,7 @@ private:
     bool int8_activations_ = false;
     std::unique_ptr<WorkerPool> pool_;
     std::unique_ptr<ExpertStore> store_;
-    std::unique_ptr<Model> model_;
+    LibraryBound<Model> model_;  // keeps the family's library loaded while the model lives
     std::unique_ptr<Pipeline> pipeline_;
     uint64_t dense_bytes_ = 0;
     ExpertBudget budget_;
