@@ -4,8 +4,8 @@
 // format changes only how W[o, i] is read, never the arithmetic.
 //
 // No fused multiply-add, whatever flags the core library is built with: the definition must not
-// change when someone compiles the host with -march=native.
-#pragma GCC optimize("fp-contract=off")
+// change when someone compiles the host with -march=native (host/CMakeLists.txt compiles this
+// file with -ffp-contract=off).
 
 #include <algorithm>
 #include <cstring>

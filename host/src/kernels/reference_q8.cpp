@@ -6,8 +6,8 @@
 // eight float lanes, block b into lane b % 8, each lane adding its blocks in ascending order from
 // +0; the lanes are then reduced as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). That is the
 // order an 8-lane vector accumulator and its usual horizontal sum produce, so SIMD kernels meet
-// the definition without a scalar tail. No fused multiply-add anywhere (the pragma below).
-#pragma GCC optimize("fp-contract=off")
+// the definition without a scalar tail. No fused multiply-add anywhere (host/CMakeLists.txt
+// compiles this file with -ffp-contract=off).
 
 #include <cfloat>
 #include <cmath>

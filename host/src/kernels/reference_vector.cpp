@@ -1,7 +1,8 @@
 // Reference vector kernels: norms, softmax, dot, axpy, SiLU and the integer dot. Sums run in
 // float over ascending index; the order of the remaining operations follows transformers' code
 // (noted per kernel) so the float results stay as close to torch's as a scalar loop can.
-#pragma GCC optimize("fp-contract=off")  // products round before adds, whatever the host flags
+// Built with -ffp-contract=off (host/CMakeLists.txt): products round before adds, whatever the
+// host flags.
 
 #include <cmath>
 
