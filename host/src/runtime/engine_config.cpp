@@ -7,7 +7,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -89,20 +88,6 @@ Expected<SizeSpec> parse_size(std::string_view text, std::string_view option) {
     return SizeSpec{SizeSpec::Kind::bytes, bytes};
 }
 
-std::string format_bytes(uint64_t bytes) {
-    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = static_cast<double>(bytes);
-    size_t u = 0;
-    while (v >= 1024.0 && u + 1 < std::size(kUnits)) {
-        v /= 1024.0;
-        ++u;
-    }
-    char buf[64];
-    if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-    else std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
-    return buf;
-}
-
 std::string format_size(const SizeSpec& size) {
     switch (size.kind) {
         case SizeSpec::Kind::all: return "all";
@@ -110,10 +95,6 @@ std::string format_size(const SizeSpec& size) {
         case SizeSpec::Kind::bytes: return format_bytes(size.bytes);
     }
     return "auto";
-}
-
-const char* eviction_policy_name(EvictionPolicy p) {
-    return p == EvictionPolicy::lru ? "lru" : "hotness";
 }
 
 const char* activation_road_name(ActivationRoad r) { return r == ActivationRoad::int8 ? "int8" : "f32"; }

@@ -11,6 +11,8 @@
 
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
+#include "store/eviction.hpp"      // EvictionPolicy: the store owns its policies
+#include "util/format_bytes.hpp"
 
 namespace stormo {
 
@@ -24,12 +26,8 @@ struct SizeSpec {
 // Parses a size: an integer (optionally with a fraction) and a unit among KiB, MiB, GiB, TiB and
 // K, M, G, T (all powers of 1024, case-insensitive), or "all" / "auto". Errors name `option`.
 STORMO_API Expected<SizeSpec> parse_size(std::string_view text, std::string_view option);
-// "8.00 GiB (8589934592 bytes)" style, for messages and `inspect`.
-STORMO_API std::string format_bytes(uint64_t bytes);
+// format_bytes(bytes), or "all" / "auto".
 STORMO_API std::string format_size(const SizeSpec& size);
-
-enum class EvictionPolicy { lru, hotness };
-STORMO_API const char* eviction_policy_name(EvictionPolicy p);
 
 // The activation road of the matrix kernels: f32 (default: float activations, differences from
 // the reference kernels only through summation order) or int8 (activations quantized to int8 once

@@ -36,6 +36,8 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
                                              std::to_string(tokens.size()) + " new exceed the context of " +
                                              std::to_string(session.capacity()));
     const size_t start = session.position();
+    const size_t block = std::max<size_t>(1, std::min(options.max_block, session.max_block()));
+    if (session.needs_replay()) STORMO_TRY(replay(session, block));
     const size_t hidden = model_.hidden_size();
     const size_t vocab = model_.vocab_size();
     const size_t n_layers = static_cast<size_t>(model_.n_layers());
@@ -43,19 +45,21 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
     if (options.hidden_out) hidden_states.assign(n_layers + 1, {});
 
     std::vector<float> logits;
-    const size_t block = std::max<size_t>(1, std::min(options.max_block, session.max_block()));
     for (size_t begin = 0; begin < tokens.size(); begin += block) {
         const size_t n = std::min(block, tokens.size() - begin);
         std::vector<int64_t> positions(n);
         for (size_t i = 0; i < n; ++i) positions[i] = static_cast<int64_t>(session.position() + i);
         std::vector<float> x;
+        session.will_write(session.position() + n);
         auto ran = run_block(session, tokens.subspan(begin, n), positions, options, x,
-                             options.hidden_out ? &hidden_states : nullptr);
+                             options.hidden_out ? &hidden_states : nullptr, Recording::on);
         if (!ran) {
+            // Through the session's rewind: if this request's blocks overwrote ring rows that `start`
+            // needs, the next request replays.
             session.rewind(start);
             return tl::unexpected(ran.error());
         }
-        session.advance(n);
+        session.advance(tokens.subspan(begin, n));
         // x holds the final-normed rows; the head runs only where logits are wanted.
         const bool last_block = begin + n == tokens.size();
         if (options.all_logits || last_block) {
@@ -75,9 +79,32 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
     return logits;
 }
 
+// A sliding layer's K/V at position q depends, through the layers below it, on keys back to
+// q - window + 1, and theirs on keys further back, so once a ring lost rows the next query needs
+// nothing shorter than recomputing every position from 0 is exact. Full-attention rows are
+// rewritten with the same bits (blocks of any size give the bits of token-by-token).
+Expected<void> Pipeline::replay(Session& session, size_t block) {
+    const std::span<const int32_t> history = session.tokens();
+    const ForwardOptions quiet;  // no logits, tracer or hidden states
+    std::vector<float> x;
+    std::vector<int64_t> positions;
+    for (size_t begin = 0; begin < history.size(); begin += block) {
+        const size_t n = std::min(block, history.size() - begin);
+        positions.resize(n);
+        for (size_t i = 0; i < n; ++i) positions[i] = static_cast<int64_t>(begin + i);
+        session.will_write(begin + n);
+        // On failure the session stays at its position and still needs the replay.
+        STORMO_TRY(run_block(session, history.subspan(begin, n), positions, quiet, x, nullptr, Recording::off));
+    }
+    session.replayed();
+    ++times_.replays;
+    times_.replayed_positions += history.size();
+    return {};
+}
+
 Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> tokens, std::span<const int64_t> positions,
                                    const ForwardOptions& options, std::vector<float>& x,
-                                   std::vector<std::vector<float>>* hidden) {
+                                   std::vector<std::vector<float>>* hidden, Recording recording) {
     const size_t n = tokens.size();
     const size_t width = model_.hidden_size();
     const StepContext ctx{positions, options.tracer};
@@ -103,7 +130,9 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
         t0 = Clock::now();
         model_.norm(Model::NormSite::ffn, layer, rows_of(x, n, width), rows_of(normed, n, width));
         if (plan.ffn == FfnKind::moe) {
-            if (auto m = moe_stage(layer, ctx, rows_of(normed, n, width), rows_of(x, n, width), rows_of(delta, n, width)); !m)
+            if (auto m = moe_stage(layer, ctx, rows_of(normed, n, width), rows_of(x, n, width), rows_of(delta, n, width),
+                                   recording);
+                !m)
                 return tl::unexpected(m.error());
         } else {
             if (auto d = model_.dense_ffn(layer, rows_of(normed, n, width), rows_of(delta, n, width)); !d)
@@ -147,7 +176,8 @@ std::vector<int32_t> Pipeline::predict_next(int layer, const StepContext& ctx, c
     return experts;
 }
 
-Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out) {
+Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out,
+                                   Recording recording) {
     const LayerPlan& plan = model_.layer_plan(layer);
     const size_t n = normed.n;
     const size_t width = normed.width;
@@ -167,12 +197,15 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     std::vector<int32_t> chosen;
     for (size_t e = 0; e < users.size(); ++e)
         if (!users[e].empty()) chosen.push_back(static_cast<int32_t>(e));
-    if (route_trace_) route_trace_->push_back(RouteStep{layer, chosen});
+    const bool record = recording == Recording::on;
+    if (route_trace_ && record) route_trace_->push_back(RouteStep{layer, chosen});
     if (static_cast<size_t>(layer) < predicted_.size() && !predicted_[static_cast<size_t>(layer)].empty()) {
         const auto& guess = predicted_[static_cast<size_t>(layer)];
-        for (int32_t e : chosen)
-            if (std::binary_search(guess.begin(), guess.end(), e)) ++times_.predicted_chosen;
-        times_.chosen += chosen.size();
+        if (record) {
+            for (int32_t e : chosen)
+                if (std::binary_search(guess.begin(), guess.end(), e)) ++times_.predicted_chosen;
+            times_.chosen += chosen.size();
+        }
         predicted_[static_cast<size_t>(layer)].clear();
     }
 

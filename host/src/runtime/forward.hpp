@@ -27,6 +27,8 @@ struct ForwardTimes {
     double head_seconds = 0.0;
     uint64_t predicted_chosen = 0;  // experts a layer chose that the prediction from the layer before named
     uint64_t chosen = 0;            // experts chosen in layers that had a prediction
+    uint64_t replays = 0;             // KV recomputed from position 0 after a rewind past a ring's slack
+    uint64_t replayed_positions = 0;  // positions those replays recomputed
 };
 
 struct PipelineSettings {
@@ -44,6 +46,9 @@ public:
 
     // Consumes `tokens` at the session's position. Returns logits [rows, vocab] where rows is
     // tokens.size() with all_logits, else 1. On error the session is as it was before the call.
+    // If the session needs a replay (a rewind went back further than a sliding window's ring
+    // keeps), its KV is first recomputed from its recorded tokens; if that fails, the session stays
+    // where it was and still needs the replay.
     Expected<std::vector<float>> forward(Session& session, std::span<const int32_t> tokens,
                                          const ForwardOptions& options);
 
@@ -54,9 +59,15 @@ public:
     void record_routes(std::vector<RouteStep>* trace) { route_trace_ = trace; }
 
 private:
+    // Whether a block counts in the route trace and the prediction statistics (a replay does not:
+    // it recomputes positions those already counted).
+    enum class Recording : bool { off, on };
+    Expected<void> replay(Session& session, size_t block);
     Expected<void> run_block(Session& session, std::span<const int32_t> tokens, std::span<const int64_t> positions,
-                             const ForwardOptions& options, std::vector<float>& x, std::vector<std::vector<float>>* hidden);
-    Expected<void> moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out);
+                             const ForwardOptions& options, std::vector<float>& x, std::vector<std::vector<float>>* hidden,
+                             Recording recording);
+    Expected<void> moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out,
+                             Recording recording);
     // The experts the next MoE layer will likely choose, from the current residual state.
     std::vector<int32_t> predict_next(int layer, const StepContext& ctx, const Rows& residual, int& next_layer) const;
     Expected<void> compute_experts(int layer, const StepContext& ctx, const Rows& normed, const Routing& routing,

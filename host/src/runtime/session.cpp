@@ -18,6 +18,7 @@ Session::Session(const Model& model, size_t capacity, size_t max_block)
             const size_t rows = rows_for(decl, capacity, max_block_);
             rows_[static_cast<size_t>(l)].push_back(rows);
             buffers_[static_cast<size_t>(l)].emplace_back(std::max<size_t>(1, rows * decl.floats_per_position * sizeof(float)));
+            if (decl.window > 0) rings_.push_back(Ring{rows, decl.window});
         }
 }
 
@@ -29,7 +30,42 @@ KvView Session::kv(int layer) {
     return view;
 }
 
-void Session::rewind(size_t position) { position_ = std::min(position_, position); }
+void Session::will_write(size_t end) { written_end_ = std::max(written_end_, end); }
+
+void Session::advance(std::span<const int32_t> tokens) {
+    tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+    position_ += tokens.size();
+}
+
+bool Session::rings_hold_window_for(size_t position) const {
+    for (const Ring& ring : rings_) {
+        // The query at `position` sees keys [position - window + 1, position).
+        const size_t first_seen = position + 1 > ring.window ? position + 1 - ring.window : 0;
+        const size_t first_kept = written_end_ > ring.rows ? written_end_ - ring.rows : 0;
+        if (first_seen < position && first_kept > first_seen) return false;
+    }
+    return true;
+}
+
+void Session::rewind(size_t position) {
+    if (position >= position_) return;
+    position_ = position;
+    tokens_.resize(position);
+    if (position == 0) {
+        // Nothing before position 0 is needed: the rings start over.
+        written_end_ = 0;
+        needs_replay_ = false;
+        return;
+    }
+    // A replay still owed stays owed: a failed or unfinished one leaves the rings unknown.
+    if (!needs_replay_) needs_replay_ = !rings_hold_window_for(position);
+}
+
+void Session::replayed() {
+    // The replay wrote positions [0, position_) in order, so each ring's last rows are the newest.
+    written_end_ = position_;
+    needs_replay_ = false;
+}
 
 uint64_t Session::kv_bytes() const {
     uint64_t total = 0;

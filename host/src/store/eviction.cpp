@@ -71,6 +71,8 @@ private:
 
 }  // namespace
 
+const char* eviction_policy_name(EvictionPolicy p) { return p == EvictionPolicy::lru ? "lru" : "hotness"; }
+
 std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts) {
     if (settings.policy == EvictionPolicy::lru) return std::make_unique<LruEviction>(n_layers, n_experts);
     return std::make_unique<HotnessEviction>(settings.decay, n_layers, n_experts);

@@ -7,9 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/engine_config.hpp"
+#include "stormo/error.hpp"
+#include "stormo/export.hpp"
 
 namespace stormo {
+
+// Named "lru" and "hotness" in engine configurations and stats.
+enum class EvictionPolicy { lru, hotness };
+STORMO_API const char* eviction_policy_name(EvictionPolicy p);
 
 // Keys are (layer, expert); layer indexes 0..n_layers-1 of the layers that have experts.
 class Eviction {

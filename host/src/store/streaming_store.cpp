@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "store/expert_store.hpp"
+#include "util/format_bytes.hpp"
 
 namespace stormo {
 namespace {
