@@ -12,11 +12,11 @@
 
 #include "kernels/worker_pool.hpp"
 #include "oracle_support.hpp"
-#include "runtime/bench.hpp"
-#include "runtime/synth.hpp"
+#include "tools/bench.hpp"
+#include "tools/synth.hpp"
 #include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
-#include "util/bandwidth.hpp"
+#include "tools/bandwidth.hpp"
 
 namespace stormo::testing {
 namespace {

@@ -1,4 +1,4 @@
-// The model-running commands through the real binary, as CONTRACT.md specifies them:
+// The model-running commands through the real binary, as the command-line contract specifies them:
 // `generate` prints only ids, `logits` writes .npy files equal to the engine's, `--dump` writes
 // per-layer checkpoints, bad input exits non-zero with one line on stderr.
 #include <gtest/gtest.h>

@@ -555,7 +555,7 @@ TEST(IsaKernelsVnni, Int8DotNativeIsBitExact) {
             << "n " << a.size();
 }
 
-// ---- What is compiled where (TOOLCHAIN pitfall 7) ---------------------------------------
+// ---- What is compiled where (one COMDAT copy of an inline function may be compiled with wider ISA flags) ---------------------------------------
 
 // Every function of a plugin library with the instructions it uses, from objdump's disassembly.
 struct DisassembledFunction {

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 
 #include "oracle_support.hpp"
-#include "runtime/synth.hpp"
+#include "tools/synth.hpp"
 #include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
 #include "model/model_source.hpp"

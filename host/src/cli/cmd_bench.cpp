@@ -13,8 +13,8 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
-#include "runtime/bench.hpp"
-#include "util/bandwidth.hpp"
+#include "tools/bench.hpp"
+#include "tools/bandwidth.hpp"
 
 namespace stormo::cli {
 namespace {

@@ -1,7 +1,7 @@
 // stormo bench-kernels: weight bytes streamed per second by the matrix kernels of the reference
 // and of every kernels plugin usable here, per format, layout and number of activation rows, at
 // each thread count, as a fraction of the RAM read bandwidth measured in the same run
-// (runtime/kernel_bench.hpp). docs/kernels.md holds the table and the commands.
+// (tools/kernel_bench.hpp). docs/kernels.md holds the table and the commands.
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -14,7 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
-#include "runtime/kernel_bench.hpp"
+#include "tools/kernel_bench.hpp"
 
 namespace stormo::cli {
 namespace {

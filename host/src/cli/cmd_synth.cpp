@@ -7,7 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "runtime/engine_config.hpp"
-#include "runtime/synth.hpp"
+#include "tools/synth.hpp"
 
 namespace stormo::cli {
 namespace {

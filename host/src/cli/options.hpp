@@ -1,5 +1,5 @@
 #pragma once
-// The command line shared by every model command (CONTRACT.md "Options every model command
+// The command line shared by every model command (the command-line contract's "Options every model command
 // accepts"), and the steps every such command starts with: the engine configuration (YAML file
 // then options), the plugin search, and opening the model with its family and kernels chosen.
 //

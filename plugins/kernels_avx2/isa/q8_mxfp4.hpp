@@ -4,7 +4,7 @@
 // (AVX-VNNI or AVX512-VNNI, the vnni plugin), or SIMDe's emulation of vpdpbusd (the unit tests, on
 // any CPU). The includer declares the AVX2 intrinsics first: <immintrin.h> in an ISA file compiled
 // with -mavx2 (and -ffp-contract=off: a fused multiply-add would break the bit-exactness), or
-// SIMDe with native aliases in a test. Everything here has internal linkage (TOOLCHAIN pitfall 7).
+// SIMDe with native aliases in a test. Everything here has internal linkage (so no COMDAT copy built with these flags can stand in for baseline code).
 // The small helpers are always inlined: none is worth a call, and a 256-bit value passed to an
 // out-of-line function of the baseline-compiled SIMDe test would change the ABI (-Wpsabi).
 //

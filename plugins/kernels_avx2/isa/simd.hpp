@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the ISA files (compiled with the plugin's SIMD flags only). Everything here
 // sits in an unnamed namespace, so each ISA file gets its own private copy and no AVX2-compiled
-// function can be picked by the linker for code built for the baseline (TOOLCHAIN pitfall 7).
+// function can be picked by the linker for code built for the baseline (inline functions are COMDAT: one copy wins).
 #include <immintrin.h>
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "runtime/bench.hpp"
+#include "tools/bench.hpp"
 
 #include <algorithm>
 #include <fstream>

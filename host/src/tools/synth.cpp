@@ -1,7 +1,7 @@
 // Synthetic GPT-OSS checkpoints: the hub's config.json values and tensor layout (MXFP4 experts as
 // U8 blocks [E, out, in/32, 16] and E8M0 scales [E, out, in/32], everything else BF16), with
 // counter-based random values so any byte range of a tensor can be generated on its own.
-#include "runtime/synth.hpp"
+#include "tools/synth.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

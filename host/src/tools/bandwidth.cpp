@@ -1,7 +1,7 @@
 // RAM and disk read bandwidth probes. Both are written to reach the hardware's limit with the
 // resources the engine itself has (its thread count; several reads in flight), so a benchmark's
 // achieved/bound ratio says how much the engine leaves on the table.
-#include "util/bandwidth.hpp"
+#include "tools/bandwidth.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

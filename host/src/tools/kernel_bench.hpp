@@ -13,7 +13,7 @@
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
 #include "stormo/kernels.hpp"
-#include "util/bandwidth.hpp"
+#include "tools/bandwidth.hpp"
 
 namespace stormo {
 

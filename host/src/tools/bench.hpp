@@ -12,7 +12,7 @@
 #include "store/expert_store.hpp"
 #include "stormo/export.hpp"
 #include "stormo/family.hpp"
-#include "util/bandwidth.hpp"
+#include "tools/bandwidth.hpp"
 
 namespace stormo {
 

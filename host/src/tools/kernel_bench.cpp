@@ -3,7 +3,7 @@
 // cache), and read round-robin; the RAM probe runs first, with the same pools, so both figures
 // come from the same machine state.
 #include "kernels/worker_pool.hpp"
-#include "runtime/kernel_bench.hpp"
+#include "tools/kernel_bench.hpp"
 
 #include <algorithm>
 #include <chrono>
