@@ -13,15 +13,14 @@ namespace {
 
 // Counts MoE layers from mlp_layer_types, checking every entry.
 Expected<int> moe_layers_from_types(const ModelConfig& c, int64_t layers) {
-    auto types = c.strings("mlp_layer_types");
-    if (!types) return tl::unexpected(types.error());
-    if (static_cast<int64_t>(types->size()) != layers)
+    STORMO_TRY_ASSIGN(auto types, c.strings("mlp_layer_types"));
+    if (static_cast<int64_t>(types.size()) != layers)
         return fail(ErrorKind::mismatch, c.source() + ": field \"mlp_layer_types\" has " +
-                                             std::to_string(types->size()) + " entries for " +
+                                             std::to_string(types.size()) + " entries for " +
                                              std::to_string(layers) + " layers (num_hidden_layers)");
     int moe = 0;
-    for (size_t i = 0; i < types->size(); ++i) {
-        const std::string& t = (*types)[i];
+    for (size_t i = 0; i < types.size(); ++i) {
+        const std::string& t = (types)[i];
         if (t == "sparse") ++moe;
         else if (t != "dense")
             return fail(ErrorKind::mismatch, c.source() + ": field \"mlp_layer_types\"[" + std::to_string(i) +
@@ -66,9 +65,8 @@ Expected<ModelSummary> GlmDsaFamily::summarize(const ModelConfig& c) const {
 
     int moe_layers = 0;
     if (c.has("mlp_layer_types")) {
-        auto m = moe_layers_from_types(c, layers);
-        if (!m) return tl::unexpected(m.error());
-        moe_layers = *m;
+        STORMO_TRY_ASSIGN(auto m, moe_layers_from_types(c, layers));
+        moe_layers = m;
     } else if (has_first_dense) {
         moe_layers = static_cast<int>(layers > first_dense ? layers - first_dense : 0);
     } else {

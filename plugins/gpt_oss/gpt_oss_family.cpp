@@ -17,9 +17,8 @@ bool contains(std::string_view s, std::string_view part) { return s.find(part) !
 }  // namespace
 
 Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const {
-    auto parsed = parse_gpt_oss_config(config);
-    if (!parsed) return tl::unexpected(parsed.error());
-    const GptOssConfig& c = *parsed;
+    STORMO_TRY_ASSIGN(auto parsed, parse_gpt_oss_config(config));
+    const GptOssConfig& c = parsed;
     const auto sliding = std::count(c.layer_types.begin(), c.layer_types.end(), AttentionKind::sliding);
     ModelSummary s;
     s.dimensions = {{"hidden_size", c.hidden_size},

@@ -34,9 +34,8 @@ Expected<ModelSummary> Qwen3MoeFamily::summarize(const ModelConfig& c) const {
 
     std::vector<int64_t> dense_layers;  // mlp_only_layers: layers with a dense MLP instead of experts
     if (c.has("mlp_only_layers")) {
-        auto v = c.integers("mlp_only_layers");
-        if (!v) return tl::unexpected(v.error());
-        dense_layers = *v;
+        STORMO_TRY_ASSIGN(auto v, c.integers("mlp_only_layers"));
+        dense_layers = v;
     }
     // transformers' rule: a layer is MoE when it is not listed in mlp_only_layers and
     // (layer + 1) is a multiple of decoder_sparse_step.

@@ -19,12 +19,11 @@ std::string describe(const Json& value) {
 }  // namespace
 
 Expected<ModelConfig> ModelConfig::parse(std::string_view text, const std::string& source_name) {
-    auto root = Json::parse(text, source_name);
-    if (!root) return tl::unexpected(root.error());
-    if (root->type() != Json::Type::object)
+    STORMO_TRY_ASSIGN(auto root, Json::parse(text, source_name));
+    if (root.type() != Json::Type::object)
         return fail(ErrorKind::format, source_name + ": expected a JSON object at the top level, found " +
-                                           json_type_name(root->type()));
-    return ModelConfig(std::move(*root), source_name);
+                                           json_type_name(root.type()));
+    return ModelConfig(std::move(root), source_name);
 }
 
 bool ModelConfig::has(std::string_view key) const {

@@ -43,10 +43,9 @@ struct Probes {
 };
 
 Expected<uint64_t> size_option(const std::string& text, const std::string& option) {
-    auto s = parse_size(text, option);
-    if (!s) return tl::unexpected(s.error());
-    if (s->kind != SizeSpec::Kind::bytes) return fail(ErrorKind::invalid_argument, option + " must be a size in bytes");
-    return s->bytes;
+    STORMO_TRY_ASSIGN(auto s, parse_size(text, option));
+    if (s.kind != SizeSpec::Kind::bytes) return fail(ErrorKind::invalid_argument, option + " must be a size in bytes");
+    return s.bytes;
 }
 
 std::string fixed(double v, int decimals) {

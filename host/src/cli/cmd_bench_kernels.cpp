@@ -113,11 +113,10 @@ Expected<void> build_tables(const PluginRegistry& registry, const Options& o, Ta
         if (road != "f32" && road != "int8")
             return fail(ErrorKind::invalid_argument, "--roads: unknown road '" + road + "' (f32, int8)");
     for (const std::string& name : wanted) {
-        auto selection = select_kernels(registry, cpu, PluginRequest{name, "--kernels-list"});
-        if (!selection) return tl::unexpected(selection.error());
+        STORMO_TRY_ASSIGN(auto selection, select_kernels(registry, cpu, PluginRequest{name, "--kernels-list"}));
         for (const std::string& road : roads) {
-            auto table = std::make_unique<KernelTable>(build_kernel_table(*selection));
-            out.list.push_back(BenchKernels{selection->name, table.get(), road == "int8"});
+            auto table = std::make_unique<KernelTable>(build_kernel_table(selection));
+            out.list.push_back(BenchKernels{selection.name, table.get(), road == "int8"});
             out.tables.push_back(std::move(table));
         }
     }

@@ -28,12 +28,12 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text, const std::str
     };
     for (char c : text) {
         if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-            if (auto f = flush(); !f) return tl::unexpected(f.error());
+            STORMO_TRY(flush());
         } else {
             token += c;
         }
     }
-    if (auto f = flush(); !f) return tl::unexpected(f.error());
+    STORMO_TRY(flush());
     if (ids.empty()) return fail(ErrorKind::invalid_argument, origin + ": no token ids");
     return ids;
 }
@@ -42,25 +42,23 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text, const std::str
 
 Expected<LoadedEngine> open_engine(const CommonOptions& options) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
-    auto config = resolve_engine_config(options);
-    if (!config) return tl::unexpected(config.error());
+    STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
     EngineOptions eo;
-    eo.setup = setup_request(*config, options);
-    eo.threads = config->threads ? static_cast<size_t>(*config->threads) : 0;
-    eo.expert_budget = config->expert_budget;
-    eo.expert_budget_origin = config->origin("expert_budget");
-    eo.eviction.policy = config->eviction;
-    eo.eviction.decay = config->hotness_decay;
-    eo.direct_io = config->direct_io;
-    eo.io_threads = static_cast<size_t>(config->io_threads);
-    eo.pipeline.prefetch = config->prefetch;
-    eo.pipeline.async_compute = config->async_compute;
-    eo.context = static_cast<size_t>(config->context);
-    eo.activations = config->activations;
-    auto engine = Engine::open(eo);
-    if (!engine) return tl::unexpected(engine.error());
+    eo.setup = setup_request(config, options);
+    eo.threads = config.threads ? static_cast<size_t>(*config.threads) : 0;
+    eo.expert_budget = config.expert_budget;
+    eo.expert_budget_origin = config.origin("expert_budget");
+    eo.eviction.policy = config.eviction;
+    eo.eviction.decay = config.hotness_decay;
+    eo.direct_io = config.direct_io;
+    eo.io_threads = static_cast<size_t>(config.io_threads);
+    eo.pipeline.prefetch = config.prefetch;
+    eo.pipeline.async_compute = config.async_compute;
+    eo.context = static_cast<size_t>(config.context);
+    eo.activations = config.activations;
+    STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));
     if (options.verbose) {
-        Engine& e = **engine;
+        Engine& e = *engine;
         const ExpertStoreStats store = e.store().stats();
         std::cerr << "stormo: " << e.family_name() << " on " << e.kernels_name() << " kernels, " << e.threads()
                   << " threads; expert budget " << e.expert_budget().reason;
@@ -69,7 +67,7 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options) {
                       << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
         std::cerr << "\n";
     }
-    return LoadedEngine{std::move(*config), std::move(*engine)};
+    return LoadedEngine{std::move(config), std::move(engine)};
 }
 
 void add_token_input(po::options_description& d, TokenInput& out) {

@@ -160,9 +160,8 @@ SetupRequest setup_request(const EngineConfig& config, const CommonOptions& opti
 Expected<std::unique_ptr<ModelSetup>> open_model_setup(const CommonOptions& options) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     auto setup = std::make_unique<ModelSetup>();
-    auto cfg = resolve_engine_config(options);
-    if (!cfg) return tl::unexpected(cfg.error());
-    setup->config = std::move(*cfg);
+    STORMO_TRY_ASSIGN(auto cfg, resolve_engine_config(options));
+    setup->config = std::move(cfg);
     if (auto opened = stormo::open_model_setup(setup_request(setup->config, options), *setup); !opened)
         return tl::unexpected(opened.error());
     return setup;

@@ -110,12 +110,10 @@ Expected<ModelConfig> read_config(const fs::path& path) {
 }
 
 Expected<OpenedShard> open_shard(const std::string& path) {
-    auto fd = FileDescriptor::open_read(path);
-    if (!fd) return tl::unexpected(fd.error());
-    auto header = read_safetensors_header(fd->get(), path);
-    if (!header) return tl::unexpected(header.error());
-    const uint64_t size = header->file_size;
-    return OpenedShard{Shard{path, std::move(*fd), size}, std::move(*header)};
+    STORMO_TRY_ASSIGN(auto fd, FileDescriptor::open_read(path));
+    STORMO_TRY_ASSIGN(auto header, read_safetensors_header(fd.get(), path));
+    const uint64_t size = header.file_size;
+    return OpenedShard{Shard{path, std::move(fd), size}, std::move(header)};
 }
 
 bool holds(const std::vector<TensorInfo>& sorted, std::string_view name) {
@@ -133,9 +131,8 @@ std::string first_tensor_of(const SafetensorsIndex& index, const std::string& sh
 
 Expected<std::vector<OpenedShard>> open_sharded(const fs::path& dir, const fs::path& index_path) {
     const std::string index_name = index_path.string();
-    auto text = read_file(index_name);
-    if (!text) return tl::unexpected(text.error());
-    auto index = parse_safetensors_index(*text, index_name);
+    STORMO_TRY_ASSIGN(auto text, read_file(index_name));
+    auto index = parse_safetensors_index(text, index_name);
     if (!index) return tl::unexpected(index.error());
 
     std::vector<OpenedShard> shards;
@@ -145,9 +142,8 @@ Expected<std::vector<OpenedShard>> open_sharded(const fs::path& dir, const fs::p
         if (!is_file(path))
             return fail(ErrorKind::missing, index_name + ": shard " + in_quotes(name) + " (holding tensor " +
                                                 in_quotes(first_tensor_of(*index, name)) + ") not found in " + dir.string());
-        auto shard = open_shard(path);
-        if (!shard) return tl::unexpected(shard.error());
-        shards.push_back(std::move(*shard));
+        STORMO_TRY_ASSIGN(auto shard, open_shard(path));
+        shards.push_back(std::move(shard));
     }
 
     // Every tensor the index lists must be in the shard it names. Shards hold it sorted by name.
@@ -178,39 +174,33 @@ Expected<std::vector<TensorInfo>> merge_tensors(const std::vector<OpenedShard>& 
 }  // namespace
 
 Expected<std::unique_ptr<ModelSource>> open_model_directory(const std::string& dir) {
-    auto root = checked_directory(dir);
-    if (!root) return tl::unexpected(root.error());
+    STORMO_TRY_ASSIGN(auto root, checked_directory(dir));
 
-    auto config = read_config(*root / kConfigFile);
-    if (!config) return tl::unexpected(config.error());
+    STORMO_TRY_ASSIGN(auto config, read_config(root / kConfigFile));
     std::optional<ModelConfig> generation;
-    if (const fs::path path = *root / kGenerationConfigFile; is_file(path)) {
-        auto parsed = read_config(path);
-        if (!parsed) return tl::unexpected(parsed.error());
-        generation = std::move(*parsed);
+    if (const fs::path path = root / kGenerationConfigFile; is_file(path)) {
+        STORMO_TRY_ASSIGN(auto parsed, read_config(path));
+        generation = std::move(parsed);
     }
 
     // transformers prefers the single file when both forms are present; so do we.
     std::vector<OpenedShard> opened;
-    if (const fs::path single = *root / kSingleFile; is_file(single)) {
-        auto shard = open_shard(single.string());
-        if (!shard) return tl::unexpected(shard.error());
-        opened.push_back(std::move(*shard));
-    } else if (const fs::path index = *root / kIndexFile; is_file(index)) {
-        auto shards = open_sharded(*root, index);
-        if (!shards) return tl::unexpected(shards.error());
-        opened = std::move(*shards);
+    if (const fs::path single = root / kSingleFile; is_file(single)) {
+        STORMO_TRY_ASSIGN(auto shard, open_shard(single.string()));
+        opened.push_back(std::move(shard));
+    } else if (const fs::path index = root / kIndexFile; is_file(index)) {
+        STORMO_TRY_ASSIGN(auto shards, open_sharded(root, index));
+        opened = std::move(shards);
     } else {
-        return fail(ErrorKind::missing, root->string() + ": no " + kSingleFile + " or " + kIndexFile + " found");
+        return fail(ErrorKind::missing, root.string() + ": no " + kSingleFile + " or " + kIndexFile + " found");
     }
 
-    auto tensors = merge_tensors(opened);
-    if (!tensors) return tl::unexpected(tensors.error());
+    STORMO_TRY_ASSIGN(auto tensors, merge_tensors(opened));
     std::vector<Shard> shards;
     shards.reserve(opened.size());
     for (OpenedShard& s : opened) shards.push_back(std::move(s.shard));
-    return std::make_unique<DirectorySource>(root->string(), std::move(*config), std::move(generation),
-                                             std::move(shards), std::move(*tensors));
+    return std::make_unique<DirectorySource>(root.string(), std::move(config), std::move(generation),
+                                             std::move(shards), std::move(tensors));
 }
 
 }  // namespace stormo

@@ -139,12 +139,11 @@ Expected<void> check_ranges(std::vector<Entry>& entries, uint64_t data_size, con
 
 Expected<SafetensorsFile> parse_safetensors_header(std::string_view header, uint64_t file_size,
                                                    const std::string& path) {
-    auto root = Json::parse(header, path + " (safetensors header)");
-    if (!root) return tl::unexpected(root.error());
-    const auto* members = root->as_object();
+    STORMO_TRY_ASSIGN(auto root, Json::parse(header, path + " (safetensors header)"));
+    const auto* members = root.as_object();
     if (members == nullptr)
         return fail(ErrorKind::format, path + ": safetensors header must be a JSON object, found " +
-                                           json_type_name(root->type()));
+                                           json_type_name(root.type()));
 
     SafetensorsFile file;
     file.path = path;
@@ -162,11 +161,10 @@ Expected<SafetensorsFile> parse_safetensors_header(std::string_view header, uint
             file.metadata = std::move(*metadata);
             continue;
         }
-        auto entry = parse_entry(name, value, path);
-        if (!entry) return tl::unexpected(entry.error());
-        entries.push_back(std::move(*entry));
+        STORMO_TRY_ASSIGN(auto entry, parse_entry(name, value, path));
+        entries.push_back(std::move(entry));
     }
-    if (auto r = check_ranges(entries, file_size - file.data_begin, path); !r) return tl::unexpected(r.error());
+    STORMO_TRY(check_ranges(entries, file_size - file.data_begin, path));
 
     // The map iterates in name order, so the tensors come out sorted by name.
     file.tensors.reserve(entries.size());
@@ -178,24 +176,23 @@ Expected<SafetensorsFile> parse_safetensors_header(std::string_view header, uint
 }
 
 Expected<SafetensorsFile> read_safetensors_header(int fd, const std::string& path) {
-    auto size = file_size(fd, path);
-    if (!size) return tl::unexpected(size.error());
-    if (*size < kLengthPrefix)
-        return fail(ErrorKind::format, path + ": file is " + std::to_string(*size) +
+    STORMO_TRY_ASSIGN(auto size, file_size(fd, path));
+    if (size < kLengthPrefix)
+        return fail(ErrorKind::format, path + ": file is " + std::to_string(size) +
                                            " bytes, too short for a safetensors file (it starts with an 8-byte header length)");
     unsigned char prefix[kLengthPrefix];
-    if (auto r = pread_exact(fd, prefix, kLengthPrefix, 0, path); !r) return tl::unexpected(r.error());
+    STORMO_TRY(pread_exact(fd, prefix, kLengthPrefix, 0, path));
     uint64_t header_size = 0;
     for (size_t i = 0; i < kLengthPrefix; ++i) header_size |= static_cast<uint64_t>(prefix[i]) << (8 * i);
-    if (header_size > *size - kLengthPrefix)
+    if (header_size > size - kLengthPrefix)
         return fail(ErrorKind::format, path + ": safetensors header length " + std::to_string(header_size) +
-                                           " runs past the end of the file (" + std::to_string(*size) + " bytes)");
+                                           " runs past the end of the file (" + std::to_string(size) + " bytes)");
     if (header_size > kMaxSafetensorsHeader)
         return fail(ErrorKind::format, path + ": safetensors header length " + std::to_string(header_size) +
                                            " exceeds the limit of " + std::to_string(kMaxSafetensorsHeader) + " bytes");
     std::string header(header_size, '\0');
-    if (auto r = pread_exact(fd, header.data(), header_size, kLengthPrefix, path); !r) return tl::unexpected(r.error());
-    return parse_safetensors_header(header, *size, path);
+    STORMO_TRY(pread_exact(fd, header.data(), header_size, kLengthPrefix, path));
+    return parse_safetensors_header(header, size, path);
 }
 
 }  // namespace stormo

@@ -20,11 +20,10 @@ bool stays_inside(const std::string& name) {
 }  // namespace
 
 Expected<SafetensorsIndex> parse_safetensors_index(std::string_view text, const std::string& path) {
-    auto root = Json::parse(text, path);
-    if (!root) return tl::unexpected(root.error());
-    if (root->type() != Json::Type::object)
-        return fail(ErrorKind::format, path + ": expected a JSON object, found " + json_type_name(root->type()));
-    const Json* weight_map = root->find("weight_map");
+    STORMO_TRY_ASSIGN(auto root, Json::parse(text, path));
+    if (root.type() != Json::Type::object)
+        return fail(ErrorKind::format, path + ": expected a JSON object, found " + json_type_name(root.type()));
+    const Json* weight_map = root.find("weight_map");
     if (weight_map == nullptr) return fail(ErrorKind::format, path + ": field \"weight_map\" is missing");
     const auto* entries = weight_map->as_object();
     if (entries == nullptr)

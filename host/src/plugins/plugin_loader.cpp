@@ -180,21 +180,19 @@ std::string kernels_unusable_reason(const EntryPoints& e, const LoadedPlugin& pl
 }
 
 Expected<LoadedPlugin> load_checked(const std::string& path, const PluginFileName& expected, CpuFeatureSet cpu) {
-    auto lib = open_library(path);
-    if (!lib) return tl::unexpected(lib.error());
-    auto entries = find_entry_points(**lib);
-    if (!entries) return tl::unexpected(entries.error());
-    if (auto abi = check_abi(*entries); !abi) return tl::unexpected(abi.error());
+    STORMO_TRY_ASSIGN(auto lib, open_library(path));
+    STORMO_TRY_ASSIGN(auto entries, find_entry_points(*lib));
+    STORMO_TRY(check_abi(entries));
 
     LoadedPlugin plugin;
     plugin.path = path;
-    if (auto d = read_description(*entries, expected, plugin); !d) return tl::unexpected(d.error());
-    if (plugin.kind == PluginKind::kernels) plugin.unusable_reason = kernels_unusable_reason(*entries, plugin, cpu);
+    STORMO_TRY(read_description(entries, expected, plugin));
+    if (plugin.kind == PluginKind::kernels) plugin.unusable_reason = kernels_unusable_reason(entries, plugin, cpu);
     if (plugin.unusable_reason.empty()) {
-        if (auto c = create_object(*entries, *lib, plugin); !c) return tl::unexpected(c.error());
+        STORMO_TRY(create_object(entries, lib, plugin));
     }
-    plugin.score_fn = entries->score;
-    plugin.library = *lib;
+    plugin.score_fn = entries.score;
+    plugin.library = lib;
     return plugin;
 }
 

@@ -16,7 +16,7 @@ Engine::~Engine() {
 
 Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
-    if (auto opened = open_model_setup(options.setup, engine->setup_); !opened) return tl::unexpected(opened.error());
+    STORMO_TRY(open_model_setup(options.setup, engine->setup_));
     engine->table_ = build_kernel_table(engine->setup_.kernels);
     engine->int8_activations_ = options.activations == ActivationRoad::int8;
 
@@ -29,9 +29,8 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     engine->model_ = bind_to_library(std::move(*model), family.library);
     for (const auto& t : context.loaded()) engine->dense_bytes_ += t.nbytes;
 
-    auto store = engine->make_store(options, context.expert_layouts());
-    if (!store) return tl::unexpected(store.error());
-    engine->store_ = std::move(*store);
+    STORMO_TRY_ASSIGN(auto store, engine->make_store(options, context.expert_layouts()));
+    engine->store_ = std::move(store);
     engine->pipeline_ = std::make_unique<Pipeline>(*engine->model_, *engine->store_, options.pipeline);
     return engine;
 }
@@ -60,18 +59,17 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
             for (const auto& expert : layout.locations)
                 for (const auto& part : expert)
                     if (std::find(files.begin(), files.end(), part.tensor->file) == files.end()) files.push_back(part.tensor->file);
-        auto backend = make_pread_backend(files, options.direct_io);
-        if (!backend) return tl::unexpected(backend.error());
-        if (options.wrap_read_backend) *backend = options.wrap_read_backend(std::move(*backend));
+        STORMO_TRY_ASSIGN(auto backend, make_pread_backend(files, options.direct_io));
+        if (options.wrap_read_backend) backend = options.wrap_read_backend(std::move(backend));
         StreamingStoreOptions so;
         so.budget_bytes = budget_.bytes;
         so.min_slots = min_slots;
         so.eviction = options.eviction;
         so.io_threads = options.io_threads;
-        store = make_streaming_expert_store(std::move(*backend), so);
+        store = make_streaming_expert_store(std::move(backend), so);
     }
     for (auto& layout : layouts)
-        if (auto added = store->add_layer(std::move(layout)); !added) return tl::unexpected(added.error());
+        STORMO_TRY(store->add_layer(std::move(layout)));
     if (auto done = store->finish_loading(); !done) {
         Error e = done.error();
         if (options.expert_budget.kind == SizeSpec::Kind::bytes) e = with_context(e, options.expert_budget_origin);
@@ -84,12 +82,11 @@ Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity, size_t m
     if (capacity == 0) return fail(ErrorKind::invalid_argument, "a session needs a context of at least one position");
     const ModelConfig& config = setup_.source->config();
     if (config.has("max_position_embeddings")) {
-        auto max_positions = config.integer("max_position_embeddings");
-        if (!max_positions) return tl::unexpected(max_positions.error());
-        if (capacity > static_cast<size_t>(*max_positions))
+        STORMO_TRY_ASSIGN(auto max_positions, config.integer("max_position_embeddings"));
+        if (capacity > static_cast<size_t>(max_positions))
             return fail(ErrorKind::resource, "a context of " + std::to_string(capacity) +
                                                  " positions exceeds the model's max_position_embeddings (" +
-                                                 std::to_string(*max_positions) + ")");
+                                                 std::to_string(max_positions) + ")");
     }
     return std::make_unique<Session>(*model_, capacity, max_block);
 }

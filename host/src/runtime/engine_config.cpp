@@ -275,17 +275,16 @@ Expected<YAML::Node> parse_yaml(std::string_view text, const std::string& source
 }  // namespace
 
 Expected<EngineConfig> parse_engine_config(std::string_view yaml_text, const std::string& source_name) {
-    auto root = parse_yaml(yaml_text, source_name);
-    if (!root) return tl::unexpected(root.error());
+    STORMO_TRY_ASSIGN(auto root, parse_yaml(yaml_text, source_name));
     EngineConfig cfg = default_engine_config();
     cfg.source = source_name;
-    if (root->IsNull()) return cfg;  // an empty file (or only comments): every default
-    if (!root->IsMap())
+    if (root.IsNull()) return cfg;  // an empty file (or only comments): every default
+    if (!root.IsMap())
         return fail(ErrorKind::config, source_name + ": an engine configuration must be a map of keys (" +
                                            known_keys() + ")");
     std::set<std::string> seen;
     try {
-        for (const auto& entry : *root) {
+        for (const auto& entry : root) {
             if (!entry.first.IsScalar())
                 return fail(ErrorKind::config, source_name + ": keys must be plain names (" + known_keys() + ")");
             const std::string key = entry.first.Scalar();

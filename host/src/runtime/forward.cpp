@@ -30,7 +30,7 @@ Expected<void> validate_tokens(std::span<const int32_t> tokens, size_t vocab) {
 Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const int32_t> tokens,
                                                const ForwardOptions& options) {
     if (tokens.empty()) return fail(ErrorKind::invalid_argument, "no tokens to process");
-    if (auto v = validate_tokens(tokens, model_.vocab_size()); !v) return tl::unexpected(v.error());
+    STORMO_TRY(validate_tokens(tokens, model_.vocab_size()));
     if (tokens.size() > session.remaining())
         return fail(ErrorKind::resource, "context full: " + std::to_string(session.position()) + " positions used + " +
                                              std::to_string(tokens.size()) + " new exceed the context of " +
@@ -109,7 +109,7 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
     const size_t width = model_.hidden_size();
     const StepContext ctx{positions, options.tracer};
     x.assign(n * width, 0.0f);
-    if (auto e = model_.embed(tokens, rows_of(x, n, width)); !e) return tl::unexpected(e.error());
+    STORMO_TRY(model_.embed(tokens, rows_of(x, n, width)));
     auto record = [&](const char* name, int layer, const std::vector<float>& v) {
         if (options.tracer && options.tracer->wants(layer)) options.tracer->record(name, layer, v.data(), n, width, positions);
     };
@@ -225,7 +225,7 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     }
     if (plan.shared_experts) {
         std::vector<float> shared(n * width);
-        if (auto d = model_.dense_ffn(layer, normed, Rows{shared.data(), n, width}); !d) return tl::unexpected(d.error());
+        STORMO_TRY(model_.dense_ffn(layer, normed, Rows{shared.data(), n, width}));
         for (size_t i = 0; i < n * width; ++i) out.data[i] += shared[i];
     }
     if (ctx.tracer && ctx.tracer->wants(layer)) ctx.tracer->record("moe_out", layer, out.data, n, width, ctx.positions);
@@ -265,8 +265,7 @@ Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, cons
     for (size_t begin = 0; begin < chosen.size(); begin += wave) {
         const size_t count = std::min(wave, chosen.size() - begin);
         const std::span<const int32_t> group(chosen.data() + begin, count);
-        auto batch = store_.acquire(layer, group);
-        if (!batch) return tl::unexpected(batch.error());
+        STORMO_TRY_ASSIGN(auto batch, store_.acquire(layer, group));
         // This layer's misses are queued; now start on the next layer's likely experts.
         if (begin == 0 && settings_.prefetch && store_.streams()) {
             int next_layer = -1;
@@ -280,15 +279,14 @@ Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, cons
         }
         if (settings_.async_compute) {
             for (size_t i = 0; i < count; ++i) {
-                auto ready = (*batch)->next();
-                if (!ready) return tl::unexpected(ready.error());
-                if (auto r = run_expert((*batch)->view(*ready), group[*ready]); !r) return tl::unexpected(r.error());
+                STORMO_TRY_ASSIGN(auto ready, (batch)->next());
+                STORMO_TRY(run_expert((batch)->view(ready), group[ready]));
             }
         } else {
             for (size_t i = 0; i < count; ++i)
-                if (auto ready = (*batch)->next(); !ready) return tl::unexpected(ready.error());
+                STORMO_TRY((batch)->next());
             for (size_t i = 0; i < count; ++i)
-                if (auto r = run_expert((*batch)->view(i), group[i]); !r) return tl::unexpected(r.error());
+                STORMO_TRY(run_expert((batch)->view(i), group[i]));
         }
     }
     return {};

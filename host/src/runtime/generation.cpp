@@ -10,9 +10,8 @@ using Clock = std::chrono::steady_clock;
 
 Expected<std::vector<int32_t>> eos_of(const ModelConfig& config) {
     if (!config.has("eos_token_id")) return std::vector<int32_t>{};
-    auto ids = config.integers("eos_token_id");
-    if (!ids) return tl::unexpected(ids.error());
-    return std::vector<int32_t>(ids->begin(), ids->end());
+    STORMO_TRY_ASSIGN(auto ids, config.integers("eos_token_id"));
+    return std::vector<int32_t>(ids.begin(), ids.end());
 }
 
 }  // namespace
@@ -25,7 +24,7 @@ Expected<std::vector<int32_t>> stop_ids_of(const ModelSource& source) {
 Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const GenerationRequest& request,
                                     const std::function<void(int32_t)>& on_token) {
     if (request.prompt.empty()) return fail(ErrorKind::invalid_argument, "the prompt is empty");
-    if (auto v = validate(request.sampling); !v) return tl::unexpected(v.error());
+    STORMO_TRY(validate(request.sampling));
     const size_t start = session.position();
     // Checked before anything runs: a request never silently stops short of max_tokens.
     const size_t needed = request.prompt.size() + request.max_tokens;

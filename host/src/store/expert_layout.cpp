@@ -42,9 +42,8 @@ Expected<ExpertLayerLayout> resolve_expert_layout(const ModelSource& source, int
                 layout.locations[static_cast<size_t>(e)].push_back({*t, slice * static_cast<uint64_t>(e), slice});
         } else {
             for (int e = 0; e < n_experts; ++e) {
-                auto t = checked_tensor(source, expert_tensor_name(part.tensor, e), part.dtypes, part.expert_shape);
-                if (!t) return tl::unexpected(t.error());
-                layout.locations[static_cast<size_t>(e)].push_back({*t, 0, (*t)->nbytes});
+                STORMO_TRY_ASSIGN(auto t, checked_tensor(source, expert_tensor_name(part.tensor, e), part.dtypes, part.expert_shape));
+                layout.locations[static_cast<size_t>(e)].push_back({t, 0, (t)->nbytes});
             }
         }
     }

@@ -70,7 +70,7 @@ private:
 
 Expected<std::unique_ptr<ReadBackend>> make_pread_backend(const std::vector<std::string>& files, bool want_direct_io) {
     auto backend = std::make_unique<PreadBackend>();
-    if (auto r = backend->open_all(files, want_direct_io); !r) return tl::unexpected(r.error());
+    STORMO_TRY(backend->open_all(files, want_direct_io));
     return std::unique_ptr<ReadBackend>(std::move(backend));
 }
 

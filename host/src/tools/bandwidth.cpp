@@ -101,9 +101,8 @@ Expected<std::vector<Piece>> split_ranges(std::span<const FileRange> ranges, uin
         if (r.nbytes > 0) by_file[r.file].emplace_back(r.offset, r.offset + r.nbytes);
     std::vector<Piece> pieces;
     for (auto& [path, spans] : by_file) {
-        auto fd = FileDescriptor::open_read(path);
-        if (!fd) return tl::unexpected(fd.error());
-        auto size = fd->size(path);
+        STORMO_TRY_ASSIGN(auto fd, FileDescriptor::open_read(path));
+        auto size = fd.size(path);
         if (!size) return tl::unexpected(size.error());
         const uint64_t limit = align_down(*size, kDirectAlign);
         std::sort(spans.begin(), spans.end());
@@ -117,7 +116,7 @@ Expected<std::vector<Piece>> split_ranges(std::span<const FileRange> ranges, uin
         }
         const size_t index = files.paths.size();
         files.paths.push_back(path);
-        files.fds.push_back(std::move(*fd));
+        files.fds.push_back(std::move(fd));
         for (auto [b, e] : merged)
             for (uint64_t at = b; at < e; at += block) pieces.push_back({index, at, std::min(block, e - at)});
     }
@@ -277,22 +276,21 @@ Expected<DiskBandwidth> measure_disk_read_bandwidth(std::span<const FileRange> r
     if (options.bytes == 0) return fail(ErrorKind::invalid_argument, "disk read probe: nothing to read (0 bytes asked)");
     if (options.passes < 1) return fail(ErrorKind::invalid_argument, "disk read probe: passes must be >= 1");
     OpenFiles files;
-    auto all = split_ranges(ranges, options.block, files);
-    if (!all) return tl::unexpected(all.error());
-    if (all->empty()) return fail(ErrorKind::invalid_argument, "disk read probe: the ranges hold no whole 4 KiB block");
+    STORMO_TRY_ASSIGN(auto all, split_ranges(ranges, options.block, files));
+    if (all.empty()) return fail(ErrorKind::invalid_argument, "disk read probe: the ranges hold no whole 4 KiB block");
 
     std::mt19937_64 rng(options.seed);
-    std::shuffle(all->begin(), all->end(), rng);
+    std::shuffle(all.begin(), all.end(), rng);
     std::vector<Piece> chosen;
     uint64_t planned = 0;
-    for (const Piece& p : *all) {
+    for (const Piece& p : all) {
         if (planned >= options.bytes) break;
         chosen.push_back(p);
         planned += p.length;
     }
 
     bool direct = options.direct_io;
-    if (auto r = reopen(files, direct); !r) return tl::unexpected(r.error());
+    STORMO_TRY(reopen(files, direct));
     if (!direct) evict_from_page_cache(files, chosen);
     const size_t passes = std::min(chosen.size(), static_cast<size_t>(options.passes));
     std::vector<double> rates;
@@ -318,7 +316,7 @@ Expected<DiskBandwidth> measure_disk_read_bandwidth(std::span<const FileRange> r
     if (!*completed && direct) {
         // The file system opened with O_DIRECT but refused the reads: measure buffered.
         direct = false;
-        if (auto r = reopen(files, direct); !r) return tl::unexpected(r.error());
+        STORMO_TRY(reopen(files, direct));
         evict_from_page_cache(files, chosen);
         completed = run_passes();
         if (!completed) return tl::unexpected(completed.error());

@@ -23,13 +23,12 @@ uint64_t DecodeTraffic::bytes_per_token(double context) const {
 }
 
 Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& family) {
-    auto summary = family.summarize(source.config());
-    if (!summary) return tl::unexpected(summary.error());
+    STORMO_TRY_ASSIGN(auto summary, family.summarize(source.config()));
     DecodeTraffic t;
-    t.moe_layers = summary->n_moe_layers;
-    t.n_experts = summary->n_experts;
-    t.top_k = summary->top_k;
-    t.kv_bytes_per_position = static_cast<uint64_t>(summary->kv_floats_per_token) * sizeof(float);
+    t.moe_layers = summary.n_moe_layers;
+    t.n_experts = summary.n_experts;
+    t.top_k = summary.top_k;
+    t.kv_bytes_per_position = static_cast<uint64_t>(summary.kv_floats_per_token) * sizeof(float);
     uint64_t embedding = 0, experts = 0, head = 0, dense = 0;
     bool has_head = false;
     for (const TensorInfo& info : source.tensors()) {
@@ -86,8 +85,7 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     for (int32_t& id : gen.prompt) id = static_cast<int32_t>(pick(rng));
     gen.max_tokens = request.gen_tokens;  // greedy (default sampling), no stop ids: exactly N tokens
 
-    auto session = engine.new_session(request.prompt_tokens + request.gen_tokens);
-    if (!session) return tl::unexpected(session.error());
+    STORMO_TRY_ASSIGN(auto session, engine.new_session(request.prompt_tokens + request.gen_tokens));
 
     BenchRun run;
     run.prompt_tokens = request.prompt_tokens;
@@ -101,20 +99,19 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
         first = false;
         run.after_prefill = engine.store().stats();
     };
-    auto result = generate(engine.pipeline(), **session, gen, on_token);
-    if (!result) return tl::unexpected(result.error());
+    STORMO_TRY_ASSIGN(auto result, generate(engine.pipeline(), *session, gen, on_token));
     run.after = engine.store().stats();
     const ForwardTimes& t = engine.pipeline().times();
     run.times.attention_seconds = t.attention_seconds - times_before.attention_seconds;
     run.times.moe_seconds = t.moe_seconds - times_before.moe_seconds;
     run.times.head_seconds = t.head_seconds - times_before.head_seconds;
-    run.generated_tokens = result->tokens.size();
+    run.generated_tokens = result.tokens.size();
     if (run.generated_tokens != request.gen_tokens)
         return fail(ErrorKind::internal, "bench: generation stopped after " + std::to_string(run.generated_tokens) +
                                              " of " + std::to_string(request.gen_tokens) + " tokens");
     run.decode_steps = run.generated_tokens - 1;
-    run.prefill_seconds = result->prefill_seconds;
-    run.decode_seconds = result->decode_seconds;
+    run.prefill_seconds = result.prefill_seconds;
+    run.decode_seconds = result.decode_seconds;
     run.peak_rss_bytes = peak_rss_bytes();
     return run;
 }

@@ -166,14 +166,13 @@ Expected<KernelBenchReport> run_kernel_bench(const std::vector<BenchKernels>& ke
     for (float& v : x) v = static_cast<float>(static_cast<double>(rng.next() >> 11) * 0x1.0p-53 * 2.0 - 1.0);
     std::vector<float> y(max_n_x * o.rows);
     for (const BenchMatrixCase& c : o.cases) {
-        auto set = make_set(c, o, rng);
-        if (!set) return tl::unexpected(set.error());
+        STORMO_TRY_ASSIGN(auto set, make_set(c, o, rng));
         size_t next = 0;
         for (const BenchKernels& k : kernels) {
             if (k.int8_activations && !has_q8(*k.table, c.format)) continue;
             for (size_t n_x : o.n_x)
                 for (size_t t : o.threads) {
-                    KernelBenchRow row = measure(k, *pools[t], *set, next, n_x, x, y, o);
+                    KernelBenchRow row = measure(k, *pools[t], set, next, n_x, x, y, o);
                     row.kernels = k.name;
                     row.road = k.int8_activations ? "int8" : "f32";
                     row.format = c.format;

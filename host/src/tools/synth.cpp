@@ -443,22 +443,21 @@ struct WriteState {
 };
 
 Expected<void> write_shard(WriteState& st, const PlannedShard& shard, const std::string& path) {
-    auto fd = FileDescriptor::create(path);
-    if (!fd) return tl::unexpected(fd.error());
+    STORMO_TRY_ASSIGN(auto fd, FileDescriptor::create(path));
     const std::string header = shard_header(st.plan, shard);
     std::byte prefix[8];
     const uint64_t header_len = header.size();
     for (int b = 0; b < 8; ++b) prefix[b] = static_cast<std::byte>(header_len >> (8 * b));
-    if (auto w = write_all(fd->get(), prefix, sizeof prefix, path); !w) return w;
-    if (auto w = write_all(fd->get(), header.data(), header.size(), path); !w) return w;
+    if (auto w = write_all(fd.get(), prefix, sizeof prefix, path); !w) return w;
+    if (auto w = write_all(fd.get(), header.data(), header.size(), path); !w) return w;
     uint64_t file_at = sizeof prefix + header.size();
-    WritebackWindow window(fd->get(), path);
+    WritebackWindow window(fd.get(), path);
     for (size_t i : shard.tensors) {
         const PlannedTensor& t = st.plan.tensors[i];
         for (uint64_t at = 0; at < t.nbytes; at += st.buffer.size()) {
             const size_t n = static_cast<size_t>(std::min<uint64_t>(st.buffer.size(), t.nbytes - at));
             fill_tensor_bytes(st.plan, i, at, st.buffer.data(), n);
-            if (auto w = write_all(fd->get(), st.buffer.data(), n, path + " (tensor " + t.name + ")"); !w) return w;
+            if (auto w = write_all(fd.get(), st.buffer.data(), n, path + " (tensor " + t.name + ")"); !w) return w;
             file_at += n;
             st.written += n;
             if (auto wb = window.wrote_up_to(file_at); !wb) return wb;
@@ -467,9 +466,9 @@ Expected<void> write_shard(WriteState& st, const PlannedShard& shard, const std:
                                      std::chrono::duration<double>(Clock::now() - st.start).count(), path});
         }
     }
-    if (::fdatasync(fd->get()) != 0) return fail(ErrorKind::io, path + ": fdatasync failed: " + std::strerror(errno));
-    ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_DONTNEED);
-    return fd->close(path);
+    if (::fdatasync(fd.get()) != 0) return fail(ErrorKind::io, path + ": fdatasync failed: " + std::strerror(errno));
+    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+    return fd.close(path);
 }
 
 }  // namespace

@@ -107,20 +107,17 @@ Expected<void> write_all(int fd, const void* src, size_t size, const std::string
 }
 
 Expected<std::string> read_file(const std::string& path) {
-    auto file = FileDescriptor::open_read(path);
-    if (!file) return tl::unexpected(file.error());
-    auto size = file->size(path);
-    if (!size) return tl::unexpected(size.error());
-    std::string content(*size, '\0');
-    if (auto r = pread_exact(file->get(), content.data(), *size, 0, path); !r) return tl::unexpected(r.error());
+    STORMO_TRY_ASSIGN(auto file, FileDescriptor::open_read(path));
+    STORMO_TRY_ASSIGN(auto size, file.size(path));
+    std::string content(size, '\0');
+    STORMO_TRY(pread_exact(file.get(), content.data(), size, 0, path));
     return content;
 }
 
 Expected<void> write_file(const std::string& path, std::string_view content) {
-    auto file = FileDescriptor::create(path);
-    if (!file) return tl::unexpected(file.error());
-    if (auto r = write_all(file->get(), content.data(), content.size(), path); !r) return r;
-    return file->close(path);
+    STORMO_TRY_ASSIGN(auto file, FileDescriptor::create(path));
+    if (auto r = write_all(file.get(), content.data(), content.size(), path); !r) return r;
+    return file.close(path);
 }
 
 }  // namespace stormo

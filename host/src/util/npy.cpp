@@ -63,9 +63,8 @@ public:
                 header.fortran_order = *v;
                 have_order = true;
             } else if (*key == "shape") {
-                auto v = tuple();
-                if (!v) return tl::unexpected(v.error());
-                header.shape = std::move(*v);
+                STORMO_TRY_ASSIGN(auto v, tuple());
+                header.shape = std::move(v);
                 have_shape = true;
             } else {
                 return error("unexpected key '" + *key + "'");
@@ -201,18 +200,16 @@ struct ParsedHead {
 
 // `head` holds at least the prelude and the header; `file_size` is the whole file's size.
 Expected<ParsedHead> parse_head(std::string_view head, uint64_t file_size, const std::string& name) {
-    auto prelude = parse_prelude(head, file_size, name);
-    if (!prelude) return tl::unexpected(prelude.error());
-    if (head.size() < prelude->header_begin + prelude->header_size)
+    STORMO_TRY_ASSIGN(auto prelude, parse_prelude(head, file_size, name));
+    if (head.size() < prelude.header_begin + prelude.header_size)
         return fail(ErrorKind::internal, name + ": .npy header was not fully read");
-    auto header = HeaderParser(head.substr(prelude->header_begin, prelude->header_size), name).parse();
+    auto header = HeaderParser(head.substr(prelude.header_begin, prelude.header_size), name).parse();
     if (!header) return tl::unexpected(header.error());
     auto info = parse_descr(header->descr, name);
     if (!info) return tl::unexpected(info.error());
-    ParsedHead parsed{std::move(*header), *info, prelude->header_begin + prelude->header_size, 0};
-    auto size = validate(parsed.header, parsed.info, file_size - parsed.data_begin, name);
-    if (!size) return tl::unexpected(size.error());
-    parsed.data_size = *size;
+    ParsedHead parsed{std::move(*header), *info, prelude.header_begin + prelude.header_size, 0};
+    STORMO_TRY_ASSIGN(auto size, validate(parsed.header, parsed.info, file_size - parsed.data_begin, name));
+    parsed.data_size = size;
     return parsed;
 }
 
@@ -279,31 +276,26 @@ std::vector<int64_t> NpyArray::ints() const {
 }
 
 Expected<NpyArray> parse_npy(std::string_view content, const std::string& name) {
-    auto head = parse_head(content, content.size(), name);
-    if (!head) return tl::unexpected(head.error());
-    const size_t begin = head->data_begin;
-    NpyArray array = make_array(std::move(*head));
+    STORMO_TRY_ASSIGN(auto head, parse_head(content, content.size(), name));
+    const size_t begin = head.data_begin;
+    NpyArray array = make_array(std::move(head));
     std::memcpy(array.bytes.data(), content.data() + begin, array.bytes.size());
     return array;
 }
 
 Expected<NpyArray> read_npy(const std::string& path) {
-    auto file = FileDescriptor::open_read(path);
-    if (!file) return tl::unexpected(file.error());
-    auto file_size = file->size(path);
-    if (!file_size) return tl::unexpected(file_size.error());
+    STORMO_TRY_ASSIGN(auto file, FileDescriptor::open_read(path));
+    STORMO_TRY_ASSIGN(auto file_size, file.size(path));
     // Read the prelude, then exactly the header it announces, then the data straight into place.
-    std::string head(std::min<uint64_t>(*file_size, kPreludeV2), '\0');
-    if (auto r = pread_exact(file->get(), head.data(), head.size(), 0, path); !r) return tl::unexpected(r.error());
-    auto prelude = parse_prelude(head, *file_size, path);
-    if (!prelude) return tl::unexpected(prelude.error());
-    head.resize(prelude->header_begin + prelude->header_size);
-    if (auto r = pread_exact(file->get(), head.data(), head.size(), 0, path); !r) return tl::unexpected(r.error());
-    auto parsed = parse_head(head, *file_size, path);
-    if (!parsed) return tl::unexpected(parsed.error());
-    const size_t begin = parsed->data_begin;
-    NpyArray array = make_array(std::move(*parsed));
-    if (auto r = pread_exact(file->get(), array.bytes.data(), array.bytes.size(), begin, path); !r)
+    std::string head(std::min<uint64_t>(file_size, kPreludeV2), '\0');
+    STORMO_TRY(pread_exact(file.get(), head.data(), head.size(), 0, path));
+    STORMO_TRY_ASSIGN(auto prelude, parse_prelude(head, file_size, path));
+    head.resize(prelude.header_begin + prelude.header_size);
+    STORMO_TRY(pread_exact(file.get(), head.data(), head.size(), 0, path));
+    STORMO_TRY_ASSIGN(auto parsed, parse_head(head, file_size, path));
+    const size_t begin = parsed.data_begin;
+    NpyArray array = make_array(std::move(parsed));
+    if (auto r = pread_exact(file.get(), array.bytes.data(), array.bytes.size(), begin, path); !r)
         return tl::unexpected(r.error());
     return array;
 }
@@ -315,12 +307,11 @@ Expected<void> write_npy(const std::string& path, const Shape& shape, std::span<
         return fail(ErrorKind::invalid_argument, path + ": shape " + shape_string(shape) + " holds " +
                                                      std::to_string(element_count(shape)) + " elements but " +
                                                      std::to_string(data.size()) + " were given");
-    auto file = FileDescriptor::create(path);
-    if (!file) return tl::unexpected(file.error());
+    STORMO_TRY_ASSIGN(auto file, FileDescriptor::create(path));
     const std::string head = encode_head(shape);
-    if (auto r = write_all(file->get(), head.data(), head.size(), path); !r) return r;
-    if (auto r = write_all(file->get(), data.data(), data.size_bytes(), path); !r) return r;
-    return file->close(path);
+    if (auto r = write_all(file.get(), head.data(), head.size(), path); !r) return r;
+    if (auto r = write_all(file.get(), data.data(), data.size_bytes(), path); !r) return r;
+    return file.close(path);
 }
 
 }  // namespace stormo

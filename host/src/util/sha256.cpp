@@ -55,27 +55,24 @@ Expected<std::string> Sha256::finish() {
 }
 
 Expected<std::string> sha256_hex(const void* data, size_t size) {
-    auto hasher = Sha256::create();
-    if (!hasher) return tl::unexpected(hasher.error());
-    if (auto r = hasher->update(data, size); !r) return tl::unexpected(r.error());
-    return hasher->finish();
+    STORMO_TRY_ASSIGN(auto hasher, Sha256::create());
+    STORMO_TRY(hasher.update(data, size));
+    return hasher.finish();
 }
 
 Expected<std::string> sha256_file(const std::string& path) {
-    auto file = FileDescriptor::open_read(path);
-    if (!file) return tl::unexpected(file.error());
-    auto size = file->size(path);
+    STORMO_TRY_ASSIGN(auto file, FileDescriptor::open_read(path));
+    auto size = file.size(path);
     if (!size) return tl::unexpected(size.error());
-    auto hasher = Sha256::create();
-    if (!hasher) return tl::unexpected(hasher.error());
+    STORMO_TRY_ASSIGN(auto hasher, Sha256::create());
     std::vector<std::byte> chunk(size_t{4} << 20);
     for (uint64_t offset = 0; offset < *size;) {
         const uint64_t n = std::min<uint64_t>(chunk.size(), *size - offset);
-        if (auto r = pread_exact(file->get(), chunk.data(), n, offset, path); !r) return tl::unexpected(r.error());
-        if (auto r = hasher->update(chunk.data(), n); !r) return tl::unexpected(r.error());
+        STORMO_TRY(pread_exact(file.get(), chunk.data(), n, offset, path));
+        STORMO_TRY(hasher.update(chunk.data(), n));
         offset += n;
     }
-    return hasher->finish();
+    return hasher.finish();
 }
 
 }  // namespace stormo
