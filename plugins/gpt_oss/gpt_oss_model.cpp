@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "stormo/toolkit/dense.hpp"
 #include "stormo/toolkit/loading.hpp"
 #include "tensor_names.hpp"
 
@@ -88,19 +89,7 @@ Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {
 }
 
 Expected<void> GptOssModel::embed(std::span<const int32_t> tokens, Rows out) const {
-    for (size_t r = 0; r < tokens.size(); ++r)
-        if (tokens[r] < 0 || tokens[r] >= cfg_.vocab_size)
-            return fail(ErrorKind::invalid_argument, "gpt_oss: token id " + std::to_string(tokens[r]) + " at position " +
-                                                         std::to_string(r) + " is outside the vocabulary [0, " +
-                                                         std::to_string(cfg_.vocab_size) + ")");
-    if (out.n < tokens.size() || out.width != hidden_size())
-        return fail(ErrorKind::internal, "gpt_oss: embed output rows do not match the tokens and hidden_size");
-    const RowToF32Fn decode = compute_.table->row_to_f32[static_cast<size_t>(embed_.format)];
-    if (decode == nullptr)
-        return fail(ErrorKind::unsupported,
-                    std::string("gpt_oss: no row decoder for the embedding format ") + weight_format_name(embed_.format));
-    for (size_t r = 0; r < tokens.size(); ++r) decode(embed_, static_cast<size_t>(tokens[r]), out.row(r));
-    return {};
+    return toolkit::embed_tokens(compute_, embed_, tokens, out, "gpt_oss");
 }
 
 void GptOssModel::norm(NormSite site, int layer, const Rows& in, Rows out) const {
@@ -109,8 +98,7 @@ void GptOssModel::norm(NormSite site, int layer, const Rows& in, Rows out) const
         const LayerWeights& w = layers_.at(static_cast<size_t>(layer));
         weight = site == NormSite::attention ? &w.input_norm : &w.post_attention_norm;
     }
-    const float eps = static_cast<float>(cfg_.rms_norm_eps);
-    for (size_t r = 0; r < in.n; ++r) compute_.table->rmsnorm(in.row(r), weight->data(), in.width, eps, out.row(r));
+    toolkit::rms_norm_rows(compute_, *weight, static_cast<float>(cfg_.rms_norm_eps), in, out);
 }
 
 // GQA with biases, split-half YaRN RoPE, a learned sink per head, sliding or full per layer.

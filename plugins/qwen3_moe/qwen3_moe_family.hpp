@@ -1,8 +1,8 @@
 #pragma once
-// Qwen3-MoE (Qwen3MoeForCausalLM): GQA attention with per-head RMS QK-norm, a softmax router
-// over all experts with top-k (renormalised when norm_topk_prob), SwiGLU experts stored one
-// tensor per expert, optional dense layers (mlp_only_layers, decoder_sparse_step).
-// This build reads its dimensions and classifies its tensors; its forward pass is not here yet.
+// Qwen3-MoE (Qwen3MoeForCausalLM) as the host sees it: a summary of config.json, tensor roles by
+// name, loading. GQA attention with per-head RMS QK-norm, a softmax router over all experts with
+// top-k (renormalised when norm_topk_prob), SwiGLU experts stored one tensor per expert, dense MLP
+// layers where mlp_only_layers and decoder_sparse_step say.
 #include <memory>
 #include <string_view>
 

@@ -20,7 +20,10 @@
 namespace stormo::testing {
 
 inline std::string fixture_dir(const std::string& name) { return std::string(STORMO_TEST_DATA_DIR) + "/fixtures/" + name; }
-inline std::string demo_dir() { return std::string(STORMO_SOURCE_DIR) + "/models/gpt-oss-demo"; }
+// The shipped demo models (models/<name>, trained; they add, sort and reverse), gpt-oss-demo first.
+inline std::string demo_dir(const std::string& name = "gpt-oss-demo") {
+    return std::string(STORMO_SOURCE_DIR) + "/models/" + name;
+}
 
 inline Json read_json_file(const std::string& path) {
     std::ifstream in(path);
@@ -65,6 +68,16 @@ inline Expected<std::unique_ptr<Engine>> try_open_engine(const std::string& dir,
     return Engine::open(o);
 }
 
+// Every demo model under models/ (a directory holding a config.json), sorted by name.
+inline std::vector<std::string> demo_names() {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(STORMO_SOURCE_DIR) + "/models"))
+        if (entry.is_directory() && std::filesystem::exists(entry.path() / "config.json"))
+            names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
 // In a fixture's SetUp: opens the engine into `target`, or skips the test when the fixture's family
 // cannot run in this build (its plugin says `unsupported`, naming what is missing).
 #define STORMO_OPEN_FIXTURE_OR_SKIP(target, ...)                                                   \
@@ -103,9 +116,9 @@ struct DemoAgreement {
     std::vector<std::string> mismatches;  // "problem N (prompt)"
 };
 
-inline DemoAgreement run_demo_eval(Engine& engine) {
+inline DemoAgreement run_demo_eval(Engine& engine, const std::string& dir = demo_dir()) {
     DemoAgreement a;
-    const Json eval = read_json_file(demo_dir() + "/reference/eval.json");
+    const Json eval = read_json_file(dir + "/reference/eval.json");
     const auto* problems = eval.find("problems")->as_array();
     auto stops = stop_ids_of(engine.source());
     auto session = engine.new_session(64);

@@ -91,8 +91,9 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 class PlacementInvariant : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
-        dir_ = GetParam() == "demo" ? demo_dir() : fixture_dir(GetParam());
-        if (GetParam() == "demo") {
+        const bool demo = GetParam().ends_with("-demo");
+        dir_ = demo ? demo_dir(GetParam()) : fixture_dir(GetParam());
+        if (demo) {  // the demos share a character vocabulary: "120+348=468<|end|>..." and "123+456="
             sequence_ = {1, 2, 0, 40, 3, 4, 8, 45, 4, 6, 8, 48, 27, 14, 31, 44, 20, 32, 18, 45};
             prompt_ = {1, 2, 3, 40, 4, 5, 6, 45};
         } else {
@@ -214,7 +215,7 @@ TEST_P(PlacementInvariant, FailedOrShortReadFailsOnlyThatRequest) {
 
 std::vector<std::string> placement_models() {
     std::vector<std::string> models = fixture_names();
-    models.push_back("demo");
+    for (const std::string& d : demo_names()) models.push_back(d);
     return models;
 }
 

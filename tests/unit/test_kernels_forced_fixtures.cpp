@@ -127,21 +127,40 @@ std::vector<ForcedCase> forced_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ForcedKernels, ::testing::ValuesIn(forced_cases()), forced_name);
 
-// The demo model's 200 public problems with each plugin forced: transformers' ids every time.
-class ForcedDemo : public ::testing::TestWithParam<std::string> {};
+// Each demo model's 200 public problems with each plugin forced: transformers' ids every time.
+struct DemoCase {
+    std::string demo;
+    std::string kernels;
+};
+void PrintTo(const DemoCase& c, std::ostream* os) { *os << c.demo << "/" << c.kernels; }
+
+class ForcedDemo : public ::testing::TestWithParam<DemoCase> {};
 
 TEST_P(ForcedDemo, AllPublicProblemsGiveTransformersIds) {
-    if (const std::string why = kernels_unusable_reason(GetParam()); !why.empty())
-        GTEST_SKIP() << why << ": the " << GetParam() << " kernels cannot run here";
-    auto engine = open_engine(demo_dir(), GetParam(), 2);
+    if (const std::string why = kernels_unusable_reason(GetParam().kernels); !why.empty())
+        GTEST_SKIP() << why << ": the " << GetParam().kernels << " kernels cannot run here";
+    const std::string dir = demo_dir(GetParam().demo);
+    auto engine = open_engine(dir, GetParam().kernels, 2);
     ASSERT_NE(engine, nullptr);
-    const DemoAgreement a = run_demo_eval(*engine);
-    std::printf("[ demo forced %s ] %zu/%zu problems give transformers' ids\n", GetParam().c_str(), a.agree, a.total);
+    const DemoAgreement a = run_demo_eval(*engine, dir);
+    std::printf("[ %s forced %s ] %zu/%zu problems give transformers' ids\n", GetParam().demo.c_str(),
+                GetParam().kernels.c_str(), a.agree, a.total);
     EXPECT_EQ(a.total, 200u);
     EXPECT_EQ(a.agree, a.total);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, ForcedDemo, ::testing::Values("reference", "avx2", "vnni"));
+std::vector<DemoCase> demo_cases() {
+    std::vector<DemoCase> cases;
+    for (const std::string& d : demo_names())
+        for (const char* k : {"reference", "avx2", "vnni"}) cases.push_back({d, k});
+    return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ForcedDemo, ::testing::ValuesIn(demo_cases()), [](const auto& i) {
+    std::string name = i.param.demo + "_" + i.param.kernels;
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
+});
 
 }  // namespace
 }  // namespace stormo::testing

@@ -167,9 +167,12 @@ TEST(ToolkitMath, SigmoidRouterKeepsOnlyTheBestGroups) {
 TEST(ToolkitMath, PlainSwiglu) {
     const float gate[] = {-2.0f, 0.0f, 1.5f};
     const float up[] = {3.0f, 5.0f, -0.5f};
-    float out[3];
-    swiglu(gate, up, 3, out);
-    for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[i], gate[i] * sigmoid(gate[i]) * up[i], 1e-6) << i;
+    float out[3] = {gate[0], gate[1], gate[2]};
+    swiglu(out, up, 3, reference_kernels().silu);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_NEAR(out[i], gate[i] * sigmoid(gate[i]) * up[i], 1e-6) << i;
+        EXPECT_EQ(out[i], (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i]) << "torch's order, " << i;
+    }
 }
 
 TEST(ToolkitConfigReader, KeepsTheFirstProblemAndNamesFileAndField) {

@@ -3,14 +3,18 @@
 #include <cmath>
 #include <cstddef>
 
+#include "stormo/kernels.hpp"
+
 namespace stormo::toolkit {
 
 // torch.sigmoid in float32: 1 / (1 + exp(-x)).
 inline float sigmoid_f32(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
-// Plain SwiGLU (Qwen3, GLM, DeepSeek): out[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x).
-inline void swiglu(const float* gate, const float* up, size_t n, float* out) {
-    for (size_t i = 0; i < n; ++i) out[i] = gate[i] * sigmoid_f32(gate[i]) * up[i];
+// Plain SwiGLU (Qwen3, GLM, DeepSeek) in place: gate[i] = silu(gate[i]) * up[i], with the kernel
+// table's silu (torch's x / (1 + exp(-x))), then one float product, as torch's act(gate) * up.
+inline void swiglu(float* gate, const float* up, size_t n, SiluFn silu) {
+    silu(gate, n);
+    for (size_t i = 0; i < n; ++i) gate[i] = gate[i] * up[i];
 }
 
 // GPT-OSS's clamped SwiGLU over one row of 2*inter interleaved values (gate = even columns, up =

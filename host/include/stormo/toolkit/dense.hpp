@@ -1,0 +1,28 @@
+#pragma once
+// The dense steps every family takes the same way: the embedding lookup, RMSNorm over rows, and
+// the SwiGLU MLP (Qwen3's and GLM's dense layers and shared experts, and their routed experts).
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stormo/family.hpp"
+#include "stormo/kernels.hpp"
+
+namespace stormo::toolkit {
+
+// out[r] = row tokens[r] of the embedding matrix [vocab, hidden], decoded to float. An id outside
+// [0, vocab) fails naming it and its position; `who` names the family.
+Expected<void> embed_tokens(const Compute& c, const WeightView& embedding, std::span<const int32_t> tokens, Rows out,
+                            const std::string& who);
+
+// out[r] = rmsnorm(in[r]) * weight for every row.
+void rms_norm_rows(const Compute& c, const std::vector<float>& weight, float eps, const Rows& in, Rows out);
+
+// down(silu(gate x) * up x): gate and up [inter, hidden], down [hidden, inter] (nn.Linear layout).
+struct SwigluMlp {
+    WeightView gate, up, down;
+};
+void build_swiglu_mlp(const Compute& c, const SwigluMlp& w, const Rows& in, Rows out);
+
+}  // namespace stormo::toolkit

@@ -1,0 +1,162 @@
+// Qwen3-MoE loading (every resident tensor declared with its exact shape from config.json) and the
+// per-layer steps, built on the family toolkit.
+#include "qwen3_moe_model.hpp"
+
+#include <cmath>
+
+#include "stormo/toolkit/loading.hpp"
+#include "tensor_names.hpp"
+
+namespace stormo::qwen3_moe {
+namespace {
+
+// The hub's Qwen3-MoE checkpoints store every tensor in BF16.
+const std::vector<DType> kMatrixDtypes = {DType::BF16};
+const std::vector<DType> kVectorDtypes = {DType::BF16};
+
+toolkit::TensorLoader loader(LoadContext& ctx, std::vector<Tensor>& keep) {
+    return {ctx, keep, kMatrixDtypes, kVectorDtypes};
+}
+
+// Part order of expert_parts, which is the order ExpertView.parts arrives in.
+enum ExpertPart : size_t { gate_part, up_part, down_part, part_count };
+
+}  // namespace
+
+Qwen3MoeModel::Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute)
+    : cfg_(std::move(cfg)), compute_(compute), rope_(cfg_.rope, static_cast<int>(cfg_.head_dim)) {
+    attention_options_.shape = {static_cast<size_t>(cfg_.n_heads), static_cast<size_t>(cfg_.n_kv_heads),
+                                static_cast<size_t>(cfg_.head_dim)};
+    // transformers: self.scaling = head_dim ** -0.5, a Python double rounded to float where it
+    // meets the float32 scores.
+    attention_options_.scale = static_cast<float>(std::pow(static_cast<double>(cfg_.head_dim), -0.5));
+    attention_options_.rope = &rope_;
+    attention_options_.who = "qwen3_moe";
+    router_spec_.rule = toolkit::RouterRule::softmax_then_topk;
+    router_spec_.top_k = static_cast<size_t>(cfg_.top_k);
+    router_spec_.renormalize = cfg_.norm_topk_prob;
+}
+
+Expected<std::unique_ptr<Model>> Qwen3MoeModel::load(LoadContext& ctx) {
+    STORMO_TRY_ASSIGN(Qwen3MoeConfig cfg, parse_qwen3_moe_config(ctx.config()));
+    const Compute compute = ctx.compute();
+    if (compute.table == nullptr) return fail(ErrorKind::internal, "qwen3_moe: the host gave no kernel table to load with");
+    std::unique_ptr<Qwen3MoeModel> model(new Qwen3MoeModel(std::move(cfg), compute));
+    STORMO_TRY(model->load_globals(ctx));
+    model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
+    model->plans_.resize(static_cast<size_t>(model->cfg_.n_layers));
+    for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
+    return std::unique_ptr<Model>(std::move(model));
+}
+
+Expected<void> Qwen3MoeModel::load_globals(LoadContext& ctx) {
+    auto load = loader(ctx, resident_);
+    STORMO_TRY_ASSIGN(embed_, load.matrix(names::kEmbedding, TensorRole::embedding, cfg_.vocab_size, cfg_.hidden_size));
+    STORMO_TRY_ASSIGN(final_norm_, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
+    if (cfg_.tie_word_embeddings) {
+        head_ = embed_;  // tie_word_embeddings: the embedding matrix is the head
+        return {};
+    }
+    STORMO_TRY_ASSIGN(head_, load.matrix(names::kHead, TensorRole::head, cfg_.vocab_size, cfg_.hidden_size));
+    return {};
+}
+
+std::vector<ExpertPartDecl> Qwen3MoeModel::expert_parts(int l) const {
+    const int64_t hidden = cfg_.hidden_size, inter = cfg_.moe_intermediate_size;
+    auto part = [l](const char* proj, Shape shape) {
+        return ExpertPartDecl{proj, names::expert(l, proj), false, kMatrixDtypes, std::move(shape)};
+    };
+    return {part("gate_proj", {inter, hidden}), part("up_proj", {inter, hidden}), part("down_proj", {hidden, inter})};
+}
+
+Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
+    auto load = loader(ctx, resident_);
+    LayerWeights& w = layers_[static_cast<size_t>(l)];
+    const int64_t hidden = cfg_.hidden_size, hd = cfg_.head_dim;
+    const int64_t q_out = static_cast<int64_t>(cfg_.q_width()), kv_out = static_cast<int64_t>(cfg_.kv_width());
+    const bool bias = cfg_.attention_bias;
+    const float eps = static_cast<float>(cfg_.rms_norm_eps);
+    STORMO_TRY_ASSIGN(w.input_norm, load.vector(names::layer(l) + "input_layernorm.weight", TensorRole::norm, hidden));
+    STORMO_TRY_ASSIGN(w.post_attention_norm,
+                      load.vector(names::layer(l) + "post_attention_layernorm.weight", TensorRole::norm, hidden));
+    STORMO_TRY_ASSIGN(w.attn.q, load.linear(names::attention(l, "q_proj"), TensorRole::attention, q_out, hidden, bias));
+    STORMO_TRY_ASSIGN(w.attn.k, load.linear(names::attention(l, "k_proj"), TensorRole::attention, kv_out, hidden, bias));
+    STORMO_TRY_ASSIGN(w.attn.v, load.linear(names::attention(l, "v_proj"), TensorRole::attention, kv_out, hidden, bias));
+    STORMO_TRY_ASSIGN(w.attn.o, load.linear(names::attention(l, "o_proj"), TensorRole::attention, hidden, q_out, bias));
+    STORMO_TRY_ASSIGN(w.attn.q_norm.weight, load.vector(names::attention(l, "q_norm.weight"), TensorRole::norm, hd));
+    STORMO_TRY_ASSIGN(w.attn.k_norm.weight, load.vector(names::attention(l, "k_norm.weight"), TensorRole::norm, hd));
+    w.attn.q_norm.eps = eps;
+    w.attn.k_norm.eps = eps;
+
+    LayerPlan& plan = plans_[static_cast<size_t>(l)];
+    plan.kv = toolkit::gqa_kv_buffers(attention_options_.shape, 0);
+    plan.shared_experts = false;
+    if (!cfg_.is_moe(l)) {
+        const int64_t inter = cfg_.intermediate_size;
+        plan.ffn = FfnKind::dense;
+        STORMO_TRY_ASSIGN(w.mlp.gate, load.matrix(names::dense_mlp(l, "gate_proj"), TensorRole::dense_ffn, inter, hidden));
+        STORMO_TRY_ASSIGN(w.mlp.up, load.matrix(names::dense_mlp(l, "up_proj"), TensorRole::dense_ffn, inter, hidden));
+        STORMO_TRY_ASSIGN(w.mlp.down, load.matrix(names::dense_mlp(l, "down_proj"), TensorRole::dense_ffn, hidden, inter));
+        return {};
+    }
+    plan.ffn = FfnKind::moe;
+    plan.n_experts = static_cast<int>(cfg_.n_experts);
+    plan.top_k = static_cast<int>(cfg_.top_k);
+    STORMO_TRY_ASSIGN(w.router.weight, load.matrix(names::router(l), TensorRole::router, cfg_.n_experts, hidden));
+    plan.expert_parts = expert_parts(l);
+    return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
+}
+
+Expected<void> Qwen3MoeModel::embed(std::span<const int32_t> tokens, Rows out) const {
+    return toolkit::embed_tokens(compute_, embed_, tokens, out, "qwen3_moe");
+}
+
+void Qwen3MoeModel::norm(NormSite site, int layer, const Rows& in, Rows out) const {
+    const std::vector<float>* weight = &final_norm_;
+    if (site != NormSite::final) {
+        const LayerWeights& w = layers_.at(static_cast<size_t>(layer));
+        weight = site == NormSite::attention ? &w.input_norm : &w.post_attention_norm;
+    }
+    toolkit::rms_norm_rows(compute_, *weight, static_cast<float>(cfg_.rms_norm_eps), in, out);
+}
+
+// GQA without biases (unless attention_bias), QK-norm per head before RoPE, full causal attention.
+Expected<void> Qwen3MoeModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
+    return toolkit::build_gqa_attention(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).attn,
+                                        attention_options_, normed, kv, out);
+}
+
+// Router: softmax over every expert's logit, top-k in torch.topk's order, renormalised over the k
+// when norm_topk_prob.
+Routing Qwen3MoeModel::route(int layer, const StepContext& ctx, const Rows& normed) const {
+    return toolkit::build_router(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).router, router_spec_,
+                                 normed);
+}
+
+Expected<void> Qwen3MoeModel::expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const {
+    const auto& p = expert.parts;
+    const size_t hidden = static_cast<size_t>(cfg_.hidden_size), inter = static_cast<size_t>(cfg_.moe_intermediate_size);
+    if (p.size() != part_count || p[gate_part].dtype != DType::BF16 || p[up_part].dtype != DType::BF16 ||
+        p[down_part].dtype != DType::BF16)
+        return fail(ErrorKind::internal, "qwen3_moe layer " + std::to_string(layer) + " expert " +
+                                             std::to_string(expert.expert) + ": the parts do not match their declaration");
+    const toolkit::SwigluMlp mlp{
+        WeightView{WeightFormat::BF16, Layout::out_in, p[gate_part].data, nullptr, inter, hidden},
+        WeightView{WeightFormat::BF16, Layout::out_in, p[up_part].data, nullptr, inter, hidden},
+        WeightView{WeightFormat::BF16, Layout::out_in, p[down_part].data, nullptr, hidden, inter}};
+    toolkit::build_swiglu_mlp(compute_, mlp, in, out);
+    return {};
+}
+
+Expected<void> Qwen3MoeModel::dense_ffn(int layer, const Rows& in, Rows out) const {
+    if (cfg_.is_moe(layer))
+        return fail(ErrorKind::internal, "qwen3_moe layer " + std::to_string(layer) + " is MoE and has no dense MLP");
+    toolkit::build_swiglu_mlp(compute_, layers_.at(static_cast<size_t>(layer)).mlp, in, out);
+    return {};
+}
+
+void Qwen3MoeModel::head(const Rows& normed, Rows logits) const {
+    matmul(compute_, head_, normed.data, normed.n, logits.data);
+}
+
+}  // namespace stormo::qwen3_moe

@@ -1,0 +1,65 @@
+#pragma once
+// The Qwen3-MoE model over the family toolkit. What is Qwen3's own: the names, the QK-norm weights
+// (an RMSNorm over head_dim on every q and k head, before RoPE), the router rule (softmax over all
+// experts, then top-k, renormalised when norm_topk_prob), experts as three separate matrices per
+// expert, and which layers are dense (mlp_only_layers, decoder_sparse_step).
+#include <memory>
+#include <vector>
+
+#include "qwen3_moe_config.hpp"
+#include "stormo/family.hpp"
+#include "stormo/kernels.hpp"
+#include "stormo/tensor.hpp"
+#include "stormo/toolkit/attention.hpp"
+#include "stormo/toolkit/dense.hpp"
+#include "stormo/toolkit/router.hpp"
+
+namespace stormo::qwen3_moe {
+
+struct LayerWeights {
+    std::vector<float> input_norm;           // input_layernorm.weight
+    std::vector<float> post_attention_norm;  // post_attention_layernorm.weight
+    toolkit::GqaWeights attn;                // q/k/v/o, q_norm and k_norm
+    toolkit::RouterWeights router;           // MoE layers: mlp.gate [experts, hidden]
+    toolkit::SwigluMlp mlp;                  // dense layers: mlp.{gate,up,down}_proj
+};
+
+class Qwen3MoeModel final : public Model {
+public:
+    static Expected<std::unique_ptr<Model>> load(LoadContext& ctx);
+
+    int n_layers() const override { return static_cast<int>(cfg_.n_layers); }
+    size_t hidden_size() const override { return static_cast<size_t>(cfg_.hidden_size); }
+    size_t vocab_size() const override { return static_cast<size_t>(cfg_.vocab_size); }
+    const LayerPlan& layer_plan(int layer) const override { return plans_.at(static_cast<size_t>(layer)); }
+
+    Expected<void> embed(std::span<const int32_t> tokens, Rows out) const override;
+    void norm(NormSite site, int layer, const Rows& in, Rows out) const override;
+    Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const override;
+    Routing route(int layer, const StepContext& ctx, const Rows& normed) const override;
+    Expected<void> expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const override;
+    // The dense MLP of the layers mlp_only_layers / decoder_sparse_step make dense (Qwen3-MoE has
+    // no shared experts).
+    Expected<void> dense_ffn(int layer, const Rows& in, Rows out) const override;
+    void head(const Rows& normed, Rows logits) const override;
+
+private:
+    Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute);
+    Expected<void> load_globals(LoadContext& ctx);
+    Expected<void> load_layer(LoadContext& ctx, int layer);
+    std::vector<ExpertPartDecl> expert_parts(int layer) const;
+
+    Qwen3MoeConfig cfg_;
+    Compute compute_;
+    std::vector<Tensor> resident_;  // owns the bytes the weight views point into
+    WeightView embed_;
+    WeightView head_;
+    std::vector<float> final_norm_;
+    std::vector<LayerWeights> layers_;
+    std::vector<LayerPlan> plans_;
+    toolkit::Rope rope_;
+    toolkit::GqaOptions attention_options_;
+    toolkit::RouterSpec router_spec_;
+};
+
+}  // namespace stormo::qwen3_moe
