@@ -1,6 +1,8 @@
 // Resident tensor loading (see stormo/toolkit/loading.hpp).
 #include "stormo/toolkit/loading.hpp"
 
+#include <cstring>
+
 namespace stormo::toolkit {
 
 Expected<WeightFormat> matrix_format(DType dtype, const std::string& tensor) {
@@ -16,6 +18,19 @@ Expected<WeightFormat> matrix_format(DType dtype, const std::string& tensor) {
 
 Expected<WeightView> TensorLoader::matrix(const std::string& name, TensorRole role, int64_t rows, int64_t cols) {
     STORMO_TRY_ASSIGN(Tensor t, ctx_.load(TensorDecl{name, role, matrix_dtypes_, Shape{rows, cols}}));
+    if (t.dtype == DType::F8_E4M3) {
+        const std::string scale_name = fp8_scale_name(name);
+        STORMO_TRY_ASSIGN(const Tensor scale, ctx_.load(TensorDecl{scale_name, role, fp8_scale_dtypes(),
+                                                                   fp8_scale_grid(rows, cols, fp8_)}));
+        const std::vector<float> floats = to_f32(scale);
+        Tensor widened{scale_name, DType::F32, scale.shape, std::make_shared<AlignedBuffer>(floats.size() * sizeof(float))};
+        std::memcpy(widened.buffer->data(), floats.data(), floats.size() * sizeof(float));
+        const WeightView view = fp8_view(t.bytes(), widened.as<float>(), static_cast<size_t>(rows),
+                                         static_cast<size_t>(cols), fp8_);
+        keep_.push_back(std::move(t));
+        keep_.push_back(std::move(widened));
+        return view;
+    }
     WeightView view;
     STORMO_TRY_ASSIGN(view.format, matrix_format(t.dtype, name));
     view.layout = Layout::out_in;

@@ -10,16 +10,14 @@
 namespace stormo::qwen3_moe {
 namespace {
 
-// The hub's Qwen3-MoE checkpoints store every tensor in BF16.
-const std::vector<DType> kMatrixDtypes = {DType::BF16};
-const std::vector<DType> kVectorDtypes = {DType::BF16};
+// The hub's Qwen3-MoE checkpoints are BF16 (and, for the -FP8 ones, block-scaled F8_E4M3
+// matrices); F32 and F16 are accepted as the same values at another width.
+const std::vector<DType> kMatrixDtypes = {DType::BF16, DType::F32, DType::F16};
+const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 
-toolkit::TensorLoader loader(LoadContext& ctx, std::vector<Tensor>& keep) {
-    return {ctx, keep, kMatrixDtypes, kVectorDtypes};
-}
-
-// Part order of expert_parts, which is the order ExpertView.parts arrives in.
-enum ExpertPart : size_t { gate_part, up_part, down_part, part_count };
+// The expert projections in the order of ExpertView.parts (each followed by its scale when FP8).
+constexpr const char* kProjections[] = {"gate_proj", "up_proj", "down_proj"};
+constexpr size_t kProjectionCount = 3;
 
 }  // namespace
 
@@ -39,9 +37,11 @@ Qwen3MoeModel::Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute)
 
 Expected<std::unique_ptr<Model>> Qwen3MoeModel::load(LoadContext& ctx) {
     STORMO_TRY_ASSIGN(Qwen3MoeConfig cfg, parse_qwen3_moe_config(ctx.config()));
+    STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "qwen3_moe"));
     const Compute compute = ctx.compute();
     if (compute.table == nullptr) return fail(ErrorKind::internal, "qwen3_moe: the host gave no kernel table to load with");
     std::unique_ptr<Qwen3MoeModel> model(new Qwen3MoeModel(std::move(cfg), compute));
+    model->fp8_ = fp8;
     STORMO_TRY(model->load_globals(ctx));
     model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
     model->plans_.resize(static_cast<size_t>(model->cfg_.n_layers));
@@ -50,7 +50,7 @@ Expected<std::unique_ptr<Model>> Qwen3MoeModel::load(LoadContext& ctx) {
 }
 
 Expected<void> Qwen3MoeModel::load_globals(LoadContext& ctx) {
-    auto load = loader(ctx, resident_);
+    toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
     STORMO_TRY_ASSIGN(embed_, load.matrix(names::kEmbedding, TensorRole::embedding, cfg_.vocab_size, cfg_.hidden_size));
     STORMO_TRY_ASSIGN(final_norm_, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
     if (cfg_.tie_word_embeddings) {
@@ -61,16 +61,24 @@ Expected<void> Qwen3MoeModel::load_globals(LoadContext& ctx) {
     return {};
 }
 
-std::vector<ExpertPartDecl> Qwen3MoeModel::expert_parts(int l) const {
+std::vector<ExpertPartDecl> Qwen3MoeModel::expert_parts(int l, bool fp8) const {
     const int64_t hidden = cfg_.hidden_size, inter = cfg_.moe_intermediate_size;
-    auto part = [l](const char* proj, Shape shape) {
-        return ExpertPartDecl{proj, names::expert(l, proj), false, kMatrixDtypes, std::move(shape)};
-    };
-    return {part("gate_proj", {inter, hidden}), part("up_proj", {inter, hidden}), part("down_proj", {hidden, inter})};
+    const Shape shapes[kProjectionCount] = {{inter, hidden}, {inter, hidden}, {hidden, inter}};
+    std::vector<ExpertPartDecl> parts;
+    for (size_t p = 0; p < kProjectionCount; ++p) {
+        const std::string weight = names::expert(l, kProjections[p]);
+        const std::vector<DType> dtypes = fp8 ? std::vector<DType>{DType::F8_E4M3} : kMatrixDtypes;
+        parts.push_back(ExpertPartDecl{kProjections[p], weight, false, dtypes, shapes[p]});
+        if (fp8)
+            parts.push_back(ExpertPartDecl{std::string(kProjections[p]) + "_scale", toolkit::fp8_scale_name(weight), false,
+                                           toolkit::fp8_scale_dtypes(),
+                                           toolkit::fp8_scale_grid(shapes[p][0], shapes[p][1], fp8_)});
+    }
+    return parts;
 }
 
 Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
-    auto load = loader(ctx, resident_);
+    toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
     LayerWeights& w = layers_[static_cast<size_t>(l)];
     const int64_t hidden = cfg_.hidden_size, hd = cfg_.head_dim;
     const int64_t q_out = static_cast<int64_t>(cfg_.q_width()), kv_out = static_cast<int64_t>(cfg_.kv_width());
@@ -103,7 +111,10 @@ Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
     plan.n_experts = static_cast<int>(cfg_.n_experts);
     plan.top_k = static_cast<int>(cfg_.top_k);
     STORMO_TRY_ASSIGN(w.router.weight, load.matrix(names::router(l), TensorRole::router, cfg_.n_experts, hidden));
-    plan.expert_parts = expert_parts(l);
+    // FP8 experts when the checkpoint has their scales (an FP8 file may keep some layers in BF16).
+    const bool fp8_experts =
+        fp8_.enabled() && ctx.has_tensor(names::expert_of(toolkit::fp8_scale_name(names::expert(l, "gate_proj")), 0));
+    plan.expert_parts = expert_parts(l, fp8_experts);
     return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
 }
 
@@ -136,15 +147,19 @@ Routing Qwen3MoeModel::route(int layer, const StepContext& ctx, const Rows& norm
 Expected<void> Qwen3MoeModel::expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const {
     const auto& p = expert.parts;
     const size_t hidden = static_cast<size_t>(cfg_.hidden_size), inter = static_cast<size_t>(cfg_.moe_intermediate_size);
-    if (p.size() != part_count || p[gate_part].dtype != DType::BF16 || p[up_part].dtype != DType::BF16 ||
-        p[down_part].dtype != DType::BF16)
+    const bool fp8 = p.size() == 2 * kProjectionCount;
+    if (p.size() != kProjectionCount && !fp8)
         return fail(ErrorKind::internal, "qwen3_moe layer " + std::to_string(layer) + " expert " +
                                              std::to_string(expert.expert) + ": the parts do not match their declaration");
-    const toolkit::SwigluMlp mlp{
-        WeightView{WeightFormat::BF16, Layout::out_in, p[gate_part].data, nullptr, inter, hidden},
-        WeightView{WeightFormat::BF16, Layout::out_in, p[up_part].data, nullptr, inter, hidden},
-        WeightView{WeightFormat::BF16, Layout::out_in, p[down_part].data, nullptr, hidden, inter}};
-    toolkit::build_swiglu_mlp(compute_, mlp, in, out);
+    const size_t stride = fp8 ? 2 : 1;
+    const size_t rows[kProjectionCount] = {inter, inter, hidden}, cols[kProjectionCount] = {hidden, hidden, inter};
+    std::vector<float> scales[kProjectionCount];
+    WeightView views[kProjectionCount];
+    for (size_t k = 0; k < kProjectionCount; ++k) {
+        STORMO_TRY_ASSIGN(views[k], toolkit::expert_matrix(p[k * stride], fp8 ? &p[k * stride + 1] : nullptr, rows[k],
+                                                           cols[k], fp8_, scales[k]));
+    }
+    toolkit::build_swiglu_mlp(compute_, toolkit::SwigluMlp{views[0], views[1], views[2]}, in, out);
     return {};
 }
 

@@ -12,6 +12,7 @@
 #include "stormo/tensor.hpp"
 #include "stormo/toolkit/attention.hpp"
 #include "stormo/toolkit/dense.hpp"
+#include "stormo/toolkit/fp8.hpp"
 #include "stormo/toolkit/router.hpp"
 
 namespace stormo::qwen3_moe {
@@ -47,7 +48,7 @@ private:
     Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute);
     Expected<void> load_globals(LoadContext& ctx);
     Expected<void> load_layer(LoadContext& ctx, int layer);
-    std::vector<ExpertPartDecl> expert_parts(int layer) const;
+    std::vector<ExpertPartDecl> expert_parts(int layer, bool fp8) const;
 
     Qwen3MoeConfig cfg_;
     Compute compute_;
@@ -60,6 +61,7 @@ private:
     toolkit::Rope rope_;
     toolkit::GqaOptions attention_options_;
     toolkit::RouterSpec router_spec_;
+    toolkit::Fp8Blocks fp8_;  // enabled for checkpoints shipped in block-scaled FP8
 };
 
 }  // namespace stormo::qwen3_moe

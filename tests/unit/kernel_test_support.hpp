@@ -45,6 +45,8 @@ struct TestMatrix {
     size_t cols = 0;
     std::vector<uint8_t> data;
     std::vector<uint8_t> scales;  // MXFP4 only
+    std::vector<float> block_scales;  // FP8_E4M3 only: [ceil(rows / 16), ceil(cols / 24)]
+    static constexpr size_t kFp8BlockRows = 16, kFp8BlockCols = 24;  // partial edge blocks on odd shapes
 
     WeightView view() const {
         WeightView v;
@@ -54,6 +56,11 @@ struct TestMatrix {
         v.scales = scales.empty() ? nullptr : scales.data();
         v.rows = rows;
         v.cols = cols;
+        if (format == WeightFormat::FP8_E4M3) {
+            v.block_scales = block_scales.data();
+            v.block_rows = kFp8BlockRows;
+            v.block_cols = kFp8BlockCols;
+        }
         return v;
     }
 };
@@ -109,6 +116,17 @@ inline TestMatrix random_matrix(WeightFormat format, Layout layout, size_t rows,
             m.scales.resize(n / 32);
             std::uniform_int_distribution<int> s(scale_lo, scale_hi);
             for (uint8_t& b : m.scales) b = static_cast<uint8_t>(s(rng));
+            break;
+        }
+        case WeightFormat::FP8_E4M3: {
+            m.data.resize(n);
+            for (uint8_t& b : m.data) {
+                b = static_cast<uint8_t>(bits(rng));
+                if ((b & 0x7Fu) == 0x7Fu) b = static_cast<uint8_t>(b - 1);  // 0x7F and 0xFF are NaN
+            }
+            const size_t grid = ((rows + TestMatrix::kFp8BlockRows - 1) / TestMatrix::kFp8BlockRows) *
+                                ((cols + TestMatrix::kFp8BlockCols - 1) / TestMatrix::kFp8BlockCols);
+            m.block_scales = random_floats(grid, rng, 1e-3f, 0.05f);
             break;
         }
         case WeightFormat::count: break;

@@ -18,6 +18,7 @@
 
 #include "kernel_test_support.hpp"
 #include "kernels/mxfp4.hpp"
+#include "stormo/dtype.hpp"
 #include "stormo/kernels.hpp"
 
 namespace stormo {
@@ -252,11 +253,13 @@ TEST(RefKernelsVector, Int8DotIsExactAndWraps) {
     EXPECT_EQ(ref().dot_u8i8(big_a.data(), big_b.data(), big_a.size()), 2010167296);
 }
 
-TEST(RefKernelsTable, EveryEntryFilledExceptMxfp4InOut) {
+// The block formats (MXFP4, FP8) exist out_in only: checkpoints store them as nn.Linear rows.
+TEST(RefKernelsTable, EveryEntryFilledExceptBlockFormatsInOut) {
     for (size_t f = 0; f < kWeightFormatCount; ++f) {
         EXPECT_NE(ref().row_to_f32[f], nullptr);
         for (size_t l = 0; l < kLayoutCount; ++l) {
-            const bool exists = !(f == static_cast<size_t>(WeightFormat::MXFP4) && l == static_cast<size_t>(Layout::in_out));
+            const bool block = f == static_cast<size_t>(WeightFormat::MXFP4) || f == static_cast<size_t>(WeightFormat::FP8_E4M3);
+            const bool exists = !(block && l == static_cast<size_t>(Layout::in_out));
             EXPECT_EQ(ref().matmul[f][l] != nullptr, exists) << f << "," << l;
         }
     }
@@ -535,6 +538,57 @@ TEST(RefKernelsMxfp4, FixtureExpertsMatchNaiveDecodeThenMultiply) {
         std::vector<float> y(n_x * rows);
         ref_matmul(WeightFormat::MXFP4, Layout::out_in)(v, x.data(), n_x, cols, y.data(), rows, 0, rows);
         EXPECT_EQ(std::memcmp(y.data(), naive.data(), y.size() * 4), 0);
+    }
+}
+
+// ---- Block-scaled FP8 -------------------------------------------------------------------
+// Every E4M3 code against the format's definition (sign, 4 exponent bits with bias 7, 3 mantissa
+// bits; exponent 0 is subnormal; S.1111.111 is NaN; the largest finite value is 448).
+TEST(RefKernelsFp8, DecodesEveryCode) {
+    for (unsigned v = 0; v < 256; ++v) {
+        const float got = f8_e4m3_to_f32(static_cast<uint8_t>(v));
+        const unsigned e = (v >> 3) & 15u, m = v & 7u;
+        if (e == 15 && m == 7) {
+            EXPECT_TRUE(std::isnan(got)) << v;
+            continue;
+        }
+        const double magnitude = e == 0 ? m / 8.0 * std::ldexp(1.0, -6) : (1.0 + m / 8.0) * std::ldexp(1.0, static_cast<int>(e) - 7);
+        EXPECT_EQ(static_cast<double>(got), (v & 0x80u) ? -magnitude : magnitude) << v;
+    }
+    EXPECT_EQ(f8_e4m3_to_f32(0x7E), 448.0f);
+}
+
+// W = e4m3 value * its block's scale, rounded once to float: the FP8 kernel gives the bits of the
+// F32 kernel over the dequantized matrix, with partial edge blocks in both directions.
+TEST(RefKernelsFp8, MatmulIsTheF32MatmulOfTheDequantizedMatrix) {
+    std::mt19937 rng(31);
+    for (size_t rows : {1, 16, 37}) {
+        for (size_t cols : {5, 24, 53}) {
+            const TestMatrix m = testing::random_matrix(WeightFormat::FP8_E4M3, Layout::out_in, rows, cols, rng);
+            const size_t grid_cols = (cols + TestMatrix::kFp8BlockCols - 1) / TestMatrix::kFp8BlockCols;
+            TestMatrix dense;
+            dense.format = WeightFormat::F32;
+            dense.rows = rows;
+            dense.cols = cols;
+            dense.data.resize(rows * cols * 4);
+            for (size_t o = 0; o < rows; ++o)
+                for (size_t i = 0; i < cols; ++i) {
+                    const float scale = m.block_scales[(o / TestMatrix::kFp8BlockRows) * grid_cols + i / TestMatrix::kFp8BlockCols];
+                    const float w = f8_e4m3_to_f32(m.data[o * cols + i]) * scale;
+                    std::memcpy(dense.data.data() + (o * cols + i) * 4, &w, 4);
+                }
+            for (size_t n_x : {1, 3}) {
+                const std::vector<float> x = testing::random_floats(n_x * cols, rng);
+                std::vector<float> a(n_x * rows), b(n_x * rows);
+                matmul(Compute{&ref(), nullptr}, m.view(), x.data(), n_x, a.data());
+                matmul(Compute{&ref(), nullptr}, dense.view(), x.data(), n_x, b.data());
+                EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << rows << "x" << cols << " n_x " << n_x;
+            }
+            std::vector<float> row(cols), want(cols);
+            ref().row_to_f32[static_cast<size_t>(WeightFormat::FP8_E4M3)](m.view(), rows - 1, row.data());
+            std::memcpy(want.data(), dense.data.data() + (rows - 1) * cols * 4, cols * 4);
+            EXPECT_EQ(row, want) << "the row decoder of the last (partial) block row";
+        }
     }
 }
 

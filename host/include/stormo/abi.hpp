@@ -101,6 +101,9 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(WeightView, scales);
     STORMO_ABI_FIELD(WeightView, rows);
     STORMO_ABI_FIELD(WeightView, cols);
+    STORMO_ABI_FIELD(WeightView, block_scales);
+    STORMO_ABI_FIELD(WeightView, block_rows);
+    STORMO_ABI_FIELD(WeightView, block_cols);
     h = mix_type<Q8Rows>(h);
     STORMO_ABI_FIELD(Q8Rows, q);
     STORMO_ABI_FIELD(Q8Rows, scales);

@@ -18,6 +18,7 @@ enum class WeightFormat : uint8_t {
     BF16,   // bfloat16
     F16,    // IEEE half
     MXFP4,  // E2M1 nibbles (low nibble = even element), E8M0 scale per 32 values
+    FP8_E4M3,  // E4M3 bytes, one float scale per block of block_rows x block_cols (weight_scale_inv)
     count
 };
 constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::count);
@@ -39,6 +40,12 @@ struct WeightView {
     const uint8_t* scales = nullptr;  // MXFP4 only: E8M0 exponents [rows, cols/32]
     size_t rows = 0;
     size_t cols = 0;
+    // FP8_E4M3 only: W[o, i] = e4m3(data[o, i]) * block_scales[(o / block_rows) * grid_cols +
+    // i / block_cols], grid_cols = ceil(cols / block_cols); edge blocks may be partial. The product
+    // is rounded to float, as torch's dequantization rounds it.
+    const float* block_scales = nullptr;
+    size_t block_rows = 0;
+    size_t block_cols = 0;
 };
 
 // y[r * y_stride + o] = sum_i W[o, i] * x[r * x_stride + i] for o in [o_begin, o_end), r < n_x.

@@ -16,6 +16,8 @@ void matmul_bf16_out_in(const WeightView& w, const float* x, size_t n_x, size_t 
                         size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_fp8_e4m3_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                            size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                          size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
@@ -34,6 +36,7 @@ void row_f32(const WeightView& w, size_t row, float* out);
 void row_bf16(const WeightView& w, size_t row, float* out);
 void row_f16(const WeightView& w, size_t row, float* out);
 void row_mxfp4(const WeightView& w, size_t row, float* out);
+void row_fp8_e4m3(const WeightView& w, size_t row, float* out);
 
 // Vector kernels.
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);

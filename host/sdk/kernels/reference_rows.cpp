@@ -1,5 +1,6 @@
 // Reference row decoders: row `row` of an out_in matrix widened to float, exactly (every BF16,
 // F16 and scaled E2M1 value is a float). Embedding lookups and the matrix kernels both use them.
+#include <array>
 #include <cstring>
 
 #include "kernels/mxfp4.hpp"
@@ -34,6 +35,21 @@ void row_mxfp4(const WeightView& w, size_t row, float* out) {
         for (size_t k = 0; k < mxfp4::kBlockValues; ++k)
             dst[k] = mxfp4::e2m1_value(mxfp4::nibble(block, k)) * scale;
     }
+}
+
+// FP8 E4M3 with one float scale per block (DeepSeek's, Qwen3-FP8's and GLM's weight_scale_inv):
+// each value is the exact E4M3 value times its block's scale, rounded to float once.
+void row_fp8_e4m3(const WeightView& w, size_t row, float* out) {
+    // The 256 codes decoded once (a constant table: f8_e4m3_to_f32 is the definition).
+    static const std::array<float, 256> kValues = [] {
+        std::array<float, 256> t{};
+        for (size_t v = 0; v < t.size(); ++v) t[v] = f8_e4m3_to_f32(static_cast<uint8_t>(v));
+        return t;
+    }();
+    const uint8_t* values = static_cast<const uint8_t*>(w.data) + row * w.cols;
+    const size_t grid_cols = (w.cols + w.block_cols - 1) / w.block_cols;
+    const float* scales = w.block_scales + (row / w.block_rows) * grid_cols;
+    for (size_t i = 0; i < w.cols; ++i) out[i] = kValues[values[i]] * scales[i / w.block_cols];
 }
 
 }  // namespace stormo::reference

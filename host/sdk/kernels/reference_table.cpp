@@ -17,6 +17,7 @@ KernelTable make_reference_table() {
     set(WeightFormat::BF16, Layout::out_in, reference::matmul_bf16_out_in);
     set(WeightFormat::F16, Layout::out_in, reference::matmul_f16_out_in);
     set(WeightFormat::MXFP4, Layout::out_in, reference::matmul_mxfp4_out_in);
+    set(WeightFormat::FP8_E4M3, Layout::out_in, reference::matmul_fp8_e4m3_out_in);
     set(WeightFormat::F32, Layout::in_out, reference::matmul_f32_in_out);
     set(WeightFormat::BF16, Layout::in_out, reference::matmul_bf16_in_out);
     set(WeightFormat::F16, Layout::in_out, reference::matmul_f16_in_out);
@@ -25,6 +26,7 @@ KernelTable make_reference_table() {
     t.row_to_f32[idx(WeightFormat::BF16)] = reference::row_bf16;
     t.row_to_f32[idx(WeightFormat::F16)] = reference::row_f16;
     t.row_to_f32[idx(WeightFormat::MXFP4)] = reference::row_mxfp4;
+    t.row_to_f32[idx(WeightFormat::FP8_E4M3)] = reference::row_fp8_e4m3;
 
     t.rmsnorm = reference::rmsnorm;
     t.softmax = reference::softmax;

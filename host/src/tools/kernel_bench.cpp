@@ -41,6 +41,7 @@ size_t element_bytes(WeightFormat f) {
         case WeightFormat::F32: return 4;
         case WeightFormat::BF16:
         case WeightFormat::F16: return 2;
+        case WeightFormat::FP8_E4M3: return 1;
         case WeightFormat::MXFP4:
         case WeightFormat::count: break;
     }

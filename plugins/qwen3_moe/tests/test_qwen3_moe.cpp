@@ -12,33 +12,10 @@
 #include <vector>
 
 #include "../qwen3_moe_config.hpp"
-#include "model/model_source.hpp"
-#include "oracle_support.hpp"
-#include "safetensors_writer.hpp"
+#include "checkpoint_rewrite.hpp"
 
 namespace stormo::qwen3_moe {
 namespace {
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-ModelConfig parse_text(const std::string& text) {
-    auto c = ModelConfig::parse(text, "test/config.json");
-    EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
-    return c ? *c : ModelConfig{};
-}
-
-std::string fixture_config_text() { return read_text(testing::fixture_dir("qwen3_moe") + "/config.json"); }
-
-void replace_once(std::string& text, const std::string& from, const std::string& to) {
-    const size_t at = text.find(from);
-    ASSERT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
-}
 
 TEST(Qwen3MoeConfig, FixtureAndHubDialectsGiveTheSameParameters) {
     auto v5 = parse_qwen3_moe_config(parse_text(fixture_config_text()));
@@ -109,33 +86,7 @@ TEST(Qwen3MoeConfig, WhichLayersAreDense) {
     EXPECT_EQ(q.moe_layer_count(), 2);
 }
 
-// ---- Rewritten checkpoints -------------------------------------------------------------------
-
-struct StoredTensor {
-    std::string dtype;
-    std::vector<int64_t> shape;
-    std::string bytes;
-};
-
-std::map<std::string, StoredTensor> read_fixture_tensors() {
-    std::map<std::string, StoredTensor> out;
-    auto source = open_model_directory(testing::fixture_dir("qwen3_moe"));
-    EXPECT_TRUE(source.has_value()) << source.error().message;
-    if (!source) return out;
-    for (const TensorInfo& t : (*source)->tensors()) {
-        StoredTensor s{std::string(dtype_name(t.dtype)), t.shape, std::string(t.nbytes, '\0')};
-        EXPECT_TRUE((*source)->read(t, 0, t.nbytes, s.bytes.data()).has_value());
-        out[t.name] = std::move(s);
-    }
-    return out;
-}
-
-void write_model(const test::TempDir& dir, const std::string& config, const std::map<std::string, StoredTensor>& tensors) {
-    std::vector<test::SyntheticTensor> list;
-    for (const auto& [name, t] : tensors) list.push_back({name, t.dtype, t.shape, t.bytes});
-    test::write_safetensors(dir.file("model.safetensors"), list);
-    test::write_bytes(dir.file("config.json"), config);
-}
+// ---- Rewritten checkpoints (checkpoint_rewrite.hpp) -------------------------------------------
 
 std::string layer_key(int l, const std::string& rest) { return "model.layers." + std::to_string(l) + ".mlp." + rest; }
 
@@ -172,28 +123,6 @@ void make_dense(std::map<std::string, StoredTensor>& tensors, int l) {
         tensors.erase(from);
     }
     tensors.erase(layer_key(l, "gate.weight"));
-}
-
-std::vector<float> all_logits(const std::string& dir, const std::vector<int32_t>& ids) {
-    auto engine = testing::open_engine(dir, "reference", 2);
-    EXPECT_NE(engine, nullptr);
-    if (!engine) return {};
-    auto session = engine->new_session(ids.size());
-    EXPECT_TRUE(session.has_value());
-    ForwardOptions all;
-    all.all_logits = true;
-    auto logits = engine->pipeline().forward(**session, ids, all);
-    EXPECT_TRUE(logits.has_value()) << (logits ? "" : logits.error().message);
-    return logits ? *logits : std::vector<float>{};
-}
-
-std::vector<int32_t> fixture_sequence() {
-    return testing::int_list(
-        *testing::read_json_file(testing::fixture_dir("qwen3_moe") + "/reference/greedy.json").find("full_sequence"));
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 TEST(Qwen3MoeCheckpoints, DenseLayersWhereMlpOnlyLayersAndDecoderSparseStepSay) {

@@ -11,6 +11,7 @@
 #include "stormo/kernels.hpp"
 #include "stormo/tensor.hpp"
 #include "stormo/toolkit/attention.hpp"
+#include "stormo/toolkit/fp8.hpp"
 
 namespace stormo::toolkit {
 
@@ -20,14 +21,23 @@ Expected<WeightFormat> matrix_format(DType dtype, const std::string& tensor);
 class TensorLoader {
 public:
     // `keep` owns the loaded bytes: the model holds it as long as its weight views live.
+    // With `fp8` enabled, a matrix may also be F8_E4M3 with its weight_scale_inv beside it.
     TensorLoader(LoadContext& ctx, std::vector<Tensor>& keep, std::vector<DType> matrix_dtypes,
-                 std::vector<DType> vector_dtypes)
-        : ctx_(ctx), keep_(keep), matrix_dtypes_(std::move(matrix_dtypes)), vector_dtypes_(std::move(vector_dtypes)) {}
+                 std::vector<DType> vector_dtypes, Fp8Blocks fp8 = {})
+        : ctx_(ctx),
+          keep_(keep),
+          matrix_dtypes_(std::move(matrix_dtypes)),
+          vector_dtypes_(std::move(vector_dtypes)),
+          fp8_(fp8) {
+        if (fp8_.enabled()) matrix_dtypes_.push_back(DType::F8_E4M3);
+    }
 
     LoadContext& context() const { return ctx_; }
     bool has(const std::string& name) const { return ctx_.has_tensor(name); }
 
-    // An nn.Linear-shaped matrix [rows (outputs), cols (inputs)].
+    // An nn.Linear-shaped matrix [rows (outputs), cols (inputs)]; an FP8 one brings its scales,
+    // whose grid must be exactly the block grid of its shape (a missing or misshapen
+    // weight_scale_inv fails naming it).
     Expected<WeightView> matrix(const std::string& name, TensorRole role, int64_t rows, int64_t cols);
     Expected<std::vector<float>> vector(const std::string& name, TensorRole role, int64_t n);
     // "<base>.weight" [rows, cols] and, when with_bias, "<base>.bias" [rows].
@@ -38,6 +48,7 @@ private:
     std::vector<Tensor>& keep_;
     std::vector<DType> matrix_dtypes_;
     std::vector<DType> vector_dtypes_;
+    Fp8Blocks fp8_;
 };
 
 }  // namespace stormo::toolkit

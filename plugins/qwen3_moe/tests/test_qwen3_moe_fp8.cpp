@@ -1,0 +1,238 @@
+// FP8 checkpoints as shipped (Qwen3-30B-A3B-FP8's layout): the test makes an FP8 copy of the
+// qwen3_moe fixture itself (e4m3 rounding to nearest, ties to even; one scale per block of
+// weight_block_size, here [24, 40] so the fixture's 64- and 32-wide matrices end in partial blocks;
+// F32 scales for attention, BF16 for experts) and an F32 copy holding the dequantized values, and
+// requires the same logits bits from both, resident or streamed. Malformed scales are refused by
+// name.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "checkpoint_rewrite.hpp"
+#include "stormo/dtype.hpp"
+
+namespace stormo::qwen3_moe {
+namespace {
+
+constexpr int64_t kBlockRows = 24, kBlockCols = 40;
+
+// The e4m3 code nearest to x (ties to the even code), saturating at +-448.
+uint8_t to_e4m3(float x) {
+    uint8_t best = 0;
+    double best_distance = std::numeric_limits<double>::infinity();
+    for (unsigned v = 0; v < 256; ++v) {
+        if ((v & 0x7Fu) == 0x7Fu) continue;  // NaN
+        const double d = std::fabs(static_cast<double>(f8_e4m3_to_f32(static_cast<uint8_t>(v))) - x);
+        if (d < best_distance || (d == best_distance && (v & 1u) == 0 && (best & 1u) == 1)) {
+            best = static_cast<uint8_t>(v);
+            best_distance = d;
+        }
+    }
+    return best;
+}
+
+float bf16_round(float x) {  // to the nearest BF16 (ties to even), as a float
+    uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    bits += 0x7FFFu + ((bits >> 16) & 1u);
+    bits &= 0xFFFF0000u;
+    float out;
+    std::memcpy(&out, &bits, 4);
+    return out;
+}
+
+std::vector<float> widen(const StoredTensor& t) {
+    const size_t n = static_cast<size_t>(element_count(t.shape));
+    return to_f32(*dtype_from_name(t.dtype), reinterpret_cast<const std::byte*>(t.bytes.data()), n);
+}
+
+std::string float_bytes(const std::vector<float>& v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+std::string bf16_bytes(const std::vector<float>& v) {
+    std::string out(v.size() * 2, '\0');
+    for (size_t i = 0; i < v.size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &v[i], 4);
+        const uint16_t high = static_cast<uint16_t>(bits >> 16);  // exact: the values are BF16 already
+        std::memcpy(out.data() + 2 * i, &high, 2);
+    }
+    return out;
+}
+
+bool quantized(const std::string& name) {
+    return name.find(".self_attn.") != std::string::npos ? name.ends_with("_proj.weight")
+                                                         : name.find(".mlp.experts.") != std::string::npos;
+}
+
+struct Copies {
+    std::map<std::string, StoredTensor> fp8;
+    std::map<std::string, StoredTensor> dequantized;  // F32, the values the FP8 copy stands for
+    uint64_t fp8_expert_bytes = 0;                    // expert weights and their scales, as stored
+};
+
+Copies make_copies() {
+    Copies c;
+    for (const auto& [name, t] : read_fixture_tensors()) {
+        if (!quantized(name)) {
+            c.fp8[name] = t;
+            c.dequantized[name] = t;
+            continue;
+        }
+        const int64_t rows = t.shape[0], cols = t.shape[1];
+        const int64_t grid_rows = (rows + kBlockRows - 1) / kBlockRows, grid_cols = (cols + kBlockCols - 1) / kBlockCols;
+        const bool expert = name.find(".mlp.experts.") != std::string::npos;
+        const std::vector<float> w = widen(t);
+        std::vector<float> scales(static_cast<size_t>(grid_rows * grid_cols));
+        for (int64_t br = 0; br < grid_rows; ++br)
+            for (int64_t bc = 0; bc < grid_cols; ++bc) {
+                float amax = 0.0f;
+                for (int64_t o = br * kBlockRows; o < std::min(rows, (br + 1) * kBlockRows); ++o)
+                    for (int64_t i = bc * kBlockCols; i < std::min(cols, (bc + 1) * kBlockCols); ++i)
+                        amax = std::max(amax, std::fabs(w[static_cast<size_t>(o * cols + i)]));
+                float scale = amax > 0.0f ? amax / 448.0f : 1.0f;
+                if (expert) scale = bf16_round(scale);  // stored as BF16: keep it exact
+                scales[static_cast<size_t>(br * grid_cols + bc)] = scale;
+            }
+        std::string codes(static_cast<size_t>(rows * cols), '\0');
+        std::vector<float> values(static_cast<size_t>(rows * cols));
+        for (int64_t o = 0; o < rows; ++o)
+            for (int64_t i = 0; i < cols; ++i) {
+                const size_t k = static_cast<size_t>(o * cols + i);
+                const float scale = scales[static_cast<size_t>((o / kBlockRows) * grid_cols + i / kBlockCols)];
+                const uint8_t q = to_e4m3(w[k] / scale);
+                codes[k] = static_cast<char>(q);
+                values[k] = f8_e4m3_to_f32(q) * scale;
+            }
+        const std::string scale_name = name + "_scale_inv";
+        c.fp8[name] = StoredTensor{"F8_E4M3", t.shape, codes};
+        c.fp8[scale_name] = expert ? StoredTensor{"BF16", {grid_rows, grid_cols}, bf16_bytes(scales)}
+                                   : StoredTensor{"F32", {grid_rows, grid_cols}, float_bytes(scales)};
+        c.dequantized[name] = StoredTensor{"F32", t.shape, float_bytes(values)};
+        if (expert) c.fp8_expert_bytes += codes.size() + c.fp8[scale_name].bytes.size();
+    }
+    return c;
+}
+
+std::string fp8_config() {
+    std::string text = fixture_config_text();
+    replace_once(text, "\"architectures\"",
+                 "\"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", \"activation_scheme\": "
+                 "\"dynamic\", \"weight_block_size\": [24, 40]},\n  \"architectures\"");
+    return text;
+}
+
+class Qwen3MoeFp8 : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        copies_ = new Copies(make_copies());
+        fp8_dir_ = new test::TempDir();
+        f32_dir_ = new test::TempDir();
+        write_model(*fp8_dir_, fp8_config(), copies_->fp8);
+        write_model(*f32_dir_, fixture_config_text(), copies_->dequantized);
+    }
+    static void TearDownTestSuite() {
+        delete fp8_dir_;
+        delete f32_dir_;
+        delete copies_;
+    }
+    static Copies* copies_;
+    static test::TempDir* fp8_dir_;
+    static test::TempDir* f32_dir_;
+};
+Copies* Qwen3MoeFp8::copies_ = nullptr;
+test::TempDir* Qwen3MoeFp8::fp8_dir_ = nullptr;
+test::TempDir* Qwen3MoeFp8::f32_dir_ = nullptr;
+
+TEST_F(Qwen3MoeFp8, SameLogitsBitsAsTheDequantizedF32Checkpoint) {
+    const std::vector<int32_t> ids = fixture_sequence();
+    const std::vector<float> fp8 = all_logits(fp8_dir_->path(), ids);
+    EXPECT_TRUE(same_bits(fp8, all_logits(f32_dir_->path(), ids)));
+}
+
+// The copy is a real FP8 quantization, not a trivial one: every value within half an E4M3 step of
+// the original (3 mantissa bits: 1/16 relative, or half the smallest subnormal step of its block),
+// and the codes spread over the range.
+TEST_F(Qwen3MoeFp8, TheCopyIsARealFp8Quantization) {
+    const auto original = read_fixture_tensors();
+    size_t checked = 0;
+    std::vector<bool> seen(256, false);
+    for (const auto& [name, t] : copies_->fp8) {
+        if (t.dtype != "F8_E4M3") continue;
+        const std::vector<float> w = widen(original.at(name));
+        const std::vector<float> deq = widen(copies_->dequantized.at(name));
+        const std::vector<float> scales = widen(copies_->fp8.at(name + "_scale_inv"));
+        const int64_t cols = t.shape[1], grid_cols = (cols + kBlockCols - 1) / kBlockCols;
+        for (size_t k = 0; k < w.size(); ++k) {
+            const int64_t o = static_cast<int64_t>(k) / cols, i = static_cast<int64_t>(k) % cols;
+            const float scale = scales[static_cast<size_t>((o / kBlockRows) * grid_cols + i / kBlockCols)];
+            const double bound = std::max(std::fabs(w[k]) / 16.0, scale * std::ldexp(1.0, -10));
+            ASSERT_LE(std::fabs(static_cast<double>(deq[k]) - w[k]), bound * (1 + 1e-6)) << name << " " << k;
+            seen[static_cast<uint8_t>(t.bytes[k])] = true;
+            ++checked;
+        }
+    }
+    EXPECT_GT(checked, 50000u);
+    EXPECT_GT(std::count(seen.begin(), seen.end(), true), 200) << "codes used";
+}
+
+TEST_F(Qwen3MoeFp8, ExpertsStreamAtTheirStoredSize) {
+    auto resident = testing::try_open_engine(fp8_dir_->path(), "reference", 2);
+    ASSERT_TRUE(resident.has_value()) << resident.error().message;
+    EXPECT_EQ((*resident)->store().total_expert_bytes(), copies_->fp8_expert_bytes);
+    EngineOptions o;
+    o.setup.model_dir = fp8_dir_->path();
+    o.setup.kernels.value = "reference";
+    o.threads = 2;
+    o.expert_budget.kind = SizeSpec::Kind::bytes;
+    o.expert_budget.bytes = copies_->fp8_expert_bytes * 2 / 3;  // a few aligned slots: experts come and go
+    auto streaming = Engine::open(o);
+    ASSERT_TRUE(streaming.has_value()) << streaming.error().message;
+    ASSERT_TRUE((*streaming)->store().streams());
+    const std::vector<int32_t> ids = fixture_sequence();
+    auto run = [&](Engine& engine) {
+        auto session = engine.new_session(ids.size());
+        ForwardOptions all;
+        all.all_logits = true;
+        auto logits = engine.pipeline().forward(**session, ids, all);
+        EXPECT_TRUE(logits.has_value()) << (logits ? "" : logits.error().message);
+        return logits ? *logits : std::vector<float>{};
+    };
+    EXPECT_TRUE(same_bits(run(**streaming), run(**resident)));
+    EXPECT_GT((*streaming)->store().stats().bytes_read, 0u);
+}
+
+std::string open_error(const std::string& config, const std::map<std::string, StoredTensor>& tensors) {
+    test::TempDir dir;
+    write_model(dir, config, tensors);
+    auto engine = testing::try_open_engine(dir.path(), "reference", 1);
+    EXPECT_FALSE(engine.has_value());
+    return engine ? "" : engine.error().message;
+}
+
+TEST_F(Qwen3MoeFp8, MalformedScalesAreRefusedByName) {
+    auto missing = copies_->fp8;
+    missing.erase("model.layers.0.self_attn.q_proj.weight_scale_inv");
+    std::string e = open_error(fp8_config(), missing);
+    EXPECT_NE(e.find("model.layers.0.self_attn.q_proj.weight_scale_inv"), std::string::npos) << e;
+
+    auto wrong_grid = copies_->fp8;
+    StoredTensor& s = wrong_grid.at("model.layers.1.mlp.experts.3.down_proj.weight_scale_inv");
+    s.shape = {1, 2};  // down_proj [64, 32] in blocks of [24, 40] is a 3 x 1 grid
+    s.bytes.resize(4);
+    e = open_error(fp8_config(), wrong_grid);
+    EXPECT_NE(e.find("model.layers.1.mlp.experts.3.down_proj.weight_scale_inv"), std::string::npos) << e;
+    EXPECT_NE(e.find("[3, 1]"), std::string::npos) << e;
+
+    e = open_error(fixture_config_text(), copies_->fp8);  // FP8 tensors, no quantization_config
+    EXPECT_NE(e.find("F8_E4M3"), std::string::npos) << e;
+
+    std::string bad_block = fp8_config();
+    replace_once(bad_block, "\"weight_block_size\": [24, 40]", "\"weight_block_size\": [24]");
+    e = open_error(bad_block, copies_->fp8);
+    EXPECT_NE(e.find("weight_block_size"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace stormo::qwen3_moe
