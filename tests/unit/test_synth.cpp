@@ -285,15 +285,19 @@ TEST(Synth, BadRequestsAreRefusedByName) {
     EXPECT_NE(blocked.error().message.find("notes.txt"), std::string::npos);
 }
 
-TEST(Synth, TinyModelRunsWithFiniteLogits) {
+// Both families' toy presets load in their family and give unit-order, finite logits.
+class SynthTiny : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SynthTiny, RunsWithFiniteLogits) {
     TempDir tmp;
-    const std::string dir = write_plan(plan_of("gpt-oss-tiny", 2), tmp.file("tiny"));
+    const std::string dir = write_plan(plan_of(GetParam(), 2), tmp.file("tiny"));
     auto engine = open_engine(dir);
     ASSERT_TRUE(engine);
+    EXPECT_EQ(engine->family_name(), GetParam() == "gpt-oss-tiny" ? "gpt_oss" : "qwen3_moe");
     auto session = engine->new_session(64);
     ASSERT_TRUE(session.has_value());
     std::vector<int32_t> ids;
-    for (int32_t i = 0; i < 40; ++i) ids.push_back((i * 97 + 5) % 1024);  // past the sliding window of 32
+    for (int32_t i = 0; i < 40; ++i) ids.push_back((i * 97 + 5) % 1024);  // past gpt-oss-tiny's sliding window of 32
     ForwardOptions fo;
     fo.all_logits = true;
     auto logits = engine->pipeline().forward(**session, ids, fo);
@@ -308,6 +312,29 @@ TEST(Synth, TinyModelRunsWithFiniteLogits) {
     const double rms = std::sqrt(sum_sq / static_cast<double>(logits->size()));
     EXPECT_GT(rms, 0.1);
     EXPECT_LT(rms, 10.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, SynthTiny, ::testing::Values("gpt-oss-tiny", "qwen3-moe-tiny"),
+                         [](const auto& i) { return i.param == "gpt-oss-tiny" ? "gpt_oss" : "qwen3_moe"; });
+
+// The Qwen3 presets have the hub's shapes and tensor names (the plans only: 61 and 470 GB).
+TEST(Synth, Qwen3PresetsHaveTheHubsShapes) {
+    const auto plan = plan_of("qwen3-30b-a3b");
+    EXPECT_EQ(plan.layers, 48);
+    EXPECT_NE(plan.config_json.find("\"num_experts\": 128"), std::string::npos);
+    EXPECT_NE(plan.config_json.find("\"moe_intermediate_size\": 768"), std::string::npos);
+    size_t experts = 0;
+    bool gate = false;
+    for (const auto& t : plan.tensors) {
+        experts += t.name.find(".mlp.experts.") != std::string::npos;
+        if (t.name == "model.layers.47.mlp.experts.127.down_proj.weight") gate = t.shape == stormo::Shape{2048, 768};
+    }
+    EXPECT_EQ(experts, 48u * 128u * 3u);
+    EXPECT_TRUE(gate);
+    EXPECT_EQ(plan.total_bytes(), 61064245248u);
+    const auto big = plan_of("qwen3-235b-a22b");
+    EXPECT_EQ(big.layers, 94);
+    EXPECT_GT(big.total_bytes(), 400ull << 30);
 }
 
 using stormo::test::CommandResult;

@@ -64,6 +64,44 @@ const GptOssPreset* find_preset(const std::string& name) {
     return nullptr;
 }
 
+// The hyper-parameters of one Qwen3-MoE checkpoint, as its config.json states them.
+struct Qwen3Preset {
+    const char* name;
+    const char* description;
+    int64_t hidden = 0;
+    int64_t intermediate = 0;      // dense MLP (no layer uses it: mlp_only_layers is empty)
+    int64_t moe_intermediate = 0;  // each expert
+    int64_t layers = 0;
+    int64_t heads = 0;
+    int64_t kv_heads = 0;
+    int64_t head_dim = 0;
+    int64_t experts = 0;
+    int64_t top_k = 0;
+    int64_t vocab = 0;
+    int64_t bos = 0;
+    std::vector<int64_t> eos;  // generation_config.json; config.json holds the first
+};
+
+// Qwen/Qwen3-30B-A3B and Qwen/Qwen3-235B-A22B (BF16, one tensor per expert), and a toy of the same
+// structure for tests.
+const std::vector<Qwen3Preset>& qwen3_presets() {
+    static const std::vector<Qwen3Preset> presets = {
+        {"qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B shapes: 48 layers, 128 experts (top-8), hidden 2048, vocab 151936 (~61 GB)",
+         2048, 6144, 768, 48, 32, 4, 128, 128, 8, 151936, 151643, {151645, 151643}},
+        {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B shapes: 94 layers, 128 experts (top-8), hidden 4096, vocab 151936 (~470 GB)",
+         4096, 12288, 1536, 94, 64, 4, 128, 128, 8, 151936, 151643, {151645, 151643}},
+        {"qwen3-moe-tiny", "a Qwen3-MoE-structured toy for tests: 4 layers, 8 experts (top-2), hidden 256, vocab 1024 (~5 MB)",
+         256, 512, 128, 4, 4, 2, 64, 8, 2, 1024, 1021, {1023, 1021}},
+    };
+    return presets;
+}
+
+const Qwen3Preset* find_qwen3_preset(const std::string& name) {
+    for (const Qwen3Preset& p : qwen3_presets())
+        if (name == p.name) return &p;
+    return nullptr;
+}
+
 std::string layer_type(int64_t l) { return l % 2 == 0 ? "sliding_attention" : "full_attention"; }
 
 std::string int_list(const std::vector<int64_t>& v) {
@@ -129,6 +167,54 @@ std::string gpt_oss_generation_config_json(const GptOssPreset& p) {
     return "{\n  \"bos_token_id\": " + std::to_string(p.bos) + ",\n  \"do_sample\": true,\n  \"eos_token_id\": " +
            int_list(p.eos) + ",\n  \"pad_token_id\": " + std::to_string(p.pad) +
            ",\n  \"transformers_version\": \"4.55.0.dev0\"\n}\n";
+}
+
+// config.json as the hub writes Qwen3-MoE's (num_experts, top-level rope_theta, no rope scaling).
+std::string qwen3_config_json(const Qwen3Preset& p, int64_t layers) {
+    auto num = [](int64_t v) { return std::to_string(v); };
+    std::string j = "{\n";
+    j += "  \"architectures\": [\n    \"Qwen3MoeForCausalLM\"\n  ],\n";
+    j += "  \"attention_bias\": false,\n";
+    j += "  \"attention_dropout\": 0.0,\n";
+    j += "  \"bos_token_id\": " + num(p.bos) + ",\n";
+    j += "  \"decoder_sparse_step\": 1,\n";
+    j += "  \"eos_token_id\": " + num(p.eos.front()) + ",\n";
+    j += "  \"head_dim\": " + num(p.head_dim) + ",\n";
+    j += "  \"hidden_act\": \"silu\",\n";
+    j += "  \"hidden_size\": " + num(p.hidden) + ",\n";
+    j += "  \"initializer_range\": 0.02,\n";
+    j += "  \"intermediate_size\": " + num(p.intermediate) + ",\n";
+    j += "  \"max_position_embeddings\": 40960,\n";
+    j += "  \"max_window_layers\": " + num(layers) + ",\n";
+    j += "  \"mlp_only_layers\": [],\n";
+    j += "  \"model_type\": \"qwen3_moe\",\n";
+    j += "  \"moe_intermediate_size\": " + num(p.moe_intermediate) + ",\n";
+    j += "  \"norm_topk_prob\": true,\n";
+    j += "  \"num_attention_heads\": " + num(p.heads) + ",\n";
+    j += "  \"num_experts\": " + num(p.experts) + ",\n";
+    j += "  \"num_experts_per_tok\": " + num(p.top_k) + ",\n";
+    j += "  \"num_hidden_layers\": " + num(layers) + ",\n";
+    j += "  \"num_key_value_heads\": " + num(p.kv_heads) + ",\n";
+    j += "  \"output_router_logits\": false,\n";
+    j += "  \"rms_norm_eps\": 1e-06,\n";
+    j += "  \"rope_scaling\": null,\n";
+    j += "  \"rope_theta\": 1000000.0,\n";
+    j += "  \"router_aux_loss_coef\": 0.001,\n";
+    j += "  \"sliding_window\": null,\n";
+    j += "  \"tie_word_embeddings\": false,\n";
+    j += "  \"torch_dtype\": \"bfloat16\",\n";
+    j += "  \"transformers_version\": \"4.51.0\",\n";
+    j += "  \"use_cache\": true,\n";
+    j += "  \"use_sliding_window\": false,\n";
+    j += "  \"vocab_size\": " + num(p.vocab) + "\n";
+    j += "}\n";
+    return j;
+}
+
+std::string qwen3_generation_config_json(const Qwen3Preset& p) {
+    return "{\n  \"bos_token_id\": " + std::to_string(p.bos) + ",\n  \"do_sample\": true,\n  \"eos_token_id\": " +
+           int_list(p.eos) + ",\n  \"pad_token_id\": " + std::to_string(p.bos) +
+           ",\n  \"temperature\": 0.6,\n  \"top_k\": 20,\n  \"top_p\": 0.95,\n  \"transformers_version\": \"4.51.0\"\n}\n";
 }
 
 // ---- value ranges ---------------------------------------------------------------------------
@@ -204,6 +290,36 @@ std::vector<PlannedTensor> gpt_oss_tensors(const GptOssPreset& p, int64_t layers
         add(t, ex + "down_proj_blocks", DType::U8, {e, h, inter / kBlock, kBlockBytes}, blocks_fill());
         add(t, ex + "down_proj_scales", DType::U8, {e, h, inter / kBlock}, scales_fill(inter));
         add(t, ex + "down_proj_bias", DType::BF16, {e, h}, bias_fill());
+    }
+    add(t, "model.norm.weight", DType::BF16, {h}, norm_fill());
+    add(t, "lm_head.weight", DType::BF16, {p.vocab, h}, matrix_fill(h));
+    return t;
+}
+
+// Qwen3-MoE's state dict: no attention biases, QK-norm weights, the router as mlp.gate, and one
+// gate/up/down matrix per expert, as the hub's BF16 files hold them.
+std::vector<PlannedTensor> qwen3_tensors(const Qwen3Preset& p, int64_t layers) {
+    const int64_t h = p.hidden, inter = p.moe_intermediate, e = p.experts;
+    const int64_t q = p.heads * p.head_dim, kv = p.kv_heads * p.head_dim;
+    std::vector<PlannedTensor> t;
+    add(t, "model.embed_tokens.weight", DType::BF16, {p.vocab, h}, embedding_fill());
+    for (int64_t l = 0; l < layers; ++l) {
+        const std::string base = "model.layers." + std::to_string(l) + ".";
+        add(t, base + "input_layernorm.weight", DType::BF16, {h}, norm_fill());
+        add(t, base + "self_attn.q_proj.weight", DType::BF16, {q, h}, matrix_fill(h));
+        add(t, base + "self_attn.k_proj.weight", DType::BF16, {kv, h}, matrix_fill(h));
+        add(t, base + "self_attn.v_proj.weight", DType::BF16, {kv, h}, matrix_fill(h));
+        add(t, base + "self_attn.o_proj.weight", DType::BF16, {h, q}, matrix_fill(q, kAttentionOutputGain));
+        add(t, base + "self_attn.q_norm.weight", DType::BF16, {p.head_dim}, norm_fill());
+        add(t, base + "self_attn.k_norm.weight", DType::BF16, {p.head_dim}, norm_fill());
+        add(t, base + "post_attention_layernorm.weight", DType::BF16, {h}, norm_fill());
+        add(t, base + "mlp.gate.weight", DType::BF16, {e, h}, matrix_fill(h));
+        for (int64_t x = 0; x < e; ++x) {
+            const std::string ex = base + "mlp.experts." + std::to_string(x) + ".";
+            add(t, ex + "gate_proj.weight", DType::BF16, {inter, h}, matrix_fill(h));
+            add(t, ex + "up_proj.weight", DType::BF16, {inter, h}, matrix_fill(h));
+            add(t, ex + "down_proj.weight", DType::BF16, {h, inter}, matrix_fill(inter));
+        }
     }
     add(t, "model.norm.weight", DType::BF16, {h}, norm_fill());
     add(t, "lm_head.weight", DType::BF16, {p.vocab, h}, matrix_fill(h));
@@ -483,6 +599,7 @@ const std::vector<SynthPresetInfo>& synth_presets() {
     static const std::vector<SynthPresetInfo> infos = [] {
         std::vector<SynthPresetInfo> v;
         for (const GptOssPreset& p : gpt_oss_presets()) v.push_back({p.name, p.description});
+        for (const Qwen3Preset& p : qwen3_presets()) v.push_back({p.name, p.description});
         return v;
     }();
     return infos;
@@ -490,25 +607,32 @@ const std::vector<SynthPresetInfo>& synth_presets() {
 
 Expected<SynthPlan> plan_synth(const SynthOptions& options) {
     const GptOssPreset* preset = find_preset(options.preset);
-    if (preset == nullptr) {
+    const Qwen3Preset* qwen3 = find_qwen3_preset(options.preset);
+    if (preset == nullptr && qwen3 == nullptr) {
         std::string known;
         for (const auto& p : synth_presets()) known += (known.empty() ? "" : ", ") + p.name;
         return fail(ErrorKind::invalid_argument, "--preset \"" + options.preset + "\" is not a known preset (" + known + ")");
     }
     constexpr int kMaxLayers = 1024;
-    const int64_t layers = options.layers.value_or(static_cast<int>(preset->layers));
+    const int64_t layers = options.layers.value_or(static_cast<int>(preset ? preset->layers : qwen3->layers));
     if (layers < 1 || layers > kMaxLayers)
         return fail(ErrorKind::invalid_argument, "--layers must be between 1 and " + std::to_string(kMaxLayers) +
                                                      ", got " + std::to_string(layers));
     if (options.max_shard_bytes < (uint64_t{1} << 20))
         return fail(ErrorKind::invalid_argument, "the shard size limit must be at least 1 MiB");
     SynthPlan plan;
-    plan.preset = preset->name;
+    plan.preset = options.preset;
     plan.seed = options.seed;
     plan.layers = static_cast<int>(layers);
-    plan.config_json = gpt_oss_config_json(*preset, layers);
-    plan.generation_config_json = gpt_oss_generation_config_json(*preset);
-    plan.tensors = gpt_oss_tensors(*preset, layers);
+    if (preset != nullptr) {
+        plan.config_json = gpt_oss_config_json(*preset, layers);
+        plan.generation_config_json = gpt_oss_generation_config_json(*preset);
+        plan.tensors = gpt_oss_tensors(*preset, layers);
+    } else {
+        plan.config_json = qwen3_config_json(*qwen3, layers);
+        plan.generation_config_json = qwen3_generation_config_json(*qwen3);
+        plan.tensors = qwen3_tensors(*qwen3, layers);
+    }
     plan.shards = plan_shards(plan.tensors, options.max_shard_bytes);
     return plan;
 }
