@@ -36,6 +36,29 @@ TEST(MemoryPlan, AutoIsAvailableMinusKvMinusReserve) {
     EXPECT_EQ(plan_expert_budget(SizeSpec{}, 20 * GiB, kv, {GiB / 2, "x"}).bytes, 0u);
 }
 
+// Asking for more resident experts than the memory holds is refused before anything is read (a
+// 61 GB qwen3-30b-a3b with `--expert-budget all` on a 23 GiB machine was OOM-killed).
+TEST(MemoryPlan, AnAskedBudgetBeyondTheAvailableMemoryIsRefused) {
+    const AvailableMemory available{20 * GiB, "MemAvailable"};
+    const SizeSpec all{SizeSpec::Kind::all, 0};
+    auto refused = check_budget_fits(all, plan_expert_budget(all, 58 * GiB, GiB, available), 58 * GiB, available,
+                                     "--expert-budget");
+    ASSERT_FALSE(refused.has_value());
+    EXPECT_EQ(refused.error().kind, ErrorKind::resource);
+    EXPECT_NE(refused.error().message.find("--expert-budget all"), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("58.00 GiB"), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("20.00 GiB is available (MemAvailable)"), std::string::npos)
+        << refused.error().message;
+    const SizeSpec big{SizeSpec::Kind::bytes, 32 * GiB};
+    EXPECT_FALSE(check_budget_fits(big, plan_expert_budget(big, 58 * GiB, GiB, available), 58 * GiB, available, "x"));
+    // What fits is fine, and a size above the total only keeps the total.
+    EXPECT_TRUE(check_budget_fits(all, plan_expert_budget(all, 8 * GiB, GiB, available), 8 * GiB, available, "x"));
+    EXPECT_TRUE(check_budget_fits(big, plan_expert_budget(big, 8 * GiB, GiB, available), 8 * GiB, available, "x"));
+    const SizeSpec automatic{};
+    EXPECT_TRUE(check_budget_fits(automatic, plan_expert_budget(automatic, 58 * GiB, GiB, available), 58 * GiB,
+                                  available, "x"));
+}
+
 TEST(MemoryPlan, ThisProcessHasAResidentSetAndSomeMemoryIsAvailable) {
     EXPECT_GT(current_rss_bytes(), 0u);
     EXPECT_GE(peak_rss_bytes(), current_rss_bytes());

@@ -48,7 +48,9 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     for (int l = 0; l < model_->n_layers(); ++l)
         for (const auto& kv : model_->layer_plan(l).kv)
             kv_bytes += Session::rows_for(kv, options.context, Session::kDefaultMaxBlock) * kv.floats_per_position * sizeof(float);
-    budget_ = plan_expert_budget(options.expert_budget, total, kv_bytes, available_memory());
+    const AvailableMemory available = available_memory();
+    budget_ = plan_expert_budget(options.expert_budget, total, kv_bytes, available);
+    STORMO_TRY(check_budget_fits(options.expert_budget, budget_, total, available, options.expert_budget_origin));
 
     std::unique_ptr<ExpertStore> store;
     if (budget_.all || layouts.empty()) {

@@ -141,4 +141,16 @@ ExpertBudget plan_expert_budget(const SizeSpec& requested, uint64_t total_expert
     return b;
 }
 
+Expected<void> check_budget_fits(const SizeSpec& requested, const ExpertBudget& budget, uint64_t total_expert_bytes,
+                                 const AvailableMemory& available, const std::string& origin) {
+    if (requested.kind == SizeSpec::Kind::automatic) return {};
+    const uint64_t resident = std::min(budget.bytes, total_expert_bytes);
+    if (resident <= available.bytes) return {};
+    const std::string asked = requested.kind == SizeSpec::Kind::all ? "all" : format_bytes(requested.bytes);
+    return fail(ErrorKind::resource, origin + " " + asked + ": the experts it keeps in RAM need " +
+                                         format_bytes(resident) + ", but " + format_bytes(available.bytes) +
+                                         " is available (" + available.source +
+                                         "); ask for less, or leave the budget auto");
+}
+
 }  // namespace stormo

@@ -31,6 +31,12 @@ uint64_t memory_reserve(uint64_t available);
 ExpertBudget plan_expert_budget(const SizeSpec& requested, uint64_t total_expert_bytes, uint64_t kv_bytes,
                                 const AvailableMemory& available);
 
+// An asked budget ("all", or a size) whose resident experts cannot fit in the memory available
+// would end with the kernel's OOM killer half-way through loading: it is refused up front, naming
+// `origin` (the option or YAML key) and both sizes. The auto budget always fits.
+Expected<void> check_budget_fits(const SizeSpec& requested, const ExpertBudget& budget, uint64_t total_expert_bytes,
+                                 const AvailableMemory& available, const std::string& origin);
+
 // This process's resident set now (VmRSS) and at its peak (VmHWM), from /proc/self/status.
 uint64_t current_rss_bytes();
 uint64_t peak_rss_bytes();
