@@ -27,6 +27,14 @@ void rms_norm_rows(const Compute& c, const std::vector<float>& weight, float eps
     for (size_t r = 0; r < in.n; ++r) c.table->rmsnorm(in.row(r), weight.data(), in.width, eps, out.row(r));
 }
 
+void build_norm(const Compute& c, const DecoderNorms& norms, Model::NormSite site, int layer, const Rows& in, Rows out) {
+    const size_t l = static_cast<size_t>(layer);
+    const std::vector<float>& weight = site == Model::NormSite::final       ? norms.final_norm
+                                       : site == Model::NormSite::attention ? norms.input.at(l)
+                                                                            : norms.post_attention.at(l);
+    rms_norm_rows(c, weight, norms.eps, in, out);
+}
+
 void build_swiglu_mlp(const Compute& c, const SwigluMlp& w, const Rows& in, Rows out) {
     const size_t n = in.n, inter = w.gate.rows;
     std::vector<float> gate(n * inter), up(n * inter);

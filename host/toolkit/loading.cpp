@@ -56,4 +56,17 @@ Expected<Linear> TensorLoader::linear(const std::string& base, TensorRole role, 
     return l;
 }
 
+Expected<EmbeddingAndHead> load_embedding_and_head(TensorLoader& load, const std::string& embedding_name,
+                                                   const std::string& head_name, int64_t vocab, int64_t hidden,
+                                                   bool tied) {
+    EmbeddingAndHead out;
+    STORMO_TRY_ASSIGN(out.embedding, load.matrix(embedding_name, TensorRole::embedding, vocab, hidden));
+    if (tied) {
+        out.head = out.embedding;
+        return out;
+    }
+    STORMO_TRY_ASSIGN(out.head, load.matrix(head_name, TensorRole::head, vocab, hidden));
+    return out;
+}
+
 }  // namespace stormo::toolkit

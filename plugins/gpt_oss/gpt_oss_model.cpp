@@ -50,13 +50,12 @@ Expected<std::unique_ptr<Model>> GptOssModel::load(LoadContext& ctx) {
 
 Expected<void> GptOssModel::load_globals(LoadContext& ctx) {
     auto load = loader(ctx, resident_);
-    STORMO_TRY_ASSIGN(embed_, load.matrix(names::kEmbedding, TensorRole::embedding, cfg_.vocab_size, cfg_.hidden_size));
-    STORMO_TRY_ASSIGN(final_norm_, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
-    if (cfg_.tie_word_embeddings) {
-        head_ = embed_;  // the embedding matrix is the head
-        return {};
-    }
-    STORMO_TRY_ASSIGN(head_, load.matrix(names::kHead, TensorRole::head, cfg_.vocab_size, cfg_.hidden_size));
+    STORMO_TRY_ASSIGN(embedding_, toolkit::load_embedding_and_head(load, names::kEmbedding, names::kHead, cfg_.vocab_size,
+                                                                   cfg_.hidden_size, cfg_.tie_word_embeddings));
+    STORMO_TRY_ASSIGN(norms_.final_norm, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
+    norms_.eps = static_cast<float>(cfg_.rms_norm_eps);
+    norms_.input.resize(static_cast<size_t>(cfg_.n_layers));
+    norms_.post_attention.resize(static_cast<size_t>(cfg_.n_layers));
     return {};
 }
 
@@ -66,8 +65,9 @@ Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {
     const int64_t hidden = cfg_.hidden_size, experts = cfg_.n_experts;
     const int64_t q_out = static_cast<int64_t>(cfg_.q_width()), kv_out = static_cast<int64_t>(cfg_.kv_width());
     const bool bias = cfg_.attention_bias;
-    STORMO_TRY_ASSIGN(w.input_norm, load.vector(names::layer(l) + "input_layernorm.weight", TensorRole::norm, hidden));
-    STORMO_TRY_ASSIGN(w.post_attention_norm,
+    const size_t li = static_cast<size_t>(l);
+    STORMO_TRY_ASSIGN(norms_.input[li], load.vector(names::layer(l) + "input_layernorm.weight", TensorRole::norm, hidden));
+    STORMO_TRY_ASSIGN(norms_.post_attention[li],
                       load.vector(names::layer(l) + "post_attention_layernorm.weight", TensorRole::norm, hidden));
     STORMO_TRY_ASSIGN(w.attn.q, load.linear(names::attention(l, "q_proj"), TensorRole::attention, q_out, hidden, bias));
     STORMO_TRY_ASSIGN(w.attn.k, load.linear(names::attention(l, "k_proj"), TensorRole::attention, kv_out, hidden, bias));
@@ -89,16 +89,11 @@ Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {
 }
 
 Expected<void> GptOssModel::embed(std::span<const int32_t> tokens, Rows out) const {
-    return toolkit::embed_tokens(compute_, embed_, tokens, out, "gpt_oss");
+    return toolkit::embed_tokens(compute_, embedding_.embedding, tokens, out, "gpt_oss");
 }
 
 void GptOssModel::norm(NormSite site, int layer, const Rows& in, Rows out) const {
-    const std::vector<float>* weight = &final_norm_;
-    if (site != NormSite::final) {
-        const LayerWeights& w = layers_.at(static_cast<size_t>(layer));
-        weight = site == NormSite::attention ? &w.input_norm : &w.post_attention_norm;
-    }
-    toolkit::rms_norm_rows(compute_, *weight, static_cast<float>(cfg_.rms_norm_eps), in, out);
+    toolkit::build_norm(compute_, norms_, site, layer, in, out);
 }
 
 // GQA with biases, split-half YaRN RoPE, a learned sink per head, sliding or full per layer.
@@ -114,7 +109,7 @@ Routing GptOssModel::route(int layer, const StepContext& ctx, const Rows& normed
                                  normed);
 }
 
-void GptOssModel::head(const Rows& normed, Rows logits) const { matmul(compute_, head_, normed.data, normed.n, logits.data); }
+void GptOssModel::head(const Rows& normed, Rows logits) const { matmul(compute_, embedding_.head, normed.data, normed.n, logits.data); }
 
 Expected<void> GptOssModel::dense_ffn(int layer, const Rows&, Rows) const {
     return fail(ErrorKind::internal, "gpt_oss layer " + std::to_string(layer) + " has no dense FFN");

@@ -12,13 +12,13 @@
 #include "stormo/kernels.hpp"
 #include "stormo/tensor.hpp"
 #include "stormo/toolkit/attention.hpp"
+#include "stormo/toolkit/dense.hpp"
+#include "stormo/toolkit/loading.hpp"
 #include "stormo/toolkit/router.hpp"
 
 namespace stormo::gpt_oss {
 
 struct LayerWeights {
-    std::vector<float> input_norm;           // input_layernorm.weight
-    std::vector<float> post_attention_norm;  // post_attention_layernorm.weight
     toolkit::GqaWeights attn;                // q/k/v/o with biases, sinks
     toolkit::RouterWeights router;           // [experts, hidden] + bias
     bool mxfp4_experts = false;              // expert parts are blocks + scales (else BF16 [in, out])
@@ -54,9 +54,8 @@ private:
     GptOssConfig cfg_;
     Compute compute_;
     std::vector<Tensor> resident_;  // owns the bytes the weight views point into
-    WeightView embed_;
-    WeightView head_;
-    std::vector<float> final_norm_;
+    toolkit::EmbeddingAndHead embedding_;
+    toolkit::DecoderNorms norms_;
     std::vector<LayerWeights> layers_;
     std::vector<LayerPlan> plans_;
     toolkit::Rope rope_;

@@ -51,13 +51,12 @@ Expected<std::unique_ptr<Model>> Qwen3MoeModel::load(LoadContext& ctx) {
 
 Expected<void> Qwen3MoeModel::load_globals(LoadContext& ctx) {
     toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
-    STORMO_TRY_ASSIGN(embed_, load.matrix(names::kEmbedding, TensorRole::embedding, cfg_.vocab_size, cfg_.hidden_size));
-    STORMO_TRY_ASSIGN(final_norm_, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
-    if (cfg_.tie_word_embeddings) {
-        head_ = embed_;  // tie_word_embeddings: the embedding matrix is the head
-        return {};
-    }
-    STORMO_TRY_ASSIGN(head_, load.matrix(names::kHead, TensorRole::head, cfg_.vocab_size, cfg_.hidden_size));
+    STORMO_TRY_ASSIGN(embedding_, toolkit::load_embedding_and_head(load, names::kEmbedding, names::kHead, cfg_.vocab_size,
+                                                                   cfg_.hidden_size, cfg_.tie_word_embeddings));
+    STORMO_TRY_ASSIGN(norms_.final_norm, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
+    norms_.eps = static_cast<float>(cfg_.rms_norm_eps);
+    norms_.input.resize(static_cast<size_t>(cfg_.n_layers));
+    norms_.post_attention.resize(static_cast<size_t>(cfg_.n_layers));
     return {};
 }
 
@@ -84,8 +83,9 @@ Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
     const int64_t q_out = static_cast<int64_t>(cfg_.q_width()), kv_out = static_cast<int64_t>(cfg_.kv_width());
     const bool bias = cfg_.attention_bias;
     const float eps = static_cast<float>(cfg_.rms_norm_eps);
-    STORMO_TRY_ASSIGN(w.input_norm, load.vector(names::layer(l) + "input_layernorm.weight", TensorRole::norm, hidden));
-    STORMO_TRY_ASSIGN(w.post_attention_norm,
+    const size_t li = static_cast<size_t>(l);
+    STORMO_TRY_ASSIGN(norms_.input[li], load.vector(names::layer(l) + "input_layernorm.weight", TensorRole::norm, hidden));
+    STORMO_TRY_ASSIGN(norms_.post_attention[li],
                       load.vector(names::layer(l) + "post_attention_layernorm.weight", TensorRole::norm, hidden));
     STORMO_TRY_ASSIGN(w.attn.q, load.linear(names::attention(l, "q_proj"), TensorRole::attention, q_out, hidden, bias));
     STORMO_TRY_ASSIGN(w.attn.k, load.linear(names::attention(l, "k_proj"), TensorRole::attention, kv_out, hidden, bias));
@@ -119,16 +119,11 @@ Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
 }
 
 Expected<void> Qwen3MoeModel::embed(std::span<const int32_t> tokens, Rows out) const {
-    return toolkit::embed_tokens(compute_, embed_, tokens, out, "qwen3_moe");
+    return toolkit::embed_tokens(compute_, embedding_.embedding, tokens, out, "qwen3_moe");
 }
 
 void Qwen3MoeModel::norm(NormSite site, int layer, const Rows& in, Rows out) const {
-    const std::vector<float>* weight = &final_norm_;
-    if (site != NormSite::final) {
-        const LayerWeights& w = layers_.at(static_cast<size_t>(layer));
-        weight = site == NormSite::attention ? &w.input_norm : &w.post_attention_norm;
-    }
-    toolkit::rms_norm_rows(compute_, *weight, static_cast<float>(cfg_.rms_norm_eps), in, out);
+    toolkit::build_norm(compute_, norms_, site, layer, in, out);
 }
 
 // GQA without biases (unless attention_bias), QK-norm per head before RoPE, full causal attention.
@@ -171,7 +166,7 @@ Expected<void> Qwen3MoeModel::dense_ffn(int layer, const Rows& in, Rows out) con
 }
 
 void Qwen3MoeModel::head(const Rows& normed, Rows logits) const {
-    matmul(compute_, head_, normed.data, normed.n, logits.data);
+    matmul(compute_, embedding_.head, normed.data, normed.n, logits.data);
 }
 
 }  // namespace stormo::qwen3_moe

@@ -13,13 +13,12 @@
 #include "stormo/toolkit/attention.hpp"
 #include "stormo/toolkit/dense.hpp"
 #include "stormo/toolkit/fp8.hpp"
+#include "stormo/toolkit/loading.hpp"
 #include "stormo/toolkit/router.hpp"
 
 namespace stormo::qwen3_moe {
 
 struct LayerWeights {
-    std::vector<float> input_norm;           // input_layernorm.weight
-    std::vector<float> post_attention_norm;  // post_attention_layernorm.weight
     toolkit::GqaWeights attn;                // q/k/v/o, q_norm and k_norm
     toolkit::RouterWeights router;           // MoE layers: mlp.gate [experts, hidden]
     toolkit::SwigluMlp mlp;                  // dense layers: mlp.{gate,up,down}_proj
@@ -53,9 +52,8 @@ private:
     Qwen3MoeConfig cfg_;
     Compute compute_;
     std::vector<Tensor> resident_;  // owns the bytes the weight views point into
-    WeightView embed_;
-    WeightView head_;
-    std::vector<float> final_norm_;
+    toolkit::EmbeddingAndHead embedding_;
+    toolkit::DecoderNorms norms_;
     std::vector<LayerWeights> layers_;
     std::vector<LayerPlan> plans_;
     toolkit::Rope rope_;

@@ -25,6 +25,20 @@ inline std::string demo_dir(const std::string& name = "gpt-oss-demo") {
     return std::string(STORMO_SOURCE_DIR) + "/models/" + name;
 }
 
+inline std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// A config.json text parsed as a family would read it (a parse error fails the test).
+inline ModelConfig parse_config_text(const std::string& text, const std::string& name = "test/config.json") {
+    auto c = ModelConfig::parse(text, name);
+    EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
+    return c ? *c : ModelConfig{};
+}
+
 inline Json read_json_file(const std::string& path) {
     std::ifstream in(path);
     std::stringstream ss;

@@ -61,8 +61,14 @@ inline std::string shape_json(const std::vector<int64_t>& shape) {
 // One header entry with explicit offsets (which may be wrong on purpose).
 inline std::string header_entry(std::string_view name, std::string_view dtype, const std::vector<int64_t>& shape,
                                 uint64_t begin, uint64_t end) {
-    return "\"" + std::string(name) + "\":{\"dtype\":\"" + std::string(dtype) + "\",\"shape\":" + shape_json(shape) +
-           ",\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict, its bug 105651) on "..." + string&&.
+    std::string entry = "\"";
+    entry += name;
+    entry += "\":{\"dtype\":\"";
+    entry += dtype;
+    entry += "\",\"shape\":" + shape_json(shape) + ",\"data_offsets\":[" + std::to_string(begin) + "," +
+             std::to_string(end) + "]}";
+    return entry;
 }
 
 // A header laying the tensors out back to back in the given order, optionally with __metadata__.

@@ -20,25 +20,14 @@ namespace {
 
 using toolkit::topk_indices;
 
-std::string read_text(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+using testing::parse_config_text;
 
 ModelConfig fixture_config() {
-    const std::string path = std::string(STORMO_TEST_DATA_DIR) + "/fixtures/gpt_oss/config.json";
-    auto c = ModelConfig::parse(read_text(path), path);
-    EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
-    return c ? *c : ModelConfig{};
+    const std::string path = testing::fixture_dir("gpt_oss") + "/config.json";
+    return parse_config_text(testing::read_text(path), path);
 }
 
-ModelConfig parse_text(const std::string& text, const std::string& name = "test/config.json") {
-    auto c = ModelConfig::parse(text, name);
-    EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
-    return c ? *c : ModelConfig{};
-}
+ModelConfig parse_text(const std::string& text) { return parse_config_text(text); }
 
 // The fixture's dimensions written the way the hub's 2025 config.json files write them.
 std::string hub_style_config(const std::string& rope_scaling_extra = "") {

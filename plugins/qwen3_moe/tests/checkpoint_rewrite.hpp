@@ -16,20 +16,10 @@
 
 namespace stormo::qwen3_moe {
 
-inline std::string read_text(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+using testing::parse_config_text;
+inline ModelConfig parse_text(const std::string& text) { return parse_config_text(text); }
 
-inline ModelConfig parse_text(const std::string& text) {
-    auto c = ModelConfig::parse(text, "test/config.json");
-    EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
-    return c ? *c : ModelConfig{};
-}
-
-inline std::string fixture_config_text() { return read_text(testing::fixture_dir("qwen3_moe") + "/config.json"); }
+inline std::string fixture_config_text() { return testing::read_text(testing::fixture_dir("qwen3_moe") + "/config.json"); }
 
 inline void replace_once(std::string& text, const std::string& from, const std::string& to) {
     const size_t at = text.find(from);

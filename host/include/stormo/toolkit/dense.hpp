@@ -19,6 +19,17 @@ Expected<void> embed_tokens(const Compute& c, const WeightView& embedding, std::
 // out[r] = rmsnorm(in[r]) * weight for every row.
 void rms_norm_rows(const Compute& c, const std::vector<float>& weight, float eps, const Rows& in, Rows out);
 
+// The RMSNorms of a pre-norm decoder: per layer input_layernorm and post_attention_layernorm, and
+// the final model.norm, with one eps.
+struct DecoderNorms {
+    std::vector<std::vector<float>> input;           // [layer]
+    std::vector<std::vector<float>> post_attention;  // [layer]
+    std::vector<float> final_norm;
+    float eps = 0.0f;
+};
+// Model::norm for a pre-norm decoder: the site picks the weight.
+void build_norm(const Compute& c, const DecoderNorms& norms, Model::NormSite site, int layer, const Rows& in, Rows out);
+
 // down(silu(gate x) * up x): gate and up [inter, hidden], down [hidden, inter] (nn.Linear layout).
 struct SwigluMlp {
     WeightView gate, up, down;

@@ -18,6 +18,18 @@ namespace stormo::toolkit {
 // The matrix format of a checkpoint dtype, or an error naming the tensor.
 Expected<WeightFormat> matrix_format(DType dtype, const std::string& tensor);
 
+class TensorLoader;
+
+// The token embedding and the output head [vocab, hidden]; with tie_word_embeddings the embedding
+// matrix is the head and `head_name` is not read.
+struct EmbeddingAndHead {
+    WeightView embedding;
+    WeightView head;
+};
+Expected<EmbeddingAndHead> load_embedding_and_head(TensorLoader& load, const std::string& embedding_name,
+                                                   const std::string& head_name, int64_t vocab, int64_t hidden,
+                                                   bool tied);
+
 class TensorLoader {
 public:
     // `keep` owns the loaded bytes: the model holds it as long as its weight views live.
