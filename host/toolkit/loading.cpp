@@ -56,6 +56,27 @@ Expected<Linear> TensorLoader::linear(const std::string& base, TensorRole role, 
     return l;
 }
 
+Expected<void> load_gqa_projections(TensorLoader& load, const std::string& module, const GqaShape& shape,
+                                    int64_t hidden, bool bias, GqaWeights& w) {
+    const auto q = static_cast<int64_t>(shape.q_width()), kv = static_cast<int64_t>(shape.kv_width());
+    STORMO_TRY_ASSIGN(w.q, load.linear(module + ".q_proj", TensorRole::attention, q, hidden, bias));
+    STORMO_TRY_ASSIGN(w.k, load.linear(module + ".k_proj", TensorRole::attention, kv, hidden, bias));
+    STORMO_TRY_ASSIGN(w.v, load.linear(module + ".v_proj", TensorRole::attention, kv, hidden, bias));
+    STORMO_TRY_ASSIGN(w.o, load.linear(module + ".o_proj", TensorRole::attention, hidden, q, bias));
+    return {};
+}
+
+Expected<void> load_layer_norms(TensorLoader& load, const std::string& layer_prefix, int layer, int64_t hidden,
+                                DecoderNorms& norms) {
+    const size_t l = static_cast<size_t>(layer);
+    if (norms.input.size() <= l) norms.input.resize(l + 1);
+    if (norms.post_attention.size() <= l) norms.post_attention.resize(l + 1);
+    STORMO_TRY_ASSIGN(norms.input[l], load.vector(layer_prefix + "input_layernorm.weight", TensorRole::norm, hidden));
+    STORMO_TRY_ASSIGN(norms.post_attention[l],
+                      load.vector(layer_prefix + "post_attention_layernorm.weight", TensorRole::norm, hidden));
+    return {};
+}
+
 Expected<EmbeddingAndHead> load_embedding_and_head(TensorLoader& load, const std::string& embedding_name,
                                                    const std::string& head_name, int64_t vocab, int64_t hidden,
                                                    bool tied) {

@@ -80,17 +80,10 @@ Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
     toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
     LayerWeights& w = layers_[static_cast<size_t>(l)];
     const int64_t hidden = cfg_.hidden_size, hd = cfg_.head_dim;
-    const int64_t q_out = static_cast<int64_t>(cfg_.q_width()), kv_out = static_cast<int64_t>(cfg_.kv_width());
-    const bool bias = cfg_.attention_bias;
     const float eps = static_cast<float>(cfg_.rms_norm_eps);
-    const size_t li = static_cast<size_t>(l);
-    STORMO_TRY_ASSIGN(norms_.input[li], load.vector(names::layer(l) + "input_layernorm.weight", TensorRole::norm, hidden));
-    STORMO_TRY_ASSIGN(norms_.post_attention[li],
-                      load.vector(names::layer(l) + "post_attention_layernorm.weight", TensorRole::norm, hidden));
-    STORMO_TRY_ASSIGN(w.attn.q, load.linear(names::attention(l, "q_proj"), TensorRole::attention, q_out, hidden, bias));
-    STORMO_TRY_ASSIGN(w.attn.k, load.linear(names::attention(l, "k_proj"), TensorRole::attention, kv_out, hidden, bias));
-    STORMO_TRY_ASSIGN(w.attn.v, load.linear(names::attention(l, "v_proj"), TensorRole::attention, kv_out, hidden, bias));
-    STORMO_TRY_ASSIGN(w.attn.o, load.linear(names::attention(l, "o_proj"), TensorRole::attention, hidden, q_out, bias));
+    STORMO_TRY(toolkit::load_layer_norms(load, names::layer(l), l, hidden, norms_));
+    STORMO_TRY(toolkit::load_gqa_projections(load, names::layer(l) + "self_attn", attention_options_.shape, hidden,
+                                             cfg_.attention_bias, w.attn));
     STORMO_TRY_ASSIGN(w.attn.q_norm.weight, load.vector(names::attention(l, "q_norm.weight"), TensorRole::norm, hd));
     STORMO_TRY_ASSIGN(w.attn.k_norm.weight, load.vector(names::attention(l, "k_norm.weight"), TensorRole::norm, hd));
     w.attn.q_norm.eps = eps;

@@ -11,6 +11,7 @@
 #include "stormo/kernels.hpp"
 #include "stormo/tensor.hpp"
 #include "stormo/toolkit/attention.hpp"
+#include "stormo/toolkit/dense.hpp"
 #include "stormo/toolkit/fp8.hpp"
 
 namespace stormo::toolkit {
@@ -29,6 +30,15 @@ struct EmbeddingAndHead {
 Expected<EmbeddingAndHead> load_embedding_and_head(TensorLoader& load, const std::string& embedding_name,
                                                    const std::string& head_name, int64_t vocab, int64_t hidden,
                                                    bool tied);
+
+// The q/k/v/o projections of a GQA attention module ("<module>.q_proj.weight", ... with ".bias"
+// when `bias`), the checkpoint names transformers gives every family here.
+Expected<void> load_gqa_projections(TensorLoader& load, const std::string& module, const GqaShape& shape,
+                                    int64_t hidden, bool bias, GqaWeights& w);
+// A pre-norm decoder layer's two norms ("<layer>input_layernorm.weight" and
+// "<layer>post_attention_layernorm.weight") into `norms` at `layer`.
+Expected<void> load_layer_norms(TensorLoader& load, const std::string& layer_prefix, int layer, int64_t hidden,
+                                DecoderNorms& norms);
 
 class TensorLoader {
 public:
