@@ -53,12 +53,12 @@ void select_softmax_then_topk(const float* logits, size_t n_experts, size_t k, b
         for (size_t s = 0; s < k; ++s) weights[s] /= sum;
 }
 
-void select_sigmoid_grouped(const float* logits, size_t n_experts, const RouterSpec& spec, int32_t* ids,
-                            float* weights) {
+void select_sigmoid_grouped(const float* logits, size_t n_experts, const RouterSpec& spec,
+                            const std::vector<float>& correction, int32_t* ids, float* weights) {
     std::vector<float> scores(n_experts), choice(n_experts);
     for (size_t e = 0; e < n_experts; ++e) {
         scores[e] = sigmoid_f32(logits[e]);
-        choice[e] = spec.correction.empty() ? scores[e] : scores[e] + spec.correction[e];
+        choice[e] = correction.empty() ? scores[e] : scores[e] + correction[e];
     }
     if (spec.n_group > 1) {
         // A group's score is the sum of its two best choice scores; the best topk_group groups stay.
@@ -73,10 +73,11 @@ void select_sigmoid_grouped(const float* logits, size_t n_experts, const RouterS
         const auto kept = topk_indices(group_scores.data(), spec.n_group, spec.topk_group);
         for (size_t g = 0; g < spec.n_group; ++g)
             if (std::find(kept.begin(), kept.end(), static_cast<int32_t>(g)) == kept.end())
-                std::fill_n(choice.begin() + static_cast<std::ptrdiff_t>(g * per_group), per_group,
-                            -std::numeric_limits<float>::infinity());
+                std::fill_n(choice.begin() + static_cast<std::ptrdiff_t>(g * per_group), per_group, 0.0f);
     }
-    const std::vector<int32_t> top = topk_indices(choice.data(), n_experts, spec.top_k);
+    std::vector<int32_t> top = topk_indices(choice.data(), n_experts, spec.top_k);
+    // The chosen set in the order of its weights (the sigmoids), as the reference lists them.
+    std::stable_sort(top.begin(), top.end(), [&](int32_t a, int32_t b) { return topk_before(scores.data(), a, b); });
     float sum = 0.0f;
     for (size_t s = 0; s < spec.top_k; ++s) {
         ids[s] = top[s];
@@ -116,7 +117,9 @@ Routing build_router(const Compute& c, int layer, const StepContext& ctx, const 
             case RouterRule::softmax_then_topk:
                 select_softmax_then_topk(row, n_experts, k, spec.renormalize, c.table->softmax, ids, weights);
                 break;
-            case RouterRule::sigmoid_grouped: select_sigmoid_grouped(row, n_experts, spec, ids, weights); break;
+            case RouterRule::sigmoid_grouped:
+                select_sigmoid_grouped(row, n_experts, spec, w.correction, ids, weights);
+                break;
         }
     }
 

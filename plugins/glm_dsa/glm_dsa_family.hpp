@@ -3,7 +3,7 @@
 // attention with a compressed KV latent plus a rope key, the DSA indexer choosing which
 // positions each query attends, a sigmoid router with correction bias and group limits, shared
 // experts, and the first layers dense (first_k_dense_replace / mlp_layer_types).
-// This build reads its dimensions and classifies its tensors; its forward pass is not here yet.
+// Multi-token-prediction layers (num_nextn_predict_layers) are recognised and left unloaded.
 #include <memory>
 #include <string_view>
 

@@ -156,20 +156,68 @@ inline DemoAgreement run_demo_eval(Engine& engine, const std::string& dir = demo
     return a;
 }
 
-// Collects the routing the family reports through the tracer, for every position.
+// Collects the routing the family reports through the tracer, for every position: the router's
+// top-k, and (GLM) the positions the DSA indexer kept.
 class RoutingRecorder final : public Tracer {
 public:
     bool wants(int) const override { return true; }
     void record(const std::string& name, int layer, const float* data, size_t n_rows, size_t width,
                 std::span<const int64_t> positions) override {
-        if (name != "router_topk_idx") return;
-        for (size_t r = 0; r < n_rows; ++r) {
-            auto& row = topk[{layer, positions[r]}];
-            row.assign(data + r * width, data + (r + 1) * width);
-        }
+        auto* into = name == "router_topk_idx" ? &topk : name == "dsa_topk_idx" ? &dsa : nullptr;
+        if (into == nullptr) return;
+        for (size_t r = 0; r < n_rows; ++r) (*into)[{layer, positions[r]}].assign(data + r * width, data + (r + 1) * width);
     }
     std::map<std::pair<int, int64_t>, std::vector<float>> topk;
+    std::map<std::pair<int, int64_t>, std::vector<float>> dsa;
 };
+
+// Router top-k entries that differ from the reference's router_topk_idx.npy [moe layers, T, k],
+// which lists the MoE layers only, in order (dense layers have no router). SIZE_MAX when a
+// recorded routing is missing.
+inline size_t router_topk_mismatches(const Model& model, const RoutingRecorder& routing, const NpyArray& ref) {
+    const std::vector<int64_t> idx = ref.ints();
+    const size_t n_moe = static_cast<size_t>(ref.shape[0]), T = static_cast<size_t>(ref.shape[1]),
+                 k = static_cast<size_t>(ref.shape[2]);
+    std::vector<int> moe_layers;
+    for (int l = 0; l < model.n_layers(); ++l)
+        if (model.layer_plan(l).ffn == FfnKind::moe) moe_layers.push_back(l);
+    if (moe_layers.size() != n_moe) return SIZE_MAX;
+    size_t mismatches = 0;
+    for (size_t l = 0; l < n_moe; ++l)
+        for (size_t t = 0; t < T; ++t) {
+            auto it = routing.topk.find({moe_layers[l], static_cast<int64_t>(t)});
+            if (it == routing.topk.end() || it->second.size() != k) return SIZE_MAX;
+            for (size_t s = 0; s < k; ++s)
+                if (static_cast<int64_t>(it->second[s]) != idx[(l * T + t) * k + s]) ++mismatches;
+        }
+    return mismatches;
+}
+
+// GLM: rows whose DSA-indexer positions differ from the reference's dsa_topk_idx.npy
+// [layers, T, index_topk] (compared as sets; -1 marks a slot the reference filled with a causally
+// masked key while the context was shorter than index_topk). `dropping` counts the rows where the
+// indexer really dropped positions. SIZE_MAX when a recorded choice is missing.
+inline size_t dsa_mismatches(const RoutingRecorder& routing, const NpyArray& ref, size_t& dropping) {
+    const std::vector<int64_t> dsa = ref.ints();
+    const size_t layers = static_cast<size_t>(ref.shape[0]), T = static_cast<size_t>(ref.shape[1]),
+                 K = static_cast<size_t>(ref.shape[2]);
+    size_t mismatches = 0;
+    dropping = 0;
+    for (size_t l = 0; l < layers; ++l)
+        for (size_t t = 0; t < T; ++t) {
+            std::vector<int64_t> want, got;
+            for (size_t s = 0; s < K; ++s)
+                if (const int64_t p = dsa[(l * T + t) * K + s]; p >= 0) want.push_back(p);
+            std::sort(want.begin(), want.end());
+            auto it = routing.dsa.find({static_cast<int>(l), static_cast<int64_t>(t)});
+            if (it == routing.dsa.end()) return SIZE_MAX;
+            for (float p : it->second)
+                if (p >= 0) got.push_back(static_cast<int64_t>(p));
+            mismatches += got != want;
+            dropping += want.size() < t + 1;
+        }
+    return mismatches;
+}
 
 struct ErrorStats {
     double max_abs = 0.0;

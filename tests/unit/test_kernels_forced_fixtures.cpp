@@ -63,19 +63,13 @@ TEST_P(ForcedKernels, LogitsAndRoutingMatchTransformers) {
                 GetParam().fixture.c_str(), GetParam().kernels.c_str(), e.max_abs, e.relative(), kLogitTolerance);
     EXPECT_LE(e.relative(), kLogitTolerance);
 
-    const NpyArray ref_idx = read_reference(dir_ + "/reference/router_topk_idx.npy");
-    const std::vector<int64_t> idx = ref_idx.ints();
-    const size_t layers = static_cast<size_t>(ref_idx.shape[0]), T = static_cast<size_t>(ref_idx.shape[1]),
-                 k = static_cast<size_t>(ref_idx.shape[2]);
-    size_t mismatches = 0;
-    for (size_t l = 0; l < layers; ++l)
-        for (size_t t = 0; t < T; ++t) {
-            auto it = routing.topk.find({static_cast<int>(l), static_cast<int64_t>(t)});
-            ASSERT_NE(it, routing.topk.end()) << "layer " << l << " position " << t;
-            for (size_t s = 0; s < k; ++s)
-                if (static_cast<int64_t>(it->second[s]) != idx[(l * T + t) * k + s]) ++mismatches;
-        }
-    EXPECT_EQ(mismatches, 0u) << "router top-k differs from transformers";
+    EXPECT_EQ(router_topk_mismatches(engine_->model(), routing,
+                                     read_reference(dir_ + "/reference/router_topk_idx.npy")), 0u)
+        << "router top-k differs from transformers";
+    if (const std::string dsa = dir_ + "/reference/dsa_topk_idx.npy"; std::filesystem::exists(dsa)) {
+        size_t dropping = 0;
+        EXPECT_EQ(dsa_mismatches(routing, read_reference(dsa), dropping), 0u) << "DSA indexer positions differ";
+    }
 }
 
 TEST_P(ForcedKernels, GreedyTokensMatchTransformers) {

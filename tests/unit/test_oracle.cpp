@@ -79,25 +79,18 @@ TEST_P(Oracle, LogitsHiddenStatesAndRoutingMatchTransformers) {
         EXPECT_LE(he.relative(), kHiddenTolerance) << "hidden state " << l;
     }
 
-    const NpyArray ref_idx = read_reference(dir_ + "/reference/router_topk_idx.npy");
-    const std::vector<int64_t> idx = ref_idx.ints();
-    const size_t n_moe = static_cast<size_t>(ref_idx.shape[0]), T = static_cast<size_t>(ref_idx.shape[1]),
-                 k = static_cast<size_t>(ref_idx.shape[2]);
-    // The reference lists MoE layers only, in order; dense layers have no router.
-    std::vector<int> moe_layers;
-    for (int l = 0; l < engine_->model().n_layers(); ++l)
-        if (engine_->model().layer_plan(l).ffn == FfnKind::moe) moe_layers.push_back(l);
-    ASSERT_EQ(moe_layers.size(), n_moe);
-    size_t mismatches = 0;
-    for (size_t l = 0; l < n_moe; ++l)
-        for (size_t t = 0; t < T; ++t) {
-            auto it = routing.topk.find({moe_layers[l], static_cast<int64_t>(t)});
-            ASSERT_NE(it, routing.topk.end()) << "no routing recorded for layer " << l << " position " << t;
-            ASSERT_EQ(it->second.size(), k);
-            for (size_t s = 0; s < k; ++s)
-                if (static_cast<int64_t>(it->second[s]) != idx[(l * T + t) * k + s]) ++mismatches;
-        }
-    EXPECT_EQ(mismatches, 0u) << "router top-k differs from transformers";
+    EXPECT_EQ(router_topk_mismatches(engine_->model(), routing,
+                                     read_reference(dir_ + "/reference/router_topk_idx.npy")), 0u)
+        << "router top-k differs from transformers";
+
+    // GLM: the positions the DSA indexer kept, per layer and query.
+    const std::string dsa_path = dir_ + "/reference/dsa_topk_idx.npy";
+    if (!std::filesystem::exists(dsa_path)) return;
+    size_t dropping = 0;
+    const size_t dsa_wrong = dsa_mismatches(routing, read_reference(dsa_path), dropping);
+    std::printf("[ %s/%s ] indexer: %zu rows dropped positions, %zu differ from the reference\n",
+                GetParam().fixture.c_str(), GetParam().kernels.c_str(), dropping, dsa_wrong);
+    EXPECT_EQ(dsa_wrong, 0u) << "the DSA indexer's positions differ from transformers";
 }
 
 TEST_P(Oracle, GreedyTokensMatchTransformers) {

@@ -129,16 +129,17 @@ TEST(ToolkitMath, SigmoidRouterChoosesWithTheBiasAndWeighsWithoutIt) {
     spec.top_k = 2;
     spec.renormalize = true;
     spec.scaling = 2.5f;
-    spec.correction = {1.0f, 0.0f, -1.0f, 0.6f};
+    const std::vector<float> correction = {1.0f, 0.0f, -1.0f, 0.6f};
     int32_t ids[2];
     float w[2];
-    select_sigmoid_grouped(logits, 4, spec, ids, w);
-    // choice scores: 0.5 + 1 = 1.5, 0.269, 0.881 - 1 = -0.119, 0.622 + 0.6 = 1.222
-    EXPECT_EQ(ids[0], 0);
-    EXPECT_EQ(ids[1], 3);
+    select_sigmoid_grouped(logits, 4, spec, correction, ids, w);
+    // choice scores: 0.5 + 1 = 1.5, 0.269, 0.881 - 1 = -0.119, 0.622 + 0.6 = 1.222: experts 0 and 3,
+    // listed by their weights (sigmoid 0.5 < 0.622): 3 first.
+    EXPECT_EQ(ids[0], 3);
+    EXPECT_EQ(ids[1], 0);
     const double s0 = sigmoid(0.0), s3 = sigmoid(0.5);
-    EXPECT_NEAR(w[0], s0 / (s0 + s3) * 2.5, 1e-6);
-    EXPECT_NEAR(w[1], s3 / (s0 + s3) * 2.5, 1e-6);
+    EXPECT_NEAR(w[0], s3 / (s0 + s3) * 2.5, 1e-6);
+    EXPECT_NEAR(w[1], s0 / (s0 + s3) * 2.5, 1e-6);
 }
 
 TEST(ToolkitMath, SigmoidRouterKeepsOnlyTheBestGroups) {
@@ -152,14 +153,14 @@ TEST(ToolkitMath, SigmoidRouterKeepsOnlyTheBestGroups) {
     spec.renormalize = false;
     int32_t ids[2];
     float w[2];
-    select_sigmoid_grouped(logits, 6, spec, ids, w);
+    select_sigmoid_grouped(logits, 6, spec, {}, ids, w);
     // group 0: sigmoid(3) + sigmoid(-4) = 0.9526 + 0.0180 = 0.971; group 1: 0.8176 + 0.8176 = 1.635.
     EXPECT_EQ(ids[0], 3);
     EXPECT_EQ(ids[1], 4);
     EXPECT_NEAR(w[0], sigmoid(1.5), 1e-6);
     // Without group limits expert 0 wins.
     spec.n_group = 1;
-    select_sigmoid_grouped(logits, 6, spec, ids, w);
+    select_sigmoid_grouped(logits, 6, spec, {}, ids, w);
     EXPECT_EQ(ids[0], 0);
     EXPECT_NEAR(w[0], sigmoid(3.0), 1e-6);
 }

@@ -6,8 +6,10 @@
 //   softmax_then_topk  Qwen3: softmax over every expert, top-k, renormalised when asked
 //   sigmoid_grouped    GLM / DeepSeek-V3 (noaux_tc): sigmoid scores; the correction bias is added
 //                      only to choose (within the best topk_group of n_group groups, a group
-//                      scored by the sum of its two best); the weights are the chosen plain
-//                      sigmoids, renormalised when asked (sum + 1e-20), times the scaling factor
+//                      scored by the sum of its two best; the other groups' choice scores become
+//                      0, as transformers masks them); the weights are the chosen plain sigmoids,
+//                      renormalised when asked (sum + 1e-20), times the scaling factor, listed by
+//                      descending weight (ties: lower expert id)
 // Traced intermediates: router_logits, router_topk_idx, router_topk_weight.
 #include <cstddef>
 #include <cstdint>
@@ -27,12 +29,12 @@ struct RouterSpec {
     size_t n_group = 1;                // sigmoid_grouped
     size_t topk_group = 1;             // sigmoid_grouped
     float scaling = 1.0f;              // sigmoid_grouped: routed_scaling_factor
-    std::vector<float> correction;     // sigmoid_grouped: e_score_correction_bias [experts], or empty
 };
 
 struct RouterWeights {
-    WeightView weight;          // [experts, hidden]
-    std::vector<float> bias;    // [experts] added to the logits, or empty
+    WeightView weight;               // [experts, hidden]
+    std::vector<float> bias;         // [experts] added to the logits, or empty
+    std::vector<float> correction;   // sigmoid_grouped: e_score_correction_bias [experts], or empty
 };
 
 // True when a should come before b in torch.topk's descending order: larger first, NaN above every
@@ -46,8 +48,8 @@ void select_topk_then_softmax(const float* logits, size_t n_experts, size_t k, S
                               float* weights);
 void select_softmax_then_topk(const float* logits, size_t n_experts, size_t k, bool renormalize, SoftmaxFn softmax,
                               int32_t* ids, float* weights);
-void select_sigmoid_grouped(const float* logits, size_t n_experts, const RouterSpec& spec, int32_t* ids,
-                            float* weights);
+void select_sigmoid_grouped(const float* logits, size_t n_experts, const RouterSpec& spec,
+                            const std::vector<float>& correction, int32_t* ids, float* weights);
 
 // The router of one layer over a block of rows.
 Routing build_router(const Compute& c, int layer, const StepContext& ctx, const RouterWeights& w,

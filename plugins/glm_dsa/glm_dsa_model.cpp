@@ -1,0 +1,182 @@
+// GLM-MoE-DSA loading (every resident tensor declared with its exact shape from config.json) and
+// the simple steps: embedding, norms, router, experts, dense MLP and shared experts, head.
+#include "glm_dsa_model.hpp"
+
+#include "tensor_names.hpp"
+
+namespace stormo::glm_dsa {
+namespace {
+
+// zai-org's checkpoints are BF16 (and block-scaled F8_E4M3 for the -FP8 ones, whose scales the
+// loader reads); F32 and F16 hold the same values at another width. e_score_correction_bias is
+// F32 (transformers keeps it in float32).
+const std::vector<DType> kMatrixDtypes = {DType::BF16, DType::F32, DType::F16};
+const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
+// RMSNorms inside the attention (q_a_layernorm, kv_a_layernorm) use GlmMoeDsaRMSNorm's default eps,
+// not rms_norm_eps; the indexer's LayerNorm uses 1e-6 too.
+constexpr const char* kProjections[] = {"gate_proj", "up_proj", "down_proj"};
+constexpr size_t kProjectionCount = 3;
+
+}  // namespace
+
+GlmDsaModel::GlmDsaModel(GlmDsaConfig cfg, Compute compute)
+    : cfg_(std::move(cfg)), compute_(compute), rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
+    router_spec_.rule = toolkit::RouterRule::sigmoid_grouped;
+    router_spec_.top_k = static_cast<size_t>(cfg_.top_k);
+    router_spec_.renormalize = cfg_.norm_topk_prob;
+    router_spec_.n_group = static_cast<size_t>(cfg_.n_group);
+    router_spec_.topk_group = static_cast<size_t>(cfg_.topk_group);
+    router_spec_.scaling = static_cast<float>(cfg_.routed_scaling_factor);
+}
+
+Expected<std::unique_ptr<Model>> GlmDsaModel::load(LoadContext& ctx) {
+    STORMO_TRY_ASSIGN(GlmDsaConfig cfg, parse_glm_dsa_config(ctx.config()));
+    STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "glm_dsa"));
+    const Compute compute = ctx.compute();
+    if (compute.table == nullptr) return fail(ErrorKind::internal, "glm_dsa: the host gave no kernel table to load with");
+    std::unique_ptr<GlmDsaModel> model(new GlmDsaModel(std::move(cfg), compute));
+    model->fp8_ = fp8;
+    STORMO_TRY(model->load_globals(ctx));
+    const size_t n = static_cast<size_t>(model->cfg_.n_layers);
+    model->layers_.resize(n);
+    model->plans_.resize(n);
+    for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
+    return std::unique_ptr<Model>(std::move(model));
+}
+
+Expected<void> GlmDsaModel::load_globals(LoadContext& ctx) {
+    toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
+    STORMO_TRY_ASSIGN(embedding_, toolkit::load_embedding_and_head(load, names::kEmbedding, names::kHead, cfg_.vocab_size,
+                                                                   cfg_.hidden_size, cfg_.tie_word_embeddings));
+    STORMO_TRY_ASSIGN(norms_.final_norm, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
+    norms_.eps = static_cast<float>(cfg_.rms_norm_eps);
+    return {};
+}
+
+std::vector<ExpertPartDecl> GlmDsaModel::expert_parts(int l, bool fp8) const {
+    const int64_t hidden = cfg_.hidden_size, inter = cfg_.moe_intermediate_size;
+    const Shape shapes[kProjectionCount] = {{inter, hidden}, {inter, hidden}, {hidden, inter}};
+    std::vector<ExpertPartDecl> parts;
+    for (size_t p = 0; p < kProjectionCount; ++p) {
+        const std::string weight = names::expert(l, kProjections[p]);
+        const std::vector<DType> dtypes = fp8 ? std::vector<DType>{DType::F8_E4M3} : kMatrixDtypes;
+        parts.push_back(ExpertPartDecl{kProjections[p], weight, false, dtypes, shapes[p]});
+        if (fp8)
+            parts.push_back(ExpertPartDecl{std::string(kProjections[p]) + "_scale", toolkit::fp8_scale_name(weight), false,
+                                           toolkit::fp8_scale_dtypes(),
+                                           toolkit::fp8_scale_grid(shapes[p][0], shapes[p][1], fp8_)});
+    }
+    return parts;
+}
+
+Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
+    toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
+    LayerWeights& w = layers_[static_cast<size_t>(l)];
+    const int64_t hidden = cfg_.hidden_size, heads = cfg_.n_heads, rope = cfg_.qk_rope_head_dim;
+    STORMO_TRY(toolkit::load_layer_norms(load, names::layer(l), l, hidden, norms_));
+
+    MlaWeights& a = w.mla;
+    const auto attn = [&](const char* part) { return names::attention(l, part); };
+    STORMO_TRY_ASSIGN(a.q_a, load.matrix(attn("q_a_proj.weight"), TensorRole::attention, cfg_.q_lora_rank, hidden));
+    STORMO_TRY_ASSIGN(a.q_a_norm, load.vector(attn("q_a_layernorm.weight"), TensorRole::norm, cfg_.q_lora_rank));
+    STORMO_TRY_ASSIGN(a.q_b, load.matrix(attn("q_b_proj.weight"), TensorRole::attention, heads * cfg_.qk_head_dim(),
+                                         cfg_.q_lora_rank));
+    STORMO_TRY_ASSIGN(a.kv_a, load.matrix(attn("kv_a_proj_with_mqa.weight"), TensorRole::attention,
+                                          cfg_.kv_lora_rank + rope, hidden));
+    STORMO_TRY_ASSIGN(a.kv_a_norm, load.vector(attn("kv_a_layernorm.weight"), TensorRole::norm, cfg_.kv_lora_rank));
+    STORMO_TRY_ASSIGN(a.kv_b, load.matrix(attn("kv_b_proj.weight"), TensorRole::attention,
+                                          heads * (cfg_.qk_nope_head_dim + cfg_.v_head_dim), cfg_.kv_lora_rank));
+    STORMO_TRY_ASSIGN(a.o, load.matrix(attn("o_proj.weight"), TensorRole::attention, hidden, heads * cfg_.v_head_dim));
+    if (cfg_.attention_bias)
+        return fail(ErrorKind::unsupported, ctx.config().source() + ": attention_bias true is not supported by glm_dsa");
+
+    IndexerWeights& x = w.indexer;
+    const int64_t idim = cfg_.index_head_dim;
+    const auto idx = [&](const char* part) { return names::indexer(l, part); };
+    STORMO_TRY_ASSIGN(x.wq_b, load.matrix(idx("wq_b.weight"), TensorRole::attention, cfg_.index_n_heads * idim,
+                                          cfg_.q_lora_rank));
+    STORMO_TRY_ASSIGN(x.wk, load.matrix(idx("wk.weight"), TensorRole::attention, idim, hidden));
+    STORMO_TRY_ASSIGN(x.k_norm_weight, load.vector(idx("k_norm.weight"), TensorRole::norm, idim));
+    STORMO_TRY_ASSIGN(x.k_norm_bias, load.vector(idx("k_norm.bias"), TensorRole::norm, idim));
+    STORMO_TRY_ASSIGN(x.weights_proj, load.matrix(idx("weights_proj.weight"), TensorRole::attention, cfg_.index_n_heads,
+                                                  hidden));
+
+    LayerPlan& plan = plans_[static_cast<size_t>(l)];
+    plan.kv = {KvBufferDecl{"latent", static_cast<size_t>(cfg_.kv_lora_rank), 0},
+               KvBufferDecl{"rope_key", static_cast<size_t>(rope), 0},
+               KvBufferDecl{"index_key", static_cast<size_t>(idim), 0}};
+    const bool moe = cfg_.moe_layer[static_cast<size_t>(l)];
+    const int64_t inter = moe ? cfg_.moe_intermediate_size * cfg_.n_shared_experts : cfg_.intermediate_size;
+    const std::string mlp_prefix = moe ? "shared_experts." : "";
+    if (!moe || cfg_.n_shared_experts > 0) {
+        STORMO_TRY_ASSIGN(w.mlp.gate, load.matrix(names::mlp(l, mlp_prefix + "gate_proj.weight"), TensorRole::dense_ffn,
+                                                  inter, hidden));
+        STORMO_TRY_ASSIGN(w.mlp.up, load.matrix(names::mlp(l, mlp_prefix + "up_proj.weight"), TensorRole::dense_ffn,
+                                                inter, hidden));
+        STORMO_TRY_ASSIGN(w.mlp.down, load.matrix(names::mlp(l, mlp_prefix + "down_proj.weight"), TensorRole::dense_ffn,
+                                                  hidden, inter));
+    }
+    if (!moe) {
+        plan.ffn = FfnKind::dense;
+        return {};
+    }
+    plan.ffn = FfnKind::moe;
+    plan.n_experts = static_cast<int>(cfg_.n_experts);
+    plan.top_k = static_cast<int>(cfg_.top_k);
+    plan.shared_experts = cfg_.n_shared_experts > 0;
+    STORMO_TRY_ASSIGN(w.router.weight, load.matrix(names::mlp(l, "gate.weight"), TensorRole::router, cfg_.n_experts, hidden));
+    STORMO_TRY_ASSIGN(w.router.correction,
+                      load.vector(names::mlp(l, "gate.e_score_correction_bias"), TensorRole::router, cfg_.n_experts));
+    const bool fp8_experts =
+        fp8_.enabled() && ctx.has_tensor(names::expert_of(toolkit::fp8_scale_name(names::expert(l, "gate_proj")), 0));
+    plan.expert_parts = expert_parts(l, fp8_experts);
+    return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
+}
+
+Expected<void> GlmDsaModel::embed(std::span<const int32_t> tokens, Rows out) const {
+    return toolkit::embed_tokens(compute_, embedding_.embedding, tokens, out, "glm_dsa");
+}
+
+void GlmDsaModel::norm(NormSite site, int layer, const Rows& in, Rows out) const {
+    toolkit::build_norm(compute_, norms_, site, layer, in, out);
+}
+
+// Router: sigmoid scores; the correction bias only chooses (group-limited when n_group > 1); the
+// weights are the chosen sigmoids, renormalised (norm_topk_prob) and scaled (routed_scaling_factor).
+Routing GlmDsaModel::route(int layer, const StepContext& ctx, const Rows& normed) const {
+    return toolkit::build_router(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).router, router_spec_,
+                                 normed);
+}
+
+Expected<void> GlmDsaModel::expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const {
+    const auto& p = expert.parts;
+    const size_t hidden = static_cast<size_t>(cfg_.hidden_size), inter = static_cast<size_t>(cfg_.moe_intermediate_size);
+    const bool fp8 = p.size() == 2 * kProjectionCount;
+    if (p.size() != kProjectionCount && !fp8)
+        return fail(ErrorKind::internal, "glm_dsa layer " + std::to_string(layer) + " expert " +
+                                             std::to_string(expert.expert) + ": the parts do not match their declaration");
+    const size_t stride = fp8 ? 2 : 1;
+    const size_t rows[kProjectionCount] = {inter, inter, hidden}, cols[kProjectionCount] = {hidden, hidden, inter};
+    std::vector<float> scales[kProjectionCount];
+    WeightView views[kProjectionCount];
+    for (size_t k = 0; k < kProjectionCount; ++k) {
+        STORMO_TRY_ASSIGN(views[k], toolkit::expert_matrix(p[k * stride], fp8 ? &p[k * stride + 1] : nullptr, rows[k],
+                                                           cols[k], fp8_, scales[k]));
+    }
+    toolkit::build_swiglu_mlp(compute_, toolkit::SwigluMlp{views[0], views[1], views[2]}, in, out);
+    return {};
+}
+
+Expected<void> GlmDsaModel::dense_ffn(int layer, const Rows& in, Rows out) const {
+    const LayerWeights& w = layers_.at(static_cast<size_t>(layer));
+    if (w.mlp.gate.data == nullptr)
+        return fail(ErrorKind::internal, "glm_dsa layer " + std::to_string(layer) + " has no dense MLP or shared experts");
+    toolkit::build_swiglu_mlp(compute_, w.mlp, in, out);
+    return {};
+}
+
+void GlmDsaModel::head(const Rows& normed, Rows logits) const {
+    matmul(compute_, embedding_.head, normed.data, normed.n, logits.data);
+}
+
+}  // namespace stormo::glm_dsa
