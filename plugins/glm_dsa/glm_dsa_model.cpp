@@ -2,6 +2,7 @@
 // the simple steps: embedding, norms, router, experts, dense MLP and shared experts, head.
 #include "glm_dsa_model.hpp"
 
+#include "stormo/toolkit/experts.hpp"
 #include "tensor_names.hpp"
 
 namespace stormo::glm_dsa {
@@ -14,10 +15,21 @@ const std::vector<DType> kMatrixDtypes = {DType::BF16, DType::F32, DType::F16};
 const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 // RMSNorms inside the attention (q_a_layernorm, kv_a_layernorm) use GlmMoeDsaRMSNorm's default eps,
 // not rms_norm_eps; the indexer's LayerNorm uses 1e-6 too.
-constexpr const char* kProjections[] = {"gate_proj", "up_proj", "down_proj"};
-constexpr size_t kProjectionCount = 3;
+
+size_t element_bytes(WeightFormat f) { return f == WeightFormat::F32 ? 4 : 2; }
 
 }  // namespace
+
+WeightView AbsorbedKvB::k_half(size_t head) const {
+    const auto* base = static_cast<const std::byte*>(matrix.data) + head * (nope + v) * rank * element_bytes(matrix.format);
+    return WeightView{matrix.format, Layout::in_out, base, nullptr, rank, nope};
+}
+
+WeightView AbsorbedKvB::v_half(size_t head) const {
+    const auto* base =
+        static_cast<const std::byte*>(matrix.data) + (head * (nope + v) + nope) * rank * element_bytes(matrix.format);
+    return WeightView{matrix.format, Layout::out_in, base, nullptr, v, rank};
+}
 
 GlmDsaModel::GlmDsaModel(GlmDsaConfig cfg, Compute compute)
     : cfg_(std::move(cfg)), compute_(compute), rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
@@ -54,19 +66,8 @@ Expected<void> GlmDsaModel::load_globals(LoadContext& ctx) {
 }
 
 std::vector<ExpertPartDecl> GlmDsaModel::expert_parts(int l, bool fp8) const {
-    const int64_t hidden = cfg_.hidden_size, inter = cfg_.moe_intermediate_size;
-    const Shape shapes[kProjectionCount] = {{inter, hidden}, {inter, hidden}, {hidden, inter}};
-    std::vector<ExpertPartDecl> parts;
-    for (size_t p = 0; p < kProjectionCount; ++p) {
-        const std::string weight = names::expert(l, kProjections[p]);
-        const std::vector<DType> dtypes = fp8 ? std::vector<DType>{DType::F8_E4M3} : kMatrixDtypes;
-        parts.push_back(ExpertPartDecl{kProjections[p], weight, false, dtypes, shapes[p]});
-        if (fp8)
-            parts.push_back(ExpertPartDecl{std::string(kProjections[p]) + "_scale", toolkit::fp8_scale_name(weight), false,
-                                           toolkit::fp8_scale_dtypes(),
-                                           toolkit::fp8_scale_grid(shapes[p][0], shapes[p][1], fp8_)});
-    }
-    return parts;
+    return toolkit::swiglu_expert_parts([l](const char* projection) { return names::expert(l, projection); },
+                                        cfg_.hidden_size, cfg_.moe_intermediate_size, kMatrixDtypes, fp8, fp8_);
 }
 
 Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
@@ -87,6 +88,17 @@ Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
     STORMO_TRY_ASSIGN(a.kv_b, load.matrix(attn("kv_b_proj.weight"), TensorRole::attention,
                                           heads * (cfg_.qk_nope_head_dim + cfg_.v_head_dim), cfg_.kv_lora_rank));
     STORMO_TRY_ASSIGN(a.o, load.matrix(attn("o_proj.weight"), TensorRole::attention, hidden, heads * cfg_.v_head_dim));
+    AbsorbedKvB& kvb = w.absorbed;
+    kvb.nope = static_cast<size_t>(cfg_.qk_nope_head_dim);
+    kvb.v = static_cast<size_t>(cfg_.v_head_dim);
+    kvb.rank = static_cast<size_t>(cfg_.kv_lora_rank);
+    kvb.matrix = a.kv_b;
+    if (a.kv_b.format == WeightFormat::FP8_E4M3) {
+        kvb.dense.resize(a.kv_b.rows * a.kv_b.cols);
+        const RowToF32Fn decode = compute_.table->row_to_f32[static_cast<size_t>(WeightFormat::FP8_E4M3)];
+        for (size_t r = 0; r < a.kv_b.rows; ++r) decode(a.kv_b, r, kvb.dense.data() + r * a.kv_b.cols);
+        kvb.matrix = WeightView{WeightFormat::F32, Layout::out_in, kvb.dense.data(), nullptr, a.kv_b.rows, a.kv_b.cols};
+    }
     if (cfg_.attention_bias)
         return fail(ErrorKind::unsupported, ctx.config().source() + ": attention_bias true is not supported by glm_dsa");
 
@@ -128,7 +140,7 @@ Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
     STORMO_TRY_ASSIGN(w.router.correction,
                       load.vector(names::mlp(l, "gate.e_score_correction_bias"), TensorRole::router, cfg_.n_experts));
     const bool fp8_experts =
-        fp8_.enabled() && ctx.has_tensor(names::expert_of(toolkit::fp8_scale_name(names::expert(l, "gate_proj")), 0));
+        fp8_.enabled() && ctx.has_tensor(toolkit::expert_tensor_name(toolkit::fp8_scale_name(names::expert(l, "gate_proj")), 0));
     plan.expert_parts = expert_parts(l, fp8_experts);
     return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
 }
@@ -148,23 +160,9 @@ Routing GlmDsaModel::route(int layer, const StepContext& ctx, const Rows& normed
                                  normed);
 }
 
-Expected<void> GlmDsaModel::expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const {
-    const auto& p = expert.parts;
-    const size_t hidden = static_cast<size_t>(cfg_.hidden_size), inter = static_cast<size_t>(cfg_.moe_intermediate_size);
-    const bool fp8 = p.size() == 2 * kProjectionCount;
-    if (p.size() != kProjectionCount && !fp8)
-        return fail(ErrorKind::internal, "glm_dsa layer " + std::to_string(layer) + " expert " +
-                                             std::to_string(expert.expert) + ": the parts do not match their declaration");
-    const size_t stride = fp8 ? 2 : 1;
-    const size_t rows[kProjectionCount] = {inter, inter, hidden}, cols[kProjectionCount] = {hidden, hidden, inter};
-    std::vector<float> scales[kProjectionCount];
-    WeightView views[kProjectionCount];
-    for (size_t k = 0; k < kProjectionCount; ++k) {
-        STORMO_TRY_ASSIGN(views[k], toolkit::expert_matrix(p[k * stride], fp8 ? &p[k * stride + 1] : nullptr, rows[k],
-                                                           cols[k], fp8_, scales[k]));
-    }
-    toolkit::build_swiglu_mlp(compute_, toolkit::SwigluMlp{views[0], views[1], views[2]}, in, out);
-    return {};
+Expected<void> GlmDsaModel::expert_ffn(int, const ExpertView& expert, const Rows& in, Rows out) const {
+    return toolkit::build_swiglu_expert(compute_, expert, static_cast<size_t>(cfg_.hidden_size),
+                                        static_cast<size_t>(cfg_.moe_intermediate_size), fp8_, "glm_dsa", in, out);
 }
 
 Expected<void> GlmDsaModel::dense_ffn(int layer, const Rows& in, Rows out) const {

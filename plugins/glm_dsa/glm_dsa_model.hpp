@@ -36,8 +36,21 @@ struct IndexerWeights {
     WeightView weights_proj;         // [index_heads, hidden]
 };
 
+// kv_b_proj split per head for weight absorption: rows h*(nope+v) .. +nope are head h's K half
+// [nope, rank], the next v rows its V half [v, rank]. The K half is read transposed (an in_out
+// view: q_lat[rank] = W_kb^T q_nope); an FP8 kv_b_proj is dequantized once into `dense` (F32)
+// because the block formats have no in_out kernels.
+struct AbsorbedKvB {
+    WeightView matrix;              // the whole kv_b_proj (or `dense`), F32/BF16/F16 out_in
+    size_t nope = 0, v = 0, rank = 0;
+    std::vector<float> dense;       // the dequantized copy, when kv_b_proj is FP8
+    WeightView k_half(size_t head) const;
+    WeightView v_half(size_t head) const;
+};
+
 struct LayerWeights {
     MlaWeights mla;
+    AbsorbedKvB absorbed;
     IndexerWeights indexer;
     toolkit::RouterWeights router;   // MoE layers: mlp.gate
     toolkit::SwigluMlp mlp;          // dense layers: mlp; MoE layers: the shared experts
@@ -72,6 +85,14 @@ private:
     Expected<void> load_layer(LoadContext& ctx, int layer);
     std::vector<ExpertPartDecl> expert_parts(int layer, bool fp8) const;
 
+    // context [rows, heads * v] over the kept positions: the absorbed path (what runs) and the
+    // expanded one (transformers' order, for the tracer).
+    void attend_absorbed(int layer, std::span<const int64_t> positions, const std::vector<float>& q,
+                         const std::vector<std::vector<int64_t>>& kept, const KvView& kv, float scale,
+                         std::vector<float>& context) const;
+    void attend_expanded(int layer, std::span<const int64_t> positions, const std::vector<float>& q,
+                         const std::vector<std::vector<int64_t>>& kept, const KvView& kv, float scale,
+                         std::vector<float>& context) const;
     // The indexer's choice for each row: the positions it keeps, ascending (glm_dsa_indexer.cpp).
     std::vector<std::vector<int64_t>> select_positions(int layer, std::span<const int64_t> positions,
                                                        const std::vector<float>& q_resid, const Rows& normed,

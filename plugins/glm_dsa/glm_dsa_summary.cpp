@@ -57,6 +57,7 @@ Expected<ModelSummary> GlmDsaFamily::summarize(const ModelConfig& c) const {
     const int64_t index_head_dim = d.positive("index_head_dim");
     d.positive("index_topk");
     d.integer_or("max_position_embeddings", 0, 1);
+    d.integer_or("num_nextn_predict_layers", 0, 0);  // multi-token-prediction layers: listed, not loaded
     STORMO_TRY(d.status());
     s.dimensions = d.integers_read();
     if (top_k > experts)

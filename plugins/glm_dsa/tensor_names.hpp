@@ -15,6 +15,5 @@ inline std::string attention(int l, const std::string& part) { return layer(l) +
 inline std::string indexer(int l, const std::string& part) { return layer(l) + "self_attn.indexer." + part; }
 inline std::string mlp(int l, const std::string& part) { return layer(l) + "mlp." + part; }
 inline std::string expert(int l, const char* proj) { return layer(l) + "mlp.experts.{e}." + proj + ".weight"; }
-inline std::string expert_of(std::string pattern, int e) { return pattern.replace(pattern.find("{e}"), 3, std::to_string(e)); }
 
 }  // namespace stormo::glm_dsa::names

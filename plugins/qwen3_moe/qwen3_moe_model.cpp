@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "stormo/toolkit/loading.hpp"
+#include "stormo/toolkit/experts.hpp"
 #include "tensor_names.hpp"
 
 namespace stormo::qwen3_moe {
@@ -15,9 +16,6 @@ namespace {
 const std::vector<DType> kMatrixDtypes = {DType::BF16, DType::F32, DType::F16};
 const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 
-// The expert projections in the order of ExpertView.parts (each followed by its scale when FP8).
-constexpr const char* kProjections[] = {"gate_proj", "up_proj", "down_proj"};
-constexpr size_t kProjectionCount = 3;
 
 }  // namespace
 
@@ -61,19 +59,8 @@ Expected<void> Qwen3MoeModel::load_globals(LoadContext& ctx) {
 }
 
 std::vector<ExpertPartDecl> Qwen3MoeModel::expert_parts(int l, bool fp8) const {
-    const int64_t hidden = cfg_.hidden_size, inter = cfg_.moe_intermediate_size;
-    const Shape shapes[kProjectionCount] = {{inter, hidden}, {inter, hidden}, {hidden, inter}};
-    std::vector<ExpertPartDecl> parts;
-    for (size_t p = 0; p < kProjectionCount; ++p) {
-        const std::string weight = names::expert(l, kProjections[p]);
-        const std::vector<DType> dtypes = fp8 ? std::vector<DType>{DType::F8_E4M3} : kMatrixDtypes;
-        parts.push_back(ExpertPartDecl{kProjections[p], weight, false, dtypes, shapes[p]});
-        if (fp8)
-            parts.push_back(ExpertPartDecl{std::string(kProjections[p]) + "_scale", toolkit::fp8_scale_name(weight), false,
-                                           toolkit::fp8_scale_dtypes(),
-                                           toolkit::fp8_scale_grid(shapes[p][0], shapes[p][1], fp8_)});
-    }
-    return parts;
+    return toolkit::swiglu_expert_parts([l](const char* projection) { return names::expert(l, projection); },
+                                        cfg_.hidden_size, cfg_.moe_intermediate_size, kMatrixDtypes, fp8, fp8_);
 }
 
 Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
@@ -106,7 +93,7 @@ Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
     STORMO_TRY_ASSIGN(w.router.weight, load.matrix(names::router(l), TensorRole::router, cfg_.n_experts, hidden));
     // FP8 experts when the checkpoint has their scales (an FP8 file may keep some layers in BF16).
     const bool fp8_experts =
-        fp8_.enabled() && ctx.has_tensor(names::expert_of(toolkit::fp8_scale_name(names::expert(l, "gate_proj")), 0));
+        fp8_.enabled() && ctx.has_tensor(toolkit::expert_tensor_name(toolkit::fp8_scale_name(names::expert(l, "gate_proj")), 0));
     plan.expert_parts = expert_parts(l, fp8_experts);
     return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
 }
@@ -132,23 +119,9 @@ Routing Qwen3MoeModel::route(int layer, const StepContext& ctx, const Rows& norm
                                  normed);
 }
 
-Expected<void> Qwen3MoeModel::expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const {
-    const auto& p = expert.parts;
-    const size_t hidden = static_cast<size_t>(cfg_.hidden_size), inter = static_cast<size_t>(cfg_.moe_intermediate_size);
-    const bool fp8 = p.size() == 2 * kProjectionCount;
-    if (p.size() != kProjectionCount && !fp8)
-        return fail(ErrorKind::internal, "qwen3_moe layer " + std::to_string(layer) + " expert " +
-                                             std::to_string(expert.expert) + ": the parts do not match their declaration");
-    const size_t stride = fp8 ? 2 : 1;
-    const size_t rows[kProjectionCount] = {inter, inter, hidden}, cols[kProjectionCount] = {hidden, hidden, inter};
-    std::vector<float> scales[kProjectionCount];
-    WeightView views[kProjectionCount];
-    for (size_t k = 0; k < kProjectionCount; ++k) {
-        STORMO_TRY_ASSIGN(views[k], toolkit::expert_matrix(p[k * stride], fp8 ? &p[k * stride + 1] : nullptr, rows[k],
-                                                           cols[k], fp8_, scales[k]));
-    }
-    toolkit::build_swiglu_mlp(compute_, toolkit::SwigluMlp{views[0], views[1], views[2]}, in, out);
-    return {};
+Expected<void> Qwen3MoeModel::expert_ffn(int, const ExpertView& expert, const Rows& in, Rows out) const {
+    return toolkit::build_swiglu_expert(compute_, expert, static_cast<size_t>(cfg_.hidden_size),
+                                        static_cast<size_t>(cfg_.moe_intermediate_size), fp8_, "qwen3_moe", in, out);
 }
 
 Expected<void> Qwen3MoeModel::dense_ffn(int layer, const Rows& in, Rows out) const {

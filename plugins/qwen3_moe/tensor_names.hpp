@@ -15,7 +15,5 @@ inline std::string router(int l) { return layer(l) + "mlp.gate.weight"; }
 inline std::string dense_mlp(int l, const char* proj) { return layer(l) + "mlp." + proj + ".weight"; }
 // One tensor per expert: "{e}" stands for the expert id (the expert store's pattern).
 inline std::string expert(int l, const char* proj) { return layer(l) + "mlp.experts.{e}." + proj + ".weight"; }
-// A pattern's name for one expert.
-inline std::string expert_of(std::string pattern, int e) { return pattern.replace(pattern.find("{e}"), 3, std::to_string(e)); }
 
 }  // namespace stormo::qwen3_moe::names

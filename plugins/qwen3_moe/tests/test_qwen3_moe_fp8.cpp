@@ -14,106 +14,29 @@
 namespace stormo::qwen3_moe {
 namespace {
 
+using testing::fixture_config_text;
+using testing::replace_once;
+using testing::same_bits;
+using testing::StoredTensor;
+using testing::write_model;
+ModelConfig parse_text(const std::string& text) { return testing::parse_config_text(text); }
+std::string fixture_config_text() { return fixture_config_text("qwen3_moe"); }
+std::map<std::string, StoredTensor> read_fixture_tensors() { return testing::read_fixture_tensors("qwen3_moe"); }
+std::vector<int32_t> fixture_sequence() { return testing::fixture_sequence("qwen3_moe"); }
+std::vector<float> all_logits(const std::string& dir, const std::vector<int32_t>& ids) {
+    return testing::all_logits(dir, ids);
+}
+
 constexpr int64_t kBlockRows = 24, kBlockCols = 40;
-
-// The e4m3 code nearest to x (ties to the even code), saturating at +-448.
-uint8_t to_e4m3(float x) {
-    uint8_t best = 0;
-    double best_distance = std::numeric_limits<double>::infinity();
-    for (unsigned v = 0; v < 256; ++v) {
-        if ((v & 0x7Fu) == 0x7Fu) continue;  // NaN
-        const double d = std::fabs(static_cast<double>(f8_e4m3_to_f32(static_cast<uint8_t>(v))) - x);
-        if (d < best_distance || (d == best_distance && (v & 1u) == 0 && (best & 1u) == 1)) {
-            best = static_cast<uint8_t>(v);
-            best_distance = d;
-        }
-    }
-    return best;
-}
-
-float bf16_round(float x) {  // to the nearest BF16 (ties to even), as a float
-    uint32_t bits;
-    std::memcpy(&bits, &x, 4);
-    bits += 0x7FFFu + ((bits >> 16) & 1u);
-    bits &= 0xFFFF0000u;
-    float out;
-    std::memcpy(&out, &bits, 4);
-    return out;
-}
-
-std::vector<float> widen(const StoredTensor& t) {
-    const size_t n = static_cast<size_t>(element_count(t.shape));
-    return to_f32(*dtype_from_name(t.dtype), reinterpret_cast<const std::byte*>(t.bytes.data()), n);
-}
-
-std::string float_bytes(const std::vector<float>& v) {
-    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-}
-
-std::string bf16_bytes(const std::vector<float>& v) {
-    std::string out(v.size() * 2, '\0');
-    for (size_t i = 0; i < v.size(); ++i) {
-        uint32_t bits;
-        std::memcpy(&bits, &v[i], 4);
-        const uint16_t high = static_cast<uint16_t>(bits >> 16);  // exact: the values are BF16 already
-        std::memcpy(out.data() + 2 * i, &high, 2);
-    }
-    return out;
-}
 
 bool quantized(const std::string& name) {
     return name.find(".self_attn.") != std::string::npos ? name.ends_with("_proj.weight")
                                                          : name.find(".mlp.experts.") != std::string::npos;
 }
 
-struct Copies {
-    std::map<std::string, StoredTensor> fp8;
-    std::map<std::string, StoredTensor> dequantized;  // F32, the values the FP8 copy stands for
-    uint64_t fp8_expert_bytes = 0;                    // expert weights and their scales, as stored
-};
-
-Copies make_copies() {
-    Copies c;
-    for (const auto& [name, t] : read_fixture_tensors()) {
-        if (!quantized(name)) {
-            c.fp8[name] = t;
-            c.dequantized[name] = t;
-            continue;
-        }
-        const int64_t rows = t.shape[0], cols = t.shape[1];
-        const int64_t grid_rows = (rows + kBlockRows - 1) / kBlockRows, grid_cols = (cols + kBlockCols - 1) / kBlockCols;
-        const bool expert = name.find(".mlp.experts.") != std::string::npos;
-        const std::vector<float> w = widen(t);
-        std::vector<float> scales(static_cast<size_t>(grid_rows * grid_cols));
-        for (int64_t br = 0; br < grid_rows; ++br)
-            for (int64_t bc = 0; bc < grid_cols; ++bc) {
-                float amax = 0.0f;
-                for (int64_t o = br * kBlockRows; o < std::min(rows, (br + 1) * kBlockRows); ++o)
-                    for (int64_t i = bc * kBlockCols; i < std::min(cols, (bc + 1) * kBlockCols); ++i)
-                        amax = std::max(amax, std::fabs(w[static_cast<size_t>(o * cols + i)]));
-                float scale = amax > 0.0f ? amax / 448.0f : 1.0f;
-                if (expert) scale = bf16_round(scale);  // stored as BF16: keep it exact
-                scales[static_cast<size_t>(br * grid_cols + bc)] = scale;
-            }
-        std::string codes(static_cast<size_t>(rows * cols), '\0');
-        std::vector<float> values(static_cast<size_t>(rows * cols));
-        for (int64_t o = 0; o < rows; ++o)
-            for (int64_t i = 0; i < cols; ++i) {
-                const size_t k = static_cast<size_t>(o * cols + i);
-                const float scale = scales[static_cast<size_t>((o / kBlockRows) * grid_cols + i / kBlockCols)];
-                const uint8_t q = to_e4m3(w[k] / scale);
-                codes[k] = static_cast<char>(q);
-                values[k] = f8_e4m3_to_f32(q) * scale;
-            }
-        const std::string scale_name = name + "_scale_inv";
-        c.fp8[name] = StoredTensor{"F8_E4M3", t.shape, codes};
-        c.fp8[scale_name] = expert ? StoredTensor{"BF16", {grid_rows, grid_cols}, bf16_bytes(scales)}
-                                   : StoredTensor{"F32", {grid_rows, grid_cols}, float_bytes(scales)};
-        c.dequantized[name] = StoredTensor{"F32", t.shape, float_bytes(values)};
-        if (expert) c.fp8_expert_bytes += codes.size() + c.fp8[scale_name].bytes.size();
-    }
-    return c;
-}
+using testing::Fp8Copies;
+using testing::widen;
+Fp8Copies make_copies() { return testing::make_fp8_copies("qwen3_moe", quantized, kBlockRows, kBlockCols); }
 
 std::string fp8_config() {
     std::string text = fixture_config_text();
@@ -126,7 +49,7 @@ std::string fp8_config() {
 class Qwen3MoeFp8 : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        copies_ = new Copies(make_copies());
+        copies_ = new Fp8Copies(make_copies());
         fp8_dir_ = new test::TempDir();
         f32_dir_ = new test::TempDir();
         write_model(*fp8_dir_, fp8_config(), copies_->fp8);
@@ -137,11 +60,11 @@ protected:
         delete f32_dir_;
         delete copies_;
     }
-    static Copies* copies_;
+    static Fp8Copies* copies_;
     static test::TempDir* fp8_dir_;
     static test::TempDir* f32_dir_;
 };
-Copies* Qwen3MoeFp8::copies_ = nullptr;
+Fp8Copies* Qwen3MoeFp8::copies_ = nullptr;
 test::TempDir* Qwen3MoeFp8::fp8_dir_ = nullptr;
 test::TempDir* Qwen3MoeFp8::f32_dir_ = nullptr;
 
