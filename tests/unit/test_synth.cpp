@@ -1,6 +1,7 @@
 // Synthetic checkpoints: hub tensor names, shapes and dtypes; determinism in the seed; sharding
 // with an index; the real presets' plans (without writing 14 or 65 GB); a forward pass over the
 // tiny preset with finite logits; the `stormo synth` command's refusals.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -293,7 +294,8 @@ TEST_P(SynthTiny, RunsWithFiniteLogits) {
     const std::string dir = write_plan(plan_of(GetParam(), 2), tmp.file("tiny"));
     auto engine = open_engine(dir);
     ASSERT_TRUE(engine);
-    EXPECT_EQ(engine->family_name(), GetParam() == "gpt-oss-tiny" ? "gpt_oss" : "qwen3_moe");
+    const std::string family = GetParam() == "gpt-oss-tiny" ? "gpt_oss" : GetParam() == "qwen3-moe-tiny" ? "qwen3_moe" : "glm_dsa";
+    EXPECT_EQ(engine->family_name(), family);
     auto session = engine->new_session(64);
     ASSERT_TRUE(session.has_value());
     std::vector<int32_t> ids;
@@ -314,8 +316,12 @@ TEST_P(SynthTiny, RunsWithFiniteLogits) {
     EXPECT_LT(rms, 10.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, SynthTiny, ::testing::Values("gpt-oss-tiny", "qwen3-moe-tiny"),
-                         [](const auto& i) { return i.param == "gpt-oss-tiny" ? "gpt_oss" : "qwen3_moe"; });
+INSTANTIATE_TEST_SUITE_P(Presets, SynthTiny, ::testing::Values("gpt-oss-tiny", "qwen3-moe-tiny", "glm-moe-dsa-tiny"),
+                         [](const auto& i) {
+                             std::string name = i.param;
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
+                         });
 
 // The Qwen3 presets have the hub's shapes and tensor names (the plans only: 61 and 470 GB).
 TEST(Synth, Qwen3PresetsHaveTheHubsShapes) {
@@ -332,6 +338,20 @@ TEST(Synth, Qwen3PresetsHaveTheHubsShapes) {
     EXPECT_EQ(experts, 48u * 128u * 3u);
     EXPECT_TRUE(gate);
     EXPECT_EQ(plan.total_bytes(), 61064245248u);
+    // GLM-5, cut to 5 layers (3 dense) and 32 experts: the real per-expert shapes.
+    synth::SynthOptions glm;
+    glm.preset = "glm-5";
+    glm.layers = 5;
+    glm.experts = 32;
+    auto cut = synth::plan_synth(glm);
+    ASSERT_TRUE(cut.has_value()) << cut.error().message;
+    EXPECT_NE(cut->config_json.find("\"n_routed_experts\": 32"), std::string::npos);
+    bool expert_shape = false;
+    for (const auto& t : cut->tensors)
+        if (t.name == "model.layers.4.mlp.experts.31.down_proj.weight") expert_shape = t.shape == stormo::Shape{6144, 2048};
+    EXPECT_TRUE(expert_shape);
+    glm.experts = 4;  // fewer than the 8 experts per token
+    EXPECT_FALSE(synth::plan_synth(glm).has_value());
     const auto big = plan_of("qwen3-235b-a22b");
     EXPECT_EQ(big.layers, 94);
     EXPECT_GT(big.total_bytes(), 400ull << 30);

@@ -19,6 +19,7 @@ struct SynthCommandOptions {
     std::string out;
     uint64_t seed = 0;
     std::optional<int> layers;
+    std::optional<int> experts;
     std::string max_shard = "4GiB";
     bool force = false;
     bool dry_run = false;
@@ -73,6 +74,8 @@ int run_synth(int argc, char** argv) {
         ("seed", po::value<uint64_t>(&o.seed)->value_name("S"), "random seed of the values (0)")
         ("layers", po::value<int>()->value_name("N")->notifier([&o](int v) { o.layers = v; }),
          "number of layers instead of the model's (layer_types follow)")
+        ("experts", po::value<int>()->value_name("N")->notifier([&o](int v) { o.experts = v; }),
+         "routed experts per layer instead of the model's (each keeps its real shape)")
         ("max-shard", po::value<std::string>(&o.max_shard)->value_name("SIZE"), "shard size limit (4GiB)")
         ("force", po::bool_switch(&o.force), "write into a non-empty directory, replacing its checkpoint")
         ("dry-run", po::bool_switch(&o.dry_run), "print the plan (tensors, bytes, shards) without writing")
@@ -100,6 +103,7 @@ int run_synth(int argc, char** argv) {
     so.preset = o.preset;
     so.seed = o.seed;
     so.layers = o.layers;
+    so.experts = o.experts;
     so.max_shard_bytes = shard->bytes;
     auto plan = synth::plan_synth(so);
     if (!plan) return report_usage_error("synth", plan.error());

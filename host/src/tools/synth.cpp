@@ -102,6 +102,35 @@ const Qwen3Preset* find_qwen3_preset(const std::string& name) {
     return nullptr;
 }
 
+// The hyper-parameters of one GLM-MoE-DSA checkpoint (zai-org/GLM-5's config.json).
+struct GlmPreset {
+    const char* name;
+    const char* description;
+    int64_t hidden = 0, intermediate = 0, moe_intermediate = 0, layers = 0, dense_layers = 0, heads = 0;
+    int64_t q_lora_rank = 0, kv_lora_rank = 0, nope = 0, rope = 0, v = 0;
+    int64_t index_heads = 0, index_dim = 0, index_topk = 0;
+    int64_t experts = 0, top_k = 0, shared = 0, vocab = 0, pad = 0;
+    std::vector<int64_t> eos;
+};
+
+const std::vector<GlmPreset>& glm_presets() {
+    static const std::vector<GlmPreset> presets = {
+        {"glm-5", "zai-org/GLM-5 shapes: 78 layers (3 dense), 256 experts (top-8) + 1 shared, hidden 6144, MLA, DSA indexer "
+                  "(~1.5 TB: cut it with --layers / --experts)",
+         6144, 12288, 2048, 78, 3, 64, 2048, 512, 192, 64, 256, 32, 128, 2048, 256, 8, 1, 154880, 154820,
+         {154820, 154827, 154829}},
+        {"glm-moe-dsa-tiny", "a GLM-MoE-DSA-structured toy for tests: 4 layers (1 dense), 8 experts (top-2), hidden 256 (~5 MB)",
+         256, 512, 128, 4, 1, 4, 64, 32, 32, 16, 32, 4, 32, 8, 8, 2, 1, 1024, 1022, {1023}},
+    };
+    return presets;
+}
+
+const GlmPreset* find_glm_preset(const std::string& name) {
+    for (const GlmPreset& p : glm_presets())
+        if (name == p.name) return &p;
+    return nullptr;
+}
+
 std::string layer_type(int64_t l) { return l % 2 == 0 ? "sliding_attention" : "full_attention"; }
 
 std::string int_list(const std::vector<int64_t>& v) {
@@ -217,6 +246,37 @@ std::string qwen3_generation_config_json(const Qwen3Preset& p) {
            ",\n  \"temperature\": 0.6,\n  \"top_k\": 20,\n  \"top_p\": 0.95,\n  \"transformers_version\": \"4.51.0\"\n}\n";
 }
 
+// config.json as zai-org writes GLM-5's (first_k_dense_replace, n_routed_experts, rope_parameters).
+std::string glm_config_json(const GlmPreset& p, int64_t layers, int64_t experts) {
+    auto num = [](int64_t v) { return std::to_string(v); };
+    std::string j = "{\n";
+    j += "  \"architectures\": [\n    \"GlmMoeDsaForCausalLM\"\n  ],\n";
+    j += "  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n";
+    j += "  \"eos_token_id\": " + int_list(p.eos) + ",\n";
+    j += "  \"first_k_dense_replace\": " + num(std::min(p.dense_layers, layers)) + ",\n";
+    j += "  \"hidden_act\": \"silu\",\n  \"hidden_size\": " + num(p.hidden) + ",\n";
+    j += "  \"index_head_dim\": " + num(p.index_dim) + ",\n  \"index_n_heads\": " + num(p.index_heads) + ",\n";
+    j += "  \"index_topk\": " + num(p.index_topk) + ",\n  \"intermediate_size\": " + num(p.intermediate) + ",\n";
+    j += "  \"kv_lora_rank\": " + num(p.kv_lora_rank) + ",\n  \"max_position_embeddings\": 202752,\n";
+    j += "  \"model_type\": \"glm_moe_dsa\",\n  \"moe_intermediate_size\": " + num(p.moe_intermediate) + ",\n";
+    j += "  \"n_group\": 1,\n  \"n_routed_experts\": " + num(experts) + ",\n";
+    j += "  \"n_shared_experts\": " + num(p.shared) + ",\n  \"norm_topk_prob\": true,\n";
+    j += "  \"num_attention_heads\": " + num(p.heads) + ",\n  \"num_experts_per_tok\": " + num(p.top_k) + ",\n";
+    j += "  \"num_hidden_layers\": " + num(layers) + ",\n  \"num_key_value_heads\": " + num(p.heads) + ",\n";
+    j += "  \"pad_token_id\": " + num(p.pad) + ",\n  \"q_lora_rank\": " + num(p.q_lora_rank) + ",\n";
+    j += "  \"qk_nope_head_dim\": " + num(p.nope) + ",\n  \"qk_rope_head_dim\": " + num(p.rope) + ",\n";
+    j += "  \"rms_norm_eps\": 1e-05,\n";
+    j += "  \"rope_parameters\": {\n    \"rope_theta\": 8000000,\n    \"rope_type\": \"default\"\n  },\n";
+    j += "  \"routed_scaling_factor\": 2.5,\n  \"scoring_func\": \"sigmoid\",\n  \"tie_word_embeddings\": false,\n";
+    j += "  \"topk_group\": 1,\n  \"topk_method\": \"noaux_tc\",\n  \"v_head_dim\": " + num(p.v) + ",\n";
+    j += "  \"vocab_size\": " + num(p.vocab) + "\n}\n";
+    return j;
+}
+
+std::string glm_generation_config_json(const GlmPreset& p) {
+    return "{\n  \"eos_token_id\": " + int_list(p.eos) + ",\n  \"pad_token_id\": " + std::to_string(p.pad) + "\n}\n";
+}
+
 // ---- value ranges ---------------------------------------------------------------------------
 
 // Dense matrices: uniform +-sqrt(3 / fan_in), so a unit-variance input gives unit-variance
@@ -319,6 +379,57 @@ std::vector<PlannedTensor> qwen3_tensors(const Qwen3Preset& p, int64_t layers) {
             add(t, ex + "gate_proj.weight", DType::BF16, {inter, h}, matrix_fill(h));
             add(t, ex + "up_proj.weight", DType::BF16, {inter, h}, matrix_fill(h));
             add(t, ex + "down_proj.weight", DType::BF16, {h, inter}, matrix_fill(inter));
+        }
+    }
+    add(t, "model.norm.weight", DType::BF16, {h}, norm_fill());
+    add(t, "lm_head.weight", DType::BF16, {p.vocab, h}, matrix_fill(h));
+    return t;
+}
+
+// GLM-MoE-DSA's state dict: MLA projections and their norms, the indexer, dense MLPs for the first
+// layers, then router (with its F32 correction bias), shared experts and one gate/up/down matrix
+// per routed expert. The F32 correction bias takes the uniform stream too: each float is a +-0.02
+// BF16 draw in its high half with random low mantissa bits, small values around 0 as a trained
+// bias is (zero would leave the router's own scores).
+std::vector<PlannedTensor> glm_tensors(const GlmPreset& p, int64_t layers, int64_t experts) {
+    const int64_t h = p.hidden, qkd = p.nope + p.rope;
+    std::vector<PlannedTensor> t;
+    add(t, "model.embed_tokens.weight", DType::BF16, {p.vocab, h}, embedding_fill());
+    for (int64_t l = 0; l < layers; ++l) {
+        const std::string base = "model.layers." + std::to_string(l) + ".";
+        const std::string at = base + "self_attn.";
+        add(t, base + "input_layernorm.weight", DType::BF16, {h}, norm_fill());
+        add(t, at + "q_a_proj.weight", DType::BF16, {p.q_lora_rank, h}, matrix_fill(h));
+        add(t, at + "q_a_layernorm.weight", DType::BF16, {p.q_lora_rank}, norm_fill());
+        add(t, at + "q_b_proj.weight", DType::BF16, {p.heads * qkd, p.q_lora_rank}, matrix_fill(p.q_lora_rank));
+        add(t, at + "kv_a_proj_with_mqa.weight", DType::BF16, {p.kv_lora_rank + p.rope, h}, matrix_fill(h));
+        add(t, at + "kv_a_layernorm.weight", DType::BF16, {p.kv_lora_rank}, norm_fill());
+        add(t, at + "kv_b_proj.weight", DType::BF16, {p.heads * (p.nope + p.v), p.kv_lora_rank}, matrix_fill(p.kv_lora_rank));
+        add(t, at + "o_proj.weight", DType::BF16, {h, p.heads * p.v}, matrix_fill(p.heads * p.v, kAttentionOutputGain));
+        add(t, at + "indexer.wq_b.weight", DType::BF16, {p.index_heads * p.index_dim, p.q_lora_rank}, matrix_fill(p.q_lora_rank));
+        add(t, at + "indexer.wk.weight", DType::BF16, {p.index_dim, h}, matrix_fill(h));
+        add(t, at + "indexer.k_norm.weight", DType::BF16, {p.index_dim}, norm_fill());
+        add(t, at + "indexer.k_norm.bias", DType::BF16, {p.index_dim}, bias_fill());
+        add(t, at + "indexer.weights_proj.weight", DType::BF16, {p.index_heads, h}, matrix_fill(h));
+        add(t, base + "post_attention_layernorm.weight", DType::BF16, {h}, norm_fill());
+        const std::string mlp = base + "mlp.";
+        if (l < p.dense_layers) {
+            add(t, mlp + "gate_proj.weight", DType::BF16, {p.intermediate, h}, matrix_fill(h));
+            add(t, mlp + "up_proj.weight", DType::BF16, {p.intermediate, h}, matrix_fill(h));
+            add(t, mlp + "down_proj.weight", DType::BF16, {h, p.intermediate}, matrix_fill(p.intermediate));
+            continue;
+        }
+        add(t, mlp + "gate.weight", DType::BF16, {experts, h}, matrix_fill(h));
+        add(t, mlp + "gate.e_score_correction_bias", DType::F32, {experts}, bias_fill());
+        const int64_t shared = p.moe_intermediate * p.shared;
+        add(t, mlp + "shared_experts.gate_proj.weight", DType::BF16, {shared, h}, matrix_fill(h));
+        add(t, mlp + "shared_experts.up_proj.weight", DType::BF16, {shared, h}, matrix_fill(h));
+        add(t, mlp + "shared_experts.down_proj.weight", DType::BF16, {h, shared}, matrix_fill(shared));
+        for (int64_t x = 0; x < experts; ++x) {
+            const std::string ex = mlp + "experts." + std::to_string(x) + ".";
+            add(t, ex + "gate_proj.weight", DType::BF16, {p.moe_intermediate, h}, matrix_fill(h));
+            add(t, ex + "up_proj.weight", DType::BF16, {p.moe_intermediate, h}, matrix_fill(h));
+            add(t, ex + "down_proj.weight", DType::BF16, {h, p.moe_intermediate}, matrix_fill(p.moe_intermediate));
         }
     }
     add(t, "model.norm.weight", DType::BF16, {h}, norm_fill());
@@ -600,6 +711,7 @@ const std::vector<SynthPresetInfo>& synth_presets() {
         std::vector<SynthPresetInfo> v;
         for (const GptOssPreset& p : gpt_oss_presets()) v.push_back({p.name, p.description});
         for (const Qwen3Preset& p : qwen3_presets()) v.push_back({p.name, p.description});
+        for (const GlmPreset& p : glm_presets()) v.push_back({p.name, p.description});
         return v;
     }();
     return infos;
@@ -608,13 +720,22 @@ const std::vector<SynthPresetInfo>& synth_presets() {
 Expected<SynthPlan> plan_synth(const SynthOptions& options) {
     const GptOssPreset* preset = find_preset(options.preset);
     const Qwen3Preset* qwen3 = find_qwen3_preset(options.preset);
-    if (preset == nullptr && qwen3 == nullptr) {
+    const GlmPreset* glm = find_glm_preset(options.preset);
+    if (preset == nullptr && qwen3 == nullptr && glm == nullptr) {
         std::string known;
         for (const auto& p : synth_presets()) known += (known.empty() ? "" : ", ") + p.name;
         return fail(ErrorKind::invalid_argument, "--preset \"" + options.preset + "\" is not a known preset (" + known + ")");
     }
     constexpr int kMaxLayers = 1024;
-    const int64_t layers = options.layers.value_or(static_cast<int>(preset ? preset->layers : qwen3->layers));
+    const int64_t preset_layers = preset ? preset->layers : qwen3 ? qwen3->layers : glm->layers;
+    const int64_t preset_experts = preset ? preset->experts : qwen3 ? qwen3->experts : glm->experts;
+    const int64_t preset_top_k = preset ? preset->top_k : qwen3 ? qwen3->top_k : glm->top_k;
+    const int64_t layers = options.layers.value_or(static_cast<int>(preset_layers));
+    const int64_t experts = options.experts.value_or(static_cast<int>(preset_experts));
+    if (experts < preset_top_k || experts > preset_experts)
+        return fail(ErrorKind::invalid_argument, "--experts must be between the experts per token (" +
+                                                     std::to_string(preset_top_k) + ") and the model's " +
+                                                     std::to_string(preset_experts) + ", got " + std::to_string(experts));
     if (layers < 1 || layers > kMaxLayers)
         return fail(ErrorKind::invalid_argument, "--layers must be between 1 and " + std::to_string(kMaxLayers) +
                                                      ", got " + std::to_string(layers));
@@ -625,13 +746,21 @@ Expected<SynthPlan> plan_synth(const SynthOptions& options) {
     plan.seed = options.seed;
     plan.layers = static_cast<int>(layers);
     if (preset != nullptr) {
-        plan.config_json = gpt_oss_config_json(*preset, layers);
-        plan.generation_config_json = gpt_oss_generation_config_json(*preset);
-        plan.tensors = gpt_oss_tensors(*preset, layers);
+        GptOssPreset cut = *preset;
+        cut.experts = experts;
+        plan.config_json = gpt_oss_config_json(cut, layers);
+        plan.generation_config_json = gpt_oss_generation_config_json(cut);
+        plan.tensors = gpt_oss_tensors(cut, layers);
+    } else if (qwen3 != nullptr) {
+        Qwen3Preset cut = *qwen3;
+        cut.experts = experts;
+        plan.config_json = qwen3_config_json(cut, layers);
+        plan.generation_config_json = qwen3_generation_config_json(cut);
+        plan.tensors = qwen3_tensors(cut, layers);
     } else {
-        plan.config_json = qwen3_config_json(*qwen3, layers);
-        plan.generation_config_json = qwen3_generation_config_json(*qwen3);
-        plan.tensors = qwen3_tensors(*qwen3, layers);
+        plan.config_json = glm_config_json(*glm, layers, experts);
+        plan.generation_config_json = glm_generation_config_json(*glm);
+        plan.tensors = glm_tensors(*glm, layers, experts);
     }
     plan.shards = plan_shards(plan.tensors, options.max_shard_bytes);
     return plan;

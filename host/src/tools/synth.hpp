@@ -60,6 +60,7 @@ struct SynthOptions {
     std::string preset;
     uint64_t seed = 0;
     std::optional<int> layers;                      // overrides num_hidden_layers
+    std::optional<int> experts;                     // overrides the routed expert count (a cut that fits)
     uint64_t max_shard_bytes = uint64_t{4} << 30;   // shards are balanced below this
 };
 
