@@ -32,7 +32,10 @@ WeightView AbsorbedKvB::v_half(size_t head) const {
 }
 
 GlmDsaModel::GlmDsaModel(GlmDsaConfig cfg, Compute compute)
-    : cfg_(std::move(cfg)), compute_(compute), rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
+    : DecoderModel(compute, "glm_dsa", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
+                   static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
+      cfg_(std::move(cfg)),
+      rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
     router_spec_.rule = toolkit::RouterRule::sigmoid_grouped;
     router_spec_.top_k = static_cast<size_t>(cfg_.top_k);
     router_spec_.renormalize = cfg_.norm_topk_prob;
@@ -51,17 +54,13 @@ Expected<std::unique_ptr<Model>> GlmDsaModel::load(LoadContext& ctx) {
     STORMO_TRY(model->load_globals(ctx));
     const size_t n = static_cast<size_t>(model->cfg_.n_layers);
     model->layers_.resize(n);
-    model->plans_.resize(n);
     for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
     return std::unique_ptr<Model>(std::move(model));
 }
 
 Expected<void> GlmDsaModel::load_globals(LoadContext& ctx) {
     toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
-    STORMO_TRY_ASSIGN(embedding_, toolkit::load_embedding_and_head(load, names::kEmbedding, names::kHead, cfg_.vocab_size,
-                                                                   cfg_.hidden_size, cfg_.tie_word_embeddings));
-    STORMO_TRY_ASSIGN(norms_.final_norm, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
-    norms_.eps = static_cast<float>(cfg_.rms_norm_eps);
+    STORMO_TRY(load_ends(load, names::kEmbedding, names::kHead, names::kFinalNorm, cfg_.tie_word_embeddings));
     return {};
 }
 
@@ -145,14 +144,6 @@ Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
     return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
 }
 
-Expected<void> GlmDsaModel::embed(std::span<const int32_t> tokens, Rows out) const {
-    return toolkit::embed_tokens(compute_, embedding_.embedding, tokens, out, "glm_dsa");
-}
-
-void GlmDsaModel::norm(NormSite site, int layer, const Rows& in, Rows out) const {
-    toolkit::build_norm(compute_, norms_, site, layer, in, out);
-}
-
 // Router: sigmoid scores; the correction bias only chooses (group-limited when n_group > 1); the
 // weights are the chosen sigmoids, renormalised (norm_topk_prob) and scaled (routed_scaling_factor).
 Routing GlmDsaModel::route(int layer, const StepContext& ctx, const Rows& normed) const {
@@ -171,10 +162,6 @@ Expected<void> GlmDsaModel::dense_ffn(int layer, const Rows& in, Rows out) const
         return fail(ErrorKind::internal, "glm_dsa layer " + std::to_string(layer) + " has no dense MLP or shared experts");
     toolkit::build_swiglu_mlp(compute_, w.mlp, in, out);
     return {};
-}
-
-void GlmDsaModel::head(const Rows& normed, Rows logits) const {
-    matmul(compute_, embedding_.head, normed.data, normed.n, logits.data);
 }
 
 }  // namespace stormo::glm_dsa

@@ -12,6 +12,7 @@
 #include "stormo/kernels.hpp"
 #include "stormo/tensor.hpp"
 #include "stormo/toolkit/attention.hpp"
+#include "stormo/toolkit/decoder_model.hpp"
 #include "stormo/toolkit/dense.hpp"
 #include "stormo/toolkit/fp8.hpp"
 #include "stormo/toolkit/loading.hpp"
@@ -59,23 +60,16 @@ struct LayerWeights {
 // KV buffers of every layer, in this order.
 enum KvBuffer : size_t { kv_latent, kv_rope_key, kv_index_key, kv_buffer_count };
 
-class GlmDsaModel final : public Model {
+class GlmDsaModel final : public toolkit::DecoderModel {
 public:
     static Expected<std::unique_ptr<Model>> load(LoadContext& ctx);
 
-    int n_layers() const override { return static_cast<int>(cfg_.n_layers); }
-    size_t hidden_size() const override { return static_cast<size_t>(cfg_.hidden_size); }
-    size_t vocab_size() const override { return static_cast<size_t>(cfg_.vocab_size); }
-    const LayerPlan& layer_plan(int layer) const override { return plans_.at(static_cast<size_t>(layer)); }
 
-    Expected<void> embed(std::span<const int32_t> tokens, Rows out) const override;
-    void norm(NormSite site, int layer, const Rows& in, Rows out) const override;
     Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const override;
     Routing route(int layer, const StepContext& ctx, const Rows& normed) const override;
     Expected<void> expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const override;
     // Dense layers' MLP, and MoE layers' shared experts (added to the routed sum by the host).
     Expected<void> dense_ffn(int layer, const Rows& in, Rows out) const override;
-    void head(const Rows& normed, Rows logits) const override;
 
     const GlmDsaConfig& config() const { return cfg_; }
 
@@ -99,12 +93,7 @@ private:
                                                        const KvView& kv) const;
 
     GlmDsaConfig cfg_;
-    Compute compute_;
-    std::vector<Tensor> resident_;
-    toolkit::EmbeddingAndHead embedding_;
-    toolkit::DecoderNorms norms_;
     std::vector<LayerWeights> layers_;
-    std::vector<LayerPlan> plans_;
     toolkit::Rope rope_;  // over qk_rope_head_dim, shared by the attention and the indexer
     toolkit::RouterSpec router_spec_;
     std::vector<std::vector<float>> correction_bias_;  // per layer: e_score_correction_bias

@@ -20,7 +20,10 @@ toolkit::TensorLoader loader(LoadContext& ctx, std::vector<Tensor>& keep) { retu
 }  // namespace
 
 GptOssModel::GptOssModel(GptOssConfig cfg, Compute compute)
-    : cfg_(std::move(cfg)), compute_(compute), rope_(cfg_.rope, static_cast<int>(cfg_.head_dim)) {
+    : DecoderModel(compute, "gpt_oss", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
+                   static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
+      cfg_(std::move(cfg)),
+      rope_(cfg_.rope, static_cast<int>(cfg_.head_dim)) {
     for (int l = 0; l < cfg_.n_layers; ++l) {
         toolkit::GqaOptions o;
         o.shape = {static_cast<size_t>(cfg_.n_heads), static_cast<size_t>(cfg_.n_kv_heads),
@@ -43,19 +46,13 @@ Expected<std::unique_ptr<Model>> GptOssModel::load(LoadContext& ctx) {
     std::unique_ptr<GptOssModel> model(new GptOssModel(std::move(cfg), compute));
     STORMO_TRY(model->load_globals(ctx));
     model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
-    model->plans_.resize(static_cast<size_t>(model->cfg_.n_layers));
     for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
     return std::unique_ptr<Model>(std::move(model));
 }
 
 Expected<void> GptOssModel::load_globals(LoadContext& ctx) {
     auto load = loader(ctx, resident_);
-    STORMO_TRY_ASSIGN(embedding_, toolkit::load_embedding_and_head(load, names::kEmbedding, names::kHead, cfg_.vocab_size,
-                                                                   cfg_.hidden_size, cfg_.tie_word_embeddings));
-    STORMO_TRY_ASSIGN(norms_.final_norm, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
-    norms_.eps = static_cast<float>(cfg_.rms_norm_eps);
-    norms_.input.resize(static_cast<size_t>(cfg_.n_layers));
-    norms_.post_attention.resize(static_cast<size_t>(cfg_.n_layers));
+    STORMO_TRY(load_ends(load, names::kEmbedding, names::kHead, names::kFinalNorm, cfg_.tie_word_embeddings));
     return {};
 }
 
@@ -82,14 +79,6 @@ Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {
     return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
 }
 
-Expected<void> GptOssModel::embed(std::span<const int32_t> tokens, Rows out) const {
-    return toolkit::embed_tokens(compute_, embedding_.embedding, tokens, out, "gpt_oss");
-}
-
-void GptOssModel::norm(NormSite site, int layer, const Rows& in, Rows out) const {
-    toolkit::build_norm(compute_, norms_, site, layer, in, out);
-}
-
 // GQA with biases, split-half YaRN RoPE, a learned sink per head, sliding or full per layer.
 Expected<void> GptOssModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
     const size_t l = static_cast<size_t>(layer);
@@ -102,8 +91,6 @@ Routing GptOssModel::route(int layer, const StepContext& ctx, const Rows& normed
     return toolkit::build_router(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).router, router_spec_,
                                  normed);
 }
-
-void GptOssModel::head(const Rows& normed, Rows logits) const { matmul(compute_, embedding_.head, normed.data, normed.n, logits.data); }
 
 Expected<void> GptOssModel::dense_ffn(int layer, const Rows&, Rows) const {
     return fail(ErrorKind::internal, "gpt_oss layer " + std::to_string(layer) + " has no dense FFN");

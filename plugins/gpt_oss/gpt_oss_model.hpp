@@ -12,6 +12,7 @@
 #include "stormo/kernels.hpp"
 #include "stormo/tensor.hpp"
 #include "stormo/toolkit/attention.hpp"
+#include "stormo/toolkit/decoder_model.hpp"
 #include "stormo/toolkit/dense.hpp"
 #include "stormo/toolkit/loading.hpp"
 #include "stormo/toolkit/router.hpp"
@@ -24,25 +25,18 @@ struct LayerWeights {
     bool mxfp4_experts = false;              // expert parts are blocks + scales (else BF16 [in, out])
 };
 
-class GptOssModel final : public Model {
+class GptOssModel final : public toolkit::DecoderModel {
 public:
     // Reads config.json, declares and loads every resident tensor, declares the experts.
     static Expected<std::unique_ptr<Model>> load(LoadContext& ctx);
 
-    int n_layers() const override { return static_cast<int>(cfg_.n_layers); }
-    size_t hidden_size() const override { return static_cast<size_t>(cfg_.hidden_size); }
-    size_t vocab_size() const override { return static_cast<size_t>(cfg_.vocab_size); }
-    const LayerPlan& layer_plan(int layer) const override { return plans_.at(static_cast<size_t>(layer)); }
 
-    Expected<void> embed(std::span<const int32_t> tokens, Rows out) const override;
-    void norm(NormSite site, int layer, const Rows& in, Rows out) const override;
     Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const override;
     Routing route(int layer, const StepContext& ctx, const Rows& normed) const override;
     Expected<void> expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const override;
     // Every GPT-OSS layer is MoE without shared experts, so the host never plans a dense FFN; a
     // call anyway is an error.
     Expected<void> dense_ffn(int layer, const Rows& in, Rows out) const override;
-    void head(const Rows& normed, Rows logits) const override;
 
     const GptOssConfig& config() const { return cfg_; }
 
@@ -52,12 +46,7 @@ private:
     Expected<void> load_layer(LoadContext& ctx, int layer);
 
     GptOssConfig cfg_;
-    Compute compute_;
-    std::vector<Tensor> resident_;  // owns the bytes the weight views point into
-    toolkit::EmbeddingAndHead embedding_;
-    toolkit::DecoderNorms norms_;
     std::vector<LayerWeights> layers_;
-    std::vector<LayerPlan> plans_;
     toolkit::Rope rope_;
     std::vector<toolkit::GqaOptions> attention_options_;  // per layer: the window differs
     toolkit::RouterSpec router_spec_;

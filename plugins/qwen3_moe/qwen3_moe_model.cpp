@@ -20,7 +20,10 @@ const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 }  // namespace
 
 Qwen3MoeModel::Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute)
-    : cfg_(std::move(cfg)), compute_(compute), rope_(cfg_.rope, static_cast<int>(cfg_.head_dim)) {
+    : DecoderModel(compute, "qwen3_moe", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
+                   static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
+      cfg_(std::move(cfg)),
+      rope_(cfg_.rope, static_cast<int>(cfg_.head_dim)) {
     attention_options_.shape = {static_cast<size_t>(cfg_.n_heads), static_cast<size_t>(cfg_.n_kv_heads),
                                 static_cast<size_t>(cfg_.head_dim)};
     // transformers: self.scaling = head_dim ** -0.5, a Python double rounded to float where it
@@ -42,19 +45,13 @@ Expected<std::unique_ptr<Model>> Qwen3MoeModel::load(LoadContext& ctx) {
     model->fp8_ = fp8;
     STORMO_TRY(model->load_globals(ctx));
     model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
-    model->plans_.resize(static_cast<size_t>(model->cfg_.n_layers));
     for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
     return std::unique_ptr<Model>(std::move(model));
 }
 
 Expected<void> Qwen3MoeModel::load_globals(LoadContext& ctx) {
     toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
-    STORMO_TRY_ASSIGN(embedding_, toolkit::load_embedding_and_head(load, names::kEmbedding, names::kHead, cfg_.vocab_size,
-                                                                   cfg_.hidden_size, cfg_.tie_word_embeddings));
-    STORMO_TRY_ASSIGN(norms_.final_norm, load.vector(names::kFinalNorm, TensorRole::norm, cfg_.hidden_size));
-    norms_.eps = static_cast<float>(cfg_.rms_norm_eps);
-    norms_.input.resize(static_cast<size_t>(cfg_.n_layers));
-    norms_.post_attention.resize(static_cast<size_t>(cfg_.n_layers));
+    STORMO_TRY(load_ends(load, names::kEmbedding, names::kHead, names::kFinalNorm, cfg_.tie_word_embeddings));
     return {};
 }
 
@@ -98,14 +95,6 @@ Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
     return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
 }
 
-Expected<void> Qwen3MoeModel::embed(std::span<const int32_t> tokens, Rows out) const {
-    return toolkit::embed_tokens(compute_, embedding_.embedding, tokens, out, "qwen3_moe");
-}
-
-void Qwen3MoeModel::norm(NormSite site, int layer, const Rows& in, Rows out) const {
-    toolkit::build_norm(compute_, norms_, site, layer, in, out);
-}
-
 // GQA without biases (unless attention_bias), QK-norm per head before RoPE, full causal attention.
 Expected<void> Qwen3MoeModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
     return toolkit::build_gqa_attention(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).attn,
@@ -129,10 +118,6 @@ Expected<void> Qwen3MoeModel::dense_ffn(int layer, const Rows& in, Rows out) con
         return fail(ErrorKind::internal, "qwen3_moe layer " + std::to_string(layer) + " is MoE and has no dense MLP");
     toolkit::build_swiglu_mlp(compute_, layers_.at(static_cast<size_t>(layer)).mlp, in, out);
     return {};
-}
-
-void Qwen3MoeModel::head(const Rows& normed, Rows logits) const {
-    matmul(compute_, embedding_.head, normed.data, normed.n, logits.data);
 }
 
 }  // namespace stormo::qwen3_moe

@@ -11,6 +11,7 @@
 #include "stormo/kernels.hpp"
 #include "stormo/tensor.hpp"
 #include "stormo/toolkit/attention.hpp"
+#include "stormo/toolkit/decoder_model.hpp"
 #include "stormo/toolkit/dense.hpp"
 #include "stormo/toolkit/fp8.hpp"
 #include "stormo/toolkit/loading.hpp"
@@ -24,24 +25,17 @@ struct LayerWeights {
     toolkit::SwigluMlp mlp;                  // dense layers: mlp.{gate,up,down}_proj
 };
 
-class Qwen3MoeModel final : public Model {
+class Qwen3MoeModel final : public toolkit::DecoderModel {
 public:
     static Expected<std::unique_ptr<Model>> load(LoadContext& ctx);
 
-    int n_layers() const override { return static_cast<int>(cfg_.n_layers); }
-    size_t hidden_size() const override { return static_cast<size_t>(cfg_.hidden_size); }
-    size_t vocab_size() const override { return static_cast<size_t>(cfg_.vocab_size); }
-    const LayerPlan& layer_plan(int layer) const override { return plans_.at(static_cast<size_t>(layer)); }
 
-    Expected<void> embed(std::span<const int32_t> tokens, Rows out) const override;
-    void norm(NormSite site, int layer, const Rows& in, Rows out) const override;
     Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const override;
     Routing route(int layer, const StepContext& ctx, const Rows& normed) const override;
     Expected<void> expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const override;
     // The dense MLP of the layers mlp_only_layers / decoder_sparse_step make dense (Qwen3-MoE has
     // no shared experts).
     Expected<void> dense_ffn(int layer, const Rows& in, Rows out) const override;
-    void head(const Rows& normed, Rows logits) const override;
 
 private:
     Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute);
@@ -50,12 +44,7 @@ private:
     std::vector<ExpertPartDecl> expert_parts(int layer, bool fp8) const;
 
     Qwen3MoeConfig cfg_;
-    Compute compute_;
-    std::vector<Tensor> resident_;  // owns the bytes the weight views point into
-    toolkit::EmbeddingAndHead embedding_;
-    toolkit::DecoderNorms norms_;
     std::vector<LayerWeights> layers_;
-    std::vector<LayerPlan> plans_;
     toolkit::Rope rope_;
     toolkit::GqaOptions attention_options_;
     toolkit::RouterSpec router_spec_;
