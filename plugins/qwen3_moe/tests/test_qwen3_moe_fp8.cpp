@@ -8,24 +8,13 @@
 #include <cmath>
 #include <limits>
 
-#include "checkpoint_rewrite.hpp"
+#include "qwen3_fixture.hpp"
 #include "stormo/dtype.hpp"
 
 namespace stormo::qwen3_moe {
 namespace {
 
-using testing::fixture_config_text;
-using testing::replace_once;
-using testing::same_bits;
-using testing::StoredTensor;
-using testing::write_model;
-ModelConfig parse_text(const std::string& text) { return testing::parse_config_text(text); }
-std::string fixture_config_text() { return fixture_config_text("qwen3_moe"); }
-std::map<std::string, StoredTensor> read_fixture_tensors() { return testing::read_fixture_tensors("qwen3_moe"); }
-std::vector<int32_t> fixture_sequence() { return testing::fixture_sequence("qwen3_moe"); }
-std::vector<float> all_logits(const std::string& dir, const std::vector<int32_t>& ids) {
-    return testing::all_logits(dir, ids);
-}
+using namespace fixture;  // the qwen3_moe fixture (qwen3_fixture.hpp)
 
 constexpr int64_t kBlockRows = 24, kBlockCols = 40;
 
