@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -126,6 +127,27 @@ TEST(GlmDsaCheckpoints, MultiTokenPredictionLayersAreRecognisedAndLeftUnloaded) 
     const test::CommandResult inspect = test::run_cli("inspect --json --model " + dir.path());
     ASSERT_EQ(inspect.status, 0) << inspect.err;
     EXPECT_NE(inspect.out.find("\"num_nextn_predict_layers\""), std::string::npos);
+}
+
+// While the context is shorter than index_topk the indexer keeps every position: those rows are
+// the bits of dense attention (index_topk beyond the sequence), and the later rows are not (the
+// sparsity really acts).
+TEST(GlmDsaCheckpoints, AShortContextKeepsEveryPositionAsDenseAttentionDoes) {
+    const std::vector<int32_t> ids = testing::fixture_sequence("glm_moe_dsa");
+    auto cfg = parse_glm_dsa_config(testing::parse_config_text(config_text()));
+    ASSERT_TRUE(cfg.has_value());
+    const size_t topk = static_cast<size_t>(cfg->index_topk), vocab = static_cast<size_t>(cfg->vocab_size);
+    ASSERT_LT(topk, ids.size());
+    const std::vector<float> sparse = testing::all_logits(testing::fixture_dir("glm_moe_dsa"), ids);
+    std::string dense_config = config_text();
+    replace_once(dense_config, "\"index_topk\": " + std::to_string(topk), "\"index_topk\": 1000000");
+    test::TempDir dir;
+    testing::write_model(dir, dense_config, testing::read_fixture_tensors("glm_moe_dsa"));
+    const std::vector<float> dense = testing::all_logits(dir.path(), ids);
+    ASSERT_EQ(dense.size(), sparse.size());
+    const size_t short_rows = topk * vocab;  // positions 0 .. index_topk - 1
+    EXPECT_EQ(std::memcmp(dense.data(), sparse.data(), short_rows * sizeof(float)), 0);
+    EXPECT_NE(std::memcmp(dense.data() + short_rows, sparse.data() + short_rows, (dense.size() - short_rows) * sizeof(float)), 0);
 }
 
 bool quantized(const std::string& name) {
