@@ -6,21 +6,6 @@
 namespace stormo::toolkit {
 namespace {
 
-bool position_fits(int64_t position, size_t capacity) {
-    return position >= 0 && static_cast<uint64_t>(position) < capacity;
-}
-
-Expected<void> check_block(int layer, const StepContext& ctx, const GqaOptions& o, const Rows& normed, const KvView& kv) {
-    const std::string where = o.who + " attention, layer " + std::to_string(layer);
-    if (ctx.positions.size() < normed.n || kv.buffers.size() < 2 || kv.rows.size() < 2)
-        return fail(ErrorKind::internal, where + ": the host passed fewer positions or KV buffers than rows");
-    for (size_t r = 0; r < normed.n; ++r)
-        if (!position_fits(ctx.positions[r], kv.capacity))
-            return fail(ErrorKind::resource, where + ": position " + std::to_string(ctx.positions[r]) +
-                                                 " is past the KV cache's " + std::to_string(kv.capacity) + " positions");
-    return {};
-}
-
 void store_kv(const KvView& kv, std::span<const int64_t> positions, const std::vector<float>& k,
               const std::vector<float>& v, size_t kv_width) {
     for (size_t r = 0; r < positions.size(); ++r) {
@@ -30,6 +15,18 @@ void store_kv(const KvView& kv, std::span<const int64_t> positions, const std::v
 }
 
 }  // namespace
+
+Expected<void> check_attention_block(const std::string& who, int layer, const StepContext& ctx, const Rows& normed,
+                                     const KvView& kv, size_t kv_buffers) {
+    const std::string where = who + " attention, layer " + std::to_string(layer);
+    if (ctx.positions.size() < normed.n || kv.buffers.size() < kv_buffers || kv.rows.size() < kv_buffers)
+        return fail(ErrorKind::internal, where + ": the host passed fewer positions or KV buffers than rows");
+    for (size_t r = 0; r < normed.n; ++r)
+        if (ctx.positions[r] < 0 || static_cast<uint64_t>(ctx.positions[r]) >= kv.capacity)
+            return fail(ErrorKind::resource, where + ": position " + std::to_string(ctx.positions[r]) +
+                                                 " is past the KV cache's " + std::to_string(kv.capacity) + " positions");
+    return {};
+}
 
 std::vector<KvBufferDecl> gqa_kv_buffers(const GqaShape& shape, int64_t window) {
     const size_t w = window > 0 ? static_cast<size_t>(window) : 0;
@@ -116,7 +113,7 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
 
 Expected<void> build_gqa_attention(const Compute& c, int layer, const StepContext& ctx, const GqaWeights& w,
                                    const GqaOptions& o, const Rows& normed, KvView kv, Rows out) {
-    STORMO_TRY(check_block(layer, ctx, o, normed, kv));
+    STORMO_TRY(check_attention_block(o.who, layer, ctx, normed, kv, 2));
     const size_t n = normed.n;
     const std::span<const int64_t> positions = ctx.positions.first(n);
     const GqaShape& s = o.shape;

@@ -23,21 +23,11 @@ namespace {
 // rms_norm_eps is for the decoder layers' norms only).
 constexpr float kInnerNormEps = 1e-6f;
 
-bool position_fits(int64_t position, size_t capacity) {
-    return position >= 0 && static_cast<uint64_t>(position) < capacity;
-}
-
 }  // namespace
 
 Expected<void> GlmDsaModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
+    STORMO_TRY(toolkit::check_attention_block("glm_dsa", layer, ctx, normed, kv, kv_buffer_count));
     const size_t n = normed.n;
-    const std::string where = "glm_dsa attention, layer " + std::to_string(layer);
-    if (ctx.positions.size() < n || kv.buffers.size() < kv_buffer_count)
-        return fail(ErrorKind::internal, where + ": the host passed fewer positions or KV buffers than rows");
-    for (size_t r = 0; r < n; ++r)
-        if (!position_fits(ctx.positions[r], kv.capacity))
-            return fail(ErrorKind::resource, where + ": position " + std::to_string(ctx.positions[r]) +
-                                                 " is past the KV cache's " + std::to_string(kv.capacity) + " positions");
     const std::span<const int64_t> positions = ctx.positions.first(n);
     const MlaWeights& w = layers_.at(static_cast<size_t>(layer)).mla;
     const KernelTable& kt = *compute_.table;

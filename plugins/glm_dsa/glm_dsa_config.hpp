@@ -113,6 +113,7 @@ inline Expected<GlmDsaConfig> parse_glm_dsa_config(const ModelConfig& c) {
               "qk_rope_head_dim must be even and at most index_head_dim");
     r.require(g.rope.partial_rotary_factor == 1.0, "partial_rotary_factor is not supported by glm_dsa",
               ErrorKind::unsupported);
+    r.require(!g.attention_bias, "attention_bias true is not supported by glm_dsa", ErrorKind::unsupported);
     return r.result(std::move(g));
 }
 

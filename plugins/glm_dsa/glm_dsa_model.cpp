@@ -98,8 +98,6 @@ Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
         for (size_t r = 0; r < a.kv_b.rows; ++r) decode(a.kv_b, r, kvb.dense.data() + r * a.kv_b.cols);
         kvb.matrix = WeightView{WeightFormat::F32, Layout::out_in, kvb.dense.data(), nullptr, a.kv_b.rows, a.kv_b.cols};
     }
-    if (cfg_.attention_bias)
-        return fail(ErrorKind::unsupported, ctx.config().source() + ": attention_bias true is not supported by glm_dsa");
 
     IndexerWeights& x = w.indexer;
     const int64_t idim = cfg_.index_head_dim;

@@ -2,35 +2,15 @@
 // has it (transformers 5 writes it: "dense" / "sparse" per layer), else every layer from
 // `first_k_dense_replace` on. KV per token: the MLA latent (kv_lora_rank) and the rope key
 // (qk_rope_head_dim), plus the indexer's key (index_head_dim), on every layer.
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "glm_dsa_config.hpp"
 #include "glm_dsa_family.hpp"
 #include "stormo/toolkit/config_reader.hpp"
 
 namespace stormo::glm_dsa {
-namespace {
-
-// Counts MoE layers from mlp_layer_types, checking every entry.
-Expected<int> moe_layers_from_types(const ModelConfig& c, int64_t layers) {
-    STORMO_TRY_ASSIGN(auto types, c.strings("mlp_layer_types"));
-    if (static_cast<int64_t>(types.size()) != layers)
-        return fail(ErrorKind::mismatch, c.source() + ": field \"mlp_layer_types\" has " +
-                                             std::to_string(types.size()) + " entries for " +
-                                             std::to_string(layers) + " layers (num_hidden_layers)");
-    int moe = 0;
-    for (size_t i = 0; i < types.size(); ++i) {
-        const std::string& t = (types)[i];
-        if (t == "sparse") ++moe;
-        else if (t != "dense")
-            return fail(ErrorKind::mismatch, c.source() + ": field \"mlp_layer_types\"[" + std::to_string(i) +
-                                                 "] is \"" + t + "\", expected \"dense\" or \"sparse\"");
-    }
-    return moe;
-}
-
-}  // namespace
-
 Expected<ModelSummary> GlmDsaFamily::summarize(const ModelConfig& c) const {
     ModelSummary s;
     toolkit::ConfigReader d(c);
@@ -49,8 +29,7 @@ Expected<ModelSummary> GlmDsaFamily::summarize(const ModelConfig& c) const {
     d.at_least("n_shared_experts", 0);
     d.positive("moe_intermediate_size");
     d.positive("intermediate_size");
-    const bool has_first_dense = d.has("first_k_dense_replace");
-    const int64_t first_dense = d.integer_or("first_k_dense_replace", 0, 0);
+    d.integer_or("first_k_dense_replace", 0, 0);
     d.integer_or("n_group", 1, 1);
     d.integer_or("topk_group", 1, 1);
     d.positive("index_n_heads");
@@ -64,16 +43,11 @@ Expected<ModelSummary> GlmDsaFamily::summarize(const ModelConfig& c) const {
         return fail(ErrorKind::mismatch, c.source() + ": field \"num_experts_per_tok\" (" + std::to_string(top_k) +
                                              ") exceeds n_routed_experts (" + std::to_string(experts) + ")");
 
-    int moe_layers = 0;
-    if (c.has("mlp_layer_types")) {
-        STORMO_TRY_ASSIGN(auto m, moe_layers_from_types(c, layers));
-        moe_layers = m;
-    } else if (has_first_dense) {
-        moe_layers = static_cast<int>(layers > first_dense ? layers - first_dense : 0);
-    } else {
-        return fail(ErrorKind::missing, c.source() + ": neither \"mlp_layer_types\" nor \"first_k_dense_replace\" "
-                                                     "says which layers are MoE");
-    }
+    // Which layers are MoE, by the rule the model loads with.
+    toolkit::ConfigReader layer_kinds(c);
+    const std::vector<bool> moe = config_detail::read_moe_layers(layer_kinds, layers);
+    STORMO_TRY(layer_kinds.status());
+    const int moe_layers = static_cast<int>(std::count(moe.begin(), moe.end(), true));
 
     s.n_layers = static_cast<int>(layers);
     s.n_moe_layers = moe_layers;

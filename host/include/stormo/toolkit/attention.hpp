@@ -67,6 +67,12 @@ Expected<void> build_gqa_attention(const Compute& c, int layer, const StepContex
 
 // Pieces of the block, for families that assemble their own.
 
+// The host's preconditions for one layer's block: a position per row and at least `kv_buffers`
+// KV buffers (internal errors), every position inside the cache (a resource error naming it).
+// `who` names the family in the message.
+Expected<void> check_attention_block(const std::string& who, int layer, const StepContext& ctx, const Rows& normed,
+                                     const KvView& kv, size_t kv_buffers);
+
 // y[r] = W x[r] + b for every row: y holds n rows of weight.rows floats (linear_rows resizes it).
 void linear_into(const Compute& c, const Linear& l, const float* x, size_t n, float* y);
 void linear_rows(const Compute& c, const Linear& l, const float* x, size_t n, std::vector<float>& y);
