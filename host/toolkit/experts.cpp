@@ -20,9 +20,11 @@ std::string expert_tensor_name(const std::string& pattern, int expert) {
     return name;
 }
 
-std::vector<ExpertPartDecl> swiglu_expert_parts(const std::function<std::string(const char* projection)>& pattern,
+std::vector<ExpertPartDecl> swiglu_expert_parts(const LoadContext& ctx,
+                                                const std::function<std::string(const char* projection)>& pattern,
                                                 int64_t hidden, int64_t inter, const std::vector<DType>& dtypes,
-                                                bool fp8, const Fp8Blocks& blocks) {
+                                                const Fp8Blocks& blocks) {
+    const bool fp8 = blocks.enabled() && ctx.has_tensor(expert_tensor_name(fp8_scale_name(pattern(kProjections[0])), 0));
     const Shape shapes[kProjectionCount] = {{inter, hidden}, {inter, hidden}, {hidden, inter}};
     std::vector<ExpertPartDecl> parts;
     for (size_t p = 0; p < kProjectionCount; ++p) {

@@ -7,15 +7,6 @@
 
 namespace stormo::toolkit {
 
-const char* rope_type_name(RopeType t) {
-    switch (t) {
-        case RopeType::standard: return "default";
-        case RopeType::linear: return "linear";
-        case RopeType::yarn: return "yarn";
-    }
-    return "?";
-}
-
 double yarn_correction_dim(double num_rotations, int dim, double base, double max_position) {
     const double two_pi_rotations = num_rotations * 2.0 * std::numbers::pi;
     return (static_cast<double>(dim) * std::log(max_position / two_pi_rotations)) / (2.0 * std::log(base));

@@ -64,11 +64,6 @@ Expected<void> GlmDsaModel::load_globals(LoadContext& ctx) {
     return {};
 }
 
-std::vector<ExpertPartDecl> GlmDsaModel::expert_parts(int l, bool fp8) const {
-    return toolkit::swiglu_expert_parts([l](const char* projection) { return names::expert(l, projection); },
-                                        cfg_.hidden_size, cfg_.moe_intermediate_size, kMatrixDtypes, fp8, fp8_);
-}
-
 Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
     toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
     LayerWeights& w = layers_[static_cast<size_t>(l)];
@@ -136,9 +131,8 @@ Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
     STORMO_TRY_ASSIGN(w.router.weight, load.matrix(names::mlp(l, "gate.weight"), TensorRole::router, cfg_.n_experts, hidden));
     STORMO_TRY_ASSIGN(w.router.correction,
                       load.vector(names::mlp(l, "gate.e_score_correction_bias"), TensorRole::router, cfg_.n_experts));
-    const bool fp8_experts =
-        fp8_.enabled() && ctx.has_tensor(toolkit::expert_tensor_name(toolkit::fp8_scale_name(names::expert(l, "gate_proj")), 0));
-    plan.expert_parts = expert_parts(l, fp8_experts);
+    plan.expert_parts = toolkit::swiglu_expert_parts(ctx, [l](const char* projection) { return names::expert(l, projection); },
+                                                     cfg_.hidden_size, cfg_.moe_intermediate_size, kMatrixDtypes, fp8_);
     return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
 }
 

@@ -76,7 +76,6 @@ private:
     GlmDsaModel(GlmDsaConfig cfg, Compute compute);
     Expected<void> load_globals(LoadContext& ctx);
     Expected<void> load_layer(LoadContext& ctx, int layer);
-    std::vector<ExpertPartDecl> expert_parts(int layer, bool fp8) const;
 
     // context [rows, heads * v] over the kept positions: the absorbed path (what runs) and the
     // expanded one (transformers' order, for the tracer).

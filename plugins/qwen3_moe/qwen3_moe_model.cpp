@@ -55,11 +55,6 @@ Expected<void> Qwen3MoeModel::load_globals(LoadContext& ctx) {
     return {};
 }
 
-std::vector<ExpertPartDecl> Qwen3MoeModel::expert_parts(int l, bool fp8) const {
-    return toolkit::swiglu_expert_parts([l](const char* projection) { return names::expert(l, projection); },
-                                        cfg_.hidden_size, cfg_.moe_intermediate_size, kMatrixDtypes, fp8, fp8_);
-}
-
 Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
     toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
     LayerWeights& w = layers_[static_cast<size_t>(l)];
@@ -88,10 +83,8 @@ Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
     plan.n_experts = static_cast<int>(cfg_.n_experts);
     plan.top_k = static_cast<int>(cfg_.top_k);
     STORMO_TRY_ASSIGN(w.router.weight, load.matrix(names::router(l), TensorRole::router, cfg_.n_experts, hidden));
-    // FP8 experts when the checkpoint has their scales (an FP8 file may keep some layers in BF16).
-    const bool fp8_experts =
-        fp8_.enabled() && ctx.has_tensor(toolkit::expert_tensor_name(toolkit::fp8_scale_name(names::expert(l, "gate_proj")), 0));
-    plan.expert_parts = expert_parts(l, fp8_experts);
+    plan.expert_parts = toolkit::swiglu_expert_parts(ctx, [l](const char* projection) { return names::expert(l, projection); },
+                                                     cfg_.hidden_size, cfg_.moe_intermediate_size, kMatrixDtypes, fp8_);
     return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
 }
 

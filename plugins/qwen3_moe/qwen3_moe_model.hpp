@@ -40,7 +40,6 @@ private:
     Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute);
     Expected<void> load_globals(LoadContext& ctx);
     Expected<void> load_layer(LoadContext& ctx, int layer);
-    std::vector<ExpertPartDecl> expert_parts(int layer, bool fp8) const;
 
     Qwen3MoeConfig cfg_;
     std::vector<LayerWeights> layers_;

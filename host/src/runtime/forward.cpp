@@ -279,14 +279,14 @@ Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, cons
         }
         if (settings_.async_compute) {
             for (size_t i = 0; i < count; ++i) {
-                STORMO_TRY_ASSIGN(auto ready, (batch)->next());
-                STORMO_TRY(run_expert((batch)->view(ready), group[ready]));
+                STORMO_TRY_ASSIGN(auto ready, batch->next());
+                STORMO_TRY(run_expert(batch->view(ready), group[ready]));
             }
         } else {
             for (size_t i = 0; i < count; ++i)
-                STORMO_TRY((batch)->next());
+                STORMO_TRY(batch->next());
             for (size_t i = 0; i < count; ++i)
-                STORMO_TRY(run_expert((batch)->view(i), group[i]));
+                STORMO_TRY(run_expert(batch->view(i), group[i]));
         }
     }
     return {};

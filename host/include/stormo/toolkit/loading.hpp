@@ -54,9 +54,6 @@ public:
         if (fp8_.enabled()) matrix_dtypes_.push_back(DType::F8_E4M3);
     }
 
-    LoadContext& context() const { return ctx_; }
-    bool has(const std::string& name) const { return ctx_.has_tensor(name); }
-
     // An nn.Linear-shaped matrix [rows (outputs), cols (inputs)]; an FP8 one brings its scales,
     // whose grid must be exactly the block grid of its shape (a missing or misshapen
     // weight_scale_inv fails naming it).

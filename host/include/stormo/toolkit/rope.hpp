@@ -17,7 +17,6 @@
 namespace stormo::toolkit {
 
 enum class RopeType { standard, linear, yarn };  // transformers' "default", "linear", "yarn"
-const char* rope_type_name(RopeType t);
 
 struct RopeParams {
     RopeType type = RopeType::standard;
