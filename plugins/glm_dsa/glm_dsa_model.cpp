@@ -13,8 +13,6 @@ namespace {
 // F32 (transformers keeps it in float32).
 const std::vector<DType> kMatrixDtypes = {DType::BF16, DType::F32, DType::F16};
 const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
-// RMSNorms inside the attention (q_a_layernorm, kv_a_layernorm) use GlmMoeDsaRMSNorm's default eps,
-// not rms_norm_eps; the indexer's LayerNorm uses 1e-6 too.
 
 size_t element_bytes(WeightFormat f) { return f == WeightFormat::F32 ? 4 : 2; }
 
