@@ -7,7 +7,7 @@ packages=(
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
   libyaml-cpp-dev librange-v3-dev libexpected-dev
   libgtest-dev libgmock-dev
-  libsimdjson-dev libsimde-dev libssl-dev
+  libsimdjson-dev libsimde-dev libssl-dev libonig-dev libutf8proc-dev
 )
 missing=()
 for p in "${packages[@]}"; do

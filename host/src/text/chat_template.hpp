@@ -1,0 +1,45 @@
+#pragma once
+// A model directory's own chat template (chat_template.jinja, or tokenizer_config.json's
+// chat_template), rendered as transformers renders it, so a new model's prompt format needs no
+// code. The Jinja subset the hub's templates use is implemented; a template using anything else
+// fails at load, naming the construct and its line.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "stormo/error.hpp"
+#include "text/chat_value.hpp"
+
+namespace stormo::text {
+
+class ChatTemplate {
+public:
+    // `dir` holds chat_template.jinja or tokenizer_config.json with a chat_template (a string, or
+    // the list of named templates, "default" chosen). bos_token and eos_token (strings or
+    // {"content": ...} objects) come from tokenizer_config.json when present.
+    static Expected<ChatTemplate> load(const std::filesystem::path& dir);
+    // From template text (tests, GGUF metadata later); `source` names it in errors.
+    static Expected<ChatTemplate> parse(const std::string& text, const std::string& source);
+    ChatTemplate(ChatTemplate&&) noexcept;
+    ChatTemplate& operator=(ChatTemplate&&) noexcept;
+    ~ChatTemplate();
+
+    // messages: a list of {"role", "content", ...} objects. options: an object whose members become
+    // the template's variables (add_generation_prompt, tools, reasoning_effort, enable_thinking,
+    // builtin_tools, model_identity, ...); "strftime_now", when given, is the text strftime_now()
+    // returns, else the local date in the format asked. Jinja's semantics as transformers sets
+    // them (trim_blocks, lstrip_blocks, loopcontrols; an undefined variable prints as nothing, a
+    // member of one is an error); raise_exception() or a type error becomes an error naming the line.
+    Expected<std::string> render(const Value& messages, const Value& options) const;
+
+    const std::string& bos_token() const;
+    const std::string& eos_token() const;
+    const std::string& source() const;
+
+private:
+    struct Impl;
+    explicit ChatTemplate(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stormo::text

@@ -1,0 +1,67 @@
+#pragma once
+// The values chat templates work on: JSON-shaped (null, bool, integer, float, string, list,
+// object), with objects keeping their keys in insertion order as Python dicts do, since templates
+// print them (tools' JSON schemas through tojson) in that order.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "stormo/error.hpp"
+
+namespace stormo::text {
+
+class Value;
+using ValueList = std::vector<Value>;
+using ValueObject = std::vector<std::pair<std::string, Value>>;  // insertion order
+
+class Value {
+public:
+    Value() = default;  // null (Python None)
+    Value(bool b);
+    Value(int64_t i);
+    Value(int i) : Value(static_cast<int64_t>(i)) {}
+    Value(double d);
+    Value(std::string s);
+    Value(const char* s) : Value(std::string(s)) {}
+    static Value list(ValueList items = {});
+    static Value object(ValueObject members = {});
+
+    bool is_null() const;
+    bool is_bool() const;
+    bool is_int() const;
+    bool is_float() const;
+    bool is_string() const;
+    bool is_list() const;
+    bool is_object() const;
+
+    bool as_bool() const;  // only for a bool
+    int64_t as_int() const;
+    double as_double() const;  // ints and floats
+    const std::string& as_string() const;
+    const ValueList& as_list() const;
+    ValueList& as_list();
+    const ValueObject& as_object() const;
+    ValueObject& as_object();
+
+    // Object member lookup; nullptr when absent or not an object.
+    const Value* find(std::string_view key) const;
+    // Sets (or replaces, keeping its place) an object member.
+    void set(std::string key, Value v);
+
+private:
+    std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<ValueList>,
+                 std::shared_ptr<ValueObject>>
+        v_;
+};
+
+// JSON text to a Value (simdjson, keys in file order); errors name `source`.
+Expected<Value> parse_json_value(std::string_view text, const std::string& source);
+// Python's json.dumps(v, ensure_ascii=False) with its default separators (", " and ": "), as the
+// templates' tojson prints; indent > 0 gives the indented form.
+std::string to_json(const Value& v, int indent = 0);
+
+}  // namespace stormo::text
