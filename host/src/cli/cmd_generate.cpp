@@ -34,7 +34,7 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
     json.begin_object()
         .field("prompt_tokens", request.prompt.size())
         .field("generated_tokens", result.tokens.size())
-        .field("stop_reason", result.reason == StopReason::stop ? "stop" : "max_tokens")
+        .field("stop_reason", stop_reason_name(result.reason))
         .field("prefill_seconds", result.prefill_seconds)
         .field("decode_seconds", result.decode_seconds)
         .field("prefill_tokens_per_s", prefill_tps)
@@ -75,18 +75,12 @@ int run_generate(int argc, char** argv) {
     add_token_input(d, g.ids);
     d.add_options()
         ("max-tokens", po::value<int64_t>(&g.max_tokens)->value_name("N"), "tokens to generate at most (default 128)")
-        ("temperature", po::value<float>(&g.sampling.temperature)->value_name("T"), "0 (default) is greedy")
-        ("top-k", po::value<int>(&g.sampling.top_k)->value_name("K"), "keep the K most likely tokens (0: off)")
-        ("top-p", po::value<float>(&g.sampling.top_p)->value_name("P"), "nucleus sampling (1: off)")
-        ("min-p", po::value<float>(&g.sampling.min_p)->value_name("P"), "drop tokens below P x the top probability (0: off)")
-        ("repeat-penalty", po::value<float>(&g.sampling.repetition_penalty)->value_name("R"), "repetition penalty (1: off)")
-        ("repeat-last-n", po::value<int>(&g.sampling.repetition_window)->value_name("N"), "tokens the penalty looks back at (64)")
-        ("seed", po::value<uint64_t>(&g.sampling.seed)->value_name("S"), "random seed for sampling (0)")
         ("ignore-eos", po::bool_switch(&g.ignore_eos), "do not stop at the model's stop ids")
         ("stats", po::value<std::string>()->value_name("FILE")->notifier([&g](const std::string& v) { g.stats = v; }),
          "write timing, expert-store and memory figures as JSON")
         ("route-trace", po::value<std::string>()->value_name("FILE")->notifier([&g](const std::string& v) { g.route_trace = v; }),
          "append each layer's chosen experts per step to FILE (for `stormo cache-sim`)");
+    add_sampling_options(d, g.sampling);
     add_dump_options(d, g.dump, "the position --dump records (default: the prompt's last; a later one is a generated token's)");
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "generate", "--model DIR (--ids LIST | --ids-file FILE) [options]",

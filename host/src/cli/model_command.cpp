@@ -40,7 +40,7 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text, const std::str
 
 }  // namespace
 
-Expected<LoadedEngine> open_engine(const CommonOptions& options) {
+Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
     EngineOptions eo;
@@ -56,6 +56,7 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options) {
     eo.pipeline.async_compute = config.async_compute;
     eo.context = static_cast<size_t>(config.context);
     eo.activations = config.activations;
+    eo.rewind_slack = rewind_slack;
     STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));
     if (options.verbose) {
         Engine& e = *engine;
@@ -68,6 +69,17 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options) {
         std::cerr << "\n";
     }
     return LoadedEngine{std::move(config), std::move(engine)};
+}
+
+void add_sampling_options(po::options_description& d, SamplingParams& out) {
+    d.add_options()
+        ("temperature", po::value<float>(&out.temperature)->value_name("T"), "0 (default) is greedy")
+        ("top-k", po::value<int>(&out.top_k)->value_name("K"), "keep the K most likely tokens (0: off)")
+        ("top-p", po::value<float>(&out.top_p)->value_name("P"), "nucleus sampling (1: off)")
+        ("min-p", po::value<float>(&out.min_p)->value_name("P"), "drop tokens below P x the top probability (0: off)")
+        ("repeat-penalty", po::value<float>(&out.repetition_penalty)->value_name("R"), "repetition penalty (1: off)")
+        ("repeat-last-n", po::value<int>(&out.repetition_window)->value_name("N"), "tokens the penalty looks back at (64)")
+        ("seed", po::value<uint64_t>(&out.seed)->value_name("S"), "random seed for sampling (0)");
 }
 
 void add_token_input(po::options_description& d, TokenInput& out) {

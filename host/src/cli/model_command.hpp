@@ -10,6 +10,7 @@
 #include "cli/options.hpp"
 #include "runtime/dump_tracer.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/sampler.hpp"
 
 namespace stormo::cli {
 
@@ -19,7 +20,11 @@ struct LoadedEngine {
 };
 
 // Resolves the engine configuration and opens the model with its family and kernels chosen.
-Expected<LoadedEngine> open_engine(const CommonOptions& options);
+// rewind_slack: see Session (a chat's sessions rewind past their last answer every turn).
+Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack = 0);
+
+// --temperature --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed
+void add_sampling_options(po::options_description& d, SamplingParams& out);
 
 // --ids LIST (comma-separated) or --ids-file FILE (whitespace or commas); exactly one.
 struct TokenInput {

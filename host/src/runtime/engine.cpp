@@ -19,6 +19,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     STORMO_TRY(open_model_setup(options.setup, engine->setup_));
     engine->table_ = build_kernel_table(engine->setup_.kernels);
     engine->int8_activations_ = options.activations == ActivationRoad::int8;
+    engine->rewind_slack_ = options.rewind_slack;
 
     engine->pool_ = std::make_unique<WorkerPool>(options.threads > 0 ? options.threads : physical_core_count());
 
@@ -47,7 +48,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     uint64_t kv_bytes = 0;
     for (int l = 0; l < model_->n_layers(); ++l)
         for (const auto& kv : model_->layer_plan(l).kv)
-            kv_bytes += Session::rows_for(kv, options.context, Session::kDefaultMaxBlock) * kv.floats_per_position * sizeof(float);
+            kv_bytes += Session::rows_for(kv, options.context, Session::kDefaultMaxBlock, options.rewind_slack) * kv.floats_per_position * sizeof(float);
     const AvailableMemory available = available_memory();
     budget_ = plan_expert_budget(options.expert_budget, total, kv_bytes, available);
     STORMO_TRY(check_budget_fits(options.expert_budget, budget_, total, available, options.expert_budget_origin));
@@ -90,7 +91,7 @@ Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity, size_t m
                                                  " positions exceeds the model's max_position_embeddings (" +
                                                  std::to_string(max_positions) + ")");
     }
-    return std::make_unique<Session>(*model_, capacity, max_block);
+    return std::make_unique<Session>(*model_, capacity, max_block, rewind_slack_);
 }
 
 }  // namespace stormo

@@ -31,6 +31,7 @@ struct EngineOptions {
     size_t io_threads = 4;
     PipelineSettings pipeline;
     size_t context = 4096;         // the KV context the budget leaves room for
+    size_t rewind_slack = 0;       // positions sessions may rewind without a replay (Session)
     ActivationRoad activations = ActivationRoad::f32;  // int8: the integer road (Compute::int8_activations)
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).
     std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
@@ -57,7 +58,7 @@ public:
     const ExpertBudget& expert_budget() const { return budget_; }
 
     // A session whose KV cache holds `capacity` positions; more than the model's
-    // max_position_embeddings is an error.
+    // max_position_embeddings is an error. Its rings keep the engine's rewind slack.
     Expected<std::unique_ptr<Session>> new_session(size_t capacity, size_t max_block = Session::kDefaultMaxBlock) const;
 
 private:
@@ -71,6 +72,7 @@ private:
     LibraryBound<Model> model_;  // keeps the family's library loaded while the model lives
     std::unique_ptr<Pipeline> pipeline_;
     uint64_t dense_bytes_ = 0;
+    size_t rewind_slack_ = 0;
     ExpertBudget budget_;
 };
 

@@ -60,6 +60,7 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
             return tl::unexpected(ran.error());
         }
         session.advance(tokens.subspan(begin, n));
+        if (options.on_block) options.on_block(begin + n, tokens.size());
         // x holds the final-normed rows; the head runs only where logits are wanted.
         const bool last_block = begin + n == tokens.size();
         if (options.all_logits || last_block) {

@@ -5,6 +5,7 @@
 // one. Every row is computed by the same code in the same order either way, so batched and
 // token-by-token give identical bits.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct ForwardOptions {
     std::vector<float>* hidden_out = nullptr;  // if set: [n_layers + 1, T, hidden], as transformers
     Tracer* tracer = nullptr;
     size_t max_block = 256;                 // positions per block (bounds activation memory)
+    // After each block: positions of this call done so far, and their total (a progress line).
+    std::function<void(size_t done, size_t total)> on_block;
 };
 
 struct ForwardTimes {

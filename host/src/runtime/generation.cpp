@@ -16,31 +16,55 @@ Expected<std::vector<int32_t>> eos_of(const ModelConfig& config) {
 
 }  // namespace
 
+const char* stop_reason_name(StopReason reason) {
+    switch (reason) {
+        case StopReason::stop: return "stop";
+        case StopReason::max_tokens: return "max_tokens";
+        case StopReason::cancelled: return "cancelled";
+    }
+    return "unknown";
+}
+
 Expected<std::vector<int32_t>> stop_ids_of(const ModelSource& source) {
     if (const auto& gen = source.generation_config(); gen && gen->has("eos_token_id")) return eos_of(*gen);
     return eos_of(source.config());
+}
+
+size_t reusable_prefix(std::span<const int32_t> held, std::span<const int32_t> prompt) {
+    const size_t limit = std::min(held.size(), prompt.empty() ? 0 : prompt.size() - 1);
+    size_t n = 0;
+    while (n < limit && held[n] == prompt[n]) ++n;
+    return n;
 }
 
 Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const GenerationRequest& request,
                                     const std::function<void(int32_t)>& on_token) {
     if (request.prompt.empty()) return fail(ErrorKind::invalid_argument, "the prompt is empty");
     STORMO_TRY(validate(request.sampling));
-    const size_t start = session.position();
+    const size_t start = request.whole_context ? reusable_prefix(session.tokens(), request.prompt) : session.position();
+    const std::span<const int32_t> fresh = std::span<const int32_t>(request.prompt).subspan(request.whole_context ? start : 0);
     // Checked before anything runs: a request never silently stops short of max_tokens.
-    const size_t needed = request.prompt.size() + request.max_tokens;
-    if (needed > session.remaining())
-        return fail(ErrorKind::resource, "prompt of " + std::to_string(request.prompt.size()) + " tokens + " +
-                                             std::to_string(request.max_tokens) + " new tokens exceed the context of " +
-                                             std::to_string(session.capacity()) + " (" +
-                                             std::to_string(session.position()) + " already used)");
+    const size_t needed = fresh.size() + request.max_tokens;
+    if (needed > session.capacity() - start)
+        return fail(ErrorKind::resource, "prompt of " + std::to_string(request.whole_context ? request.prompt.size() : fresh.size()) +
+                                             " tokens + " + std::to_string(request.max_tokens) +
+                                             " new tokens exceed the context of " + std::to_string(session.capacity()) +
+                                             (request.whole_context ? std::string()
+                                                                    : " (" + std::to_string(start) + " already used)"));
     GenerationResult result;
+    if (request.whole_context) {
+        session.rewind(start);
+        result.reused_positions = start;
+    }
     std::vector<int32_t> history(request.prompt);
     Sampler sampler(request.sampling);
     ForwardOptions options;
     options.tracer = request.tracer;
 
     auto t0 = Clock::now();
-    auto logits = pipeline.forward(session, request.prompt, options);
+    ForwardOptions prefill = options;
+    prefill.on_block = request.on_prefill_block;
+    auto logits = pipeline.forward(session, fresh, prefill);
     result.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!logits) return tl::unexpected(logits.error());
     t0 = Clock::now();
@@ -51,6 +75,10 @@ Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const 
         if (on_token) on_token(token);
         if (std::find(request.stop_ids.begin(), request.stop_ids.end(), token) != request.stop_ids.end()) {
             result.reason = StopReason::stop;
+            break;
+        }
+        if (request.cancel && request.cancel->load(std::memory_order_relaxed)) {
+            result.reason = StopReason::cancelled;
             break;
         }
         if (result.tokens.size() == request.max_tokens) break;

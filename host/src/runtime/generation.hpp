@@ -1,6 +1,7 @@
 #pragma once
 // Generation over a session: batched prefill of the prompt, then one-token decode steps, each
 // token sampled and emitted, until a stop id or the token limit.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -17,13 +18,24 @@ struct GenerationRequest {
     SamplingParams sampling;
     std::vector<int32_t> stop_ids;
     Tracer* tracer = nullptr;  // intermediates of every step (prefill and decode), for --dump
+    // false: the prompt continues the session from its position. true: the prompt is the whole
+    // context; the session keeps the KV of the longest prefix it shares with what it holds and
+    // computes only the rest (a chat's next turn, a server's next request).
+    bool whole_context = false;
+    // Set from another thread (a signal handler's flag, a client gone): generation stops after the
+    // token in flight, with StopReason::cancelled.
+    const std::atomic<bool>* cancel = nullptr;
+    // The prompt's progress, block by block (positions done, positions to compute).
+    std::function<void(size_t done, size_t total)> on_prefill_block;
 };
 
-enum class StopReason { stop, max_tokens };
+enum class StopReason { stop, max_tokens, cancelled };
+const char* stop_reason_name(StopReason reason);  // "stop", "max_tokens", "cancelled"
 
 struct GenerationResult {
     std::vector<int32_t> tokens;  // generated, a stop id included when generation ended on it
     StopReason reason = StopReason::max_tokens;
+    size_t reused_positions = 0;  // prompt positions whose KV the session already held
     double prefill_seconds = 0.0;
     double decode_seconds = 0.0;
 };
@@ -32,7 +44,12 @@ struct GenerationResult {
 // config.json's (an integer or a list in either).
 Expected<std::vector<int32_t>> stop_ids_of(const ModelSource& source);
 
-// On error the session is rewound to where the request started.
+// The positions of `prompt` a session holding `held` can keep: their longest common prefix, short
+// of the whole prompt (the last prompt position is always computed: its logits pick the first token).
+size_t reusable_prefix(std::span<const int32_t> held, std::span<const int32_t> prompt);
+
+// Everything is checked before the session changes; on a later error the session is rewound to
+// where the request started (for a whole-context request: to the prefix it kept).
 Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const GenerationRequest& request,
                                     const std::function<void(int32_t)>& on_token = {});
 

@@ -4,18 +4,18 @@
 
 namespace stormo {
 
-size_t Session::rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_block) {
+size_t Session::rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_block, size_t rewind_slack) {
     if (decl.window == 0) return capacity;
-    return std::max<size_t>(1, std::min(capacity, decl.window + max_block - 1));
+    return std::max<size_t>(1, std::min(capacity, decl.window + max_block - 1 + rewind_slack));
 }
 
-Session::Session(const Model& model, size_t capacity, size_t max_block)
+Session::Session(const Model& model, size_t capacity, size_t max_block, size_t rewind_slack)
     : capacity_(capacity), max_block_(std::max<size_t>(1, max_block)) {
     buffers_.resize(static_cast<size_t>(model.n_layers()));
     rows_.resize(static_cast<size_t>(model.n_layers()));
     for (int l = 0; l < model.n_layers(); ++l)
         for (const auto& decl : model.layer_plan(l).kv) {
-            const size_t rows = rows_for(decl, capacity, max_block_);
+            const size_t rows = rows_for(decl, capacity, max_block_, rewind_slack);
             rows_[static_cast<size_t>(l)].push_back(rows);
             buffers_[static_cast<size_t>(l)].emplace_back(std::max<size_t>(1, rows * decl.floats_per_position * sizeof(float)));
             if (decl.window > 0) rings_.push_back(Ring{rows, decl.window});

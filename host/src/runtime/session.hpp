@@ -14,7 +14,9 @@ namespace stormo {
 class Session {
 public:
     // max_block: the most positions one forward step consumes (it sizes sliding-window rings).
-    Session(const Model& model, size_t capacity, size_t max_block = kDefaultMaxBlock);
+    // rewind_slack: how many more positions a rewind may go back without a replay (a chat that
+    // rewinds past its last answer every turn keeps its sliding windows with an answer's worth).
+    Session(const Model& model, size_t capacity, size_t max_block = kDefaultMaxBlock, size_t rewind_slack = 0);
     static constexpr size_t kDefaultMaxBlock = 256;
 
     size_t position() const { return position_; }
@@ -24,7 +26,7 @@ public:
     // The token ids of positions [0, position()).
     std::span<const int32_t> tokens() const { return tokens_; }
     // Rows a buffer needs: the capacity, or a window's ring.
-    static size_t rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_block);
+    static size_t rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_block, size_t rewind_slack = 0);
     KvView kv(int layer);
 
     // The forward pass calls this before it writes KV rows for positions below `end` (even if the

@@ -106,9 +106,12 @@ Expected<void> write_all(int fd, const void* src, size_t size, const std::string
     return {};
 }
 
-Expected<std::string> read_file(const std::string& path) {
+Expected<std::string> read_file(const std::string& path, uint64_t max_bytes) {
     STORMO_TRY_ASSIGN(auto file, FileDescriptor::open_read(path));
     STORMO_TRY_ASSIGN(auto size, file.size(path));
+    if (size > max_bytes)
+        return fail(ErrorKind::resource, path + ": " + std::to_string(size) + " bytes, more than the " +
+                                             std::to_string(max_bytes) + " bytes stormo reads from such a file");
     std::string content(size, '\0');
     STORMO_TRY(pread_exact(file.get(), content.data(), size, 0, path));
     return content;

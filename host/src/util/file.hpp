@@ -47,8 +47,10 @@ STORMO_API Expected<void> pread_exact(int fd, void* dst, uint64_t size, uint64_t
 // Writes all bytes, looping over short writes and EINTR.
 STORMO_API Expected<void> write_all(int fd, const void* src, size_t size, const std::string& what);
 
-// Reads a whole (small) file into memory.
-STORMO_API Expected<std::string> read_file(const std::string& path);
+// Reads a whole (small) regular file into memory; a file larger than max_bytes is refused with an
+// error that names the cap (a stray /dev/zero or a huge file must not grow memory without bound).
+inline constexpr uint64_t kDefaultReadCap = uint64_t{256} << 20;
+STORMO_API Expected<std::string> read_file(const std::string& path, uint64_t max_bytes = kDefaultReadCap);
 
 // Writes a whole file, replacing any previous content.
 STORMO_API Expected<void> write_file(const std::string& path, std::string_view content);
