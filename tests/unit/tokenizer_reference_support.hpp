@@ -22,7 +22,10 @@ inline std::string json_text(simdjson::dom::element e) { return std::string(e.ge
 
 inline std::string ids_to_string(const std::vector<int32_t>& ids) {
     std::string s;
-    for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(ids[i]);
+    }
     return s;
 }
 

@@ -1,6 +1,6 @@
 #include "text/bpe.hpp"
 
-#include <queue>
+#include <algorithm>
 
 #include "text/utf8.hpp"
 
@@ -17,16 +17,15 @@ constexpr size_t kCachedWordMax = 256;       // longer words are rare and not wo
 Expected<Bpe> Bpe::build(BpeConfig config, const std::string& where) {
     Bpe bpe;
     bpe.id_to_token_ = std::move(config.id_to_token);
-    bpe.token_to_id_.reserve(bpe.id_to_token_.size());
+    bpe.token_to_id_ = TokenIndex(bpe.id_to_token_);
     bpe.small_char_id_.assign(kSmallCharLimit, -1);
     for (size_t id = 0; id < bpe.id_to_token_.size(); ++id) {
         const std::string& t = bpe.id_to_token_[id];
         if (t.empty()) continue;
-        bpe.token_to_id_.emplace(t, static_cast<int32_t>(id));
         const utf8::Step st = utf8::read(t, 0);
         if (st.valid && st.length == t.size() && st.cp < kSmallCharLimit) bpe.small_char_id_[st.cp] = static_cast<int32_t>(id);
     }
-    bpe.merges_.reserve(config.merges.size());
+    bpe.merges_ = MergeTable(config.merges.size());
     std::string joined;
     for (size_t rank = 0; rank < config.merges.size(); ++rank) {
         const auto& [a, b] = config.merges[rank];
@@ -34,11 +33,12 @@ Expected<Bpe> Bpe::build(BpeConfig config, const std::string& where) {
         const auto idb = bpe.id(b);
         joined.assign(a).append(b);
         const auto idj = bpe.id(joined);
-        const std::string* missing = !ida ? &a : !idb ? &b : !idj ? &joined : nullptr;
-        if (missing)
-            return fail(ErrorKind::format, where + ".merges[" + std::to_string(rank) + "]: token '" + *missing + "' is not in model.vocab");
+        if (!ida || !idb || !idj) {
+            const std::string missing(!ida ? a : !idb ? b : std::string_view(joined));
+            return fail(ErrorKind::format, where + ".merges[" + std::to_string(rank) + "]: token '" + missing + "' is not in model.vocab");
+        }
         // A pair listed twice takes its last rank: the reference collects merges into a map in order.
-        bpe.merges_.insert_or_assign(pair_key(*ida, *idb), Merge{static_cast<int32_t>(rank), *idj});
+        bpe.merges_.insert_or_assign(*ida, *idb, MergeTable::Merge{static_cast<int32_t>(rank), *idj});
     }
     if (config.unk_token) {
         bpe.unk_id_ = bpe.id(*config.unk_token);
@@ -50,9 +50,7 @@ Expected<Bpe> Bpe::build(BpeConfig config, const std::string& where) {
 }
 
 std::optional<int32_t> Bpe::id(std::string_view token) const {
-    const auto it = token_to_id_.find(token);
-    if (it == token_to_id_.end()) return std::nullopt;
-    return it->second;
+    return token_to_id_.find(token);
 }
 
 std::string_view Bpe::token(int32_t id) const {
@@ -91,9 +89,11 @@ void Bpe::initial_symbols(std::string_view word, std::vector<int32_t>& ids, std:
     if (pending_unk) ids.push_back(pending_unk->first), lens.push_back(pending_unk->second);
 }
 
-void Bpe::merge(std::string_view word, std::vector<int32_t>& out) const {
-    std::vector<int32_t> ids;
-    std::vector<uint32_t> lens;
+void Bpe::merge(std::string_view word, BpeCache& scratch, std::vector<int32_t>& out) const {
+    auto& ids = scratch.ids;
+    auto& lens = scratch.lens;
+    ids.clear();
+    lens.clear();
     initial_symbols(word, ids, lens);
     const size_t n = ids.size();
     if (n < 2) {
@@ -101,33 +101,38 @@ void Bpe::merge(std::string_view word, std::vector<int32_t>& out) const {
         return;
     }
     // A doubly linked list over the symbols; merged-away symbols get length 0.
-    std::vector<int32_t> prev(n), next(n);
+    auto& prev = scratch.prev;
+    auto& next = scratch.next;
+    prev.resize(n);
+    next.resize(n);
     for (size_t i = 0; i < n; ++i) {
         prev[i] = static_cast<int32_t>(i) - 1;
         next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
     }
-    struct Candidate {
-        int32_t rank, pos, new_id;
-        // std::priority_queue is a max-heap: invert so the lowest rank, then leftmost, comes first.
-        bool operator<(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-    };
-    std::priority_queue<Candidate> queue;
+    // A min-heap on (rank, position): the lowest rank first, the leftmost among equal ranks.
+    using Candidate = BpeCache::Candidate;
+    auto& heap = scratch.heap;
+    heap.clear();
+    const auto later = [](const Candidate& x, const Candidate& y) { return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos; };
     const auto offer = [&](int32_t pos) {
         const int32_t right = next[static_cast<size_t>(pos)];
         if (right < 0) return;
-        const auto it = merges_.find(pair_key(ids[static_cast<size_t>(pos)], ids[static_cast<size_t>(right)]));
-        if (it != merges_.end()) queue.push({it->second.rank, pos, it->second.new_id});
+        if (const auto* m = merges_.find(ids[static_cast<size_t>(pos)], ids[static_cast<size_t>(right)])) {
+            heap.push_back({m->rank, pos, m->new_id});
+            std::push_heap(heap.begin(), heap.end(), later);
+        }
     };
     for (size_t i = 0; i + 1 < n; ++i) offer(static_cast<int32_t>(i));
-    while (!queue.empty()) {
-        const Candidate top = queue.top();
-        queue.pop();
+    while (!heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), later);
+        const Candidate top = heap.back();
+        heap.pop_back();
         const auto p = static_cast<size_t>(top.pos);
         if (lens[p] == 0 || next[p] < 0) continue;  // merged away, or nothing to its right now
         const auto r = static_cast<size_t>(next[p]);
         // The pair at this position may have changed since the candidate was queued.
-        const auto it = merges_.find(pair_key(ids[p], ids[r]));
-        if (it == merges_.end() || it->second.new_id != top.new_id) continue;
+        const auto* m = merges_.find(ids[p], ids[r]);
+        if (!m || m->new_id != top.new_id) continue;
         ids[p] = top.new_id;
         lens[p] += lens[r];
         lens[r] = 0;
@@ -140,12 +145,8 @@ void Bpe::merge(std::string_view word, std::vector<int32_t>& out) const {
 }
 
 void Bpe::encode_word(std::string_view word, BpeCache& cache, std::vector<int32_t>& out) const {
-    if (ignore_merges_) {
-        if (const auto whole = id(word)) {
-            out.push_back(*whole);
-            return;
-        }
-    }
+    // The cache holds whole results (ignore_merges ones too), so it is asked first: it is small
+    // and hot, unlike the vocabulary.
     const bool cacheable = word.size() <= kCachedWordMax;
     if (cacheable) {
         if (const auto it = cache.words.find(word); it != cache.words.end()) {
@@ -154,7 +155,11 @@ void Bpe::encode_word(std::string_view word, BpeCache& cache, std::vector<int32_
         }
     }
     const size_t start = out.size();
-    merge(word, out);
+    const auto whole = ignore_merges_ ? id(word) : std::nullopt;
+    if (whole)
+        out.push_back(*whole);
+    else
+        merge(word, cache, out);
     if (!cacheable) return;
     if (cache.words.size() >= kCacheLimit) cache.words.clear();
     cache.words.emplace(std::string(word), std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()));

@@ -10,19 +10,22 @@
 #include <vector>
 
 #include "stormo/error.hpp"
+#include "text/flat_tables.hpp"
 
 namespace stormo::text {
 
 struct BpeConfig {
     std::vector<std::string> id_to_token;  // the vocabulary by id (gaps are empty strings)
-    std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+    // In rank order; the views point into the caller's parsed file, alive while build() runs.
+    std::vector<std::pair<std::string_view, std::string_view>> merges;
     std::optional<std::string> unk_token;
     bool fuse_unk = false;
     bool ignore_merges = false;
 };
 
-// Memoised encodings of the words seen during one encode call (BPE dominates the time; natural
-// text repeats its words). Owned by the caller so the model itself stays immutable.
+// Per-call state of encoding (owned by the caller so the model itself stays immutable): the
+// memoised encodings of the words seen (BPE dominates the time; natural text repeats its words)
+// and the merge loop's buffers, reused from word to word instead of allocated each time.
 struct BpeCache {
     // Transparent hashing: a word is looked up by view, without building a string.
     struct Hash {
@@ -30,10 +33,23 @@ struct BpeCache {
         size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
     };
     std::unordered_map<std::string, std::vector<int32_t>, Hash, std::equal_to<>> words;
+
+    struct Candidate {
+        int32_t rank, pos, new_id;
+    };
+    std::vector<int32_t> ids, prev, next;
+    std::vector<uint32_t> lens;
+    std::vector<Candidate> heap;
 };
 
 class Bpe {
 public:
+    Bpe() = default;
+    Bpe(Bpe&&) noexcept = default;
+    Bpe& operator=(Bpe&&) noexcept = default;
+    Bpe(const Bpe&) = delete;
+    Bpe& operator=(const Bpe&) = delete;
+
     // `where` prefixes errors (file and field). A merge naming a token the vocabulary lacks is an error.
     static Expected<Bpe> build(BpeConfig config, const std::string& where);
 
@@ -46,20 +62,13 @@ public:
     size_t size() const { return id_to_token_.size(); }
 
 private:
-    struct Merge {
-        int32_t rank;
-        int32_t new_id;
-    };
-    static uint64_t pair_key(int32_t a, int32_t b) {
-        return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-    }
     // The word's characters as ids, unknown ones as unk (fused if asked) or dropped without unk.
     void initial_symbols(std::string_view word, std::vector<int32_t>& ids, std::vector<uint32_t>& lens) const;
-    void merge(std::string_view word, std::vector<int32_t>& out) const;
+    void merge(std::string_view word, BpeCache& scratch, std::vector<int32_t>& out) const;
 
     std::vector<std::string> id_to_token_;
-    std::unordered_map<std::string_view, int32_t> token_to_id_;  // views into id_to_token_
-    std::unordered_map<uint64_t, Merge> merges_;
+    TokenIndex token_to_id_;  // refers to id_to_token_'s buffer: Bpe is moved, never copied
+    MergeTable merges_;
     std::vector<int32_t> small_char_id_;  // ids of one-character tokens below U+0800 (-1: none)
     std::optional<int32_t> unk_id_;
     bool fuse_unk_ = false;

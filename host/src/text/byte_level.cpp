@@ -32,7 +32,17 @@ ByteLevelAlphabet::ByteLevelAlphabet() {
 }
 
 void ByteLevelAlphabet::encode(std::string_view bytes, std::string& out) const {
-    for (const char c : bytes) out.append(utf8(static_cast<uint8_t>(c)));
+    // Each byte becomes one or two bytes of UTF-8; written through a pointer because appending
+    // a string_view per byte costs a memcpy call each.
+    const size_t start = out.size();
+    out.resize(start + 2 * bytes.size());
+    char* p = out.data() + start;
+    for (const char c : bytes) {
+        const auto b = static_cast<uint8_t>(c);
+        *p++ = encoded_[b][0];
+        if (encoded_len_[b] == 2) *p++ = encoded_[b][1];
+    }
+    out.resize(static_cast<size_t>(p - out.data()));
 }
 
 std::optional<std::string> ByteLevelAlphabet::decode(std::string_view token) const {

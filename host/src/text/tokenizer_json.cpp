@@ -227,28 +227,28 @@ Expected<std::vector<AddedToken>> read_added_tokens(const Reader& r, dom::elemen
     return tokens;
 }
 
-// Merges come as "a b" strings (older files) or ["a", "b"] pairs (newer ones).
-Expected<std::vector<std::pair<std::string, std::string>>> read_merges(const Reader& r, dom::element e, const std::string& path) {
+// Merges come as "a b" strings (older files) or ["a", "b"] pairs (newer ones). The views point
+// into the parsed document.
+Expected<std::vector<std::pair<std::string_view, std::string_view>>> read_merges(const Reader& r, dom::element e,
+                                                                                  const std::string& path) {
     STORMO_TRY_ASSIGN(auto list, r.array(e, path));
-    std::vector<std::pair<std::string, std::string>> merges;
+    std::vector<std::pair<std::string_view, std::string_view>> merges;
     merges.reserve(list.size());
     size_t i = 0;
     for (dom::element item : list) {
-        const std::string where = path + "[" + std::to_string(i++) + "]";
-        std::string_view s;
+        std::string_view s, a, b;
         dom::array pair;
         if (item.get(s) == simdjson::SUCCESS) {
             const size_t space = s.find(' ');
             if (space == std::string_view::npos || s.find(' ', space + 1) != std::string_view::npos)
-                return r.error(ErrorKind::format, where, "a merge must be two tokens separated by one space");
-            merges.emplace_back(std::string(s.substr(0, space)), std::string(s.substr(space + 1)));
-        } else if (item.get(pair) == simdjson::SUCCESS && pair.size() == 2) {
-            STORMO_TRY_ASSIGN(auto a, r.string(pair.at(0).value_unsafe(), where + "[0]"));
-            STORMO_TRY_ASSIGN(auto b, r.string(pair.at(1).value_unsafe(), where + "[1]"));
-            merges.emplace_back(std::string(a), std::string(b));
-        } else {
-            return r.error(ErrorKind::format, where, "expected \"a b\" or [\"a\", \"b\"]");
+                return r.error(ErrorKind::format, path + "[" + std::to_string(i) + "]", "a merge must be two tokens separated by one space");
+            a = s.substr(0, space), b = s.substr(space + 1);
+        } else if (item.get(pair) != simdjson::SUCCESS || pair.size() != 2 || pair.at(0).get(a) != simdjson::SUCCESS ||
+                   pair.at(1).get(b) != simdjson::SUCCESS) {
+            return r.error(ErrorKind::format, path + "[" + std::to_string(i) + "]", "expected \"a b\" or [\"a\", \"b\"]");
         }
+        merges.emplace_back(a, b);
+        ++i;
     }
     return merges;
 }
@@ -279,8 +279,11 @@ Expected<Bpe> read_model(const Reader& r, dom::element e) {
 
     STORMO_TRY_ASSIGN(auto vocab_el, r.required(o, "vocab", path));
     STORMO_TRY_ASSIGN(auto vocab, r.object(vocab_el, path + ".vocab"));
+    config.id_to_token.reserve(vocab.size());
     for (auto [key, value] : vocab) {
-        STORMO_TRY_ASSIGN(const int32_t id, token_id_value(r, value, path + ".vocab[\"" + std::string(key) + "\"]"));
+        int64_t id = -1;
+        if (value.get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX)
+            return r.error(ErrorKind::format, path + ".vocab[\"" + std::string(key) + "\"]", "expected an id (a non-negative integer)");
         if (static_cast<size_t>(id) >= config.id_to_token.size()) config.id_to_token.resize(static_cast<size_t>(id) + 1);
         config.id_to_token[static_cast<size_t>(id)] = std::string(key);
     }
