@@ -35,6 +35,18 @@ TEST(CliText, PlainEncodesSpecialTokensAsText) {
     EXPECT_EQ(r.out.find("151644"), std::string::npos) << r.out;
 }
 
+TEST(CliText, TextFileIsEncodedWhole) {
+    stormo::test::TempDir dir;
+    const std::string file = dir.file("prompt.txt");
+    std::ofstream(file) << "rev:ab=\n";
+    auto r = run_cli("tokenize --tokenizer '" + kDemo + "/tokenizer.json' --text-file '" + file + "'");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "27 14 31 44 10 11 45 37\n");
+    r = run_cli("tokenize --tokenizer '" + kDemo + "' --text-file '" + dir.path() + "'");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+}
+
 TEST(CliText, JsonlGivesOneLinePerText) {
     stormo::test::TempDir dir;
     const std::string file = dir.file("texts.jsonl");

@@ -2,6 +2,7 @@
 // unknown tokens, ids out of range) and the stream decoder holding back split characters.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "safetensors_writer.hpp"
@@ -102,6 +103,56 @@ TEST_F(TokenizerErrors, MergeOfUnknownTokenIsRefused) {
 TEST_F(TokenizerErrors, BadSplitRegexIsRefused) {
     expect_refused(tokenizer_json("null", R"({"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": false})"),
                    ErrorKind::format, "pre_tokenizer.pattern.Regex");
+}
+
+TEST_F(TokenizerErrors, AddedTokenFlagsItLacksAreRefused) {
+    for (const std::string flag : {"lstrip", "rstrip", "single_word"}) {
+        std::string content = tokenizer_json();
+        const std::string from = "\"" + flag + "\": false";
+        content.replace(content.find(from), from.size(), "\"" + flag + "\": true");
+        expect_refused(content, ErrorKind::unsupported, "added_tokens[0]." + flag);
+    }
+}
+
+TEST_F(TokenizerErrors, NotARegularFileOrTooLargeIsRefused) {
+    std::filesystem::create_directories(dir_.file("nested/tokenizer.json"));
+    auto dir = Tokenizer::load(dir_.file("nested"));
+    ASSERT_FALSE(dir);
+    EXPECT_NE(dir.error().message.find("not a regular file"), std::string::npos) << dir.error().message;
+    const std::string huge = dir_.file("huge.json");
+    std::ofstream(huge) << "{}";
+    std::filesystem::resize_file(huge, (256ull << 20) + 1);  // sparse: nothing is written
+    auto big = Tokenizer::load(huge);
+    ASSERT_FALSE(big);
+    EXPECT_NE(big.error().message.find("256 MiB"), std::string::npos) << big.error().message;
+}
+
+// Components accepted beyond the references' own: a literal Split, NFC inside a Sequence, a
+// TemplateProcessing post-processor (never applied), ByteLevel's prefix space, unk fusing.
+TEST_F(TokenizerErrors, OtherSupportedComponentsBehave) {
+    auto literal = load(tokenizer_json(
+        R"({"type": "Sequence", "normalizers": [{"type": "NFC"}]})",
+        R"({"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"String": "b"}, "behavior": "Isolated", "invert": false},
+            {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]})"));
+    ASSERT_TRUE(literal) << literal.error().message;
+    EXPECT_EQ(literal->encode("abc"), (std::vector<int32_t>{0, 1, 2}));  // "a" "b" "c": the split keeps ab from merging
+
+    auto prefixed = load(tokenizer_json("null", R"({"type": "ByteLevel", "add_prefix_space": true, "use_regex": true})"));
+    ASSERT_TRUE(prefixed) << prefixed.error().message;
+    EXPECT_EQ(prefixed->encode("ab"), (std::vector<int32_t>{5, 3}));  // " ab": Ġ, ab
+
+    std::string templ = tokenizer_json();
+    templ.replace(templ.find(R"("post_processor": null)"), 22,
+                  R"("post_processor": {"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}})");
+    auto with_template = load(templ);
+    ASSERT_TRUE(with_template) << with_template.error().message;
+    EXPECT_EQ(with_template->encode("abc"), (std::vector<int32_t>{4}));
+
+    std::string unk = tokenizer_json("null", R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": false})");
+    unk.replace(unk.find(R"("unk_token": null)"), 17, R"("unk_token": "c", "fuse_unk": true)");
+    auto fused = load(unk);
+    ASSERT_TRUE(fused) << fused.error().message;
+    EXPECT_EQ(fused->encode("a??b"), (std::vector<int32_t>{0, 2, 1}));  // the two unknown '?' fuse into one unk
 }
 
 TEST_F(TokenizerErrors, OutOfRangeIdIsNamed) {
