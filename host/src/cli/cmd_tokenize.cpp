@@ -94,7 +94,7 @@ int run_tokenize(int argc, char** argv) {
         ("text-file", po::value<std::string>()->value_name("FILE")->notifier([&](const std::string& v) { text_file = v; }), "encode a file's content")
         ("jsonl", po::value<std::string>()->value_name("FILE")->notifier([&](const std::string& v) { jsonl = v; }),
          "one JSON string per line; one line of ids per line")
-        ("plain", po::bool_switch(&plain), "encode special tokens' text as ordinary text")
+        ("plain", po::bool_switch(&plain), "encode added and special tokens' text as ordinary text")
         ("time", po::bool_switch(&timed), "print load time and encode speed (MB/s) on stderr");
     auto parsed = parse_command_line(argc, argv, "tokenize", "--tokenizer PATH (--text TEXT | --text-file FILE | --jsonl FILE) [--plain]",
                                      "Prints the token ids of a text on one line, separated by spaces.", d);

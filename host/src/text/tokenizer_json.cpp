@@ -4,9 +4,6 @@
 #include <simdjson.h>
 #include <sys/stat.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -260,9 +257,9 @@ Expected<Bpe> read_model(const Reader& r, dom::element e) {
         STORMO_TRY_ASSIGN(auto name, r.string(*type, path + ".type"));
         if (name != "BPE") return r.error(ErrorKind::unsupported, path + ".type", "model '" + std::string(name) + "' is not supported (only BPE)");
     }
-    if (Reader::optional(o, "dropout")) {
+    if (const auto dropout_el = Reader::optional(o, "dropout")) {
         double dropout = 0;
-        if (Reader::optional(o, "dropout")->get(dropout) != simdjson::SUCCESS || dropout != 0.0)
+        if (dropout_el->get(dropout) != simdjson::SUCCESS || dropout != 0.0)
             return r.error(ErrorKind::unsupported, path + ".dropout", "BPE dropout is not supported");
     }
     STORMO_TRY_ASSIGN(const bool byte_fallback, r.boolean(o, "byte_fallback", false, path));
