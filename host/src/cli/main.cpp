@@ -29,6 +29,8 @@ constexpr Command kCommands[] = {
     {"bench-kernels", stormo::cli::run_bench_kernels, "matrix kernels' weight bytes/s against the RAM read bandwidth"},
     {"synth", stormo::cli::run_synth, "write a random-weight checkpoint shaped like a real model"},
     {"cache-sim", stormo::cli::run_cache_sim, "replay route traces through the eviction policies"},
+    {"tokenize", stormo::cli::run_tokenize, "text to token ids with a tokenizer.json"},
+    {"detokenize", stormo::cli::run_detokenize, "token ids to text with a tokenizer.json"},
 };
 
 void print_help() {

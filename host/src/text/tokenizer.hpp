@@ -25,9 +25,9 @@ public:
     Tokenizer& operator=(Tokenizer&&) noexcept;
     ~Tokenizer();
 
-    // match_special: added tokens marked special are matched in the text (the contract's default);
-    // false encodes their text as ordinary text (`tokenize --plain`). Non-special added tokens are
-    // matched either way, as the reference does.
+    // match_special: added tokens are matched in the text (the contract's default); false encodes
+    // the text of every added token, special or not, as ordinary text (`tokenize --plain`), as the
+    // references' ids_plain do.
     std::vector<int32_t> encode(std::string_view text, bool match_special = true) const;
     // The exact text of `ids`; an id outside the vocabulary is an error naming it.
     Expected<std::string> decode(std::span<const int32_t> ids, bool skip_special = false) const;

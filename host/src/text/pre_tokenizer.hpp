@@ -1,0 +1,62 @@
+#pragma once
+// The pre-tokenizer: splits normalized text into the pieces BPE encodes one at a time. Supported
+// steps (run in order, each on every piece the previous one produced): Split with a regex or a
+// literal, behavior Isolated (every match is a piece, and so is the text between matches), and
+// ByteLevel (optional prefix space, optional GPT-2 split regex, then bytes spelled in the
+// byte-level alphabet). Regexes run on Oniguruma, the engine the reference library uses, so
+// `\p{L}`, `(?i:...)` and `(?!\S)` mean exactly what they mean there.
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stormo/error.hpp"
+
+namespace stormo::text {
+
+// A compiled Oniguruma regex (UTF-8, Ruby syntax as the reference's onig crate uses), searched
+// repeatedly over one string without copying it.
+class SplitRegex {
+public:
+    static Expected<SplitRegex> compile(std::string_view pattern, const std::string& where);
+    SplitRegex(SplitRegex&&) noexcept;
+    SplitRegex& operator=(SplitRegex&&) noexcept;
+    ~SplitRegex();
+
+    // Calls piece(begin, end) for every match and every stretch between matches, in order; empty
+    // matches split nothing.
+    void split_isolated(std::string_view text, const std::function<void(std::string_view)>& piece) const;
+
+private:
+    struct Impl;
+    explicit SplitRegex(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+struct PreTokenizerStep {
+    enum class Kind { split_regex, split_literal, byte_level } kind = Kind::split_regex;
+    std::shared_ptr<const SplitRegex> regex;  // split_regex, and byte_level with use_regex
+    std::string literal;                      // split_literal
+    bool add_prefix_space = false;            // byte_level
+};
+
+class PreTokenizer {
+public:
+    PreTokenizer() = default;
+    explicit PreTokenizer(std::vector<PreTokenizerStep> steps) : steps_(std::move(steps)) {}
+
+    // Calls `word` with each final piece of `text`.
+    void run(std::string_view text, const std::function<void(std::string_view)>& word) const;
+    bool byte_level() const;
+
+private:
+    void run_from(size_t step, std::string_view text, const std::function<void(std::string_view)>& word) const;
+    std::vector<PreTokenizerStep> steps_;
+};
+
+// GPT-2's split regex, which ByteLevel uses when use_regex is true.
+inline constexpr std::string_view kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+}  // namespace stormo::text

@@ -1,0 +1,110 @@
+// Encoding and decoding with a loaded tokenizer.json, in the reference's order: added tokens in
+// the raw text, then per gap the normalizer, normalized added tokens, the pre-tokenizer and BPE.
+#include "text/tokenizer.hpp"
+
+#include "text/byte_level.hpp"
+#include "text/tokenizer_impl.hpp"
+#include "text/utf8.hpp"
+
+namespace stormo::text {
+
+struct Tokenizer::Impl {
+    std::unique_ptr<TokenizerData> data;
+};
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Expected<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
+    std::error_code ec;
+    const bool directory = std::filesystem::is_directory(path, ec);
+    STORMO_TRY_ASSIGN(auto data, load_tokenizer_json(directory ? path / "tokenizer.json" : path));
+    return Tokenizer(std::make_unique<Impl>(Impl{std::move(data)}));
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool match_special) const {
+    // The reference takes Rust strings, always valid UTF-8; other bytes are read as the lossy
+    // text a caller would have to make of them (and the regex engine only ever sees UTF-8).
+    std::string repaired;
+    if (!utf8::is_valid(text)) {
+        repaired = utf8::lossy(text);
+        text = repaired;
+    }
+    const TokenizerData& t = *impl_->data;
+    std::vector<int32_t> ids;
+    BpeCache cache;
+    const auto push_id = [&](int32_t id) { ids.push_back(id); };
+    const auto encode_words = [&](std::string_view piece) {
+        t.pre_tokenizer.run(piece, [&](std::string_view word) { t.model.encode_word(word, cache, ids); });
+    };
+    const auto encode_gap = [&](std::string_view gap) {
+        if (t.normalizer.identity()) {
+            encode_words(gap);
+            return;
+        }
+        const std::string normalized = t.normalizer.apply(gap);
+        if (t.normalized_added.empty() || !match_special)
+            encode_words(normalized);
+        else
+            t.normalized_added.split(normalized, encode_words, push_id);
+    };
+    // Plain encoding (the references' ids_plain) reads every added token's text as ordinary
+    // text, special or not: Qwen3's <think> (special: false) becomes '<', 'think', '>' there.
+    if (match_special)
+        t.raw_added.split(text, encode_gap, push_id);
+    else
+        encode_gap(text);
+    return ids;
+}
+
+Expected<std::string> Tokenizer::token_bytes(int32_t id, bool skip_special) const {
+    const TokenizerData& t = *impl_->data;
+    if (id < 0 || static_cast<size_t>(id) >= t.size)
+        return fail(ErrorKind::invalid_argument, "token id " + std::to_string(id) + " is out of range (the tokenizer has " +
+                                                     std::to_string(t.size) + " ids)");
+    std::string_view token;
+    if (const auto it = t.added_by_id.find(id); it != t.added_by_id.end()) {
+        if (skip_special && it->second.special) return std::string();
+        token = it->second.content;
+    } else {
+        token = t.model.token(id);
+        if (token.empty()) return fail(ErrorKind::invalid_argument, "token id " + std::to_string(id) + " has no token in " + t.file.string());
+    }
+    if (t.decoder == DecoderKind::byte_level) {
+        // The reference keeps a token's own UTF-8 when a character of it is outside the alphabet.
+        if (auto bytes = ByteLevelAlphabet::get().decode(token)) return std::move(*bytes);
+    }
+    return std::string(token);
+}
+
+Expected<std::string> Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+    std::string bytes;
+    bool first = true;
+    for (const int32_t id : ids) {
+        STORMO_TRY_ASSIGN(auto piece, token_bytes(id, skip_special));
+        if (skip_special && is_special(id)) continue;
+        // Without a decoder the reference joins the tokens with spaces.
+        if (impl_->data->decoder == DecoderKind::none && !first) bytes += ' ';
+        bytes += piece;
+        first = false;
+    }
+    return utf8::lossy(bytes);
+}
+
+std::optional<int32_t> Tokenizer::token_id(std::string_view token) const {
+    if (const auto it = impl_->data->added_by_content.find(std::string(token)); it != impl_->data->added_by_content.end()) return it->second;
+    return impl_->data->model.id(token);
+}
+
+bool Tokenizer::is_special(int32_t id) const {
+    const auto it = impl_->data->added_by_id.find(id);
+    return it != impl_->data->added_by_id.end() && it->second.special;
+}
+
+size_t Tokenizer::size() const { return impl_->data->size; }
+
+const std::filesystem::path& Tokenizer::file() const { return impl_->data->file; }
+
+}  // namespace stormo::text

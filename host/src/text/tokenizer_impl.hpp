@@ -1,0 +1,38 @@
+#pragma once
+// What a loaded tokenizer holds, made by the loader (tokenizer_json.cpp) and used by the encode
+// and decode paths (tokenizer.cpp, where Tokenizer::Impl wraps it).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "text/added_tokens.hpp"
+#include "text/bpe.hpp"
+#include "text/normalizer.hpp"
+#include "text/pre_tokenizer.hpp"
+#include "text/tokenizer.hpp"
+
+namespace stormo::text {
+
+enum class DecoderKind { none, byte_level };
+
+struct TokenizerData {
+    std::filesystem::path file;
+    Normalizer normalizer;
+    PreTokenizer pre_tokenizer;
+    Bpe model;
+    DecoderKind decoder = DecoderKind::none;
+    // Matched in the raw text (normalized: false) and in each normalized gap (normalized: true).
+    AddedTokenMatcher raw_added;
+    AddedTokenMatcher normalized_added;
+    // Added tokens by id and by content (they take precedence over the vocabulary).
+    std::unordered_map<int32_t, AddedToken> added_by_id;
+    std::unordered_map<std::string, int32_t> added_by_content;
+    size_t size = 0;
+};
+
+// Reads and checks a tokenizer.json (the file itself, not a directory).
+Expected<std::unique_ptr<TokenizerData>> load_tokenizer_json(const std::filesystem::path& file);
+
+}  // namespace stormo::text

@@ -1,0 +1,199 @@
+// The tokenizer's refusals (missing file, malformed JSON, components it lacks, merges naming
+// unknown tokens, ids out of range) and the stream decoder holding back split characters.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "safetensors_writer.hpp"
+#include "text/tokenizer.hpp"
+#include "tokenizer_reference_support.hpp"
+
+namespace {
+
+using stormo::ErrorKind;
+using stormo::text::StreamDecoder;
+using stormo::text::Tokenizer;
+
+// A small byte-level BPE tokenizer.json; `model_extra`, `normalizer`, `pre_tokenizer` and
+// `decoder` replace the defaults so each test breaks one thing.
+std::string tokenizer_json(const std::string& normalizer = "null",
+                           const std::string& pre_tokenizer = R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})",
+                           const std::string& decoder = R"({"type": "ByteLevel"})",
+                           const std::string& merges = R"(["a b", ["ab", "c"]])", const std::string& model_extra = "") {
+    return R"({"version": "1.0", "truncation": null, "padding": null,
+  "added_tokens": [{"id": 6, "content": "<|end|>", "special": true, "normalized": false,
+                    "lstrip": false, "rstrip": false, "single_word": false}],
+  "normalizer": )" + normalizer + R"(, "pre_tokenizer": )" + pre_tokenizer + R"(, "post_processor": null,
+  "decoder": )" + decoder + R"(,
+  "model": {"type": "BPE", "dropout": null, "unk_token": null, "byte_fallback": false, "ignore_merges": false)" +
+           model_extra + R"(,
+            "vocab": {"a": 0, "b": 1, "c": 2, "ab": 3, "abc": 4, "Ġ": 5}, "merges": )" + merges + "}}";
+}
+
+class TokenizerErrors : public ::testing::Test {
+protected:
+    stormo::Expected<Tokenizer> load(const std::string& content) {
+        const std::string path = dir_.file("tokenizer.json");
+        std::ofstream(path, std::ios::binary) << content;
+        return Tokenizer::load(path);
+    }
+    // Loading must fail with `kind`, naming the file and containing `needle`.
+    void expect_refused(const std::string& content, ErrorKind kind, const std::string& needle) {
+        auto t = load(content);
+        ASSERT_FALSE(t) << "expected a refusal mentioning " << needle;
+        EXPECT_EQ(t.error().kind, kind) << t.error().message;
+        EXPECT_NE(t.error().message.find("tokenizer.json"), std::string::npos) << t.error().message;
+        EXPECT_NE(t.error().message.find(needle), std::string::npos) << t.error().message;
+    }
+    stormo::test::TempDir dir_;
+};
+
+TEST_F(TokenizerErrors, TheSmallTokenizerWorks) {
+    auto t = load(tokenizer_json());
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_EQ(t->encode("abc ab<|end|>"), (std::vector<int32_t>{4, 5, 3, 6}));
+    EXPECT_EQ(t->encode("abc<|end|>", false), (std::vector<int32_t>{4}));  // '<', '|' have no token and no unk: dropped
+    EXPECT_EQ(t->size(), 7u);
+    EXPECT_EQ(t->token_id("<|end|>"), 6);
+    EXPECT_TRUE(t->is_special(6));
+    EXPECT_EQ(*t->decode(std::vector<int32_t>{4, 5, 3, 6}), "abc ab<|end|>");
+    EXPECT_EQ(*t->decode(std::vector<int32_t>{4, 5, 3, 6}, true), "abc ab");
+}
+
+TEST_F(TokenizerErrors, MissingFileIsNamed) {
+    auto t = Tokenizer::load(dir_.file("nowhere/tokenizer.json"));
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().kind, ErrorKind::missing);
+    EXPECT_NE(t.error().message.find("nowhere/tokenizer.json"), std::string::npos) << t.error().message;
+    auto in_dir = Tokenizer::load(dir_.path());  // a directory without tokenizer.json
+    ASSERT_FALSE(in_dir);
+    EXPECT_NE(in_dir.error().message.find("tokenizer.json"), std::string::npos) << in_dir.error().message;
+}
+
+TEST_F(TokenizerErrors, MalformedJsonIsRefused) {
+    expect_refused(R"({"model": {"type": "BPE", )", ErrorKind::format, "malformed JSON");
+    expect_refused("[1, 2]", ErrorKind::format, "expected an object");
+}
+
+TEST_F(TokenizerErrors, UnsupportedComponentsAreNamed) {
+    expect_refused(tokenizer_json(R"({"type": "Lowercase"})"), ErrorKind::unsupported, "normalizer 'Lowercase'");
+    expect_refused(tokenizer_json("null", R"({"type": "Whitespace"})"), ErrorKind::unsupported, "pre_tokenizer.type");
+    expect_refused(tokenizer_json("null", R"({"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false})"),
+                   ErrorKind::unsupported, "Removed");
+    expect_refused(tokenizer_json("null", R"({"type": "ByteLevel"})", R"({"type": "WordPiece"})"), ErrorKind::unsupported, "decoder 'WordPiece'");
+}
+
+TEST_F(TokenizerErrors, ByteFallbackAndOtherModelsAreRefused) {
+    std::string fallback = tokenizer_json();
+    fallback.replace(fallback.find(R"("byte_fallback": false)"), 22, R"("byte_fallback": true)");
+    expect_refused(fallback, ErrorKind::unsupported, "model.byte_fallback");
+    std::string wordpiece = tokenizer_json();
+    wordpiece.replace(wordpiece.find(R"("type": "BPE")"), 13, R"("type": "WordPiece")");
+    expect_refused(wordpiece, ErrorKind::unsupported, "model 'WordPiece'");
+}
+
+TEST_F(TokenizerErrors, MergeOfUnknownTokenIsRefused) {
+    expect_refused(tokenizer_json("null", R"({"type": "ByteLevel"})", R"({"type": "ByteLevel"})", R"(["a b", "b x"])"), ErrorKind::format,
+                   "model.merges[1]: token 'x'");
+    expect_refused(tokenizer_json("null", R"({"type": "ByteLevel"})", R"({"type": "ByteLevel"})", R"(["a b c"])"), ErrorKind::format,
+                   "model.merges[0]");
+}
+
+TEST_F(TokenizerErrors, BadSplitRegexIsRefused) {
+    expect_refused(tokenizer_json("null", R"({"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": false})"),
+                   ErrorKind::format, "pre_tokenizer.pattern.Regex");
+}
+
+TEST_F(TokenizerErrors, AddedTokenFlagsItLacksAreRefused) {
+    for (const std::string flag : {"lstrip", "rstrip", "single_word"}) {
+        std::string content = tokenizer_json();
+        const std::string from = "\"" + flag + "\": false";
+        content.replace(content.find(from), from.size(), "\"" + flag + "\": true");
+        expect_refused(content, ErrorKind::unsupported, "added_tokens[0]." + flag);
+    }
+}
+
+TEST_F(TokenizerErrors, NotARegularFileOrTooLargeIsRefused) {
+    std::filesystem::create_directories(dir_.file("nested/tokenizer.json"));
+    auto dir = Tokenizer::load(dir_.file("nested"));
+    ASSERT_FALSE(dir);
+    EXPECT_NE(dir.error().message.find("not a regular file"), std::string::npos) << dir.error().message;
+    const std::string huge = dir_.file("huge.json");
+    std::ofstream(huge) << "{}";
+    std::filesystem::resize_file(huge, (256ull << 20) + 1);  // sparse: nothing is written
+    auto big = Tokenizer::load(huge);
+    ASSERT_FALSE(big);
+    EXPECT_NE(big.error().message.find("256 MiB"), std::string::npos) << big.error().message;
+}
+
+// Components accepted beyond the references' own: a literal Split, NFC inside a Sequence, a
+// TemplateProcessing post-processor (never applied), ByteLevel's prefix space, unk fusing.
+TEST_F(TokenizerErrors, OtherSupportedComponentsBehave) {
+    auto literal = load(tokenizer_json(
+        R"({"type": "Sequence", "normalizers": [{"type": "NFC"}]})",
+        R"({"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"String": "b"}, "behavior": "Isolated", "invert": false},
+            {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]})"));
+    ASSERT_TRUE(literal) << literal.error().message;
+    EXPECT_EQ(literal->encode("abc"), (std::vector<int32_t>{0, 1, 2}));  // "a" "b" "c": the split keeps ab from merging
+
+    auto prefixed = load(tokenizer_json("null", R"({"type": "ByteLevel", "add_prefix_space": true, "use_regex": true})"));
+    ASSERT_TRUE(prefixed) << prefixed.error().message;
+    EXPECT_EQ(prefixed->encode("ab"), (std::vector<int32_t>{5, 3}));  // " ab": Ġ, ab
+
+    std::string templ = tokenizer_json();
+    templ.replace(templ.find(R"("post_processor": null)"), 22,
+                  R"("post_processor": {"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}})");
+    auto with_template = load(templ);
+    ASSERT_TRUE(with_template) << with_template.error().message;
+    EXPECT_EQ(with_template->encode("abc"), (std::vector<int32_t>{4}));
+
+    std::string unk = tokenizer_json("null", R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": false})");
+    unk.replace(unk.find(R"("unk_token": null)"), 17, R"("unk_token": "c", "fuse_unk": true)");
+    auto fused = load(unk);
+    ASSERT_TRUE(fused) << fused.error().message;
+    EXPECT_EQ(fused->encode("a??b"), (std::vector<int32_t>{0, 2, 1}));  // the two unknown '?' fuse into one unk
+}
+
+TEST_F(TokenizerErrors, OutOfRangeIdIsNamed) {
+    auto t = load(tokenizer_json());
+    ASSERT_TRUE(t) << t.error().message;
+    const std::vector<int32_t> ids{0, 1234567};
+    auto text = t->decode(ids);
+    ASSERT_FALSE(text);
+    EXPECT_EQ(text.error().kind, ErrorKind::invalid_argument);
+    EXPECT_NE(text.error().message.find("1234567"), std::string::npos) << text.error().message;
+    StreamDecoder stream(*t);
+    EXPECT_FALSE(stream.push(-1));
+}
+
+// GPT-OSS spells 🤖 (F0 9F A4 96) in two tokens; the first alone is an incomplete sequence that a
+// stream must hold back, then give whole.
+TEST(TokenizerStream, HoldsBackASplitCharacter) {
+    auto t = Tokenizer::load(stormo::test::kTokenizerData + "/gpt-oss");
+    ASSERT_TRUE(t) << t.error().message;
+    const auto ids = t->encode("Hi 🤖!");
+    StreamDecoder stream(*t);
+    std::vector<std::string> pieces;
+    for (const int32_t id : ids) pieces.push_back(*stream.push(id));
+    pieces.push_back(stream.finish());
+    std::string whole;
+    for (const auto& p : pieces) {
+        whole += p;
+        EXPECT_EQ(p.find("\xEF\xBF\xBD"), std::string::npos) << "a piece holds a replacement character";
+    }
+    EXPECT_EQ(whole, "Hi 🤖!");
+    ASSERT_GT(ids.size(), 3u);
+    // Pushing only the first byte-level token of the emoji yields nothing until the rest comes.
+    const auto emoji = t->encode("🤖");
+    ASSERT_EQ(emoji.size(), 2u);
+    StreamDecoder split(*t);
+    EXPECT_EQ(*split.push(emoji[0]), "");
+    EXPECT_EQ(*split.push(emoji[1]), "🤖");
+    // An incomplete sequence left at the end renders as the reference would: one U+FFFD.
+    StreamDecoder cut(*t);
+    EXPECT_EQ(*cut.push(emoji[0]), "");
+    EXPECT_EQ(cut.finish(), "\xEF\xBF\xBD");
+}
+
+}  // namespace

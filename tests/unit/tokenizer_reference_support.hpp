@@ -1,0 +1,32 @@
+#pragma once
+// Reading the tokenizer reference files (encode.json, decode.json, a demo model's eval.json) for
+// the tokenizer tests. simdjson's DOM is kept alive by the parser the caller owns.
+#include <simdjson.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stormo::test {
+
+inline const std::string kTokenizerData = STORMO_TOKENIZER_DATA_DIR;
+
+inline std::vector<int32_t> json_ids(simdjson::dom::element e) {
+    std::vector<int32_t> ids;
+    const simdjson::dom::array list = e.get_array().value();  // named: a range-for over value() would dangle
+    for (simdjson::dom::element v : list) ids.push_back(static_cast<int32_t>(v.get_int64().value()));
+    return ids;
+}
+
+inline std::string json_text(simdjson::dom::element e) { return std::string(e.get_string().value()); }
+
+inline std::string ids_to_string(const std::vector<int32_t>& ids) {
+    std::string s;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(ids[i]);
+    }
+    return s;
+}
+
+}  // namespace stormo::test
