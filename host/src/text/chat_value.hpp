@@ -4,6 +4,7 @@
 // print them (tools' JSON schemas through tojson) in that order.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,5 +64,15 @@ Expected<Value> parse_json_value(std::string_view text, const std::string& sourc
 // Python's json.dumps(v, ensure_ascii=False) with its default separators (", " and ": "), as the
 // templates' tojson prints; indent > 0 gives the indented form.
 std::string to_json(const Value& v, int indent = 0);
+
+// json.dumps' other arguments, as transformers' tojson filter passes them through.
+struct JsonStyle {
+    std::optional<std::string> indent;  // None: one line; else the text one level indents by
+    std::string item_separator = ", ";  // json.dumps uses "," when indenting
+    std::string key_separator = ": ";
+    bool sort_keys = false;
+    bool ensure_ascii = false;
+};
+std::string to_json(const Value& v, const JsonStyle& style);
 
 }  // namespace stormo::text

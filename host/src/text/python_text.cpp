@@ -1,0 +1,125 @@
+// Python's str() and repr() of JSON-shaped values.
+#include "text/python_text.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace stormo::text {
+namespace {
+
+// Splits std::to_chars' shortest scientific form ("-1.25e-05") into its digits ("125") and the
+// decimal point's position relative to them (value = 0.DIGITS * 10^point).
+struct ShortestDigits {
+    bool negative = false;
+    std::string digits;
+    int point = 0;
+};
+
+ShortestDigits shortest_digits(double d) {
+    char buf[64];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+    std::string_view text(buf, ec == std::errc() ? static_cast<size_t>(end - buf) : 0);
+    ShortestDigits out;
+    size_t i = 0;
+    if (i < text.size() && text[i] == '-') {
+        out.negative = true;
+        ++i;
+    }
+    for (; i < text.size() && text[i] != 'e'; ++i)
+        if (text[i] != '.') out.digits += text[i];
+    int exponent = 0;
+    if (i < text.size()) exponent = std::atoi(std::string(text.substr(i + 1)).c_str());
+    while (out.digits.size() > 1 && out.digits.back() == '0') out.digits.pop_back();
+    out.point = exponent + 1;
+    return out;
+}
+
+std::string fixed_form(const std::string& digits, int point) {
+    if (point <= 0) return "0." + std::string(static_cast<size_t>(-point), '0') + digits;
+    auto p = static_cast<size_t>(point);
+    if (p >= digits.size()) return digits + std::string(p - digits.size(), '0') + ".0";
+    return digits.substr(0, p) + "." + digits.substr(p);
+}
+
+std::string scientific_form(const std::string& digits, int point) {
+    std::string out(1, digits[0]);
+    if (digits.size() > 1) {
+        out += '.';
+        out += digits.substr(1);
+    }
+    int exponent = point - 1;
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    return out + buf;
+}
+
+void append_hex_escape(std::string& out, unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += buf;
+}
+
+}  // namespace
+
+std::string python_float_repr(double d) {
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+    ShortestDigits s = shortest_digits(d);
+    // Python's float_repr_style 'short': positional while -4 < point <= 16.
+    std::string body = (s.point > -4 && s.point <= 16) ? fixed_form(s.digits, s.point)
+                                                        : scientific_form(s.digits, s.point);
+    if (s.negative) body.insert(0, 1, '-');
+    return body;
+}
+
+std::string python_string_repr(std::string_view s) {
+    bool has_single = s.find('\'') != std::string_view::npos;
+    bool has_double = s.find('"') != std::string_view::npos;
+    char quote = (has_single && !has_double) ? '"' : '\'';
+    std::string out(1, quote);
+    for (char ch : s) {
+        auto c = static_cast<unsigned char>(ch);
+        if (ch == '\\') out += "\\\\";
+        else if (ch == quote) (out += '\\') += ch;
+        else if (ch == '\n') out += "\\n";
+        else if (ch == '\r') out += "\\r";
+        else if (ch == '\t') out += "\\t";
+        else if (c < 0x20 || c == 0x7f) append_hex_escape(out, c);
+        else out += ch;
+    }
+    out += quote;
+    return out;
+}
+
+std::string python_str(const Value& v) {
+    if (v.is_null()) return "None";
+    if (v.is_bool()) return v.as_bool() ? "True" : "False";
+    if (v.is_int()) return std::to_string(v.as_int());
+    if (v.is_float()) return python_float_repr(v.as_double());
+    if (v.is_string()) return v.as_string();
+    if (v.is_list()) {
+        std::string out(1, '[');
+        const char* sep = "";
+        for (const Value& item : v.as_list()) {
+            (out += sep) += python_repr(item);
+            sep = ", ";
+        }
+        return out + "]";
+    }
+    std::string out(1, '{');
+    const char* sep = "";
+    for (const auto& [key, member] : v.as_object()) {
+        (out += sep) += python_string_repr(key);
+        (out += ": ") += python_repr(member);
+        sep = ", ";
+    }
+    return out + "}";
+}
+
+std::string python_repr(const Value& v) {
+    return v.is_string() ? python_string_repr(v.as_string()) : python_str(v);
+}
+
+}  // namespace stormo::text
