@@ -15,6 +15,12 @@ Value Value::list(ValueList items) {
     return v;
 }
 
+Value Value::tuple(ValueList items) {
+    Value v = list(std::move(items));
+    v.is_tuple_ = true;
+    return v;
+}
+
 Value Value::object(ValueObject members) {
     Value v;
     v.v_ = std::make_shared<ValueObject>(std::move(members));

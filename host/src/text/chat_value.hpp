@@ -30,6 +30,9 @@ public:
     Value(const char* s) : Value(std::string(s)) {}
     static Value list(ValueList items = {});
     static Value object(ValueObject members = {});
+    // A Python tuple (a template's (a, b) literal, dict.items() pairs): a list that prints as
+    // (a, b) and is not equal to a list. JSON has none; to_json writes it as a list.
+    static Value tuple(ValueList items = {});
 
     bool is_null() const;
     bool is_bool() const;
@@ -38,6 +41,7 @@ public:
     bool is_string() const;
     bool is_list() const;
     bool is_object() const;
+    bool is_tuple() const { return is_tuple_; }  // also is_list()
 
     bool as_bool() const;  // only for a bool
     int64_t as_int() const;
@@ -57,6 +61,7 @@ private:
     std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<ValueList>,
                  std::shared_ptr<ValueObject>>
         v_;
+    bool is_tuple_ = false;
 };
 
 // JSON text to a Value (simdjson, keys in file order); errors name `source`.

@@ -327,7 +327,7 @@ Expected<Object> Evaluator::eval_list(const Expr& e, Scope& scope) {
         STORMO_TRY_ASSIGN(Value v, eval_data(*item, scope, "list"));
         items.push_back(std::move(v));
     }
-    return Object::of(Value::list(std::move(items)));
+    return Object::of(e.kind == ExprKind::tuple ? Value::tuple(std::move(items)) : Value::list(std::move(items)));
 }
 
 Expected<Object> Evaluator::eval_dict(const Expr& e, Scope& scope) {

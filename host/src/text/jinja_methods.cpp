@@ -280,7 +280,7 @@ Expected<Object> call_dict_method(const Value& self, std::string_view name, cons
     }
     ValueList out;
     for (const auto& [key, value] : self.as_object()) {
-        if (name == "items") out.push_back(Value::list({Value(key), value}));
+        if (name == "items") out.push_back(Value::tuple({Value(key), value}));
         else if (name == "keys") out.emplace_back(key);
         else out.push_back(value);
     }

@@ -321,7 +321,7 @@ bool equals(const Value& a, const Value& b) {
     if (a.is_list() && b.is_list()) {
         const ValueList& x = a.as_list();
         const ValueList& y = b.as_list();
-        if (x.size() != y.size()) return false;
+        if (x.size() != y.size() || a.is_tuple() != b.is_tuple()) return false;
         for (size_t k = 0; k < x.size(); ++k)
             if (!equals(x[k], y[k])) return false;
         return true;

@@ -100,13 +100,15 @@ std::string python_str(const Value& v) {
     if (v.is_float()) return python_float_repr(v.as_double());
     if (v.is_string()) return v.as_string();
     if (v.is_list()) {
-        std::string out(1, '[');
+        std::string out(1, v.is_tuple() ? '(' : '[');
         const char* sep = "";
         for (const Value& item : v.as_list()) {
             (out += sep) += python_repr(item);
             sep = ", ";
         }
-        return out + "]";
+        if (v.is_tuple() && v.as_list().size() == 1) out += ',';
+        out += v.is_tuple() ? ')' : ']';
+        return out;
     }
     std::string out(1, '{');
     const char* sep = "";

@@ -16,7 +16,7 @@ std::string python_float_repr(double d);
 // control characters. Non-ASCII text is kept as it is (Python also escapes non-printable
 // code points beyond ASCII; chat data does not hold them).
 std::string python_string_repr(std::string_view s);
-// str(v): None, True, False, 12, 1.5, the text itself, ['a', 1], {'k': 'v'}.
+// str(v): None, True, False, 12, 1.5, the text itself, ['a', 1], ('a', 1), {'k': 'v'}.
 std::string python_str(const Value& v);
 // repr(v): as str(v) except that a string is quoted.
 std::string python_repr(const Value& v);
