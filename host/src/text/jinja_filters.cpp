@@ -6,6 +6,7 @@
 
 #include "text/jinja_builtins.hpp"
 #include "text/jinja_methods.hpp"
+#include "text/unicode_case.hpp"
 
 namespace stormo::text::jinja {
 namespace {
@@ -333,21 +334,6 @@ Expected<Object> string_method_filter(std::string_view method, const Object& inp
     return call_method(Value(to_text(input)), method, args);
 }
 
-// Jinja's title filter: words start after spaces, '-', and opening brackets.
-std::string jinja_title(const std::string& s) {
-    std::string out;
-    bool word_start = true;
-    for (char c : s) {
-        bool boundary = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '-' || c == '(' || c == '{' ||
-                        c == '[' || c == '<';
-        if (boundary) out += c;
-        else if (word_start) out += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
-        else out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-        word_start = boundary;
-    }
-    return out;
-}
-
 Expected<Object> sequence_filter(std::string_view name, const Object& input) {
     STORMO_TRY_ASSIGN(ValueList items, iterate(input));
     if (name == "list") return Object::of(Value::list(std::move(items)));
@@ -414,7 +400,7 @@ Expected<Object> apply_filter(std::string_view name, const Object& input, const 
     if (name == "string" || name == "safe") return input.is_data() && input.data.is_string() ? input : Object::of(Value(to_text(input)));
     if (name == "trim") return string_method_filter("strip", input, args);
     if (name == "upper" || name == "lower" || name == "capitalize") return string_method_filter(name, input, CallArgs{});
-    if (name == "title") return Object::of(Value(jinja_title(to_text(input))));
+    if (name == "title") return Object::of(Value(utf8_jinja_title(to_text(input))));
     if (name == "replace") return string_method_filter("replace", input, args);
     if (name == "e" || name == "escape") return Object::of(Value(html_escape(to_text(input))));
     if (name == "wordcount") return Object::of(Value(word_count(to_text(input))));

@@ -1,6 +1,7 @@
 // The Jinja lexer: template data and tags, then the expression tokens inside each tag.
 #include "text/jinja_lexer.hpp"
 
+#include <cerrno>
 #include <cstdlib>
 
 namespace stormo::text::jinja {
@@ -68,7 +69,7 @@ private:
     Expected<void> lex_tag(char kind, int open_line);
     bool try_lex_raw(int open_line, Expected<void>& result);
     Expected<void> lex_string(int line);
-    void lex_number(int line);
+    Expected<void> lex_number(int line);
 
     std::string_view src_;
     const std::string& source_;
@@ -196,7 +197,7 @@ Expected<void> Lexer::lex_string(int line) {
     return {};
 }
 
-void Lexer::lex_number(int line) {
+Expected<void> Lexer::lex_number(int line) {
     size_t start = pos_;
     auto digits = [&] {
         while (pos_ < src_.size() && (is_digit(src_[pos_]) || src_[pos_] == '_')) advance(1);
@@ -230,9 +231,12 @@ void Lexer::lex_number(int line) {
         t.floating = std::strtod(text.c_str(), nullptr);
     } else {
         t.type = TokenType::integer;
+        errno = 0;
         t.integer = std::strtoll(text.c_str(), nullptr, 10);
+        if (errno == ERANGE) return tl::unexpected(error(line, "integer literal " + text + " is beyond 64 bits"));
     }
     tokens_.push_back(std::move(t));
+    return {};
 }
 
 // The inside of {{ }} or {% %}: expression tokens up to the closing delimiter (not inside
@@ -263,7 +267,7 @@ Expected<void> Lexer::lex_tag(char kind, int open_line) {
             while (pos_ < src_.size() && is_name_char(src_[pos_])) advance(1);
             emit(TokenType::name, std::string(src_.substr(start, pos_ - start)), line);
         } else if (is_digit(c)) {
-            lex_number(line);
+            STORMO_TRY(lex_number(line));
         } else if (c == '\'' || c == '"') {
             STORMO_TRY(lex_string(line));
         } else {

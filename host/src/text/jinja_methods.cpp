@@ -1,9 +1,12 @@
-// Python's str, dict and list methods on template data. Case mapping and whitespace are ASCII's;
-// positions and lengths count code points, as Python does.
+// Python's str, dict and list methods on template data. Case mapping is Unicode's (simple
+// mappings); whitespace and the is*() classes are ASCII's; positions and lengths count code
+// points, as Python does.
 #include "text/jinja_methods.hpp"
 
 #include <algorithm>
 #include <array>
+
+#include "text/unicode_case.hpp"
 
 namespace stormo::text::jinja {
 namespace {
@@ -13,6 +16,10 @@ constexpr std::array string_methods = {
     "upper",      "lower",    "title",   "capitalize", "find", "rfind",       "count",       "join",
     "isdigit",    "isalpha",  "isalnum", "isspace", "isupper", "islower",     "removeprefix", "removesuffix",
     "splitlines", "index"};
+constexpr std::array unimplemented_string_methods = {
+    "format", "format_map", "encode", "zfill", "center", "ljust", "rjust", "partition", "rpartition",
+    "expandtabs", "swapcase", "casefold", "translate", "maketrans", "isnumeric", "isdecimal", "istitle",
+    "isidentifier", "isprintable", "isascii"};
 constexpr std::array dict_methods = {"items", "keys", "values", "get"};
 constexpr std::array list_methods = {"index", "count"};
 constexpr std::array modifying_list_methods = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"};
@@ -26,8 +33,6 @@ bool listed(const std::array<const char*, N>& names, std::string_view name) {
 Error type_error(std::string message) { return Error{ErrorKind::invalid_argument, std::move(message)}; }
 
 bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-char to_upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c; }
-char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -155,16 +160,6 @@ std::string replace_all(const std::string& s, const std::string& old, const std:
     return out + s.substr(start);
 }
 
-std::string python_title(const std::string& s) {
-    std::string out;
-    bool previous_cased = false;
-    for (char c : s) {
-        out += previous_cased ? to_lower(c) : to_upper(c);
-        previous_cased = is_alpha(c);
-    }
-    return out;
-}
-
 // A byte offset in `s` as Python's character index.
 int64_t char_index(const std::string& s, size_t byte_offset) {
     return static_cast<int64_t>(code_point_count(std::string_view(s).substr(0, byte_offset)));
@@ -213,17 +208,10 @@ Expected<Object> call_string_method(const std::string& s, std::string_view name,
         if (const Object* c = args.get(2, "count"); c && c->is_data() && c->data.is_int()) count = c->data.as_int();
         return Object::of(Value(replace_all(s, old, replacement, count)));
     }
-    if (name == "upper" || name == "lower") {
-        std::string out = s;
-        for (char& c : out) c = name == "upper" ? to_upper(c) : to_lower(c);
-        return Object::of(Value(std::move(out)));
-    }
-    if (name == "title") return Object::of(Value(python_title(s)));
-    if (name == "capitalize") {
-        std::string out = s;
-        for (size_t k = 0; k < out.size(); ++k) out[k] = k == 0 ? to_upper(out[k]) : to_lower(out[k]);
-        return Object::of(Value(std::move(out)));
-    }
+    if (name == "upper") return Object::of(Value(utf8_upper(s)));
+    if (name == "lower") return Object::of(Value(utf8_lower(s)));
+    if (name == "title") return Object::of(Value(utf8_python_title(s)));
+    if (name == "capitalize") return Object::of(Value(utf8_capitalize(s)));
     if (name == "find" || name == "rfind" || name == "index") {
         STORMO_TRY_ASSIGN(std::string sub, string_arg(args, 0, "sub", name));
         size_t at = name == "rfind" ? s.rfind(sub) : s.find(sub);
@@ -307,6 +295,10 @@ bool has_method(const Value& self, std::string_view name) {
     if (self.is_object()) return listed(dict_methods, name);
     if (self.is_list()) return listed(list_methods, name);
     return false;
+}
+
+bool is_unimplemented_method(const Value& self, std::string_view name) {
+    return self.is_string() && listed(unimplemented_string_methods, name);
 }
 
 bool is_modifying_method(const Value& self, std::string_view name) {

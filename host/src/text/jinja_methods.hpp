@@ -10,6 +10,8 @@
 namespace stormo::text::jinja {
 
 bool has_method(const Value& self, std::string_view name);
+// Python str methods this engine lacks (format, zfill, ...): using one is an error saying so.
+bool is_unimplemented_method(const Value& self, std::string_view name);
 // True for list and dict methods that modify their object (append, update, ...).
 bool is_modifying_method(const Value& self, std::string_view name);
 Expected<Object> call_method(const Value& self, std::string_view name, const CallArgs& args);

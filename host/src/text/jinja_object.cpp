@@ -224,6 +224,8 @@ Expected<Object> get_attribute(const Object& subject, const std::string& name) {
     const Value& v = subject.data;
     if (is_modifying_method(v, name))
         return Object::undefined("access to attribute '" + name + "' of '" + type_name(subject) + "' object is unsafe");
+    if (is_unimplemented_method(v, name))
+        return Object::undefined("unsupported method str." + name + "() (not implemented by this template engine)");
     if (has_method(v, name)) {
         auto method = std::make_shared<Callable>();
         method->kind = Callable::Kind::method;
