@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "text/chat_template.hpp"
 #include "text/chat_value.hpp"
 
@@ -82,6 +84,85 @@ TEST(ChatTemplateReference, DemoModelsRenderTheirReadmeExample) {
             EXPECT_EQ(*text, "12+34=46<|end|>rev:abc=") << model;
         }
     }
+}
+
+// A scratch model directory under the system's temporary directory, removed afterwards.
+class ModelDir {
+public:
+    explicit ModelDir(const std::string& name)
+        : path_(fs::temp_directory_path() / ("stormo-chat-template-" + name + "-" + std::to_string(::getpid()))) {
+        fs::remove_all(path_);
+        fs::create_directories(path_);
+    }
+    ~ModelDir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    ModelDir(const ModelDir&) = delete;
+    ModelDir& operator=(const ModelDir&) = delete;
+    void write(const std::string& name, const std::string& text) const {
+        std::ofstream(path_ / name, std::ios::binary) << text;
+    }
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+TEST(ChatTemplateLoad, MissingTemplateNamesTheDirectoryAndBothPlaces) {
+    ModelDir dir("missing");
+    dir.write("tokenizer_config.json", R"({"eos_token": "</s>"})");
+    auto loaded = ChatTemplate::load(dir.path());
+    ASSERT_FALSE(loaded);
+    EXPECT_EQ(loaded.error().kind, stormo::ErrorKind::missing);
+    const std::string& message = loaded.error().message;
+    EXPECT_NE(message.find(dir.path().string()), std::string::npos) << message;
+    EXPECT_NE(message.find("chat_template.jinja"), std::string::npos) << message;
+    EXPECT_NE(message.find("tokenizer_config.json"), std::string::npos) << message;
+}
+
+TEST(ChatTemplateLoad, JinjaFileWinsOverTheConfigField) {
+    ModelDir dir("jinja-first");
+    dir.write("tokenizer_config.json", R"({"chat_template": "config", "bos_token": {"content": "<s>"}, "eos_token": "</s>"})");
+    dir.write("chat_template.jinja", "{{ bos_token }}file{{ eos_token }}\n");
+    auto loaded = ChatTemplate::load(dir.path());
+    ASSERT_TRUE(loaded) << loaded.error().message;
+    EXPECT_EQ(loaded->bos_token(), "<s>");
+    EXPECT_EQ(loaded->source(), (dir.path() / "chat_template.jinja").string());
+    auto text = loaded->render(Value::list(), Value::object());
+    ASSERT_TRUE(text) << text.error().message;
+    EXPECT_EQ(*text, "<s>file</s>");
+}
+
+TEST(ChatTemplateLoad, NamedTemplateListUsesDefault) {
+    ModelDir dir("named");
+    dir.write("tokenizer_config.json",
+              R"({"chat_template": [{"name": "tool_use", "template": "tools"}, {"name": "default", "template": "plain"}]})");
+    auto loaded = ChatTemplate::load(dir.path());
+    ASSERT_TRUE(loaded) << loaded.error().message;
+    EXPECT_EQ(*loaded->render(Value::list(), Value::object()), "plain");
+
+    ModelDir no_default("named-no-default");
+    no_default.write("tokenizer_config.json", R"({"chat_template": [{"name": "tool_use", "template": "tools"}]})");
+    auto refused = ChatTemplate::load(no_default.path());
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("\"default\""), std::string::npos) << refused.error().message;
+}
+
+TEST(ChatTemplateLoad, RefusesWhatIsNotARegularFileAndNamesTemplateErrors) {
+    ModelDir dir("not-regular");
+    fs::create_directories(dir.path() / "chat_template.jinja");
+    auto loaded = ChatTemplate::load(dir.path());
+    ASSERT_FALSE(loaded);
+    EXPECT_NE(loaded.error().message.find("not a regular file"), std::string::npos) << loaded.error().message;
+
+    ModelDir bad("unsupported");
+    bad.write("tokenizer_config.json", R"({"chat_template": "ok\n{{ x|wordwrap }}"})");
+    auto refused = ChatTemplate::load(bad.path());
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind, stormo::ErrorKind::unsupported);
+    EXPECT_EQ(refused.error().message,
+              (bad.path() / "tokenizer_config.json").string() + ":chat_template:2: unsupported filter 'wordwrap'");
 }
 
 }  // namespace
