@@ -73,6 +73,7 @@ TEST(Jinja, CommentsFollowTheBlockWhitespaceRules) {
 TEST(Jinja, NewlinesNormalizedAndOneTrailingNewlineDropped) {
     EXPECT_EQ(rendered("x\r\ny\r\n"), "x\ny");
     EXPECT_EQ(rendered("x\n\n"), "x\n");
+    EXPECT_EQ(rendered("{{ 'v' }}x\n  "), "vx\n  ");  // the last line's indent is text, not a tag's
 }
 
 TEST(Jinja, RawBlockIsText) {

@@ -79,11 +79,12 @@ private:
     std::vector<Token> tokens_;
 };
 
-// Template data before a tag opener of `tag_kind` ('{', '%' or '#') with `sign` ('-', '+' or 0).
+// Template data before a tag opener of `tag_kind` ('{', '%' or '#'; 0 at the end of the template)
+// with `sign` ('-', '+' or 0).
 void Lexer::emit_data(std::string data, char tag_kind, char sign, int line) {
     if (sign == '-') {
         while (!data.empty() && is_space(data.back())) data.pop_back();
-    } else if (sign != '+' && tag_kind != '{') {  // lstrip_blocks
+    } else if (sign != '+' && (tag_kind == '%' || tag_kind == '#')) {  // lstrip_blocks
         size_t line_start = data.rfind('\n');
         line_start = line_start == std::string::npos ? 0 : line_start + 1;
         if (line_start > 0 || line_starting_) {
