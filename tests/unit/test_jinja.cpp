@@ -176,6 +176,14 @@ TEST(Jinja, MacrosTakeDefaultsKeywordsAndRecurseInTheirOwnScope) {
     EXPECT_EQ(error_of("{% macro m(a) %}{% endmacro %}{{ m(z=1) }}"), "t.jinja:1: macro 'm' takes no keyword argument 'z'");
 }
 
+TEST(Jinja, CallBlockGivesTheMacroACaller) {
+    EXPECT_EQ(rendered("{% macro box(title) %}[{{ title }}:{{ caller() }}]{% endmacro %}{% set x = 'in' %}"
+                       "{% call box('t') %}{{ x }}{% endcall %}|{% for i in [1, 2] %}{% call box(i) %}{{ i * 10 }}{% endcall %}{% endfor %}"),
+              "[t:in]|[1:10][2:20]");
+    EXPECT_EQ(error_of("{% macro m() %}{% endmacro %}{% call(a) m() %}{% endcall %}"),
+              "t.jinja:1: unsupported construct 'call' block with caller arguments");
+}
+
 // ---- filters, tests, methods
 
 TEST(Jinja, StringFilters) {

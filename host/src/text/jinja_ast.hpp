@@ -59,6 +59,7 @@ enum class NodeKind {
     loop_break,
     loop_continue,
     generation,  // transformers' {% generation %} marker: renders its body
+    call_block,  // {% call macro(args) %}body{% endcall %}: the macro's caller() renders body
 };
 
 struct Node;

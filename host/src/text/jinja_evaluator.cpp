@@ -80,7 +80,9 @@ private:
     Expected<Object> eval_slice(const Expr& e, Scope& scope);
     Expected<CallArgs> eval_args(const Expr& e, Scope& scope);
     Expected<Object> eval_call(const Expr& e, Scope& scope);
-    Expected<Object> call_macro(const Node& macro, const CallArgs& args, int line);
+    Expected<Object> call_macro(const Node& macro, const CallArgs& args, int line, const Object* caller = nullptr);
+    Expected<void> exec_call_block(const Node& node, Scope& scope);
+    Expected<Object> call_caller(const Callable& caller);
     Expected<Object> eval_filter(const Expr& e, Scope& scope);
     Expected<Object> eval_test(const Expr& e, Scope& scope);
     Expected<Object> eval_unary(const Expr& e, Scope& scope);
@@ -154,6 +156,7 @@ Expected<Flow> Evaluator::exec(const Node& node, Scope& scope) {
         case NodeKind::loop_break: return Flow::break_loop;
         case NodeKind::loop_continue: return Flow::continue_loop;
         case NodeKind::generation: return exec_nodes(node.body, scope);
+        case NodeKind::call_block: STORMO_TRY(exec_call_block(node, scope)); break;
     }
     return Flow::normal;
 }
@@ -379,12 +382,40 @@ Expected<Object> Evaluator::eval_call(const Expr& e, Scope& scope) {
         case Callable::Kind::macro: return call_macro(*fn.macro, args, e.line);
         case Callable::Kind::method: return at_line(e.line, call_method(fn.self, fn.name, args));
         case Callable::Kind::global: return at_line(e.line, call_global(fn.name, args, context_.strftime_text));
+        case Callable::Kind::caller: return call_caller(fn);
     }
     return fail(ErrorKind::internal, "unknown callable kind");
 }
 
+// {% call m(args) %}body{% endcall %}: m runs with a caller() that renders body where it stands.
+Expected<void> Evaluator::exec_call_block(const Node& node, Scope& scope) {
+    const Expr& call = *node.expr;
+    STORMO_TRY_ASSIGN(Object callee, eval(*call.a, scope));
+    STORMO_TRY_ASSIGN(CallArgs args, eval_args(call, scope));
+    if (callee.kind != Object::Kind::callable || callee.fn->kind != Callable::Kind::macro)
+        return fail(ErrorKind::invalid_argument, context_.source + ":" + std::to_string(node.line) +
+                                                     ": a call block needs a macro, not " +
+                                                     (callee.is_undefined() ? callee.hint : type_name(callee)));
+    auto caller_fn = std::make_shared<Callable>();
+    caller_fn->kind = Callable::Kind::caller;
+    caller_fn->name = "caller";
+    caller_fn->macro = &node;
+    caller_fn->scope = &scope;
+    Object caller;
+    caller.kind = Object::Kind::callable;
+    caller.fn = std::move(caller_fn);
+    STORMO_TRY_ASSIGN(Object result, call_macro(*callee.fn->macro, args, node.line, &caller));
+    return emit(to_text(result), node.line);
+}
+
+Expected<Object> Evaluator::call_caller(const Callable& caller) {
+    Scope body_scope(static_cast<const Scope*>(caller.scope));
+    STORMO_TRY_ASSIGN(std::string text, capture(caller.macro->body, body_scope));
+    return Object::of(Value(std::move(text)));
+}
+
 // A macro runs in its own scope over the template's top level; its output is its value.
-Expected<Object> Evaluator::call_macro(const Node& macro, const CallArgs& args, int line) {
+Expected<Object> Evaluator::call_macro(const Node& macro, const CallArgs& args, int line, const Object* caller) {
     auto error_at = [&](ErrorKind kind, const std::string& message) {
         return tl::unexpected(Error{kind, context_.source + ":" + std::to_string(line) + ": " + message});
     };
@@ -400,6 +431,7 @@ Expected<Object> Evaluator::call_macro(const Node& macro, const CallArgs& args, 
         if (!known) return error_at(ErrorKind::invalid_argument, "macro '" + macro.name + "' takes no keyword argument '" + key + "'");
     }
     Scope frame(root_);
+    if (caller) frame.set("caller", *caller);
     for (size_t k = 0; k < macro.params.size(); ++k) {
         const std::string& param = macro.params[k];
         if (const Object* given = args.get(k, param)) {

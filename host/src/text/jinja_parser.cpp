@@ -101,6 +101,7 @@ private:
     Expected<std::unique_ptr<Node>> parse_set(int line);
     Expected<std::unique_ptr<Node>> parse_macro(int line);
     Expected<std::unique_ptr<Node>> parse_simple_block(NodeKind kind, const std::string& tag, int line);
+    Expected<std::unique_ptr<Node>> parse_call_block(int line);
 
     // ---- expressions
     Expected<ExprPtr> parse_expression();               // with conditional
@@ -192,6 +193,7 @@ Expected<std::unique_ptr<Node>> Parser::parse_statement(const std::string& tag, 
     if (tag == "set") return parse_set(line);
     if (tag == "macro") return parse_macro(line);
     if (tag == "generation") return parse_simple_block(NodeKind::generation, tag, line);
+    if (tag == "call") return parse_call_block(line);
     if (tag == "break" || tag == "continue") {
         if (loop_depth_ == 0) return tl::unexpected(error(line, single_quoted(tag) + " outside a for loop"));
         auto node = std::make_unique<Node>();
@@ -201,7 +203,7 @@ Expected<std::unique_ptr<Node>> Parser::parse_statement(const std::string& tag, 
         return node;
     }
     static constexpr std::string_view closers[] = {"endif", "elif", "else", "endfor", "endset", "endmacro",
-                                                   "endgeneration", "endraw"};
+                                                   "endgeneration", "endraw", "endcall"};
     if (std::find(std::begin(closers), std::end(closers), tag) != std::end(closers))
         return tl::unexpected(error(line, "unexpected '" + tag + "' (no open block it closes)"));
     return tl::unexpected(error(line, "unsupported tag '" + tag + "'", ErrorKind::unsupported));
@@ -329,6 +331,24 @@ Expected<std::unique_ptr<Node>> Parser::parse_simple_block(NodeKind kind, const 
     std::string found;
     std::string end_tag = "end" + tag;
     STORMO_TRY_ASSIGN(node->body, parse_nodes({end_tag}, found, tag, line));
+    STORMO_TRY(expect_block_end());
+    return node;
+}
+
+Expected<std::unique_ptr<Node>> Parser::parse_call_block(int line) {
+    if (is_op("("))
+        return tl::unexpected(error(line, "unsupported construct 'call' block with caller arguments", ErrorKind::unsupported));
+    auto node = std::make_unique<Node>();
+    node->kind = NodeKind::call_block;
+    node->line = line;
+    STORMO_TRY_ASSIGN(node->expr, parse_expression());
+    if (node->expr->kind != ExprKind::call) return tl::unexpected(error(line, "a call block needs a macro call"));
+    STORMO_TRY(expect_block_end());
+    std::string found;
+    int enclosing_loops = std::exchange(loop_depth_, 0);  // the body runs inside the macro, not the loop
+    auto body = parse_nodes({"endcall"}, found, "call", line);
+    loop_depth_ = enclosing_loops;
+    STORMO_TRY_ASSIGN(node->body, std::move(body));
     STORMO_TRY(expect_block_end());
     return node;
 }
