@@ -209,6 +209,8 @@ TEST(Jinja, SequenceFilters) {
     EXPECT_EQ(rendered("{{ [1,2,3,4]|select('even')|list }}|{{ [1,2,3,4]|reject('odd')|list }}|{{ ['a','b']|map('upper')|list }}|"
                        "{{ [1,2,3]|sum }}|{{ [3,1,2]|min }}|{{ [3,1,2]|max }}"),
               "[2, 4]|[2, 4]|['A', 'B']|6|1|3");
+    EXPECT_EQ(rendered("{{ {'b': 1, 'A': 3, 'c': 2}|dictsort }}|{{ {'b': 1, 'a': 3, 'c': 2}|dictsort(by='value', reverse=true) }}"),
+              "[('A', 3), ('b', 1), ('c', 2)]|[('a', 3), ('c', 2), ('b', 1)]");
     Value msgs = parsed(R"({"msgs": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b", "x": 1}]})");
     EXPECT_EQ(rendered("{{ msgs|selectattr('role', 'equalto', 'user')|list|length }}|"
                        "{{ msgs|rejectattr('role', 'equalto', 'user')|map(attribute='content')|list }}|"
@@ -329,6 +331,9 @@ TEST(Jinja, RunawayTemplatesStopWithAResourceError) {
     EXPECT_EQ(recursion.error().kind, ErrorKind::resource);
     EXPECT_NE(recursion.error().message.find("macro 'f' nested more than 100 calls deep"), std::string::npos)
         << recursion.error().message;
+
+    EXPECT_EQ(error_of("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
+              "t.jinja:1: string result larger than 64 MiB");
 
     auto busy = ChatTemplate::parse("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}", "t.jinja");
     ASSERT_TRUE(busy);

@@ -15,7 +15,8 @@ constexpr std::array known_filters = {
     "trim",    "length",  "count",    "default", "d",       "tojson",     "string",     "upper",  "lower",
     "title",   "capitalize", "replace", "join",  "first",   "last",       "list",       "items",  "selectattr",
     "rejectattr", "select", "reject", "map",     "unique",  "reverse",    "sort",       "int",    "float",
-    "abs",     "indent",  "safe",     "e",       "escape",  "wordcount",  "min",        "max",    "sum"};
+    "abs",     "indent",  "safe",     "e",       "escape",  "wordcount",  "min",        "max",    "sum",
+    "dictsort"};
 
 Error type_error(std::string message) { return Error{ErrorKind::invalid_argument, std::move(message)}; }
 
@@ -184,8 +185,8 @@ Expected<Object> select_filter(const Object& input, const CallArgs& args, bool b
 Expected<Object> map_filter(const Object& input, const CallArgs& args) {
     STORMO_TRY_ASSIGN(ValueList items, iterate(input));
     ValueList out;
-    if (const Object* attribute = args.get(args.positional.size(), "attribute"); attribute && args.positional.empty()) {
-        const Object* fallback = args.get(99, "default");
+    if (const Object* attribute = args.keyword_arg("attribute"); attribute && args.positional.empty()) {
+        const Object* fallback = args.keyword_arg("default");
         for (const Value& item : items) {
             STORMO_TRY_ASSIGN(Object mapped, lookup_path(Object::of(item), to_text(*attribute)));
             if (mapped.is_undefined() && fallback) mapped = *fallback;
@@ -374,6 +375,35 @@ Expected<Object> items_filter(const Object& input) {
     return call_method(input.data, "items", CallArgs{});
 }
 
+// dictsort(case_sensitive=False, by='key', reverse=False): the (key, value) pairs in order.
+Expected<Object> dictsort_filter(const Object& input, const CallArgs& args) {
+    if (!input.is_data() || !input.data.is_object()) return tl::unexpected(type_error("dictsort needs a mapping"));
+    bool case_sensitive = flag_arg(args, 0, "case_sensitive", false);
+    std::string by = "key";
+    if (const Object* b = args.get(1, "by")) by = to_text(*b);
+    if (by != "key" && by != "value") return tl::unexpected(type_error("You can only sort by either \"key\" or \"value\""));
+    bool reverse = flag_arg(args, 2, "reverse", false);
+    std::vector<std::pair<Value, Value>> keyed;
+    for (const auto& [key, value] : input.data.as_object()) {
+        STORMO_TRY_ASSIGN(Value sort_by, sort_key(by == "key" ? Value(key) : value, "", case_sensitive));
+        keyed.emplace_back(std::move(sort_by), Value::tuple({Value(key), value}));
+    }
+    Expected<void> failure;
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
+        if (!failure) return false;
+        auto r = reverse ? less_than(y.first, x.first) : less_than(x.first, y.first);
+        if (!r) {
+            failure = tl::unexpected(r.error());
+            return false;
+        }
+        return *r;
+    });
+    STORMO_TRY(failure);
+    ValueList out;
+    for (auto& entry : keyed) out.push_back(std::move(entry.second));
+    return Object::of(Value::list(std::move(out)));
+}
+
 Expected<Object> abs_filter(const Object& input) {
     STORMO_TRY_ASSIGN(Value v, require_data(input, "abs"));
     if (v.is_int()) return Object::of(Value(v.as_int() < 0 ? -v.as_int() : v.as_int()));
@@ -417,6 +447,7 @@ Expected<Object> apply_filter(std::string_view name, const Object& input, const 
     if (name == "int") return int_filter(input, args);
     if (name == "float") return float_filter(input, args);
     if (name == "abs") return abs_filter(input);
+    if (name == "dictsort") return dictsort_filter(input, args);
     if (name == "indent") return indent_filter(input, args);
     return fail(ErrorKind::unsupported, "unsupported filter '" + std::string(name) + "'");
 }

@@ -155,6 +155,12 @@ const Object* CallArgs::get(size_t index, std::string_view name) const {
     return nullptr;
 }
 
+const Object* CallArgs::keyword_arg(std::string_view name) const {
+    for (const auto& [key, value] : keyword)
+        if (key == name) return &value;
+    return nullptr;
+}
+
 bool is_number(const Value& v) { return v.is_int() || v.is_float() || v.is_bool(); }
 
 bool truthy(const Object& o) {
@@ -384,8 +390,18 @@ Expected<bool> contains(const Object& haystack, const Object& needle) {
     return tl::unexpected(type_error("argument of type '" + type_name(haystack) + "' is not iterable"));
 }
 
+namespace {
+
+// A template doubling a string in a loop could exhaust memory without printing anything.
+Expected<Object> checked_text(std::string text) {
+    if (text.size() > max_repeat_bytes) return fail(ErrorKind::resource, "string result larger than 64 MiB");
+    return Object::of(Value(std::move(text)));
+}
+
+}  // namespace
+
 Expected<Object> binary_operation(std::string_view op, const Object& a, const Object& b) {
-    if (op == "~") return Object::of(Value(to_text(a) + to_text(b)));
+    if (op == "~") return checked_text(to_text(a) + to_text(b));
     if (a.is_undefined()) return tl::unexpected(type_error(a.hint));
     if (b.is_undefined()) return tl::unexpected(type_error(b.hint));
     auto unsupported = [&]() {
@@ -397,8 +413,10 @@ Expected<Object> binary_operation(std::string_view op, const Object& a, const Ob
     const Value& y = b.data;
     if (is_number(x) && is_number(y)) return arithmetic(op, x, y);
     if (op == "+") {
-        if (x.is_string() && y.is_string()) return Object::of(Value(x.as_string() + y.as_string()));
+        if (x.is_string() && y.is_string()) return checked_text(x.as_string() + y.as_string());
         if (x.is_list() && y.is_list()) {
+            if (x.as_list().size() + y.as_list().size() > max_repeat_bytes / 16)
+                return fail(ErrorKind::resource, "list concatenation result too large");
             ValueList out = x.as_list();
             out.insert(out.end(), y.as_list().begin(), y.as_list().end());
             return Object::of(Value::list(std::move(out)));

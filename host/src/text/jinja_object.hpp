@@ -62,6 +62,8 @@ struct CallArgs {
     std::vector<std::pair<std::string, Object>> keyword;
     // The argument at `index`, or the keyword `name`; nullptr when neither was given.
     const Object* get(size_t index, std::string_view name) const;
+    // The keyword argument `name` only; nullptr when not given.
+    const Object* keyword_arg(std::string_view name) const;
 };
 
 // Python's truth value; Undefined is false.
