@@ -162,6 +162,7 @@ TEST(Jinja, SetInsideALoopLastsOneIterationAndNamespaceCarriesState) {
     EXPECT_EQ(rendered("{% if true %}{% set y = 5 %}{% endif %}{{ y }}"), "5");
     EXPECT_EQ(rendered("{% set a, b = [1, 2] %}{{ a }}{{ b }}{% set t = 1, 2 %}{{ t }}"), "12(1, 2)");
     EXPECT_EQ(rendered("{% set block %}inner {{ 1 + 1 }}{% endset %}[{{ block }}]"), "[inner 2]");
+    EXPECT_EQ(rendered("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}"), "<Namespace {'a': 1, 'me': <Namespace>}>");
 }
 
 TEST(Jinja, MacrosTakeDefaultsKeywordsAndRecurseInTheirOwnScope) {

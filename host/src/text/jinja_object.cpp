@@ -184,8 +184,11 @@ std::string to_text(const Object& o) {
             std::string out = "<Namespace {";
             const char* sep = "";
             for (const auto& [name, value] : o.ns->members) {
+                // A member namespace is named, not printed: a namespace may hold itself.
                 (out += sep) += python_string_repr(name) + ": " +
-                                (value.is_data() ? python_repr(value.data) : to_text(value));
+                                (value.is_data()                                      ? python_repr(value.data)
+                                 : value.kind == Object::Kind::namespace_object ? std::string("<Namespace>")
+                                                                                : to_text(value));
                 sep = ", ";
             }
             return out + "}>";
