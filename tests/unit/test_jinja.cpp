@@ -285,6 +285,19 @@ TEST(Jinja, GlobalsAndTransformersVariables) {
     EXPECT_EQ(rendered("{%- generation %}g{% endgeneration -%}"), "g");  // transformers' assistant-mask tag
 }
 
+TEST(Jinja, PrintfStyleFormatting) {
+    EXPECT_EQ(rendered("{{ '%s' % 3 }}|{{ '%s and %s' % ('a', 1) }}|{{ '%d' % 3.7 }}|{{ '%5.2f|%-4d|%04d' % (3.14159, 7, 42) }}|"
+                       "{{ '%r' % 'x' }}|{{ '%(a)s-%(b)d' % {'a': 'A', 'b': 2} }}|{{ '100%%' % () }}"),
+              "3|a and 1|3| 3.14|7   |0042|'x'|A-2|100%");
+    EXPECT_EQ(rendered("{{ '%x %X %o %e %g' % (255, 255, 8, 12345.678, 0.0001) }}|{{ '%s' % [1, 2] }}|{{ '%s' % none }}|"
+                       "{{ '%c' % 65 }}|{{ '%.2s' % 'abc' }}|{{ '%+d % d' % (5, 5) }}|{{ '[%s]' % x }}"),
+              "ff FF 10 1.234568e+04 0.0001|[1, 2]|None|A|ab|+5  5|[]");
+    EXPECT_EQ(rendered("{{ 'Hello %s'|format('x') }}|{{ '%s-%s'|format(1, 2) }}|{{ '%(n)s!'|format(n='k') }}"), "Hello x|1-2|k!");
+    EXPECT_EQ(error_of("{{ '%d' % 'x' }}"), "t.jinja:1: %d format: a real number is required, not str");
+    EXPECT_EQ(error_of("{{ '%s %s' % ('a',) }}"), "t.jinja:1: not enough arguments for format string");
+    EXPECT_EQ(error_of("{{ 'abc' % 5 }}"), "t.jinja:1: not all arguments converted during string formatting");
+}
+
 // ---- errors
 
 TEST(Jinja, UnsupportedConstructsFailAtLoadNamingThemAndTheLine) {

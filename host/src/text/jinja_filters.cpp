@@ -6,6 +6,7 @@
 
 #include "text/jinja_builtins.hpp"
 #include "text/jinja_methods.hpp"
+#include "text/python_format.hpp"
 #include "text/unicode_case.hpp"
 
 namespace stormo::text::jinja {
@@ -16,7 +17,7 @@ constexpr std::array known_filters = {
     "title",   "capitalize", "replace", "join",  "first",   "last",       "list",       "items",  "selectattr",
     "rejectattr", "select", "reject", "map",     "unique",  "reverse",    "sort",       "int",    "float",
     "abs",     "indent",  "safe",     "e",       "escape",  "wordcount",  "min",        "max",    "sum",
-    "dictsort"};
+    "dictsort", "format"};
 
 Error type_error(std::string message) { return Error{ErrorKind::invalid_argument, std::move(message)}; }
 
@@ -404,6 +405,29 @@ Expected<Object> dictsort_filter(const Object& input, const CallArgs& args) {
     return Object::of(Value::list(std::move(out)));
 }
 
+// "%s, %s"|format(a, b) is "%s, %s" % (a, b); keywords fill %(key)s.
+Expected<Object> format_filter(const Object& input, const CallArgs& args) {
+    if (!args.positional.empty() && !args.keyword.empty())
+        return tl::unexpected(type_error("format can't handle positional and keyword arguments at the same time"));
+    Value values;
+    if (!args.keyword.empty()) {
+        values = Value::object();
+        for (const auto& [key, value] : args.keyword) {
+            STORMO_TRY_ASSIGN(Value v, require_data(value, "format"));
+            values.set(key, std::move(v));
+        }
+    } else {
+        ValueList items;
+        for (const Object& value : args.positional) {
+            STORMO_TRY_ASSIGN(Value v, require_data(value, "format"));
+            items.push_back(std::move(v));
+        }
+        values = Value::tuple(std::move(items));
+    }
+    STORMO_TRY_ASSIGN(std::string text, percent_format(to_text(input), values));
+    return Object::of(Value(std::move(text)));
+}
+
 Expected<Object> abs_filter(const Object& input) {
     STORMO_TRY_ASSIGN(Value v, require_data(input, "abs"));
     if (v.is_int()) return Object::of(Value(v.as_int() < 0 ? -v.as_int() : v.as_int()));
@@ -448,6 +472,7 @@ Expected<Object> apply_filter(std::string_view name, const Object& input, const 
     if (name == "float") return float_filter(input, args);
     if (name == "abs") return abs_filter(input);
     if (name == "dictsort") return dictsort_filter(input, args);
+    if (name == "format") return format_filter(input, args);
     if (name == "indent") return indent_filter(input, args);
     return fail(ErrorKind::unsupported, "unsupported filter '" + std::string(name) + "'");
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "text/jinja_methods.hpp"
+#include "text/python_format.hpp"
 #include "text/python_text.hpp"
 
 namespace stormo::text::jinja {
@@ -405,6 +406,9 @@ Expected<Object> checked_text(std::string text) {
 
 Expected<Object> binary_operation(std::string_view op, const Object& a, const Object& b) {
     if (op == "~") return checked_text(to_text(a) + to_text(b));
+    // str % Undefined formats the Undefined's text, which is empty.
+    if (op == "%" && a.is_data() && a.data.is_string() && b.is_undefined())
+        return binary_operation(op, a, Object::of(Value(std::string())));
     if (a.is_undefined()) return tl::unexpected(type_error(a.hint));
     if (b.is_undefined()) return tl::unexpected(type_error(b.hint));
     auto unsupported = [&]() {
@@ -433,8 +437,10 @@ Expected<Object> binary_operation(std::string_view op, const Object& a, const Ob
         if ((x.is_string() || x.is_list()) && is_integral(y)) return repeat(x, integral(y));
         if ((y.is_string() || y.is_list()) && is_integral(x)) return repeat(y, integral(x));
     }
-    if (op == "%" && x.is_string())
-        return fail(ErrorKind::unsupported, "printf-style string formatting ('...' % value) is not supported");
+    if (op == "%" && x.is_string()) {
+        STORMO_TRY_ASSIGN(std::string text, percent_format(x.as_string(), y));
+        return checked_text(std::move(text));
+    }
     return unsupported();
 }
 
