@@ -268,6 +268,13 @@ TEST(Jinja, PythonMethods) {
     EXPECT_EQ(error_of("{{ l.append(1) }}", parsed(R"({"l": []})")), "t.jinja:1: access to attribute 'append' of 'list' object is unsafe");
 }
 
+TEST(Jinja, UnicodeWhitespaceAndReprFollowPython) {
+    Value s = parsed(R"({"s": "\u00a0 x\u2003y\u3000z\u202f\n\u001c"})");
+    EXPECT_EQ(rendered("[{{ s.strip() }}]|{{ s.split() }}|[{{ s|trim }}]|{{ s.isspace() }}|{{ s.rstrip()|length }}|{{ s.split(none, 1) }}", s),
+              "[x\u2003y\u3000z]|['x', 'y', 'z']|[x\u2003y\u3000z]|False|7|['x', 'y\\u3000z\\u202f\\n\\x1c']");
+    EXPECT_EQ(rendered("{{ ['a\u200bb', 'é'] }}"), "['a\\u200bb', 'é']");
+}
+
 TEST(Jinja, IndexingAndSlicing) {
     Value l = parsed(R"({"l": [1, 2, 3, 4]})");
     EXPECT_EQ(rendered("{{ l[1:] }}|{{ l[:-1] }}|{{ l[::-1] }}|{{ l[::2] }}|{{ l[-1] }}|{{ l[1:3] }}|{{ 'hello'[1:3] }}|"

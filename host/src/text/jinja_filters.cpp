@@ -8,7 +8,7 @@
 #include "text/jinja_filter_parts.hpp"
 #include "text/jinja_methods.hpp"
 #include "text/python_format.hpp"
-#include "text/unicode_case.hpp"
+#include "text/unicode_text.hpp"
 
 namespace stormo::text::jinja {
 

@@ -1,12 +1,12 @@
-// Python's str, dict and list methods on template data. Case mapping is Unicode's (simple
-// mappings); whitespace and the is*() classes are ASCII's; positions and lengths count code
-// points, as Python does.
+// Python's str, dict and list methods on template data. Case mapping and whitespace are
+// Unicode's (simple case mappings); isdigit() and the other letter classes are ASCII's; positions
+// and lengths count code points, as Python does.
 #include "text/jinja_methods.hpp"
 
 #include <algorithm>
 #include <array>
 
-#include "text/unicode_case.hpp"
+#include "text/unicode_text.hpp"
 
 namespace stormo::text::jinja {
 namespace {
@@ -32,7 +32,6 @@ bool listed(const std::array<const char*, N>& names, std::string_view name) {
 
 Error type_error(std::string message) { return Error{ErrorKind::invalid_argument, std::move(message)}; }
 
-bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -55,7 +54,7 @@ Expected<std::vector<std::string>> strip_set(const CallArgs& args, std::string_v
 std::string strip_text(const std::string& s, const std::vector<std::string>& chars, bool left, bool right) {
     std::vector<std::string> cps = code_points(s);
     auto strippable = [&](const std::string& c) {
-        if (chars.empty()) return c.size() == 1 && is_ascii_space(c[0]);
+        if (chars.empty()) return is_python_space(c);
         return std::find(chars.begin(), chars.end(), c) != chars.end();
     };
     size_t begin = 0, end = cps.size();
@@ -67,20 +66,24 @@ std::string strip_text(const std::string& s, const std::vector<std::string>& cha
 }
 
 ValueList split_whitespace(const std::string& s, int64_t maxsplit) {
+    std::vector<std::string> cps = code_points(s);
+    auto join = [&](size_t from, size_t to) {
+        std::string out;
+        for (size_t k = from; k < to; ++k) out += cps[k];
+        return out;
+    };
     ValueList parts;
     size_t i = 0;
-    while (i < s.size()) {
-        while (i < s.size() && is_ascii_space(s[i])) ++i;
-        if (i >= s.size()) break;
+    while (i < cps.size()) {
+        while (i < cps.size() && is_python_space(cps[i])) ++i;
+        if (i >= cps.size()) break;
         if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-            std::string rest = s.substr(i);
-            while (!rest.empty() && is_ascii_space(rest.back())) rest.pop_back();
-            parts.emplace_back(std::move(rest));
+            parts.emplace_back(join(i, cps.size()));  // Python keeps the rest as it is, trailing spaces too
             break;
         }
         size_t j = i;
-        while (j < s.size() && !is_ascii_space(s[j])) ++j;
-        parts.emplace_back(s.substr(i, j - i));
+        while (j < cps.size() && !is_python_space(cps[j])) ++j;
+        parts.emplace_back(join(i, j));
         i = j;
     }
     return parts;
@@ -250,7 +253,10 @@ Expected<Object> call_string_method(const std::string& s, std::string_view name,
     if (name == "isdigit") return all_chars(s, is_digit);
     if (name == "isalpha") return all_chars(s, is_alpha);
     if (name == "isalnum") return all_chars(s, [](char c) { return is_alpha(c) || is_digit(c); });
-    if (name == "isspace") return all_chars(s, is_ascii_space);
+    if (name == "isspace") {
+        std::vector<std::string> cps = code_points(s);
+        return Object::of(Value(!cps.empty() && std::all_of(cps.begin(), cps.end(), [](const std::string& c) { return is_python_space(c); })));
+    }
     bool has_cased = std::any_of(s.begin(), s.end(), is_alpha);
     if (name == "isupper")
         return Object::of(Value(has_cased && std::none_of(s.begin(), s.end(), [](char c) { return c >= 'a' && c <= 'z'; })));

@@ -1,6 +1,8 @@
 // Python's str() and repr() of JSON-shaped values.
 #include "text/python_text.hpp"
 
+#include "text/unicode_text.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -55,10 +57,27 @@ std::string scientific_form(const std::string& digits, int point) {
     return out + buf;
 }
 
-void append_hex_escape(std::string& out, unsigned char c) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+// Python's escape for a non-printable code point: \xNN, \uNNNN or \UNNNNNNNN.
+void append_code_point_escape(std::string& out, uint32_t cp) {
+    char buf[16];
+    if (cp < 0x100) std::snprintf(buf, sizeof buf, "\\x%02x", cp);
+    else if (cp < 0x10000) std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+    else std::snprintf(buf, sizeof buf, "\\U%08x", cp);
     out += buf;
+}
+
+// The code point of the UTF-8 sequence at s[i] and its length; 0 when the bytes are not UTF-8.
+size_t decode_utf8(std::string_view s, size_t i, uint32_t& cp) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+    if (len == 0 || i + len > s.size()) return 0;
+    cp = c & (0xFFu >> (len + 1));
+    for (size_t k = 1; k < len; ++k) {
+        auto next = static_cast<unsigned char>(s[i + k]);
+        if ((next & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (next & 0x3Fu);
+    }
+    return len;
 }
 
 }  // namespace
@@ -79,14 +98,24 @@ std::string python_string_repr(std::string_view s) {
     bool has_double = s.find('"') != std::string_view::npos;
     char quote = (has_single && !has_double) ? '"' : '\'';
     std::string out(1, quote);
-    for (char ch : s) {
+    for (size_t i = 0; i < s.size();) {
+        char ch = s[i];
         auto c = static_cast<unsigned char>(ch);
+        uint32_t cp = 0;
+        size_t len = c >= 0x80 ? decode_utf8(s, i, cp) : 0;
+        if (len > 0) {
+            if (is_python_printable(static_cast<int32_t>(cp))) out.append(s.substr(i, len));
+            else append_code_point_escape(out, cp);
+            i += len;
+            continue;
+        }
+        ++i;
         if (ch == '\\') out += "\\\\";
         else if (ch == quote) (out += '\\') += ch;
         else if (ch == '\n') out += "\\n";
         else if (ch == '\r') out += "\\r";
         else if (ch == '\t') out += "\\t";
-        else if (c < 0x20 || c == 0x7f) append_hex_escape(out, c);
+        else if (c < 0x20 || c >= 0x7f) append_code_point_escape(out, c);
         else out += ch;
     }
     out += quote;

@@ -13,8 +13,8 @@ namespace stormo::text {
 // else scientific with a two-digit signed exponent ("1e-05", "1e+16"); "nan", "inf", "-inf".
 std::string python_float_repr(double d);
 // repr(str): single quotes unless the text holds ' and no ", escapes for \\, the quote and
-// control characters. Non-ASCII text is kept as it is (Python also escapes non-printable
-// code points beyond ASCII; chat data does not hold them).
+// what Python deems non-printable (controls, format characters, separators but ' ', ...);
+// printable non-ASCII text is kept as it is.
 std::string python_string_repr(std::string_view s);
 // str(v): None, True, False, 12, 1.5, the text itself, ['a', 1], ('a', 1), {'k': 'v'}.
 std::string python_str(const Value& v);

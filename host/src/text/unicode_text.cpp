@@ -1,5 +1,5 @@
-// Case mapping over code points with utf8proc.
-#include "text/unicode_case.hpp"
+// Case mapping and whitespace over code points with utf8proc.
+#include "text/unicode_text.hpp"
 
 #include <utf8proc.h>
 
@@ -79,6 +79,34 @@ std::string utf8_jinja_title(std::string_view s) {
         word_start = boundary;
         return mapped;
     });
+}
+
+bool is_python_space(std::string_view character) {
+    utf8proc_int32_t cp = 0;
+    auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(character.data()),
+                              static_cast<utf8proc_ssize_t>(character.size()), &cp);
+    if (n <= 0 || static_cast<size_t>(n) != character.size()) return false;
+    if ((cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85) return true;
+    auto category = utf8proc_category(cp);
+    // Python: the Zs, Zl and Zp categories and the bidirectional classes WS, B and S.
+    if (category == UTF8PROC_CATEGORY_ZS || category == UTF8PROC_CATEGORY_ZL || category == UTF8PROC_CATEGORY_ZP) return true;
+    auto bidi = utf8proc_get_property(cp)->bidi_class;
+    return bidi == UTF8PROC_BIDI_CLASS_WS || bidi == UTF8PROC_BIDI_CLASS_B || bidi == UTF8PROC_BIDI_CLASS_S;
+}
+
+bool is_python_printable(int32_t code_point) {
+    if (code_point == ' ') return true;
+    switch (utf8proc_category(code_point)) {
+        case UTF8PROC_CATEGORY_CC:
+        case UTF8PROC_CATEGORY_CF:
+        case UTF8PROC_CATEGORY_CS:
+        case UTF8PROC_CATEGORY_CO:
+        case UTF8PROC_CATEGORY_CN:
+        case UTF8PROC_CATEGORY_ZL:
+        case UTF8PROC_CATEGORY_ZP:
+        case UTF8PROC_CATEGORY_ZS: return false;
+        default: return true;
+    }
 }
 
 }  // namespace stormo::text
