@@ -181,6 +181,9 @@ TEST(Jinja, CallBlockGivesTheMacroACaller) {
     EXPECT_EQ(rendered("{% macro box(title) %}[{{ title }}:{{ caller() }}]{% endmacro %}{% set x = 'in' %}"
                        "{% call box('t') %}{{ x }}{% endcall %}|{% for i in [1, 2] %}{% call box(i) %}{{ i * 10 }}{% endcall %}{% endfor %}"),
               "[t:in]|[1:10][2:20]");
+    EXPECT_EQ(error_of("{% set ns = namespace() %}{% macro m() %}{% set ns.c = caller %}{% endmacro %}"
+                       "{% call m() %}x{% endcall %}{{ ns.c() }}"),
+              "t.jinja:1: caller() called after its call block ended");
     EXPECT_EQ(error_of("{% macro m() %}{% endmacro %}{% call(a) m() %}{% endcall %}"),
               "t.jinja:1: unsupported construct 'call' block with caller arguments");
 }

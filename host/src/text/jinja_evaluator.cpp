@@ -82,7 +82,7 @@ private:
     Expected<Object> eval_call(const Expr& e, Scope& scope);
     Expected<Object> call_macro(const Node& macro, const CallArgs& args, int line, const Object* caller = nullptr);
     Expected<void> exec_call_block(const Node& node, Scope& scope);
-    Expected<Object> call_caller(const Callable& caller);
+    Expected<Object> call_caller(const Callable& caller, int line);
     Expected<Object> eval_filter(const Expr& e, Scope& scope);
     Expected<Object> eval_test(const Expr& e, Scope& scope);
     Expected<Object> eval_unary(const Expr& e, Scope& scope);
@@ -382,7 +382,7 @@ Expected<Object> Evaluator::eval_call(const Expr& e, Scope& scope) {
         case Callable::Kind::macro: return call_macro(*fn.macro, args, e.line);
         case Callable::Kind::method: return at_line(e.line, call_method(fn.self, fn.name, args));
         case Callable::Kind::global: return at_line(e.line, call_global(fn.name, args, context_.strftime_text));
-        case Callable::Kind::caller: return call_caller(fn);
+        case Callable::Kind::caller: return call_caller(fn, e.line);
     }
     return fail(ErrorKind::internal, "unknown callable kind");
 }
@@ -403,12 +403,17 @@ Expected<void> Evaluator::exec_call_block(const Node& node, Scope& scope) {
     caller_fn->scope = &scope;
     Object caller;
     caller.kind = Object::Kind::callable;
-    caller.fn = std::move(caller_fn);
-    STORMO_TRY_ASSIGN(Object result, call_macro(*callee.fn->macro, args, node.line, &caller));
-    return emit(to_text(result), node.line);
+    caller.fn = caller_fn;
+    auto result = call_macro(*callee.fn->macro, args, node.line, &caller);
+    caller_fn->scope = nullptr;  // the macro may have stored caller somewhere; this scope ends here
+    STORMO_TRY(result);
+    return emit(to_text(*result), node.line);
 }
 
-Expected<Object> Evaluator::call_caller(const Callable& caller) {
+Expected<Object> Evaluator::call_caller(const Callable& caller, int line) {
+    if (!caller.scope)
+        return fail(ErrorKind::invalid_argument, context_.source + ":" + std::to_string(line) +
+                                                     ": caller() called after its call block ended");
     Scope body_scope(static_cast<const Scope*>(caller.scope));
     STORMO_TRY_ASSIGN(std::string text, capture(caller.macro->body, body_scope));
     return Object::of(Value(std::move(text)));

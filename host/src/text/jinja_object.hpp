@@ -52,7 +52,7 @@ struct Callable {
     enum class Kind { macro, global, method, caller };
     Kind kind = Kind::global;
     const Node* macro = nullptr;  // macro: its definition; caller: the call block (both owned by the parsed template)
-    const void* scope = nullptr;  // caller: the evaluator's scope around the call block, live while the macro runs
+    const void* scope = nullptr;  // caller: the evaluator's scope around the call block; null once it ended
     std::string name;             // the macro's, global's or method's name
     Value self;                   // method: the string, dict or list it is bound to
 };
