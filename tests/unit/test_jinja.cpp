@@ -326,6 +326,10 @@ TEST(Jinja, SyntaxErrorsNameTheLine) {
     EXPECT_EQ(error_of("ok\n{{ 1"), "t.jinja:2: unclosed tag '{{'");
     EXPECT_EQ(error_of("{% endfor %}"), "t.jinja:1: unexpected 'endfor' (no open block it closes)");
     EXPECT_EQ(error_of("{% break %}"), "t.jinja:1: 'break' outside a for loop");
+    // Chains build deep trees without recursing in the parser; evaluating them would.
+    std::string chain = "{{ x";
+    for (int k = 0; k < 5000; ++k) chain += ".y";
+    EXPECT_EQ(error_of(chain + " }}"), "t.jinja:1: blocks and expressions nested deeper than 200 levels");
     EXPECT_EQ(error_kind("{% for %}"), ErrorKind::format);
 }
 
@@ -358,6 +362,15 @@ TEST(Jinja, RunawayTemplatesStopWithAResourceError) {
 
     EXPECT_EQ(error_of("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
               "t.jinja:1: string result larger than 64 MiB");
+
+    auto deep = ChatTemplate::parse("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(40) }}", "t.jinja");
+    ASSERT_TRUE(deep);
+    limits.max_nesting = 50;
+    deep->set_limits(limits);
+    auto nested = deep->render(Value::list(), Value::object());
+    ASSERT_FALSE(nested);
+    EXPECT_EQ(nested.error().kind, ErrorKind::resource);
+    EXPECT_NE(nested.error().message.find("nested more than 50 deep"), std::string::npos) << nested.error().message;
 
     auto busy = ChatTemplate::parse("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}", "t.jinja");
     ASSERT_TRUE(busy);

@@ -38,6 +38,7 @@ using ExprPtr = std::unique_ptr<Expr>;
 struct Expr {
     ExprKind kind = ExprKind::literal;
     int line = 0;
+    int depth = 1;  // levels of operands below and including this node
     Value value;
     std::string name;
     bool negated = false;

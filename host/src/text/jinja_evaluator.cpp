@@ -39,6 +39,19 @@ private:
 
 enum class Flow { normal, break_loop, continue_loop };
 
+// Counts the statements and expressions being evaluated at once: through macro calls they nest
+// as deep as a template likes, and each level is C++ stack.
+class NestingCount {
+public:
+    explicit NestingCount(int& open) : open_(open) { ++open_; }
+    ~NestingCount() { --open_; }
+    NestingCount(const NestingCount&) = delete;
+    NestingCount& operator=(const NestingCount&) = delete;
+
+private:
+    int& open_;
+};
+
 class Evaluator {
 public:
     explicit Evaluator(const RenderContext& context) : context_(context) {}
@@ -61,6 +74,7 @@ private:
         return result;
     }
     Expected<void> step(int line);
+    Expected<void> check_nesting(int line) const;
     Expected<void> emit(std::string_view text, int line);
 
     Expected<Flow> exec_nodes(const NodeList& nodes, Scope& scope);
@@ -97,7 +111,14 @@ private:
     size_t produced_ = 0;
     uint64_t steps_ = 0;
     int macro_depth_ = 0;
+    int open_ = 0;  // statements and expressions under evaluation
 };
+
+Expected<void> Evaluator::check_nesting(int line) const {
+    if (open_ <= context_.limits.max_nesting) return {};
+    return fail(ErrorKind::resource, context_.source + ":" + std::to_string(line) + ": statements and expressions nested more than " +
+                                         std::to_string(context_.limits.max_nesting) + " deep (through macro calls)");
+}
 
 Expected<void> Evaluator::step(int line) {
     if (++steps_ <= context_.limits.max_steps) return {};
@@ -125,6 +146,8 @@ Expected<Flow> Evaluator::exec_nodes(const NodeList& nodes, Scope& scope) {
 }
 
 Expected<Flow> Evaluator::exec(const Node& node, Scope& scope) {
+    NestingCount nesting(open_);
+    STORMO_TRY(check_nesting(node.line));
     STORMO_TRY(step(node.line));
     switch (node.kind) {
         case NodeKind::text: STORMO_TRY(emit(node.text, node.line)); break;
@@ -263,6 +286,8 @@ Expected<std::string> Evaluator::capture(const NodeList& body, Scope& scope) {
 // ---- expressions
 
 Expected<Object> Evaluator::eval(const Expr& e, Scope& scope) {
+    NestingCount nesting(open_);
+    STORMO_TRY(check_nesting(e.line));
     switch (e.kind) {
         case ExprKind::literal: return Object::of(e.value);
         case ExprKind::name: return eval_name(e, scope);

@@ -6,9 +6,21 @@
 
 namespace stormo::text::jinja::parsing {
 
+Expected<ExprPtr> Parser::built(ExprPtr node) const {
+    int deepest = 0;
+    for (const Expr* child : {node->a.get(), node->b.get(), node->c.get(), node->d.get()})
+        if (child) deepest = std::max(deepest, child->depth);
+    for (const auto& item : node->items) deepest = std::max(deepest, item->depth);
+    for (const auto& [key, value] : node->kwargs) deepest = std::max(deepest, value->depth);
+    for (const auto& [op, value] : node->ops) deepest = std::max(deepest, value->depth);
+    node->depth = deepest + 1;
+    if (node->depth > max_nesting) return tl::unexpected(error(node->line, "blocks and expressions nested deeper than 200 levels"));
+    return node;
+}
+
 Expected<ExprPtr> Parser::parse_expression() {
     NestingGuard guard(depth_);
-    if (guard.too_deep()) return tl::unexpected(error(peek().line, "expression nested deeper than 200 levels"));
+    if (guard.too_deep()) return tl::unexpected(error(peek().line, "blocks and expressions nested deeper than 200 levels"));
     STORMO_TRY_ASSIGN(ExprPtr value, parse_or());
     while (is_name("if")) {
         int line = next().line;
@@ -18,7 +30,7 @@ Expected<ExprPtr> Parser::parse_expression() {
         if (skip_name("else")) {
             STORMO_TRY_ASSIGN(cond->c, parse_expression());
         }
-        value = std::move(cond);
+        STORMO_TRY_ASSIGN(value, built(std::move(cond)));
     }
     return value;
 }
@@ -36,7 +48,7 @@ Expected<ExprPtr> Parser::parse_tuple_or_expression(bool with_conditional) {
         STORMO_TRY_ASSIGN(ExprPtr item, one());
         tuple->items.push_back(std::move(item));
     }
-    return tuple;
+    return built(std::move(tuple));
 }
 
 Expected<ExprPtr> Parser::parse_or() {
@@ -45,7 +57,7 @@ Expected<ExprPtr> Parser::parse_or() {
         auto node = make(ExprKind::logical_or, next().line);
         node->a = std::move(left);
         STORMO_TRY_ASSIGN(node->b, parse_and());
-        left = std::move(node);
+        STORMO_TRY_ASSIGN(left, built(std::move(node)));
     }
     return left;
 }
@@ -56,7 +68,7 @@ Expected<ExprPtr> Parser::parse_and() {
         auto node = make(ExprKind::logical_and, next().line);
         node->a = std::move(left);
         STORMO_TRY_ASSIGN(node->b, parse_not());
-        left = std::move(node);
+        STORMO_TRY_ASSIGN(left, built(std::move(node)));
     }
     return left;
 }
@@ -64,10 +76,10 @@ Expected<ExprPtr> Parser::parse_and() {
 Expected<ExprPtr> Parser::parse_not() {
     if (!is_name("not")) return parse_compare();
     NestingGuard guard(depth_);
-    if (guard.too_deep()) return tl::unexpected(error(peek().line, "expression nested deeper than 200 levels"));
+    if (guard.too_deep()) return tl::unexpected(error(peek().line, "blocks and expressions nested deeper than 200 levels"));
     auto node = make(ExprKind::logical_not, next().line);
     STORMO_TRY_ASSIGN(node->a, parse_not());
-    return node;
+    return built(std::move(node));
 }
 
 Expected<ExprPtr> Parser::parse_compare() {
@@ -97,7 +109,8 @@ Expected<ExprPtr> Parser::parse_compare() {
         STORMO_TRY_ASSIGN(ExprPtr right, parse_sum());
         chain->ops.emplace_back(std::move(op), std::move(right));
     }
-    return chain ? std::move(chain) : std::move(left);
+    if (!chain) return left;
+    return built(std::move(chain));
 }
 
 Expected<ExprPtr> Parser::parse_sum() {
@@ -107,7 +120,7 @@ Expected<ExprPtr> Parser::parse_sum() {
         node->name = next().text;
         node->a = std::move(left);
         STORMO_TRY_ASSIGN(node->b, parse_concat());
-        left = std::move(node);
+        STORMO_TRY_ASSIGN(left, built(std::move(node)));
     }
     return left;
 }
@@ -119,7 +132,7 @@ Expected<ExprPtr> Parser::parse_concat() {
         node->name = next().text;
         node->a = std::move(left);
         STORMO_TRY_ASSIGN(node->b, parse_product());
-        left = std::move(node);
+        STORMO_TRY_ASSIGN(left, built(std::move(node)));
     }
     return left;
 }
@@ -131,7 +144,7 @@ Expected<ExprPtr> Parser::parse_product() {
         node->name = next().text;
         node->a = std::move(left);
         STORMO_TRY_ASSIGN(node->b, parse_power());
-        left = std::move(node);
+        STORMO_TRY_ASSIGN(left, built(std::move(node)));
     }
     return left;
 }
@@ -143,7 +156,7 @@ Expected<ExprPtr> Parser::parse_power() {
         node->name = next().text;
         node->a = std::move(left);
         STORMO_TRY_ASSIGN(node->b, parse_unary(true));
-        left = std::move(node);
+        STORMO_TRY_ASSIGN(left, built(std::move(node)));
     }
     return left;
 }
@@ -151,7 +164,7 @@ Expected<ExprPtr> Parser::parse_power() {
 // Jinja2 applies filters after a unary minus: `-x|abs` is abs(-x).
 Expected<ExprPtr> Parser::parse_unary(bool with_filters) {
     NestingGuard guard(depth_);
-    if (guard.too_deep()) return tl::unexpected(error(peek().line, "expression nested deeper than 200 levels"));
+    if (guard.too_deep()) return tl::unexpected(error(peek().line, "blocks and expressions nested deeper than 200 levels"));
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
         const Token& sign = next();
@@ -164,7 +177,7 @@ Expected<ExprPtr> Parser::parse_unary(bool with_filters) {
     if (with_filters) {
         STORMO_TRY_ASSIGN(node, parse_filters_and_tests(std::move(node)));
     }
-    return node;
+    return built(std::move(node));
 }
 
 Expected<ExprPtr> Parser::parse_primary() {
@@ -224,7 +237,7 @@ Expected<ExprPtr> Parser::parse_bracketed(int line) {
         tuple->items.push_back(std::move(item));
     }
     STORMO_TRY(expect_op(")"));
-    return tuple;
+    return built(std::move(tuple));
 }
 
 Expected<ExprPtr> Parser::parse_list(int line) {
@@ -236,7 +249,7 @@ Expected<ExprPtr> Parser::parse_list(int line) {
         if (!skip_op(",")) break;
     }
     STORMO_TRY(expect_op("]"));
-    return list;
+    return built(std::move(list));
 }
 
 Expected<ExprPtr> Parser::parse_dict(int line) {
@@ -251,7 +264,7 @@ Expected<ExprPtr> Parser::parse_dict(int line) {
         if (!skip_op(",")) break;
     }
     STORMO_TRY(expect_op("}"));
-    return dict;
+    return built(std::move(dict));
 }
 
 Expected<ExprPtr> Parser::parse_postfix(ExprPtr subject) {
@@ -267,7 +280,7 @@ Expected<ExprPtr> Parser::parse_postfix(ExprPtr subject) {
             } else {
                 STORMO_TRY_ASSIGN(node->name, expect_name());
             }
-            subject = std::move(node);
+            STORMO_TRY_ASSIGN(subject, built(std::move(node)));
         } else if (is_op("[")) {
             next();
             STORMO_TRY_ASSIGN(subject, parse_subscript(std::move(subject), line));
@@ -276,7 +289,7 @@ Expected<ExprPtr> Parser::parse_postfix(ExprPtr subject) {
             auto call = make(ExprKind::call, line);
             call->a = std::move(subject);
             STORMO_TRY(parse_call_arguments(*call));
-            subject = std::move(call);
+            STORMO_TRY_ASSIGN(subject, built(std::move(call)));
         } else {
             return subject;
         }
@@ -302,14 +315,14 @@ Expected<ExprPtr> Parser::parse_subscript(ExprPtr subject, int line) {
         auto node = make(ExprKind::subscript, line);
         node->a = std::move(subject);
         node->b = std::move(bounds[0]);
-        return node;
+        return built(std::move(node));
     }
     auto node = make(ExprKind::slice, line);
     node->a = std::move(subject);
     node->b = std::move(bounds[0]);
     node->c = std::move(bounds[1]);
     node->d = std::move(bounds[2]);
-    return node;
+    return built(std::move(node));
 }
 
 // (a, b, key=c); the opening parenthesis is already read.
@@ -346,7 +359,7 @@ Expected<ExprPtr> Parser::parse_filters_and_tests(ExprPtr subject) {
             if (!is_known_filter(node->name))
                 return tl::unexpected(error(line, "unsupported filter '" + node->name + "'", ErrorKind::unsupported));
             if (skip_op("(")) STORMO_TRY(parse_call_arguments(*node));
-            subject = std::move(node);
+            STORMO_TRY_ASSIGN(subject, built(std::move(node)));
         } else if (is_name("is")) {
             next();
             auto node = make(ExprKind::test, line);
@@ -378,7 +391,7 @@ Expected<ExprPtr> Parser::parse_filters_and_tests(ExprPtr subject) {
                     node->items.push_back(std::move(argument));
                 }
             }
-            subject = std::move(node);
+            STORMO_TRY_ASSIGN(subject, built(std::move(node)));
         } else {
             return subject;
         }

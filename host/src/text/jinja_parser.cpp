@@ -12,7 +12,7 @@ namespace parsing {
 Expected<NodeList> Parser::parse_nodes(std::initializer_list<std::string_view> end_tags, std::string& found,
                                        const std::string& opener, int opener_line) {
     NestingGuard guard(depth_);
-    if (guard.too_deep()) return tl::unexpected(error(peek().line, "blocks nested deeper than 200 levels"));
+    if (guard.too_deep()) return tl::unexpected(error(peek().line, "blocks and expressions nested deeper than 200 levels"));
     NodeList nodes;
     while (true) {
         const Token& t = peek();

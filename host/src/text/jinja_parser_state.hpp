@@ -126,6 +126,10 @@ private:
     Expected<ExprPtr> parse_bracketed(int line);
     Expected<ExprPtr> parse_list(int line);
     Expected<ExprPtr> parse_dict(int line);
+    // Records how deep `node` reaches (one more than its deepest operand) and refuses a tree
+    // deeper than max_nesting: chains such as a.b.c... or x|f|f... grow without recursion here,
+    // but evaluating and destroying them recurse.
+    Expected<ExprPtr> built(ExprPtr node) const;
 
     const std::vector<Token>& tokens_;
     const std::string& source_;
