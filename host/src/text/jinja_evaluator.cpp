@@ -100,6 +100,7 @@ private:
     Expected<Object> eval_filter(const Expr& e, Scope& scope);
     Expected<Object> eval_test(const Expr& e, Scope& scope);
     Expected<Object> eval_unary(const Expr& e, Scope& scope);
+    Expected<Object> eval_binary(const Expr& e, Scope& scope);
     Expected<Object> eval_compare(const Expr& e, Scope& scope);
     Expected<bool> compare_once(const std::string& op, const Object& a, const Object& b);
     Expected<Object> eval_logical(const Expr& e, Scope& scope);
@@ -270,6 +271,9 @@ Expected<void> Evaluator::exec_set_member(const Node& node, Scope& scope) {
                                                      node.targets[0] + "'");
     std::shared_ptr<Namespace> ns = target->ns;
     STORMO_TRY_ASSIGN(Object value, eval(*node.expr, scope));
+    if (value.kind == Object::Kind::namespace_object)  // two namespaces holding each other would never be freed
+        return fail(ErrorKind::unsupported, context_.source + ":" + std::to_string(node.line) +
+                                                ": a namespace member cannot be another namespace");
     ns->set(node.attribute, std::move(value));
     return {};
 }
@@ -313,11 +317,7 @@ Expected<Object> Evaluator::eval(const Expr& e, Scope& scope) {
         }
         case ExprKind::negate:
         case ExprKind::plus: return eval_unary(e, scope);
-        case ExprKind::binary: {
-            STORMO_TRY_ASSIGN(Object a, eval(*e.a, scope));
-            STORMO_TRY_ASSIGN(Object b, eval(*e.b, scope));
-            return at_line(e.line, binary_operation(e.name, a, b));
-        }
+        case ExprKind::binary: return eval_binary(e, scope);
         case ExprKind::compare: return eval_compare(e, scope);
         case ExprKind::logical_and:
         case ExprKind::logical_or: return eval_logical(e, scope);
@@ -506,6 +506,20 @@ Expected<Object> Evaluator::eval_unary(const Expr& e, Scope& scope) {
     return tl::unexpected(located(e.line, Error{ErrorKind::invalid_argument, std::string("bad operand type for unary ") +
                                                                                  (negate ? "-" : "+") + ": '" +
                                                                                  type_name(operand) + "'"}));
+}
+
+// Building a string or list copies it: the copy counts as work, so a loop that grows one
+// quadratically stops at the step limit instead of running for hours.
+Expected<Object> Evaluator::eval_binary(const Expr& e, Scope& scope) {
+    STORMO_TRY_ASSIGN(Object a, eval(*e.a, scope));
+    STORMO_TRY_ASSIGN(Object b, eval(*e.b, scope));
+    STORMO_TRY_ASSIGN(Object result, at_line(e.line, binary_operation(e.name, a, b)));
+    if (result.is_data() && (result.data.is_string() || result.data.is_list())) {
+        size_t size = result.data.is_string() ? result.data.as_string().size() : result.data.as_list().size() * 8;
+        steps_ += size / 8;
+        STORMO_TRY(step(e.line));
+    }
+    return result;
 }
 
 Expected<bool> Evaluator::compare_once(const std::string& op, const Object& a, const Object& b) {

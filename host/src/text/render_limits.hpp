@@ -9,8 +9,8 @@ namespace stormo::text {
 struct RenderLimits {
     size_t max_output_bytes = size_t{16} << 20;  // everything written, macro results included
     int max_macro_depth = 100;                   // nested macro calls (recursion)
-    uint64_t max_steps = 20'000'000;             // statements and loop iterations executed
-    int max_nesting = 1000;                      // statements and expressions open at once (the C++ stack)
+    uint64_t max_steps = 20'000'000;             // statements, loop iterations and items copied (per 8)
+    int max_nesting = 500;                       // statements and expressions open at once (~1.5 KiB of stack each)
 };
 
 }  // namespace stormo::text
