@@ -9,6 +9,7 @@
 
 #include "stormo/error.hpp"
 #include "text/chat_value.hpp"
+#include "text/render_limits.hpp"
 
 namespace stormo::text {
 
@@ -31,6 +32,9 @@ public:
     // them (trim_blocks, lstrip_blocks, loopcontrols; an undefined variable prints as nothing, a
     // member of one is an error); raise_exception() or a type error becomes an error naming the line.
     Expected<std::string> render(const Value& messages, const Value& options) const;
+
+    // Tighter or looser bounds on output size, macro recursion and work (tests, servers).
+    void set_limits(const RenderLimits& limits);
 
     const std::string& bos_token() const;
     const std::string& eos_token() const;

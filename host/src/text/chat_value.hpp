@@ -4,6 +4,7 @@
 // print them (tools' JSON schemas through tojson) in that order.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +30,9 @@ public:
     Value(const char* s) : Value(std::string(s)) {}
     static Value list(ValueList items = {});
     static Value object(ValueObject members = {});
+    // A Python tuple (a template's (a, b) literal, dict.items() pairs): a list that prints as
+    // (a, b) and is not equal to a list. JSON has none; to_json writes it as a list.
+    static Value tuple(ValueList items = {});
 
     bool is_null() const;
     bool is_bool() const;
@@ -37,6 +41,7 @@ public:
     bool is_string() const;
     bool is_list() const;
     bool is_object() const;
+    bool is_tuple() const { return is_tuple_; }  // also is_list()
 
     bool as_bool() const;  // only for a bool
     int64_t as_int() const;
@@ -56,6 +61,7 @@ private:
     std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<ValueList>,
                  std::shared_ptr<ValueObject>>
         v_;
+    bool is_tuple_ = false;
 };
 
 // JSON text to a Value (simdjson, keys in file order); errors name `source`.
@@ -63,5 +69,15 @@ Expected<Value> parse_json_value(std::string_view text, const std::string& sourc
 // Python's json.dumps(v, ensure_ascii=False) with its default separators (", " and ": "), as the
 // templates' tojson prints; indent > 0 gives the indented form.
 std::string to_json(const Value& v, int indent = 0);
+
+// json.dumps' other arguments, as transformers' tojson filter passes them through.
+struct JsonStyle {
+    std::optional<std::string> indent;  // None: one line; else the text one level indents by
+    std::string item_separator = ", ";  // json.dumps uses "," when indenting
+    std::string key_separator = ": ";
+    bool sort_keys = false;
+    bool ensure_ascii = false;
+};
+std::string to_json(const Value& v, const JsonStyle& style);
 
 }  // namespace stormo::text
