@@ -1,9 +1,12 @@
 #include "cli/model_command.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
+
+#include <unistd.h>
+
+#include "util/file.hpp"
+#include "util/quote.hpp"
 
 namespace stormo::cli {
 namespace {
@@ -21,7 +24,7 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text, const std::str
             used = 0;
         }
         if (used != token.size() || v < 0 || v > INT32_MAX)
-            return fail(ErrorKind::invalid_argument, origin + ": \"" + token + "\" is not a token id");
+            return fail(ErrorKind::invalid_argument, origin + ": " + quoted_printable(token) + " is not a token id");
         ids.push_back(static_cast<int32_t>(v));
         token.clear();
         return {};
@@ -87,18 +90,19 @@ void add_token_input(po::options_description& d, TokenInput& out) {
         ("ids", po::value<std::string>()->value_name("LIST")->notifier([&out](const std::string& v) { out.list = v; }),
          "prompt token ids, comma-separated")
         ("ids-file", po::value<std::string>()->value_name("FILE")->notifier([&out](const std::string& v) { out.file = v; }),
-         "a file of prompt token ids separated by whitespace or commas");
+         "a file of prompt token ids separated by whitespace or commas (- reads stdin)");
 }
 
 Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input) {
     if (input.list && input.file) return fail(ErrorKind::invalid_argument, "give --ids or --ids-file, not both");
     if (input.list) return parse_ids(*input.list, "--ids");
     if (input.file) {
-        std::ifstream in(*input.file);
-        if (!in) return fail(ErrorKind::io, "--ids-file " + *input.file + ": cannot be read");
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return parse_ids(ss.str(), "--ids-file " + *input.file);
+        // "-" is stdin; a file must be a regular one. Both are read up to a cap, so /dev/zero or a
+        // stray huge file is refused instead of filling the memory.
+        auto text = *input.file == "-" ? read_stream(STDIN_FILENO, "stdin", kIdsReadCap, "an ids file")
+                                       : read_file(*input.file, kIdsReadCap, "an ids file");
+        if (!text) return tl::unexpected(with_context(text.error(), "--ids-file"));
+        return parse_ids(*text, "--ids-file " + *input.file);
     }
     return fail(ErrorKind::invalid_argument, "--ids LIST or --ids-file FILE is required");
 }
@@ -109,6 +113,34 @@ void add_dump_options(po::options_description& d, DumpOptions& out, const char* 
         ("dump", po::value<std::string>()->value_name("DIR")->notifier([&out](const std::string& v) { out.dir = v; }),
          "write per-layer intermediates of one position as .npy files into DIR")
         ("dump-position", po::value<int64_t>(&out.position)->value_name("P"), position_help);
+}
+
+Expected<void> check_outputs(const std::vector<OutputPath>& outputs) {
+    namespace fs = std::filesystem;
+    std::vector<std::pair<std::string, fs::path>> seen;  // option, the path made absolute
+    for (const OutputPath& o : outputs) {
+        if (!o.path) continue;
+        STORMO_TRY(check_output_path(*o.path, o.option));
+        std::error_code ec;
+        const fs::path canonical = fs::weakly_canonical(fs::absolute(*o.path, ec), ec);
+        for (const auto& [option, other] : seen)
+            if (!ec && canonical == other)
+                return fail(ErrorKind::invalid_argument,
+                            o.option + " " + *o.path + ": the same file as " + option + " (each needs its own)");
+        seen.emplace_back(o.option, canonical);
+    }
+    return {};
+}
+
+Expected<void> check_dump_dir(const DumpOptions& options) {
+    namespace fs = std::filesystem;
+    if (!options.dir) return {};
+    if (options.dir->empty()) return fail(ErrorKind::invalid_argument, "--dump: needs a directory name, got an empty one");
+    std::error_code ec;
+    const fs::file_status status = fs::status(*options.dir, ec);
+    if (fs::exists(status) && !fs::is_directory(status))
+        return fail(ErrorKind::invalid_argument, "--dump " + *options.dir + ": exists and is not a directory");
+    return {};
 }
 
 Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer) {

@@ -34,12 +34,22 @@ struct TokenInput {
 void add_token_input(po::options_description& d, TokenInput& out);
 Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input);
 
+// Output files checked before any work: each writable, not a directory, not empty, and no two
+// options naming the same file. Pairs of (option, path); absent paths are skipped.
+struct OutputPath {
+    std::string option;
+    std::optional<std::string> path;
+};
+Expected<void> check_outputs(const std::vector<OutputPath>& outputs);
+
 // --dump DIR [--dump-position P]: the named intermediates of one position as .npy files.
 struct DumpOptions {
     std::optional<std::string> dir;
     int64_t position = -1;  // -1: the command's default
 };
 void add_dump_options(po::options_description& d, DumpOptions& out, const char* position_help);
+// DIR must be a directory or creatable (checked before the work starts, creates nothing).
+Expected<void> check_dump_dir(const DumpOptions& options);
 // Creates DIR and the tracer when --dump was given (else leaves `tracer` empty).
 Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer);
 // The first write error of the dump, if any.

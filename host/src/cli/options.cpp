@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include "util/quote.hpp"
+
 namespace stormo::cli {
 
 po::options_description common_options(CommonOptions& out) {
@@ -68,11 +70,19 @@ Expected<ParseResult> parse_command_line(int argc, char** argv, const std::strin
 
 namespace {
 
-// One line on stderr, whatever the message holds.
-std::string one_line(std::string s) {
-    for (char& c : s)
-        if (c == '\n' || c == '\r') c = ' ';
-    return s;
+// One line on stderr, whatever the message holds: line breaks become spaces and other control
+// bytes \xNN, so bytes echoed from a file cannot drive the terminal (the last line of defence;
+// messages quote such bytes with printable() already).
+std::string one_line(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '\n' || c == '\r') out += ' ';
+        else if (c < 0x20 || c == 0x7f) out += printable(std::string_view(&ch, 1));
+        else out += ch;
+    }
+    return out;
 }
 
 }  // namespace
@@ -106,8 +116,7 @@ Expected<EngineConfig> resolve_engine_config(const CommonOptions& o) {
         cfg.origins["family"] = "--family";
     }
     if (o.threads) {
-        if (*o.threads <= 0)
-            return fail(ErrorKind::invalid_argument, "--threads " + std::to_string(*o.threads) + ": must be a positive integer");
+        STORMO_TRY(check_thread_count(*o.threads, "--threads"));
         cfg.threads = *o.threads;
         cfg.origins["threads"] = "--threads";
     }

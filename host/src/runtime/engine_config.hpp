@@ -60,6 +60,13 @@ struct STORMO_API EngineConfig {
     std::string origin(std::string_view key) const;
 };
 
+// The most compute threads stormo starts: 8 per logical CPU, and never more than 1024 (more only
+// time-slice the same cores and cost a stack each).
+STORMO_API int max_threads();
+// A thread count from `origin` ("--threads", "threads in FILE"): 1..max_threads(), or an error
+// naming the origin and the cap.
+STORMO_API Expected<void> check_thread_count(int64_t threads, const std::string& origin);
+
 // The keys a YAML engine configuration may hold, in documentation order.
 STORMO_API const std::vector<std::string>& engine_config_keys();
 
