@@ -5,10 +5,13 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/kernel_table.hpp"
+#include "model/finite_scan.hpp"
+#include "util/quote.hpp"
 #include "kernels/worker_pool.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
@@ -105,6 +108,7 @@ struct Report {
     const Census& census;
     const MemoryPlan& plan;
     const std::vector<KernelEntry>& kernels;
+    const std::optional<FiniteScan>& check;  // --check
 };
 
 void print_text(const Report& r) {
@@ -154,6 +158,15 @@ void print_text(const Report& r) {
     size_t ow = 0;
     for (const KernelEntry& k : r.kernels) ow = std::max(ow, k.operation.size());
     for (const KernelEntry& k : r.kernels) std::cout << "  " << pad(k.operation, ow + 2) << k.provider << "\n";
+
+    if (r.check) {
+        std::cout << "\ncheck    " << r.check->tensors_scanned << " tensors, " << bytes_text(r.check->bytes_scanned)
+                  << " scanned: "
+                  << (r.check->non_finite.empty() ? "every value finite" : std::to_string(r.check->non_finite.size()) + " tensors hold NaN or Inf")
+                  << "\n";
+        for (const NonFiniteTensor& t : r.check->non_finite)
+            std::cout << "  " << in_quotes(t.name) << "  " << t.values << " non-finite values\n";
+    }
 }
 
 void print_json(const Report& r) {
@@ -200,6 +213,14 @@ void print_json(const Report& r) {
     for (const KernelEntry& k : r.kernels)
         w.begin_object().field("operation", k.operation).field("provider", k.provider).end_object();
     w.end_array();
+    if (r.check) {
+        w.key("check").begin_object();
+        w.field("tensors_scanned", r.check->tensors_scanned).field("bytes_scanned", r.check->bytes_scanned);
+        w.key("non_finite").begin_array();
+        for (const NonFiniteTensor& t : r.check->non_finite)
+            w.begin_object().field("tensor", t.name).field("values", t.values).end_object();
+        w.end_array().end_object();
+    }
     w.end_object();
     std::cout << w.str() << "\n";
 }
@@ -209,15 +230,19 @@ void print_json(const Report& r) {
 int run_inspect(int argc, char** argv) {
     CommonOptions common;
     bool json = false;
+    bool check = false;
     po::options_description own("Options of stormo inspect");
-    own.add_options()("json", po::bool_switch(&json), "print one JSON object instead of text");
+    own.add_options()("json", po::bool_switch(&json), "print one JSON object instead of text")
+        ("check", po::bool_switch(&check),
+         "also read every tensor and report those holding NaN or Inf (floats, FP8, MXFP4 scales); exit 1 if any");
     own.add(common_options(common));
     auto parsed = parse_command_line(
         argc, argv, "inspect", "--model DIR [--json] [options]",
         "Shows what stormo would run for a model directory, without loading its weights: the family\n"
         "and kernels chosen, the dimensions read from config.json, the tensor census (count and bytes\n"
         "by role and by dtype), the memory plan (dense resident bytes, expert bytes and budget, KV\n"
-        "bytes per token and for the context) and which kernel-table entries the plugin provides.",
+        "bytes per token and for the context) and which kernel-table entries the plugin provides.\n"
+        "--check also reads every tensor and reports those that hold NaN or Inf (exit status 1).",
         own);
     if (!parsed) return report_usage_error("inspect", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
@@ -236,9 +261,19 @@ int run_inspect(int argc, char** argv) {
     const std::vector<KernelEntry> kernels =
         kernel_providers(table, s.kernels, s.config.activations == ActivationRoad::int8);
 
-    const Report report{s, *summary, census, plan, kernels};
+    std::optional<FiniteScan> scan;
+    if (check) {
+        auto scanned = scan_non_finite(*s.source);
+        if (!scanned) return report_error(scanned.error());
+        scan = std::move(*scanned);
+    }
+    const Report report{s, *summary, census, plan, kernels, scan};
     if (json) print_json(report);
     else print_text(report);
+    if (scan && !scan->non_finite.empty())
+        return report_error(Error{ErrorKind::format, "--check: " + std::to_string(scan->non_finite.size()) +
+                                                         " tensors hold NaN or Inf, the first " +
+                                                         in_quotes(scan->non_finite.front().name)});
     return 0;
 }
 
