@@ -213,6 +213,12 @@ int run_bench(int argc, char** argv) {
     if (!common.model) return usage("--model DIR is required");
     auto config = resolve_engine_config(common);
     if (!config) return report_error(config.error());
+    const size_t need = static_cast<size_t>(b.prompt_tokens + b.gen_tokens);
+    if (context_for(*config, need) < need)
+        return report_error(Error{ErrorKind::invalid_argument,
+                                  context_origin_for(*config, need) + " " + std::to_string(context_for(*config, need)) +
+                                      ": --prompt-tokens + --gen-tokens need " + std::to_string(need) +
+                                      " positions; give a context of at least " + std::to_string(need)});
 
     Probes probes;
     {
@@ -225,7 +231,7 @@ int run_bench(int argc, char** argv) {
         std::cerr << "stormo: bench: cannot reset the peak RSS; it includes the RAM probe's buffer" << std::endl;
 
     const auto t0 = Clock::now();
-    auto loaded = open_engine(common);
+    auto loaded = open_engine(common, 0, need);
     if (!loaded) return report_error(loaded.error());
     const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     Engine& engine = *loaded->engine;

@@ -112,7 +112,7 @@ int run_generate(int argc, char** argv) {
     if (!prompt) return report_usage_error("generate", prompt.error());
     if (auto checked = check_generate_outputs(g, prompt->size()); !checked) return report_error(checked.error());
 
-    auto loaded = open_engine(common);
+    auto loaded = open_engine(common, 0, prompt->size() + static_cast<size_t>(g.max_tokens));
     if (!loaded) return report_error(loaded.error());
     Engine& engine = *loaded->engine;
 
@@ -121,14 +121,21 @@ int run_generate(int argc, char** argv) {
     request.max_tokens = static_cast<size_t>(g.max_tokens);
     request.sampling = g.sampling;
     if (!g.ignore_eos) {
-        auto stops = stop_ids_of(engine.source());
+        auto stops = stop_ids_of(engine.source(), engine.model().vocab_size());
         if (!stops) return report_error(stops.error());
         request.stop_ids = *stops;
     }
-    const bool context_given = loaded->config.origins.count("context") > 0;
-    const size_t capacity = context_given ? static_cast<size_t>(loaded->config.context)
-                                          : request.prompt.size() + request.max_tokens;
-    auto session = engine.new_session(capacity);
+    // Generation reserves the prompt and every token it may generate up front (it never stops short
+    // of --max-tokens silently), so a given context must hold both.
+    const size_t need = request.prompt.size() + request.max_tokens;
+    if (loaded->context < need)
+        return report_error(Error{ErrorKind::invalid_argument,
+                                  loaded->context_origin + " " + std::to_string(loaded->context) + ": the prompt's " +
+                                      std::to_string(request.prompt.size()) + " tokens + --max-tokens " +
+                                      std::to_string(request.max_tokens) + " need " + std::to_string(need) +
+                                      " positions; give a context of at least " + std::to_string(need) +
+                                      " or fewer --max-tokens"});
+    auto session = engine.new_session(loaded->context);
     if (!session) return report_error(session.error());
     std::optional<DumpTracer> tracer;
     const int64_t last_prompt = static_cast<int64_t>((*session)->position() + request.prompt.size()) - 1;

@@ -37,10 +37,14 @@ int run_logits(int argc, char** argv) {
     std::optional<DumpTracer> tracer;
     if (auto started = start_dump(dump, T - 1, tracer); !started) return report_error(started.error());
 
-    auto loaded = open_engine(common);
+    auto loaded = open_engine(common, 0, tokens->size());
     if (!loaded) return report_error(loaded.error());
     Engine& engine = *loaded->engine;
-    auto session = engine.new_session(tokens->size());
+    if (loaded->context < tokens->size())
+        return report_error(Error{ErrorKind::invalid_argument, loaded->context_origin + " " + std::to_string(loaded->context) +
+                                                                   ": the " + std::to_string(tokens->size()) +
+                                                                   " ids need as many positions; give a larger context"});
+    auto session = engine.new_session(loaded->context);
     if (!session) return report_error(session.error());
 
     std::vector<float> hidden;

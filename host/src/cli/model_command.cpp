@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include "runtime/memory_plan.hpp"
 #include "util/file.hpp"
 #include "util/quote.hpp"
 
@@ -43,7 +44,17 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text, const std::str
 
 }  // namespace
 
-Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack) {
+size_t context_for(const EngineConfig& config, size_t run_need) {
+    if (config.origins.count("context") || run_need == 0) return static_cast<size_t>(config.context);
+    return run_need;
+}
+
+std::string context_origin_for(const EngineConfig& config, size_t run_need) {
+    if (config.origins.count("context") || run_need == 0) return config.origin("context");
+    return "the context this run needs";
+}
+
+Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack, size_t run_need) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
     EngineOptions eo;
@@ -57,7 +68,8 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
     eo.io_threads = static_cast<size_t>(config.io_threads);
     eo.pipeline.prefetch = config.prefetch;
     eo.pipeline.async_compute = config.async_compute;
-    eo.context = static_cast<size_t>(config.context);
+    eo.context = context_for(config, run_need);
+    eo.context_origin = context_origin_for(config, run_need);
     eo.activations = config.activations;
     eo.rewind_slack = rewind_slack;
     STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));
@@ -65,13 +77,12 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
         Engine& e = *engine;
         const ExpertStoreStats store = e.store().stats();
         std::cerr << "stormo: " << e.family_name() << " on " << e.kernels_name() << " kernels, " << e.threads()
-                  << " threads; expert budget " << e.expert_budget().reason;
-        if (e.store().streams())
-            std::cerr << "; " << store.slots << " slots of " << format_bytes(store.slot_bytes) << ", "
-                      << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
+                  << " threads; context " << eo.context << " (" << eo.context_origin << "); expert budget "
+                  << describe_budget(e.expert_budget(), store.slots, e.store().streams() ? store.slot_bytes : 0, false);
+        if (e.store().streams()) std::cerr << ", " << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
         std::cerr << "\n";
     }
-    return LoadedEngine{std::move(config), std::move(engine)};
+    return LoadedEngine{std::move(config), std::move(engine), eo.context, eo.context_origin};
 }
 
 void add_sampling_options(po::options_description& d, SamplingParams& out) {
