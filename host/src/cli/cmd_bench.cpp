@@ -216,7 +216,7 @@ int run_bench(int argc, char** argv) {
     const size_t need = static_cast<size_t>(b.prompt_tokens + b.gen_tokens);
     if (context_for(*config, need) < need)
         return report_error(Error{ErrorKind::invalid_argument,
-                                  context_origin_for(*config, need) + " " + std::to_string(context_for(*config, need)) +
+                                  context_origin_for(*config, need, "--prompt-tokens and --gen-tokens") + " " + std::to_string(context_for(*config, need)) +
                                       ": --prompt-tokens + --gen-tokens need " + std::to_string(need) +
                                       " positions; give a context of at least " + std::to_string(need)});
 
@@ -231,7 +231,7 @@ int run_bench(int argc, char** argv) {
         std::cerr << "stormo: bench: cannot reset the peak RSS; it includes the RAM probe's buffer" << std::endl;
 
     const auto t0 = Clock::now();
-    auto loaded = open_engine(common, 0, need);
+    auto loaded = open_engine(common, 0, need, "--prompt-tokens and --gen-tokens");
     if (!loaded) return report_error(loaded.error());
     const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     Engine& engine = *loaded->engine;

@@ -112,7 +112,7 @@ int run_generate(int argc, char** argv) {
     if (!prompt) return report_usage_error("generate", prompt.error());
     if (auto checked = check_generate_outputs(g, prompt->size()); !checked) return report_error(checked.error());
 
-    auto loaded = open_engine(common, 0, prompt->size() + static_cast<size_t>(g.max_tokens));
+    auto loaded = open_engine(common, 0, prompt->size() + static_cast<size_t>(g.max_tokens), "the prompt and --max-tokens");
     if (!loaded) return report_error(loaded.error());
     Engine& engine = *loaded->engine;
 

@@ -37,7 +37,7 @@ int run_logits(int argc, char** argv) {
     std::optional<DumpTracer> tracer;
     if (auto started = start_dump(dump, T - 1, tracer); !started) return report_error(started.error());
 
-    auto loaded = open_engine(common, 0, tokens->size());
+    auto loaded = open_engine(common, 0, tokens->size(), "the ids");
     if (!loaded) return report_error(loaded.error());
     Engine& engine = *loaded->engine;
     if (loaded->context < tokens->size())

@@ -49,12 +49,13 @@ size_t context_for(const EngineConfig& config, size_t run_need) {
     return run_need;
 }
 
-std::string context_origin_for(const EngineConfig& config, size_t run_need) {
+std::string context_origin_for(const EngineConfig& config, size_t run_need, const std::string& run_need_origin) {
     if (config.origins.count("context") || run_need == 0) return config.origin("context");
-    return "the context this run needs";
+    return "the context " + run_need_origin + " need";
 }
 
-Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack, size_t run_need) {
+Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack, size_t run_need,
+                                   const std::string& run_need_origin) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
     EngineOptions eo;
@@ -69,7 +70,7 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
     eo.pipeline.prefetch = config.prefetch;
     eo.pipeline.async_compute = config.async_compute;
     eo.context = context_for(config, run_need);
-    eo.context_origin = context_origin_for(config, run_need);
+    eo.context_origin = context_origin_for(config, run_need, run_need_origin);
     eo.activations = config.activations;
     eo.rewind_slack = rewind_slack;
     STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));

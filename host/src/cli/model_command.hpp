@@ -24,13 +24,15 @@ struct LoadedEngine {
 // The one rule for the context: --context / context: when given; else the run's own need
 // (run_need: prompt + max tokens for generate and bench, the ids for logits) when the command has
 // one; else the configuration's default (4096).
+// run_need_origin names the need in errors ("the prompt + --max-tokens").
 size_t context_for(const EngineConfig& config, size_t run_need);
-std::string context_origin_for(const EngineConfig& config, size_t run_need);
+std::string context_origin_for(const EngineConfig& config, size_t run_need, const std::string& run_need_origin);
 
 // Resolves the engine configuration and opens the model with its family and kernels chosen.
 // rewind_slack: see Session (a chat's sessions rewind past their last answer every turn).
 // run_need: the positions the run needs (0: none), which sizes the context unless it is given.
-Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack = 0, size_t run_need = 0);
+Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack = 0, size_t run_need = 0,
+                                   const std::string& run_need_origin = "the context this run needs");
 
 // --temperature --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed
 void add_sampling_options(po::options_description& d, SamplingParams& out);
