@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
+#include "cli/progress.hpp"
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
 #include "util/file.hpp"
@@ -143,6 +144,13 @@ int run_generate(int argc, char** argv) {
     if (tracer) request.tracer = &*tracer;
     std::vector<RouteStep> trace;
     if (g.route_trace) engine.pipeline().record_routes(&trace);
+    // A prefill of more than one block can take minutes on a large model: show it on a terminal.
+    TerminalProgress progress;
+    if (progress.enabled() && request.prompt.size() > Session::kDefaultMaxBlock)
+        request.on_prefill_block = [&progress](size_t done, size_t total) {
+            progress.update("prefill", done, total);
+            if (done == total) progress.clear();
+        };
     auto result = generate(engine.pipeline(), **session, request, [](int32_t token) { std::cout << token << '\n' << std::flush; });
     if (!result) return report_error(result.error());
     if (g.route_trace)

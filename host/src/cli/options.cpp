@@ -22,7 +22,8 @@ po::options_description common_options(CommonOptions& out) {
         ("threads", po::value<int>()->value_name("N")->notifier([&out](int v) { out.threads = v; }),
          "compute threads (default: physical cores)")
         ("context", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.context = v; }),
-         "KV context length in tokens (default: the configuration's context)")
+         "KV context in tokens; default (context: auto): what the run needs, i.e. the prompt + --max-tokens "
+         "for generate, --prompt-tokens + --gen-tokens for bench, the ids for logits, 4096 for inspect")
         ("activations", po::value<std::string>()->value_name("ROAD")->notifier([&out](const std::string& v) { out.activations = v; }),
          "f32 (default) or int8: the integer road for MXFP4 matrices (docs/kernels.md)")
         ("plugins-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing()
@@ -123,6 +124,9 @@ Expected<EngineConfig> resolve_engine_config(const CommonOptions& o) {
     if (o.context) {
         if (*o.context <= 0)
             return fail(ErrorKind::invalid_argument, "--context " + std::to_string(*o.context) + ": must be a positive integer");
+        if (*o.context > kMaxContext)
+            return fail(ErrorKind::invalid_argument, "--context " + std::to_string(*o.context) + ": more than the " +
+                                                         std::to_string(kMaxContext) + " positions stormo accepts");
         cfg.context = *o.context;
         cfg.origins["context"] = "--context";
     }

@@ -242,8 +242,15 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         cfg.plugins_dirs.clear();
         for (const std::string& d : *v) cfg.plugins_dirs.push_back(resolve_against(source, d));
     } else if (key == "context") {
+        if (auto s = r.string(); s && lower(*s) == "auto") {
+            // auto: the run's own need (see EngineConfig::context); not a given context.
+            cfg.context = default_engine_config().context;
+            cfg.origins.erase(key);
+            return {};
+        }
         auto v = r.positive_integer();
-        if (!v) return tl::unexpected(v.error());
+        if (!v) return tl::unexpected(r.wrong("a positive integer or auto"));
+        if (*v > kMaxContext) return tl::unexpected(r.wrong("a context up to " + std::to_string(kMaxContext) + " positions"));
         cfg.context = *v;
     } else if (key == "eviction") {
         auto v = r.string();
