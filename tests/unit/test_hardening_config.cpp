@@ -71,9 +71,12 @@ TEST(HardeningConfig, StopIdsMustBeInTheVocabulary) {
 }
 
 TEST(HardeningConfig, AHugeContextIsBlamedOnTheContext) {
-    const std::string want = "--context 1000000000000: more positions than the model's max_position_embeddings (131072";
-    expect_error(run_cli("generate --model " + kDemo + " --ids 1,2 --context 1000000000000"), want);
-    expect_error(run_cli("inspect --model " + kDemo + " --context 1000000000000"), want);
+    const std::string want = "--context 1000000000: more positions than the model's max_position_embeddings (131072";
+    expect_error(run_cli("generate --model " + kDemo + " --ids 1,2 --context 1000000000"), want);
+    expect_error(run_cli("inspect --model " + kDemo + " --context 1000000000"), want);
+    // Beyond any model: refused before the model is even read.
+    expect_error(run_cli("generate --model " + kDemo + " --ids 1,2 --context 1000000000000"),
+                 "--context 1000000000000: more than the 4294967296 positions stormo accepts");
     TempDir dir;
     std::ofstream(dir.file("c.yaml")) << "context: 200000\n";
     expect_error(run_cli("inspect --model " + kDemo + " --config " + dir.file("c.yaml")), "context in " + dir.file("c.yaml") + " 200000");

@@ -7,42 +7,9 @@
 
 #include "runtime/memory_plan.hpp"
 #include "util/file.hpp"
-#include "util/quote.hpp"
+#include "util/token_ids.hpp"
 
 namespace stormo::cli {
-namespace {
-
-Expected<std::vector<int32_t>> parse_ids(const std::string& text, const std::string& origin) {
-    std::vector<int32_t> ids;
-    std::string token;
-    auto flush = [&]() -> Expected<void> {
-        if (token.empty()) return {};
-        size_t used = 0;
-        long long v = 0;
-        try {
-            v = std::stoll(token, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != token.size() || v < 0 || v > INT32_MAX)
-            return fail(ErrorKind::invalid_argument, origin + ": " + quoted_printable(token) + " is not a token id");
-        ids.push_back(static_cast<int32_t>(v));
-        token.clear();
-        return {};
-    };
-    for (char c : text) {
-        if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-            STORMO_TRY(flush());
-        } else {
-            token += c;
-        }
-    }
-    STORMO_TRY(flush());
-    if (ids.empty()) return fail(ErrorKind::invalid_argument, origin + ": no token ids");
-    return ids;
-}
-
-}  // namespace
 
 size_t context_for(const EngineConfig& config, size_t run_need) {
     if (config.origins.count("context") || run_need == 0) return static_cast<size_t>(config.context);
@@ -107,14 +74,14 @@ void add_token_input(po::options_description& d, TokenInput& out) {
 
 Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input) {
     if (input.list && input.file) return fail(ErrorKind::invalid_argument, "give --ids or --ids-file, not both");
-    if (input.list) return parse_ids(*input.list, "--ids");
+    if (input.list) return parse_token_ids(*input.list, "--ids");
     if (input.file) {
         // "-" is stdin; a file must be a regular one. Both are read up to a cap, so /dev/zero or a
         // stray huge file is refused instead of filling the memory.
         auto text = *input.file == "-" ? read_stream(STDIN_FILENO, "stdin", kIdsReadCap, "an ids file")
                                        : read_file(*input.file, kIdsReadCap, "an ids file");
         if (!text) return tl::unexpected(with_context(text.error(), "--ids-file"));
-        return parse_ids(*text, "--ids-file " + *input.file);
+        return parse_token_ids(*text, "--ids-file " + *input.file);
     }
     return fail(ErrorKind::invalid_argument, "--ids LIST or --ids-file FILE is required");
 }
