@@ -3,8 +3,8 @@
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]
 # SECONDS per harness (default 300); harnesses: safetensors_header safetensors_index model_config
 # engine_config token_ids route_trace (default: all). Builds them with clang into build-fuzz/
-# (next to build/), grows build-fuzz/work/corpus/HARNESS across runs, and keeps any crashing input
-# in build-fuzz/work/crashes/HARNESS; it stops at the first harness that fails.
+# (next to build/), grows build-fuzz/runs/corpus/HARNESS across runs, and keeps any crashing input
+# in build-fuzz/runs/crashes/HARNESS; it stops at the first harness that fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-300}
@@ -17,5 +17,5 @@ cmake -S tests/fuzz -B build-fuzz -DCMAKE_CXX_COMPILER="$clangxx" -DCMAKE_BUILD_
 cmake --build build-fuzz -j2
 for h in "${harnesses[@]}"; do
   echo "fuzz.sh: $h for ${seconds}s"
-  sh tests/fuzz/run.sh "build-fuzz/fuzz_$h" "$h" "$seconds" "$PWD" "$PWD/build-fuzz/work"
+  sh tests/fuzz/run.sh "build-fuzz/fuzz_$h" "$h" "$seconds" "$PWD" "$PWD/build-fuzz/runs"
 done

@@ -38,6 +38,6 @@ ExternalProject_Add(stormo-fuzzers
 foreach(h IN LISTS STORMO_FUZZ_HARNESSES)
   add_test(NAME fuzz.${h}
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh ${STORMO_FUZZ_BUILD}/fuzz_${h} ${h} 3
-            ${PROJECT_SOURCE_DIR} ${STORMO_FUZZ_BUILD}/work)
+            ${PROJECT_SOURCE_DIR} ${STORMO_FUZZ_BUILD}/runs)
   set_tests_properties(fuzz.${h} PROPERTIES TIMEOUT 60 LABELS fuzz)
 endforeach()

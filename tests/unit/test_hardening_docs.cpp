@@ -86,3 +86,15 @@ TEST(HardeningDocs, LongPrefillShowsProgressOnATerminalOnly) {
     EXPECT_EQ(tty.status, 0) << tty.out;
     EXPECT_NE(tty.out.find("stormo: prefill 300/300"), std::string::npos) << tty.out;
 }
+
+TEST(HardeningDocs, BenchShowsProgressOnATerminal) {
+    const std::string args = "bench --model " + kDemo + " --ram-probe 1MiB --disk-probe 1MiB --prompt-tokens 8 --gen-tokens 4";
+    const CommandResult plain = run_cli(args);
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    EXPECT_EQ(plain.err.find("decode"), std::string::npos) << plain.err;
+    const CommandResult tty = run_command("script -qec \"'" + std::string(STORMO_CLI) + "' " + args + "\" /dev/null");
+    EXPECT_EQ(tty.status, 0) << tty.out;
+    for (const char* step : {"stormo: measuring the RAM read bandwidth...", "stormo: loading the model...",
+                             "stormo: prefill 8/8", "stormo: decode 4/4"})
+        EXPECT_NE(tty.out.find(step), std::string::npos) << step << "\n" << tty.out;
+}

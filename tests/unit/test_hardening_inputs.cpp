@@ -151,4 +151,12 @@ TEST(HardeningInputs, ThreadsAreCappedEverywhere) {
     ASSERT_FALSE(yaml);
     EXPECT_NE(yaml.error().message.find("key 'threads' must be a thread count up to"), std::string::npos);
     expect_refused(run_bounded("inspect --model " + kDemo + " --threads 100000"), "--threads 100000: more than the");
+    expect_refused(run_bounded("bench-kernels --threads-list 1,100000"), "--threads-list 100000: more than the");
+}
+
+TEST(HardeningInputs, SafetensorsIndexThatIsAFifoIsRefused) {
+    TempDir dir;
+    fs::create_symlink(kDemo + "/config.json", dir.file("config.json"));
+    ASSERT_EQ(::mkfifo(dir.file("model.safetensors.index.json").c_str(), 0644), 0);
+    expect_refused(run_bounded("inspect --model " + dir.path()), "model.safetensors.index.json: is a FIFO");
 }
