@@ -1,5 +1,6 @@
 // stormo cache-sim: replays route traces through the expert store's eviction policies, to choose
 // the default policy and the hotness decay by measurement.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -23,6 +24,41 @@ Expected<std::vector<RouteStep>> read_traces(const std::vector<std::string>& pat
         trace.insert(trace.end(), steps.begin(), steps.end());
     }
     return trace;
+}
+
+// The table the policies keep has an entry per (layer, expert) pair: bounded far above real
+// models (the largest have about 50K pairs), so a stray id cannot allocate gigabytes.
+constexpr int64_t kMaxPairs = int64_t{1} << 20;
+
+struct TraceShape {
+    int layers = 0;
+    int experts = 0;
+    int64_t pairs() const { return int64_t{layers} * int64_t{std::max(experts, 1)}; }
+};
+
+TraceShape shape_of(const std::vector<RouteStep>& trace) {
+    TraceShape shape;
+    for (const auto& step : trace) {
+        shape.layers = std::max(shape.layers, step.layer + 1);
+        for (int32_t e : step.experts) shape.experts = std::max(shape.experts, e + 1);
+    }
+    return shape;
+}
+
+// More slots than the trace has (layer, expert) pairs cannot change a hit rate; refusing them keeps
+// a typo like --slots 10000000000 from allocating gigabytes.
+Expected<void> check_slots_against(const TraceShape& shape, const std::vector<int64_t>& slot_counts) {
+    if (shape.pairs() > kMaxPairs)
+        return fail(ErrorKind::invalid_argument, "--trace: " + std::to_string(shape.layers) + " layers x " +
+                                                     std::to_string(shape.experts) + " experts, more than the " +
+                                                     std::to_string(kMaxPairs) + " (layer, expert) pairs cache-sim simulates");
+    for (int64_t slots : slot_counts)
+        if (slots > shape.pairs())
+            return fail(ErrorKind::invalid_argument,
+                        "--slots " + std::to_string(slots) + ": more than the " + std::to_string(shape.pairs()) +
+                            " (layer, expert) pairs of the trace (" + std::to_string(shape.layers) + " layers x " +
+                            std::to_string(shape.experts) + " experts)");
+    return {};
 }
 
 std::string decay_text(double decay) {
@@ -63,29 +99,11 @@ int run_cache_sim(int argc, char** argv) {
 
     auto trace = read_traces(traces);
     if (!trace) return report_error(trace.error());
-    int n_layers = 0, n_experts = 0;
-    for (const auto& step : *trace) {
-        n_layers = std::max(n_layers, step.layer + 1);
-        for (int32_t e : step.experts) n_experts = std::max(n_experts, e + 1);
-    }
     if (trace->empty()) return report_error(Error{ErrorKind::invalid_argument, "--trace: no route steps"});
-    // More slots than the trace has (layer, expert) pairs cannot change a hit rate; refusing them
-    // keeps a typo like --slots 10000000000 from allocating gigabytes.
-    const int64_t pairs = int64_t{n_layers} * int64_t{std::max(n_experts, 1)};
-    // The policies keep a table entry per pair: bound it (the largest real models have ~50K pairs).
-    constexpr int64_t kMaxPairs = int64_t{1} << 20;
-    if (pairs > kMaxPairs)
-        return report_error(Error{ErrorKind::invalid_argument,
-                                  "--trace: " + std::to_string(n_layers) + " layers x " + std::to_string(n_experts) +
-                                      " experts, more than the " + std::to_string(kMaxPairs) +
-                                      " (layer, expert) pairs cache-sim simulates"});
-    for (int64_t slots : slot_counts)
-        if (slots > pairs)
-            return report_usage_error("cache-sim", Error{ErrorKind::invalid_argument,
-                                                         "--slots " + std::to_string(slots) + ": more than the " +
-                                                             std::to_string(pairs) + " (layer, expert) pairs of the trace (" +
-                                                             std::to_string(n_layers) + " layers x " +
-                                                             std::to_string(n_experts) + " experts)"});
+    const TraceShape shape = shape_of(*trace);
+    if (auto checked = check_slots_against(shape, slot_counts); !checked)
+        return report_usage_error("cache-sim", checked.error());
+    const int n_layers = shape.layers, n_experts = shape.experts;
 
     JsonWriter w;
     w.begin_object().field("steps", trace->size()).field("layers", n_layers).field("experts", n_experts);

@@ -67,9 +67,8 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
 // The last position a generation of `max_tokens` after `prompt` tokens runs through the model: the
 // last generated token is printed, never fed back.
 int64_t last_forward_position(size_t prompt, int64_t max_tokens) {
-    return static_cast<int64_t>(prompt) + max_tokens - 2 < static_cast<int64_t>(prompt) - 1
-               ? static_cast<int64_t>(prompt) - 1
-               : static_cast<int64_t>(prompt) + max_tokens - 2;
+    const auto p = static_cast<int64_t>(prompt);
+    return max_tokens <= 1 ? p - 1 : p + max_tokens - 2;
 }
 
 // Every output is checked before the model loads: a wrong path fails in a second, not after the

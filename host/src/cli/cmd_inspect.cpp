@@ -113,10 +113,11 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
                                              " experts, but the checkpoint's expert tensors hold only " +
                                              format_bytes(p.experts) + "; the expert count does not match the tensors");
     const ExpertBudget budget = plan_expert_budget(s.config.expert_budget, p.experts, p.kv_for_context, available);
+    // The checks `generate` makes when it plans the store, so inspect refuses the same budgets.
+    STORMO_TRY(check_budget_fits(s.config.expert_budget, budget, p.experts, available, s.config.origin("expert_budget")));
     p.expert_budget = budget.all ? p.experts : budget.bytes;
     p.all_experts_resident = budget.all;
     const uint64_t slot_bytes = slot_bytes_upper_bound(s, summary, experts_total);
-    // The check `generate` makes when its store starts, so inspect refuses the same budgets.
     if (!budget.all && slot_bytes > 0) {
         auto minimum = check_budget_minimum(budget.bytes, slot_bytes, static_cast<size_t>(std::max(1, summary.top_k)));
         if (!minimum) {
