@@ -89,3 +89,42 @@ TEST(HardeningNonFinite, ScanKnowsEachDtypesCodes) {
     for (const auto& n : scan->non_finite) names.push_back(n.name);
     EXPECT_EQ(names, (std::vector<std::string>{"a.f32", "b.f16", "c.e4m3", "d.scales", "e.bf16"}));
 }
+
+// No false alarm on real checkpoints: every fixture (BF16, MXFP4 with E8M0 scales) and demo model.
+TEST(HardeningNonFinite, InspectCheckPassesEveryShippedCheckpoint) {
+    std::vector<std::string> dirs;
+    for (const char* f : {"gpt_oss", "gpt_oss_mxfp4", "qwen3_moe", "glm_moe_dsa"}) dirs.push_back(t::fixture_dir(f));
+    for (const char* m : {"gpt-oss-demo", "qwen3-moe-demo", "glm-moe-dsa-demo"})
+        dirs.push_back(std::string(STORMO_SOURCE_DIR) + "/models/" + m);
+    for (const std::string& dir : dirs) {
+        const CommandResult r = run_cli("inspect --check --model " + dir);
+        EXPECT_EQ(r.status, 0) << dir << ": " << r.err;
+        EXPECT_NE(r.out.find("every value finite"), std::string::npos) << dir;
+    }
+}
+
+// FP8 checkpoints: the E4M3 codes themselves (0x7f / 0xff are NaN) and their scales.
+TEST(HardeningNonFinite, ScanFindsANaNCodeInAnFp8Checkpoint) {
+    auto copies = t::make_fp8_copies(
+        "qwen3_moe", [](const std::string& name) { return name.find("proj.weight") != std::string::npos; }, 16, 16);
+    TempDir clean;
+    t::write_model(clean, t::fixture_config_text("qwen3_moe"), copies.fp8);
+    auto source = stormo::open_model_directory(clean.path());
+    ASSERT_TRUE(source) << source.error().message;
+    auto scan = stormo::scan_non_finite(**source);
+    ASSERT_TRUE(scan) << scan.error().message;
+    EXPECT_TRUE(scan->non_finite.empty());
+
+    const std::string poisoned = "model.layers.0.self_attn.q_proj.weight";
+    ASSERT_EQ(copies.fp8.count(poisoned), 1u);
+    ASSERT_EQ(copies.fp8[poisoned].dtype, "F8_E4M3");
+    copies.fp8[poisoned].bytes[3] = static_cast<char>(0xff);
+    TempDir bad;
+    t::write_model(bad, t::fixture_config_text("qwen3_moe"), copies.fp8);
+    auto bad_source = stormo::open_model_directory(bad.path());
+    ASSERT_TRUE(bad_source) << bad_source.error().message;
+    auto bad_scan = stormo::scan_non_finite(**bad_source);
+    ASSERT_TRUE(bad_scan);
+    ASSERT_EQ(bad_scan->non_finite.size(), 1u);
+    EXPECT_EQ(bad_scan->non_finite[0].name, poisoned);
+}
