@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "cli_runner.hpp"
@@ -50,6 +51,11 @@ TEST(HardeningOutputs, OutputPathsAreCheckedBeforeTheWork) {
     expect_error(run_cli(kLogits + " --out " + dir.file("x.npy") + " --hidden-out " + dir.file("x.npy")),
                  "--hidden-out " + dir.file("x.npy") + ": the same file as --out");
     EXPECT_FALSE(fs::exists(dir.file("x.npy")));
+    // An existing file under a second name (a hard link) is the same file too.
+    std::ofstream(dir.file("a.npy")) << "x";
+    fs::create_hard_link(dir.file("a.npy"), dir.file("b.npy"));
+    expect_error(run_cli(kLogits + " --out " + dir.file("a.npy") + " --hidden-out " + dir.file("b.npy")),
+                 "the same file as --out");
     // A checked path that did not exist is not left behind.
     expect_error(run_cli("logits --ids 1 --out " + dir.file("l.npy") + " --model /nonexistent"), "does not exist");
     EXPECT_FALSE(fs::exists(dir.file("l.npy")));

@@ -102,10 +102,13 @@ Expected<void> check_outputs(const std::vector<OutputPath>& outputs) {
         STORMO_TRY(check_output_path(*o.path, o.option));
         std::error_code ec;
         const fs::path canonical = fs::weakly_canonical(fs::absolute(*o.path, ec), ec);
-        for (const auto& [option, other] : seen)
-            if (!ec && canonical == other)
+        // The same path after symlinks and "..", or the same existing file under two names.
+        for (const auto& [option, other] : seen) {
+            std::error_code missing;  // equivalent() fails when either does not exist yet: not the same
+            if ((!ec && canonical == other) || fs::equivalent(canonical, other, missing))
                 return fail(ErrorKind::invalid_argument,
                             o.option + " " + *o.path + ": the same file as " + option + " (each needs its own)");
+        }
         seen.emplace_back(o.option, canonical);
     }
     return {};
