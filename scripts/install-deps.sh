@@ -8,6 +8,7 @@ packages=(
   libyaml-cpp-dev librange-v3-dev libexpected-dev
   libgtest-dev libgmock-dev
   libsimdjson-dev libsimde-dev libssl-dev libonig-dev libutf8proc-dev
+  clang libclang-rt-14-dev  # the libFuzzer harnesses (tests/fuzz), run briefly by ctest
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,8 +1,12 @@
 // The config reader (stormo/toolkit/config_reader.hpp): typed fields with the first problem kept.
 #include "stormo/toolkit/config_reader.hpp"
 
+#include <cstdint>
+
 namespace stormo::toolkit {
 namespace {
+
+constexpr int64_t kMaxConfigCount = INT32_MAX;
 
 Error invalid(const ModelConfig& c, const std::string& what) { return Error{ErrorKind::mismatch, c.source() + ": " + what}; }
 
@@ -111,6 +115,13 @@ int64_t ConfigReader::checked_integer(std::string_view key, int64_t minimum) {
     if (*v < minimum) {
         const std::string rule = minimum == 1 ? "must be positive" : "must be at least " + std::to_string(minimum);
         fail_with(invalid(config_, "field \"" + std::string(key) + "\" " + rule + ", found " + std::to_string(*v)));
+        return 0;
+    }
+    // Counts and sizes (every field with a lower bound) must fit the int the families index with;
+    // a larger one is a broken config.json, not a model.
+    if (minimum != INT64_MIN && *v > kMaxConfigCount) {
+        fail_with(invalid(config_, "field \"" + std::string(key) + "\" must be at most " +
+                                       std::to_string(kMaxConfigCount) + ", found " + std::to_string(*v)));
         return 0;
     }
     integers_read_.emplace_back(std::string(key), *v);

@@ -177,7 +177,7 @@ TEST(Bench, RunGeneratesExactlyTheTokensAsked) {
     TempDir tmp;
     auto engine = open_engine(write_tiny(tmp, 9));
     ASSERT_TRUE(engine);
-    auto run = run_bench(*engine, BenchRequest{12, 5, 3});
+    auto run = run_bench(*engine, BenchRequest{12, 5, 3, {}});
     ASSERT_TRUE(run.has_value()) << run.error().message;
     EXPECT_EQ(run->prompt_tokens, 12u);
     EXPECT_EQ(run->generated_tokens, 5u);
@@ -192,7 +192,7 @@ TEST(Bench, RunGeneratesExactlyTheTokensAsked) {
     EXPECT_EQ(decode, 4u * 4u * 2u);
     EXPECT_GT(run->peak_rss_bytes, 0u);
 
-    auto too_short = run_bench(*engine, BenchRequest{4, 1, 0});
+    auto too_short = run_bench(*engine, BenchRequest{4, 1, 0, {}});
     ASSERT_FALSE(too_short.has_value());
     EXPECT_NE(too_short.error().message.find("--gen-tokens"), std::string::npos);
 }

@@ -88,9 +88,11 @@ TEST(EngineConfig, DefaultYamlHoldsTheDefaults) {
     ASSERT_TRUE(c) << c.error().message;
     expect_same_values(*c, default_engine_config());
     EXPECT_EQ(c->source, path);
-    // The file sets every key explicitly, so it documents each one.
+    // The file sets every key explicitly, so it documents each one; `context: auto` leaves the
+    // context to the run, so it records no origin (a given context would have one).
     for (const std::string& key : engine_config_keys())
-        EXPECT_EQ(c->origin(key), key + " in " + path) << key << " is not set in configs/default.yaml";
+        EXPECT_EQ(c->origin(key), key == "context" ? key + " (default)" : key + " in " + path)
+            << key << " is not set in configs/default.yaml";
 }
 
 TEST(EngineConfig, EveryKey) {
@@ -145,8 +147,8 @@ TEST(EngineConfig, UnknownKeyNamesTheKeyTheFileAndTheKnownKeys) {
 TEST(EngineConfig, WrongTypeNamesTheKeyAndTheExpectedType) {
     EXPECT_EQ(error_of("threads: two\n"), "test.yaml: key 'threads' must be a positive integer or auto, got 'two'");
     EXPECT_EQ(error_of("threads: 0\n"), "test.yaml: key 'threads' must be a positive integer or auto, got '0'");
-    EXPECT_EQ(error_of("context: -5\n"), "test.yaml: key 'context' must be a positive integer, got '-5'");
-    EXPECT_EQ(error_of("context: [1]\n"), "test.yaml: key 'context' must be a positive integer, got a list");
+    EXPECT_EQ(error_of("context: -5\n"), "test.yaml: key 'context' must be a positive integer or auto, got '-5'");
+    EXPECT_EQ(error_of("context: [1]\n"), "test.yaml: key 'context' must be a positive integer or auto, got a list");
     EXPECT_EQ(error_of("prefetch: maybe\n"), "test.yaml: key 'prefetch' must be a boolean (true or false), got 'maybe'");
     EXPECT_EQ(error_of("kernels: [avx2]\n"), "test.yaml: key 'kernels' must be a non-empty string, got a list");
     EXPECT_EQ(error_of("family:\n"), "test.yaml: key 'family' must be a non-empty string, got no value");

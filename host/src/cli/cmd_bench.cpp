@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
+#include "cli/progress.hpp"
 #include "tools/bench.hpp"
 #include "tools/bandwidth.hpp"
 
@@ -213,8 +214,16 @@ int run_bench(int argc, char** argv) {
     if (!common.model) return usage("--model DIR is required");
     auto config = resolve_engine_config(common);
     if (!config) return report_error(config.error());
+    const size_t need = static_cast<size_t>(b.prompt_tokens + b.gen_tokens);
+    if (context_for(*config, need) < need)
+        return report_error(Error{ErrorKind::invalid_argument,
+                                  context_origin_for(*config, need, "--prompt-tokens and --gen-tokens") + " " + std::to_string(context_for(*config, need)) +
+                                      ": --prompt-tokens + --gen-tokens need " + std::to_string(need) +
+                                      " positions; give a context of at least " + std::to_string(need)});
 
+    TerminalProgress progress;  // stderr, only on a terminal: the probes and the run take minutes on real models
     Probes probes;
+    progress.note("measuring the RAM read bandwidth");
     {
         WorkerPool pool(config->threads ? static_cast<size_t>(*config->threads) : physical_core_count());
         auto ram = measure_ram_read_bandwidth(pool, *ram_bytes, b.ram_repeats);
@@ -225,12 +234,18 @@ int run_bench(int argc, char** argv) {
         std::cerr << "stormo: bench: cannot reset the peak RSS; it includes the RAM probe's buffer" << std::endl;
 
     const auto t0 = Clock::now();
-    auto loaded = open_engine(common);
+    progress.note("loading the model");
+    auto loaded = open_engine(common, 0, need, "--prompt-tokens and --gen-tokens");
+    progress.clear();
     if (!loaded) return report_error(loaded.error());
     const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     Engine& engine = *loaded->engine;
 
-    auto run = run_bench(engine, BenchRequest{static_cast<size_t>(b.prompt_tokens), static_cast<size_t>(b.gen_tokens), b.seed});
+    BenchRequest request{static_cast<size_t>(b.prompt_tokens), static_cast<size_t>(b.gen_tokens), b.seed, {}};
+    if (progress.enabled())
+        request.on_progress = [&progress](const char* stage, size_t done, size_t total) { progress.update(stage, done, total); };
+    auto run = run_bench(engine, request);
+    progress.clear();
     if (!run) return report_error(run.error());
 
     auto family = engine_family(engine);
@@ -246,7 +261,9 @@ int run_bench(int argc, char** argv) {
         o.direct_io = loaded->config.direct_io;
         o.seed = b.seed;
         o.passes = b.disk_passes;
+        progress.note("measuring the disk read bandwidth");
         auto disk = measure_disk_read_bandwidth(ranges, o);
+        progress.clear();
         if (!disk) return report_error(with_context(disk.error(), "--disk-probe"));
         probes.disk = *disk;
         probes.disk_measured = true;

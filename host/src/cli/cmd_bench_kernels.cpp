@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
+#include "runtime/engine_config.hpp"
 #include "tools/kernel_bench.hpp"
 
 namespace stormo::cli {
@@ -209,9 +210,8 @@ int run_bench_kernels(int argc, char** argv) {
     auto threads = positive_list(o.threads, "--threads-list");
     if (!threads) return report_usage_error("bench-kernels", threads.error());
     for (size_t t : *threads)
-        if (t > 1024)
-            return report_usage_error("bench-kernels", Error{ErrorKind::invalid_argument,
-                                                             "--threads-list " + std::to_string(t) + ": at most 1024 threads"});
+        if (auto ok = check_thread_count(static_cast<int64_t>(std::min<size_t>(t, INT64_MAX)), "--threads-list"); !ok)
+            return report_usage_error("bench-kernels", ok.error());
     options.threads = *threads;
     auto n_x = positive_list(o.n_x, "--n-x");
     if (!n_x) return report_usage_error("bench-kernels", n_x.error());

@@ -1,12 +1,13 @@
 // stormo generate: prompt ids in, generated ids out (one per line, the stop id included).
-#include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
+#include "cli/progress.hpp"
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
+#include "util/file.hpp"
 
 namespace stormo::cli {
 namespace {
@@ -59,10 +60,28 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
         .field("kernels", engine.kernels_name())
         .field("peak_rss_bytes", peak_rss_bytes())
         .end_object();
-    std::ofstream out(path);
-    if (!out) return fail(ErrorKind::io, "--stats " + path + ": cannot be written");
-    out << json.str() << "\n";
-    if (!out) return fail(ErrorKind::io, "--stats " + path + ": write failed");
+    if (auto w = write_file(path, json.str() + "\n"); !w) return tl::unexpected(with_context(w.error(), "--stats"));
+    return {};
+}
+
+// The last position a generation of `max_tokens` after `prompt` tokens runs through the model: the
+// last generated token is printed, never fed back.
+int64_t last_forward_position(size_t prompt, int64_t max_tokens) {
+    const auto p = static_cast<int64_t>(prompt);
+    return max_tokens <= 1 ? p - 1 : p + max_tokens - 2;
+}
+
+// Every output is checked before the model loads: a wrong path fails in a second, not after the
+// whole generation.
+Expected<void> check_generate_outputs(const GenerateOptions& g, size_t prompt) {
+    STORMO_TRY(check_outputs({{"--stats", g.stats}, {"--route-trace", g.route_trace}}));
+    STORMO_TRY(check_dump_dir(g.dump));
+    const int64_t last = last_forward_position(prompt, g.max_tokens);
+    if (g.dump.dir && g.dump.position > last)
+        return fail(ErrorKind::invalid_argument, "--dump-position " + std::to_string(g.dump.position) +
+                                                     " is past the last position the model runs (" + std::to_string(last) +
+                                                     ": the prompt's " + std::to_string(prompt) + " tokens and " +
+                                                     std::to_string(g.max_tokens) + " generated, the last not fed back)");
     return {};
 }
 
@@ -91,8 +110,9 @@ int run_generate(int argc, char** argv) {
     if (auto v = validate(g.sampling); !v) return report_usage_error("generate", v.error());
     auto prompt = read_token_ids(g.ids);
     if (!prompt) return report_usage_error("generate", prompt.error());
+    if (auto checked = check_generate_outputs(g, prompt->size()); !checked) return report_error(checked.error());
 
-    auto loaded = open_engine(common);
+    auto loaded = open_engine(common, 0, prompt->size() + static_cast<size_t>(g.max_tokens), "the prompt and --max-tokens");
     if (!loaded) return report_error(loaded.error());
     Engine& engine = *loaded->engine;
 
@@ -101,14 +121,21 @@ int run_generate(int argc, char** argv) {
     request.max_tokens = static_cast<size_t>(g.max_tokens);
     request.sampling = g.sampling;
     if (!g.ignore_eos) {
-        auto stops = stop_ids_of(engine.source());
+        auto stops = stop_ids_of(engine.source(), engine.model().vocab_size());
         if (!stops) return report_error(stops.error());
         request.stop_ids = *stops;
     }
-    const bool context_given = loaded->config.origins.count("context") > 0;
-    const size_t capacity = context_given ? static_cast<size_t>(loaded->config.context)
-                                          : request.prompt.size() + request.max_tokens;
-    auto session = engine.new_session(capacity);
+    // Generation reserves the prompt and every token it may generate up front (it never stops short
+    // of --max-tokens silently), so a given context must hold both.
+    const size_t need = request.prompt.size() + request.max_tokens;
+    if (loaded->context < need)
+        return report_error(Error{ErrorKind::invalid_argument,
+                                  loaded->context_origin + " " + std::to_string(loaded->context) + ": the prompt's " +
+                                      std::to_string(request.prompt.size()) + " tokens + --max-tokens " +
+                                      std::to_string(request.max_tokens) + " need " + std::to_string(need) +
+                                      " positions; give a context of at least " + std::to_string(need) +
+                                      " or fewer --max-tokens"});
+    auto session = engine.new_session(loaded->context);
     if (!session) return report_error(session.error());
     std::optional<DumpTracer> tracer;
     const int64_t last_prompt = static_cast<int64_t>((*session)->position() + request.prompt.size()) - 1;
@@ -116,14 +143,23 @@ int run_generate(int argc, char** argv) {
     if (tracer) request.tracer = &*tracer;
     std::vector<RouteStep> trace;
     if (g.route_trace) engine.pipeline().record_routes(&trace);
+    // A prefill of more than one block can take minutes on a large model: show it on a terminal.
+    TerminalProgress progress;
+    if (progress.enabled() && request.prompt.size() > Session::kDefaultMaxBlock)
+        request.on_prefill_block = [&progress](size_t done, size_t total) {
+            progress.update("prefill", done, total);
+            if (done == total) progress.clear();
+        };
     auto result = generate(engine.pipeline(), **session, request, [](int32_t token) { std::cout << token << '\n' << std::flush; });
     if (!result) return report_error(result.error());
-    if (g.route_trace) {
-        std::ofstream out(*g.route_trace, std::ios::app);
-        out << format_route_trace(trace);
-        if (!out) return report_error(Error{ErrorKind::io, "--route-trace " + *g.route_trace + ": write failed"});
-    }
+    if (g.route_trace)
+        if (auto w = append_file(*g.route_trace, format_route_trace(trace)); !w)
+            return report_error(with_context(w.error(), "--route-trace"));
     if (auto dumped = finish_dump(tracer); !dumped) return report_error(dumped.error());
+    if (tracer && tracer->written().empty())
+        return report_error(Error{ErrorKind::invalid_argument,
+                                  "--dump-position " + std::to_string(g.dump.position) + ": generation stopped (" +
+                                      stop_reason_name(result->reason) + ") before that position; nothing was dumped"});
     if (g.stats)
         if (auto w = write_stats(*g.stats, request, *result, engine); !w) return report_error(w.error());
     return 0;

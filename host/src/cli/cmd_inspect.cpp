@@ -5,15 +5,20 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/kernel_table.hpp"
+#include "model/finite_scan.hpp"
+#include "util/quote.hpp"
 #include "kernels/worker_pool.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
+#include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
+#include "store/expert_store.hpp"
 #include "stormo/family.hpp"
 #include "stormo/kernels.hpp"
 
@@ -66,7 +71,26 @@ struct MemoryPlan {
     size_t threads = 0;
 };
 
-MemoryPlan plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary) {
+// inspect does not open the store, so it bounds a slot from above: each part of an expert (its
+// share of a tensor stacking every expert, or a whole per-expert tensor) rounded up to the O_DIRECT
+// alignment plus one more block for a part that straddles one. An upper bound, so inspect refuses
+// every budget the store would (and perhaps a slightly larger one).
+uint64_t slot_bytes_upper_bound(const ModelSetup& s, const ModelSummary& summary, uint64_t experts_total) {
+    constexpr uint64_t kAlignment = 4096;
+    if (experts_total == 0) return 0;
+    const Family& family = *s.family.plugin->family;
+    uint64_t total = 0;
+    for (const TensorInfo& t : s.source->tensors()) {
+        if (family.classify(t.name) != TensorRole::experts) continue;
+        const bool stacked = !t.shape.empty() && t.shape[0] == summary.n_experts && summary.n_experts > 1;
+        const uint64_t held = stacked ? static_cast<uint64_t>(summary.n_experts) : 1;
+        const uint64_t part = (t.nbytes / held + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
+        total += part * held;
+    }
+    return total / experts_total;
+}
+
+Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary) {
     MemoryPlan p;
     p.dense_resident = c.dense_bytes();
     p.experts = c.expert_bytes();
@@ -78,13 +102,33 @@ MemoryPlan plan_memory(const ModelSetup& s, const Census& c, const ModelSummary&
     AvailableMemory available = available_memory();
     available.bytes = available.bytes > p.dense_resident ? available.bytes - p.dense_resident : 0;
     available.source += " - dense part";
+    STORMO_TRY(check_context_fits(static_cast<uint64_t>(p.context), s.config.origin("context"), s.source->config(),
+                                  p.kv_for_context, available));
+    const uint64_t experts_total = static_cast<uint64_t>(summary.n_moe_layers) * static_cast<uint64_t>(summary.n_experts);
+    // config.json's expert count against the checkpoint's expert tensors: more experts than bytes
+    // means the count is wrong (and would divide by zero below).
+    if (experts_total > 0 && p.experts / experts_total == 0)
+        return fail(ErrorKind::mismatch, s.source->config().source() + ": " + std::to_string(summary.n_moe_layers) +
+                                             " MoE layers x " + std::to_string(summary.n_experts) +
+                                             " experts, but the checkpoint's expert tensors hold only " +
+                                             format_bytes(p.experts) + "; the expert count does not match the tensors");
     const ExpertBudget budget = plan_expert_budget(s.config.expert_budget, p.experts, p.kv_for_context, available);
+    // The checks `generate` makes when it plans the store, so inspect refuses the same budgets.
+    STORMO_TRY(check_budget_fits(s.config.expert_budget, budget, p.experts, available, s.config.origin("expert_budget")));
     p.expert_budget = budget.all ? p.experts : budget.bytes;
     p.all_experts_resident = budget.all;
-    p.budget_reason = budget.reason;
-    const uint64_t experts_total = static_cast<uint64_t>(summary.n_moe_layers) * static_cast<uint64_t>(summary.n_experts);
+    const uint64_t slot_bytes = slot_bytes_upper_bound(s, summary, experts_total);
+    if (!budget.all && slot_bytes > 0) {
+        auto minimum = check_budget_minimum(budget.bytes, slot_bytes, static_cast<size_t>(std::max(1, summary.top_k)));
+        if (!minimum) {
+            const auto origin = s.config.origins.find("expert_budget");
+            return tl::unexpected(origin == s.config.origins.end() ? minimum.error()
+                                                                   : with_context(minimum.error(), origin->second));
+        }
+    }
     p.expert_slots = budget.all || experts_total == 0 ? experts_total
-                                                      : std::min<uint64_t>(experts_total, budget.bytes / (p.experts / experts_total));
+                                                      : std::min<uint64_t>(experts_total, budget.bytes / slot_bytes);
+    p.budget_reason = describe_budget(budget, p.expert_slots, slot_bytes, true);
     const auto origin = s.config.origins.find("expert_budget");
     p.budget_setting = format_size(s.config.expert_budget) + " (" +
                        (origin == s.config.origins.end() ? std::string("default") : origin->second) + ")";
@@ -105,6 +149,7 @@ struct Report {
     const Census& census;
     const MemoryPlan& plan;
     const std::vector<KernelEntry>& kernels;
+    const std::optional<FiniteScan>& check;  // --check
 };
 
 void print_text(const Report& r) {
@@ -154,6 +199,15 @@ void print_text(const Report& r) {
     size_t ow = 0;
     for (const KernelEntry& k : r.kernels) ow = std::max(ow, k.operation.size());
     for (const KernelEntry& k : r.kernels) std::cout << "  " << pad(k.operation, ow + 2) << k.provider << "\n";
+
+    if (r.check) {
+        std::cout << "\ncheck    " << r.check->tensors_scanned << " tensors, " << bytes_text(r.check->bytes_scanned)
+                  << " scanned: "
+                  << (r.check->non_finite.empty() ? "every value finite" : std::to_string(r.check->non_finite.size()) + " tensors hold NaN or Inf")
+                  << "\n";
+        for (const NonFiniteTensor& t : r.check->non_finite)
+            std::cout << "  " << in_quotes(t.name) << "  " << t.values << " non-finite values\n";
+    }
 }
 
 void print_json(const Report& r) {
@@ -200,6 +254,14 @@ void print_json(const Report& r) {
     for (const KernelEntry& k : r.kernels)
         w.begin_object().field("operation", k.operation).field("provider", k.provider).end_object();
     w.end_array();
+    if (r.check) {
+        w.key("check").begin_object();
+        w.field("tensors_scanned", r.check->tensors_scanned).field("bytes_scanned", r.check->bytes_scanned);
+        w.key("non_finite").begin_array();
+        for (const NonFiniteTensor& t : r.check->non_finite)
+            w.begin_object().field("tensor", t.name).field("values", t.values).end_object();
+        w.end_array().end_object();
+    }
     w.end_object();
     std::cout << w.str() << "\n";
 }
@@ -209,15 +271,19 @@ void print_json(const Report& r) {
 int run_inspect(int argc, char** argv) {
     CommonOptions common;
     bool json = false;
+    bool check = false;
     po::options_description own("Options of stormo inspect");
-    own.add_options()("json", po::bool_switch(&json), "print one JSON object instead of text");
+    own.add_options()("json", po::bool_switch(&json), "print one JSON object instead of text")
+        ("check", po::bool_switch(&check),
+         "also read every tensor and report those holding NaN or Inf (floats, FP8, MXFP4 scales); exit 1 if any");
     own.add(common_options(common));
     auto parsed = parse_command_line(
         argc, argv, "inspect", "--model DIR [--json] [options]",
         "Shows what stormo would run for a model directory, without loading its weights: the family\n"
         "and kernels chosen, the dimensions read from config.json, the tensor census (count and bytes\n"
         "by role and by dtype), the memory plan (dense resident bytes, expert bytes and budget, KV\n"
-        "bytes per token and for the context) and which kernel-table entries the plugin provides.",
+        "bytes per token and for the context) and which kernel-table entries the plugin provides.\n"
+        "--check also reads every tensor and reports those that hold NaN or Inf (exit status 1).",
         own);
     if (!parsed) return report_usage_error("inspect", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
@@ -231,14 +297,28 @@ int run_inspect(int argc, char** argv) {
     auto summary = family.summarize(s.source->config());
     if (!summary) return report_error(with_context(summary.error(), s.family.plugin->name));
     const Census census = take_census(*s.source, family);
-    const MemoryPlan plan = plan_memory(s, census, *summary);
+    auto planned = plan_memory(s, census, *summary);
+    if (!planned) return report_error(planned.error());
+    const MemoryPlan& plan = *planned;
+    // generate refuses stop ids outside the vocabulary; inspect refuses the same model.
+    if (auto stops = stop_ids_of(*s.source, summary->vocab_size); !stops) return report_error(stops.error());
     const KernelTable table = build_kernel_table(s.kernels);
     const std::vector<KernelEntry> kernels =
         kernel_providers(table, s.kernels, s.config.activations == ActivationRoad::int8);
 
-    const Report report{s, *summary, census, plan, kernels};
+    std::optional<FiniteScan> scan;
+    if (check) {
+        auto scanned = scan_non_finite(*s.source);
+        if (!scanned) return report_error(scanned.error());
+        scan = std::move(*scanned);
+    }
+    const Report report{s, *summary, census, plan, kernels, scan};
     if (json) print_json(report);
     else print_text(report);
+    if (scan && !scan->non_finite.empty())
+        return report_error(Error{ErrorKind::format, "--check: " + std::to_string(scan->non_finite.size()) +
+                                                         " tensors hold NaN or Inf, the first " +
+                                                         in_quotes(scan->non_finite.front().name)});
     return 0;
 }
 

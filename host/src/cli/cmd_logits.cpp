@@ -27,6 +27,9 @@ int run_logits(int argc, char** argv) {
     if (*parsed == ParseResult::help_shown) return 0;
     auto tokens = read_token_ids(ids);
     if (!tokens) return report_usage_error("logits", tokens.error());
+    if (auto checked = check_outputs({{"--out", out_path}, {"--hidden-out", hidden_path}}); !checked)
+        return report_error(checked.error());
+    if (auto checked = check_dump_dir(dump); !checked) return report_error(checked.error());
     const int64_t T = static_cast<int64_t>(tokens->size());
     if (dump.position >= T)
         return report_usage_error("logits", Error{ErrorKind::invalid_argument, "--dump-position " + std::to_string(dump.position) +
@@ -34,10 +37,14 @@ int run_logits(int argc, char** argv) {
     std::optional<DumpTracer> tracer;
     if (auto started = start_dump(dump, T - 1, tracer); !started) return report_error(started.error());
 
-    auto loaded = open_engine(common);
+    auto loaded = open_engine(common, 0, tokens->size(), "the ids");
     if (!loaded) return report_error(loaded.error());
     Engine& engine = *loaded->engine;
-    auto session = engine.new_session(tokens->size());
+    if (loaded->context < tokens->size())
+        return report_error(Error{ErrorKind::invalid_argument, loaded->context_origin + " " + std::to_string(loaded->context) +
+                                                                   ": the " + std::to_string(tokens->size()) +
+                                                                   " ids need as many positions; give a larger context"});
+    auto session = engine.new_session(loaded->context);
     if (!session) return report_error(session.error());
 
     std::vector<float> hidden;
@@ -49,10 +56,10 @@ int run_logits(int argc, char** argv) {
     if (!logits) return report_error(logits.error());
 
     const int64_t vocab = static_cast<int64_t>(engine.model().vocab_size());
-    if (auto w = write_npy(out_path, Shape{T, vocab}, *logits); !w) return report_error(w.error());
+    if (auto w = write_npy(out_path, Shape{T, vocab}, *logits); !w) return report_error(with_context(w.error(), "--out"));
     if (hidden_path) {
         const Shape shape{engine.model().n_layers() + 1, T, static_cast<int64_t>(engine.model().hidden_size())};
-        if (auto w = write_npy(*hidden_path, shape, hidden); !w) return report_error(w.error());
+        if (auto w = write_npy(*hidden_path, shape, hidden); !w) return report_error(with_context(w.error(), "--hidden-out"));
     }
     if (auto dumped = finish_dump(tracer); !dumped) return report_error(dumped.error());
     if (tracer) std::cerr << "stormo logits: wrote " << tracer->written().size() << " files to " << *dump.dir << "\n";

@@ -70,11 +70,22 @@ int dispatch(int argc, char** argv) {
     return kExitUsage;
 }
 
+// A command's stdout is its result: a write that failed (a full disk, /dev/full, a closed pipe)
+// must not end with status 0.
+int with_stdout_checked(int status) {
+    std::cout.flush();
+    if (status == 0 && !std::cout) {
+        std::cerr << "stormo: stdout: write failed" << std::endl;
+        return kExitFailure;
+    }
+    return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     try {
-        return dispatch(argc, argv);
+        return with_stdout_checked(dispatch(argc, argv));
     } catch (const std::exception& e) {
         std::cerr << "stormo: internal error: " << e.what() << std::endl;
     } catch (...) {

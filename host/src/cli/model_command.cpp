@@ -1,46 +1,28 @@
 #include "cli/model_command.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
+
+#include <unistd.h>
+
+#include "runtime/memory_plan.hpp"
+#include "util/file.hpp"
+#include "util/token_ids.hpp"
 
 namespace stormo::cli {
-namespace {
 
-Expected<std::vector<int32_t>> parse_ids(const std::string& text, const std::string& origin) {
-    std::vector<int32_t> ids;
-    std::string token;
-    auto flush = [&]() -> Expected<void> {
-        if (token.empty()) return {};
-        size_t used = 0;
-        long long v = 0;
-        try {
-            v = std::stoll(token, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != token.size() || v < 0 || v > INT32_MAX)
-            return fail(ErrorKind::invalid_argument, origin + ": \"" + token + "\" is not a token id");
-        ids.push_back(static_cast<int32_t>(v));
-        token.clear();
-        return {};
-    };
-    for (char c : text) {
-        if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-            STORMO_TRY(flush());
-        } else {
-            token += c;
-        }
-    }
-    STORMO_TRY(flush());
-    if (ids.empty()) return fail(ErrorKind::invalid_argument, origin + ": no token ids");
-    return ids;
+size_t context_for(const EngineConfig& config, size_t run_need) {
+    if (config.origins.count("context") || run_need == 0) return static_cast<size_t>(config.context);
+    return run_need;
 }
 
-}  // namespace
+std::string context_origin_for(const EngineConfig& config, size_t run_need, const std::string& run_need_origin) {
+    if (config.origins.count("context") || run_need == 0) return config.origin("context");
+    return "the context " + run_need_origin + " need";
+}
 
-Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack) {
+Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack, size_t run_need,
+                                   const std::string& run_need_origin) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
     EngineOptions eo;
@@ -54,7 +36,8 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
     eo.io_threads = static_cast<size_t>(config.io_threads);
     eo.pipeline.prefetch = config.prefetch;
     eo.pipeline.async_compute = config.async_compute;
-    eo.context = static_cast<size_t>(config.context);
+    eo.context = context_for(config, run_need);
+    eo.context_origin = context_origin_for(config, run_need, run_need_origin);
     eo.activations = config.activations;
     eo.rewind_slack = rewind_slack;
     STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));
@@ -62,13 +45,12 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
         Engine& e = *engine;
         const ExpertStoreStats store = e.store().stats();
         std::cerr << "stormo: " << e.family_name() << " on " << e.kernels_name() << " kernels, " << e.threads()
-                  << " threads; expert budget " << e.expert_budget().reason;
-        if (e.store().streams())
-            std::cerr << "; " << store.slots << " slots of " << format_bytes(store.slot_bytes) << ", "
-                      << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
+                  << " threads; context " << eo.context << " (" << eo.context_origin << "); expert budget "
+                  << describe_budget(e.expert_budget(), store.slots, e.store().streams() ? store.slot_bytes : 0, false);
+        if (e.store().streams()) std::cerr << ", " << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
         std::cerr << "\n";
     }
-    return LoadedEngine{std::move(config), std::move(engine)};
+    return LoadedEngine{std::move(config), std::move(engine), eo.context, eo.context_origin};
 }
 
 void add_sampling_options(po::options_description& d, SamplingParams& out) {
@@ -87,18 +69,19 @@ void add_token_input(po::options_description& d, TokenInput& out) {
         ("ids", po::value<std::string>()->value_name("LIST")->notifier([&out](const std::string& v) { out.list = v; }),
          "prompt token ids, comma-separated")
         ("ids-file", po::value<std::string>()->value_name("FILE")->notifier([&out](const std::string& v) { out.file = v; }),
-         "a file of prompt token ids separated by whitespace or commas");
+         "a file of prompt token ids separated by whitespace or commas (- reads stdin)");
 }
 
 Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input) {
     if (input.list && input.file) return fail(ErrorKind::invalid_argument, "give --ids or --ids-file, not both");
-    if (input.list) return parse_ids(*input.list, "--ids");
+    if (input.list) return parse_token_ids(*input.list, "--ids");
     if (input.file) {
-        std::ifstream in(*input.file);
-        if (!in) return fail(ErrorKind::io, "--ids-file " + *input.file + ": cannot be read");
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return parse_ids(ss.str(), "--ids-file " + *input.file);
+        // "-" is stdin; a file must be a regular one. Both are read up to a cap, so /dev/zero or a
+        // stray huge file is refused instead of filling the memory.
+        auto text = *input.file == "-" ? read_stream(STDIN_FILENO, "stdin", kIdsReadCap, "an ids file")
+                                       : read_file(*input.file, kIdsReadCap, "an ids file");
+        if (!text) return tl::unexpected(with_context(text.error(), "--ids-file"));
+        return parse_token_ids(*text, "--ids-file " + *input.file);
     }
     return fail(ErrorKind::invalid_argument, "--ids LIST or --ids-file FILE is required");
 }
@@ -109,6 +92,37 @@ void add_dump_options(po::options_description& d, DumpOptions& out, const char* 
         ("dump", po::value<std::string>()->value_name("DIR")->notifier([&out](const std::string& v) { out.dir = v; }),
          "write per-layer intermediates of one position as .npy files into DIR")
         ("dump-position", po::value<int64_t>(&out.position)->value_name("P"), position_help);
+}
+
+Expected<void> check_outputs(const std::vector<OutputPath>& outputs) {
+    namespace fs = std::filesystem;
+    std::vector<std::pair<std::string, fs::path>> seen;  // option, the path made absolute
+    for (const OutputPath& o : outputs) {
+        if (!o.path) continue;
+        STORMO_TRY(check_output_path(*o.path, o.option));
+        std::error_code ec;
+        const fs::path canonical = fs::weakly_canonical(fs::absolute(*o.path, ec), ec);
+        // The same path after symlinks and "..", or the same existing file under two names.
+        for (const auto& [option, other] : seen) {
+            std::error_code missing;  // equivalent() fails when either does not exist yet: not the same
+            if ((!ec && canonical == other) || fs::equivalent(canonical, other, missing))
+                return fail(ErrorKind::invalid_argument,
+                            o.option + " " + *o.path + ": the same file as " + option + " (each needs its own)");
+        }
+        seen.emplace_back(o.option, canonical);
+    }
+    return {};
+}
+
+Expected<void> check_dump_dir(const DumpOptions& options) {
+    namespace fs = std::filesystem;
+    if (!options.dir) return {};
+    if (options.dir->empty()) return fail(ErrorKind::invalid_argument, "--dump: needs a directory name, got an empty one");
+    std::error_code ec;
+    const fs::file_status status = fs::status(*options.dir, ec);
+    if (fs::exists(status) && !fs::is_directory(status))
+        return fail(ErrorKind::invalid_argument, "--dump " + *options.dir + ": exists and is not a directory");
+    return {};
 }
 
 Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer) {

@@ -17,11 +17,22 @@ namespace stormo::cli {
 struct LoadedEngine {
     EngineConfig config;
     std::unique_ptr<Engine> engine;
+    size_t context = 0;          // the session context: see context_for
+    std::string context_origin;  // "--context", "context in FILE" or the run's need
 };
+
+// The one rule for the context: --context / context: when given; else the run's own need
+// (run_need: prompt + max tokens for generate and bench, the ids for logits) when the command has
+// one; else the configuration's default (4096).
+// run_need_origin names the need in errors ("the prompt + --max-tokens").
+size_t context_for(const EngineConfig& config, size_t run_need);
+std::string context_origin_for(const EngineConfig& config, size_t run_need, const std::string& run_need_origin);
 
 // Resolves the engine configuration and opens the model with its family and kernels chosen.
 // rewind_slack: see Session (a chat's sessions rewind past their last answer every turn).
-Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack = 0);
+// run_need: the positions the run needs (0: none), which sizes the context unless it is given.
+Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack = 0, size_t run_need = 0,
+                                   const std::string& run_need_origin = "the context this run needs");
 
 // --temperature --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed
 void add_sampling_options(po::options_description& d, SamplingParams& out);
@@ -34,12 +45,22 @@ struct TokenInput {
 void add_token_input(po::options_description& d, TokenInput& out);
 Expected<std::vector<int32_t>> read_token_ids(const TokenInput& input);
 
+// Output files checked before any work: each writable, not a directory, not empty, and no two
+// options naming the same file. Pairs of (option, path); absent paths are skipped.
+struct OutputPath {
+    std::string option;
+    std::optional<std::string> path;
+};
+Expected<void> check_outputs(const std::vector<OutputPath>& outputs);
+
 // --dump DIR [--dump-position P]: the named intermediates of one position as .npy files.
 struct DumpOptions {
     std::optional<std::string> dir;
     int64_t position = -1;  // -1: the command's default
 };
 void add_dump_options(po::options_description& d, DumpOptions& out, const char* position_help);
+// DIR must be a directory or creatable (checked before the work starts, creates nothing).
+Expected<void> check_dump_dir(const DumpOptions& options);
 // Creates DIR and the tracer when --dump was given (else leaves `tracer` empty).
 Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer);
 // The first write error of the dump, if any.

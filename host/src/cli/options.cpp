@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include "util/quote.hpp"
+
 namespace stormo::cli {
 
 po::options_description common_options(CommonOptions& out) {
@@ -20,7 +22,8 @@ po::options_description common_options(CommonOptions& out) {
         ("threads", po::value<int>()->value_name("N")->notifier([&out](int v) { out.threads = v; }),
          "compute threads (default: physical cores)")
         ("context", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.context = v; }),
-         "KV context length in tokens (default: the configuration's context)")
+         "KV context in tokens; default (context: auto): what the run needs, i.e. the prompt + --max-tokens "
+         "for generate, --prompt-tokens + --gen-tokens for bench, the ids for logits, 4096 for inspect")
         ("activations", po::value<std::string>()->value_name("ROAD")->notifier([&out](const std::string& v) { out.activations = v; }),
          "f32 (default) or int8: the integer road for MXFP4 matrices (docs/kernels.md)")
         ("plugins-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing()
@@ -68,11 +71,19 @@ Expected<ParseResult> parse_command_line(int argc, char** argv, const std::strin
 
 namespace {
 
-// One line on stderr, whatever the message holds.
-std::string one_line(std::string s) {
-    for (char& c : s)
-        if (c == '\n' || c == '\r') c = ' ';
-    return s;
+// One line on stderr, whatever the message holds: line breaks become spaces and other control
+// bytes \xNN, so bytes echoed from a file cannot drive the terminal (the last line of defence;
+// messages quote such bytes with printable() already).
+std::string one_line(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '\n' || c == '\r') out += ' ';
+        else if (c < 0x20 || c == 0x7f) out += printable(std::string_view(&ch, 1));
+        else out += ch;
+    }
+    return out;
 }
 
 }  // namespace
@@ -106,14 +117,16 @@ Expected<EngineConfig> resolve_engine_config(const CommonOptions& o) {
         cfg.origins["family"] = "--family";
     }
     if (o.threads) {
-        if (*o.threads <= 0)
-            return fail(ErrorKind::invalid_argument, "--threads " + std::to_string(*o.threads) + ": must be a positive integer");
+        STORMO_TRY(check_thread_count(*o.threads, "--threads"));
         cfg.threads = *o.threads;
         cfg.origins["threads"] = "--threads";
     }
     if (o.context) {
         if (*o.context <= 0)
             return fail(ErrorKind::invalid_argument, "--context " + std::to_string(*o.context) + ": must be a positive integer");
+        if (*o.context > kMaxContext)
+            return fail(ErrorKind::invalid_argument, "--context " + std::to_string(*o.context) + ": more than the " +
+                                                         std::to_string(kMaxContext) + " positions stormo accepts");
         cfg.context = *o.context;
         cfg.origins["context"] = "--context";
     }

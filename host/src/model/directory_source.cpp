@@ -99,8 +99,15 @@ bool is_file(const fs::path& path) {
     return fs::is_regular_file(path, ec);
 }
 
+// Present in any form: what is there but not a regular file (a FIFO, a directory) is then refused
+// by the reader, instead of being silently taken as absent.
+bool present(const fs::path& path) {
+    std::error_code ec;
+    return fs::exists(path, ec);
+}
+
 Expected<ModelConfig> read_config(const fs::path& path) {
-    auto text = read_file(path.string());
+    auto text = read_file(path.string(), kConfigReadCap, "a model configuration");
     if (!text) {
         if (text.error().kind == ErrorKind::missing)
             return fail(ErrorKind::missing, path.string() + ": not found (a model directory needs it)");
@@ -131,7 +138,7 @@ std::string first_tensor_of(const SafetensorsIndex& index, const std::string& sh
 
 Expected<std::vector<OpenedShard>> open_sharded(const fs::path& dir, const fs::path& index_path) {
     const std::string index_name = index_path.string();
-    STORMO_TRY_ASSIGN(auto text, read_file(index_name));
+    STORMO_TRY_ASSIGN(auto text, read_file(index_name, kIndexReadCap, "a safetensors index"));
     auto index = parse_safetensors_index(text, index_name);
     if (!index) return tl::unexpected(index.error());
 
@@ -178,17 +185,17 @@ Expected<std::unique_ptr<ModelSource>> open_model_directory(const std::string& d
 
     STORMO_TRY_ASSIGN(auto config, read_config(root / kConfigFile));
     std::optional<ModelConfig> generation;
-    if (const fs::path path = root / kGenerationConfigFile; is_file(path)) {
+    if (const fs::path path = root / kGenerationConfigFile; present(path)) {
         STORMO_TRY_ASSIGN(auto parsed, read_config(path));
         generation = std::move(parsed);
     }
 
     // transformers prefers the single file when both forms are present; so do we.
     std::vector<OpenedShard> opened;
-    if (const fs::path single = root / kSingleFile; is_file(single)) {
+    if (const fs::path single = root / kSingleFile; present(single)) {
         STORMO_TRY_ASSIGN(auto shard, open_shard(single.string()));
         opened.push_back(std::move(shard));
-    } else if (const fs::path index = root / kIndexFile; is_file(index)) {
+    } else if (const fs::path index = root / kIndexFile; present(index)) {
         STORMO_TRY_ASSIGN(auto shards, open_sharded(root, index));
         opened = std::move(shards);
     } else {

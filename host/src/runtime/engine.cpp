@@ -2,8 +2,10 @@
 #include "runtime/engine.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "runtime/host_load_context.hpp"
+#include "runtime/memory_plan.hpp"
 
 namespace stormo {
 
@@ -17,6 +19,9 @@ Engine::~Engine() {
 Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
     STORMO_TRY(open_model_setup(options.setup, engine->setup_));
+    // Before the weights load: a context beyond the model's positions fails in a moment.
+    STORMO_TRY(check_context_fits(options.context, options.context_origin, engine->source().config(), 0,
+                                  AvailableMemory{UINT64_MAX, ""}));
     engine->table_ = build_kernel_table(engine->setup_.kernels);
     engine->int8_activations_ = options.activations == ActivationRoad::int8;
     engine->rewind_slack_ = options.rewind_slack;
@@ -50,6 +55,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
         for (const auto& kv : model_->layer_plan(l).kv)
             kv_bytes += Session::rows_for(kv, options.context, Session::kDefaultMaxBlock, options.rewind_slack) * kv.floats_per_position * sizeof(float);
     const AvailableMemory available = available_memory();
+    STORMO_TRY(check_context_fits(options.context, options.context_origin, source().config(), kv_bytes, available));
     budget_ = plan_expert_budget(options.expert_budget, total, kv_bytes, available);
     STORMO_TRY(check_budget_fits(options.expert_budget, budget_, total, available, options.expert_budget_origin));
 

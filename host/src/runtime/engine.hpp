@@ -31,6 +31,7 @@ struct EngineOptions {
     size_t io_threads = 4;
     PipelineSettings pipeline;
     size_t context = 4096;         // the KV context the budget leaves room for
+    std::string context_origin = "--context";  // names the context in errors
     size_t rewind_slack = 0;       // positions sessions may rewind without a replay (Session)
     ActivationRoad activations = ActivationRoad::f32;  // int8: the integer road (Compute::int8_activations)
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).

@@ -12,6 +12,9 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <thread>
+
+#include "util/file.hpp"
 
 namespace stormo {
 namespace {
@@ -111,6 +114,20 @@ std::string EngineConfig::origin(std::string_view key) const {
     return std::string(key) + " (default)";
 }
 
+int max_threads() {
+    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    return static_cast<int>(std::min<unsigned>(8 * cpus, 1024));
+}
+
+Expected<void> check_thread_count(int64_t threads, const std::string& origin) {
+    if (threads <= 0) return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(threads) + ": must be a positive integer");
+    if (threads > max_threads())
+        return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(threads) + ": more than the " +
+                                                     std::to_string(max_threads()) +
+                                                     " threads stormo starts (8 per logical CPU, at most 1024)");
+    return {};
+}
+
 const std::vector<std::string>& engine_config_keys() {
     static const std::vector<std::string> keys{"kernels", "family", "threads", "expert_budget",
                                                "plugins_dirs", "context", "eviction", "hotness_decay",
@@ -208,7 +225,9 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         } else {
             auto v = r.positive_integer();
             if (!v) return tl::unexpected(r.wrong("a positive integer or auto"));
-            if (*v > std::numeric_limits<int>::max()) return tl::unexpected(r.wrong("a thread count"));
+            if (*v > max_threads())
+                return tl::unexpected(r.wrong("a thread count up to " + std::to_string(max_threads()) +
+                                              " (8 per logical CPU, at most 1024)"));
             cfg.threads = static_cast<int>(*v);
         }
     } else if (key == "expert_budget") {
@@ -223,8 +242,15 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         cfg.plugins_dirs.clear();
         for (const std::string& d : *v) cfg.plugins_dirs.push_back(resolve_against(source, d));
     } else if (key == "context") {
+        if (auto s = r.string(); s && lower(*s) == "auto") {
+            // auto: the run's own need (see EngineConfig::context); not a given context.
+            cfg.context = default_engine_config().context;
+            cfg.origins.erase(key);
+            return {};
+        }
         auto v = r.positive_integer();
-        if (!v) return tl::unexpected(v.error());
+        if (!v) return tl::unexpected(r.wrong("a positive integer or auto"));
+        if (*v > kMaxContext) return tl::unexpected(r.wrong("a context up to " + std::to_string(kMaxContext) + " positions"));
         cfg.context = *v;
     } else if (key == "eviction") {
         auto v = r.string();
@@ -301,12 +327,10 @@ Expected<EngineConfig> parse_engine_config(std::string_view yaml_text, const std
 }
 
 Expected<EngineConfig> load_engine_config(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(ErrorKind::io, "cannot read the engine configuration " + path + ": no such readable file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) return fail(ErrorKind::io, "cannot read the engine configuration " + path);
-    return parse_engine_config(text.str(), path);
+    // A regular file of bounded size: a directory, a FIFO or /dev/zero is refused, not read.
+    auto text = read_file(path, kConfigReadCap, "an engine configuration");
+    if (!text) return tl::unexpected(text.error());
+    return parse_engine_config(*text, path);
 }
 
 }  // namespace stormo

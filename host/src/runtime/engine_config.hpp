@@ -43,7 +43,10 @@ struct STORMO_API EngineConfig {
     std::optional<int> threads;             // nullopt: one per physical core
     SizeSpec expert_budget;                 // RAM for routed experts
     std::vector<std::string> plugins_dirs;  // searched after the built-in and STORMO_PLUGIN_PATH dirs
-    int64_t context = 4096;                 // KV context length
+    // KV context length. Given (an origin is recorded) when --context or a YAML context: sets it;
+    // otherwise generate and bench size it to the run (prompt + max tokens), logits to its ids,
+    // and inspect plans for this default.
+    int64_t context = 4096;
     EvictionPolicy eviction = EvictionPolicy::hotness;
     double hotness_decay = 0.95;            // heat kept per step of an expert's layer (hotness)
     bool prefetch = true;
@@ -59,6 +62,17 @@ struct STORMO_API EngineConfig {
     // "--kernels", "kernels in FILE", or "kernels (default)".
     std::string origin(std::string_view key) const;
 };
+
+// The most compute threads stormo starts: 8 per logical CPU, and never more than 1024 (more only
+// time-slice the same cores and cost a stack each).
+STORMO_API int max_threads();
+// A thread count from `origin` ("--threads", "threads in FILE"): 1..max_threads(), or an error
+// naming the origin and the cap.
+STORMO_API Expected<void> check_thread_count(int64_t threads, const std::string& origin);
+
+// The longest context accepted from the command line or a file (far beyond any model's positions;
+// it bounds the KV arithmetic before the model's own max_position_embeddings is checked).
+inline constexpr int64_t kMaxContext = int64_t{1} << 32;
 
 // The keys a YAML engine configuration may hold, in documentation order.
 STORMO_API const std::vector<std::string>& engine_config_keys();

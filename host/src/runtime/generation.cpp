@@ -2,15 +2,21 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 
 namespace stormo {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Expected<std::vector<int32_t>> eos_of(const ModelConfig& config) {
+Expected<std::vector<int32_t>> eos_of(const ModelConfig& config, size_t vocab) {
     if (!config.has("eos_token_id")) return std::vector<int32_t>{};
     STORMO_TRY_ASSIGN(auto ids, config.integers("eos_token_id"));
+    for (const int64_t id : ids)
+        if (id < 0 || id > INT32_MAX || (vocab > 0 && static_cast<uint64_t>(id) >= vocab))
+            return fail(ErrorKind::mismatch, config.source() + ": field \"eos_token_id\" holds " + std::to_string(id) +
+                                                 ", outside the vocabulary [0, " +
+                                                 (vocab > 0 ? std::to_string(vocab) : std::string("2147483647")) + ")");
     return std::vector<int32_t>(ids.begin(), ids.end());
 }
 
@@ -25,9 +31,9 @@ const char* stop_reason_name(StopReason reason) {
     return "unknown";
 }
 
-Expected<std::vector<int32_t>> stop_ids_of(const ModelSource& source) {
-    if (const auto& gen = source.generation_config(); gen && gen->has("eos_token_id")) return eos_of(*gen);
-    return eos_of(source.config());
+Expected<std::vector<int32_t>> stop_ids_of(const ModelSource& source, size_t vocab) {
+    if (const auto& gen = source.generation_config(); gen && gen->has("eos_token_id")) return eos_of(*gen, vocab);
+    return eos_of(source.config(), vocab);
 }
 
 size_t reusable_prefix(std::span<const int32_t> held, std::span<const int32_t> prompt) {

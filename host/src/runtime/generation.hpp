@@ -42,7 +42,9 @@ struct GenerationResult {
 
 // The ids that end generation: generation_config.json's eos_token_id when present, else
 // config.json's (an integer or a list in either).
-Expected<std::vector<int32_t>> stop_ids_of(const ModelSource& source);
+// Each id must lie in [0, vocab) (vocab 0: only negatives are refused); an error names the file
+// and the field.
+Expected<std::vector<int32_t>> stop_ids_of(const ModelSource& source, size_t vocab = 0);
 
 // The positions of `prompt` a session holding `held` can keep: their longest common prefix, short
 // of the whole prompt (the last prompt position is always computed: its logits pick the first token).

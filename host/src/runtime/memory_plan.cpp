@@ -153,4 +153,27 @@ Expected<void> check_budget_fits(const SizeSpec& requested, const ExpertBudget& 
                                          "); ask for less, or leave the budget auto");
 }
 
+Expected<void> check_context_fits(uint64_t context, const std::string& origin, const ModelConfig& config,
+                                  uint64_t kv_bytes, const AvailableMemory& available) {
+    if (config.has("max_position_embeddings")) {
+        STORMO_TRY_ASSIGN(const int64_t max_positions, config.integer("max_position_embeddings"));
+        if (max_positions > 0 && context > static_cast<uint64_t>(max_positions))
+            return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(context) +
+                                                         ": more positions than the model's max_position_embeddings (" +
+                                                         std::to_string(max_positions) + ", " + config.source() + ")");
+    }
+    if (kv_bytes > available.bytes)
+        return fail(ErrorKind::resource, origin + " " + std::to_string(context) + ": its KV cache needs " +
+                                             format_bytes(kv_bytes) + ", but " + format_bytes(available.bytes) +
+                                             " is available (" + available.source + "); ask for a smaller context");
+    return {};
+}
+
+std::string describe_budget(const ExpertBudget& budget, uint64_t slots, uint64_t slot_bytes, bool estimated) {
+    std::string out = budget.reason;
+    if (!budget.all && slot_bytes > 0)
+        out += std::string("; ") + (estimated ? "about " : "") + std::to_string(slots) + " slots of " + format_bytes(slot_bytes);
+    return out;
+}
+
 }  // namespace stormo

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/engine_config.hpp"
+#include "stormo/json.hpp"
 #include "stormo/error.hpp"
 
 namespace stormo {
@@ -36,6 +37,17 @@ ExpertBudget plan_expert_budget(const SizeSpec& requested, uint64_t total_expert
 // `origin` (the option or YAML key) and both sizes. The auto budget always fits.
 Expected<void> check_budget_fits(const SizeSpec& requested, const ExpertBudget& budget, uint64_t total_expert_bytes,
                                  const AvailableMemory& available, const std::string& origin);
+
+// The context asked (`origin`: "--context", "context in FILE", or the run's own need) checked
+// against the model and the machine before anything is planned around it: at most the model's
+// max_position_embeddings (when config.json has it), and a KV cache of kv_bytes that fits in the
+// memory available. The error blames the context, not the expert budget it would starve.
+Expected<void> check_context_fits(uint64_t context, const std::string& origin, const ModelConfig& config,
+                                  uint64_t kv_bytes, const AvailableMemory& available);
+
+// One description of an expert budget for `inspect` and `generate --verbose`: how it was reached
+// and, when experts stream, the slots it buys ("about" when the slot size is estimated).
+std::string describe_budget(const ExpertBudget& budget, uint64_t slots, uint64_t slot_bytes, bool estimated);
 
 // This process's resident set now (VmRSS) and at its peak (VmHWM), from /proc/self/status.
 uint64_t current_rss_bytes();

@@ -1,9 +1,12 @@
 #include "store/eviction.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <unordered_map>
+
+#include "util/quote.hpp"
 
 namespace stormo {
 namespace {
@@ -135,25 +138,47 @@ std::string format_route_trace(std::span<const RouteStep> trace) {
     return out;
 }
 
+namespace {
+
+// The next whitespace-separated number of a trace line in [0, limit), or an error naming the line
+// and the value (a number too large for any integer type is out of range, never 0).
+Expected<int> trace_number(std::string_view& rest, int limit, const std::string& where, const char* what) {
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t' || rest.front() == '\r')) rest.remove_prefix(1);
+    size_t end = 0;
+    while (end < rest.size() && rest[end] != ' ' && rest[end] != '\t' && rest[end] != '\r') ++end;
+    const std::string_view token = rest.substr(0, end);
+    rest.remove_prefix(end);
+    int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && ptr == token.data() + token.size() && (v < 0 || v >= limit)))
+        return fail(ErrorKind::format, where + ": " + what + " " + printable(token) + " is outside 0.." +
+                                           std::to_string(limit - 1));
+    if (ec != std::errc() || ptr != token.data() + token.size())
+        return fail(ErrorKind::format, where + ": expected a number for the " + what + ", got " + quoted_printable(token));
+    return static_cast<int>(v);
+}
+
+bool only_blanks(std::string_view s) { return s.find_first_not_of(" \t\r") == std::string_view::npos; }
+
+}  // namespace
+
 Expected<std::vector<RouteStep>> parse_route_trace(const std::string& text, const std::string& source_name) {
     std::vector<RouteStep> trace;
-    std::istringstream lines(text);
-    std::string line;
+    std::string_view all(text);
     size_t number = 0;
-    while (std::getline(lines, line)) {
+    while (!all.empty()) {
+        const size_t nl = all.find('\n');
+        std::string_view line = all.substr(0, nl);
+        all.remove_prefix(nl == std::string_view::npos ? all.size() : nl + 1);
         ++number;
-        if (line.empty()) continue;
-        std::istringstream fields(line);
+        if (only_blanks(line)) continue;
+        const std::string where = source_name + ":" + std::to_string(number);
         RouteStep step;
-        if (!(fields >> step.layer) || step.layer < 0)
-            return fail(ErrorKind::format, source_name + ":" + std::to_string(number) + ": expected a layer number");
-        int32_t e;
-        while (fields >> e) {
-            if (e < 0) return fail(ErrorKind::format, source_name + ":" + std::to_string(number) + ": negative expert id");
+        STORMO_TRY_ASSIGN(step.layer, trace_number(line, kMaxTraceLayers, where, "layer"));
+        while (!only_blanks(line)) {
+            STORMO_TRY_ASSIGN(const int e, trace_number(line, kMaxTraceExperts, where, "expert id"));
             step.experts.push_back(e);
         }
-        if (!fields.eof())
-            return fail(ErrorKind::format, source_name + ":" + std::to_string(number) + ": expected expert ids");
         trace.push_back(std::move(step));
     }
     return trace;

@@ -50,7 +50,10 @@ struct CacheSimulation {
 CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, const EvictionSettings& settings,
                                int n_layers, int n_experts);
 
-// Route traces as text: one line per step, "layer e1 e2 ...".
+// Route traces as text: one line per step, "layer e1 e2 ...". Ids beyond these limits (far above
+// any real model's) are refused when a trace is read, so a replay's tables stay small.
+inline constexpr int kMaxTraceLayers = 1024;
+inline constexpr int kMaxTraceExperts = 16384;
 std::string format_route_trace(std::span<const RouteStep> trace);
 Expected<std::vector<RouteStep>> parse_route_trace(const std::string& text, const std::string& source_name);
 

@@ -134,11 +134,7 @@ public:
         if (slot_bytes_ == 0) return fail(ErrorKind::internal, "the streaming store has no experts to serve");
         const uint64_t total_experts = static_cast<uint64_t>(n_experts_) * layouts_.size();
         const uint64_t affordable = options_.budget_bytes / slot_bytes_;
-        if (affordable < options_.min_slots)
-            return fail(ErrorKind::resource, "expert budget of " + format_bytes(options_.budget_bytes) +
-                                                 " is below the minimum of " + format_bytes(options_.min_slots * slot_bytes_) +
-                                                 " (" + std::to_string(options_.min_slots) + " slots of " +
-                                                 format_bytes(slot_bytes_) + ": the experts one token needs in one layer)");
+        STORMO_TRY(check_budget_minimum(options_.budget_bytes, slot_bytes_, options_.min_slots));
         const size_t n_slots = static_cast<size_t>(std::min(affordable, total_experts));
         arena_ = AlignedBuffer(static_cast<size_t>(n_slots * slot_bytes_), std::max<size_t>(alignment, 64));
         slots_.resize(n_slots);
@@ -419,6 +415,14 @@ Expected<size_t> StreamingBatch::next() { return store_.next_ready(slots_, taken
 const ExpertView& StreamingBatch::view(size_t index) const { return store_.view_of(slots_[index]); }
 
 }  // namespace
+
+Expected<void> check_budget_minimum(uint64_t budget_bytes, uint64_t slot_bytes, size_t min_slots) {
+    if (slot_bytes == 0 || budget_bytes / slot_bytes >= min_slots) return {};
+    return fail(ErrorKind::resource, "expert budget of " + format_bytes(budget_bytes) + " is below the minimum of " +
+                                         format_bytes(min_slots * slot_bytes) + " (" + std::to_string(min_slots) +
+                                         " slots of " + format_bytes(slot_bytes) +
+                                         ": the experts one token needs in one layer)");
+}
 
 uint64_t slot_bytes_for(const std::vector<ExpertLayerLayout>& layers, size_t alignment) {
     uint64_t worst = 0;

@@ -84,6 +84,8 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     gen.prompt.resize(request.prompt_tokens);
     for (int32_t& id : gen.prompt) id = static_cast<int32_t>(pick(rng));
     gen.max_tokens = request.gen_tokens;  // greedy (default sampling), no stop ids: exactly N tokens
+    if (request.on_progress)
+        gen.on_prefill_block = [&request](size_t done, size_t total) { request.on_progress("prefill", done, total); };
 
     STORMO_TRY_ASSIGN(auto session, engine.new_session(request.prompt_tokens + request.gen_tokens));
 
@@ -94,7 +96,9 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     bool first = true;
     // The first token is sampled from the prefill's logits: the store's counters at that moment
     // split prefill from decode.
+    size_t tokens = 0;
     auto on_token = [&](int32_t) {
+        if (request.on_progress) request.on_progress("decode", ++tokens, request.gen_tokens);
         if (!first) return;
         first = false;
         run.after_prefill = engine.store().stats();

@@ -4,6 +4,7 @@
 // measured, not assumed: bytes a decode token must touch (from the checkpoint's tensor census)
 // over the RAM read bandwidth, and bytes it had to read from disk over the disk's bandwidth.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,9 @@ struct BenchRequest {
     size_t prompt_tokens = 64;
     size_t gen_tokens = 16;  // at least 2: the first token belongs to prefill
     uint64_t seed = 0;
+    // Progress: ("prefill", positions done, prompt) per forward block, ("decode", tokens, gen_tokens)
+    // per token. Called on the generating thread.
+    std::function<void(const char* stage, size_t done, size_t total)> on_progress;
 };
 
 struct BenchRun {

@@ -31,9 +31,24 @@ FileDescriptor& FileDescriptor::operator=(FileDescriptor&& o) noexcept {
     return *this;
 }
 
+namespace {
+
+// What a path is when it is not a regular file, for the error.
+const char* file_type_name(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "a special file";
+}
+
+}  // namespace
+
 Expected<FileDescriptor> FileDescriptor::open_read(const std::string& path) {
     int fd;
-    do fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+    do fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     while (fd < 0 && errno == EINTR);
     if (fd < 0) {
         const int err = errno;
@@ -43,7 +58,11 @@ Expected<FileDescriptor> FileDescriptor::open_read(const std::string& path) {
     FileDescriptor file(fd);
     struct stat st {};
     if (::fstat(fd, &st) != 0) return fail(ErrorKind::io, path + ": cannot stat: " + os_error(errno));
-    if (!S_ISREG(st.st_mode)) return fail(ErrorKind::io, path + ": not a regular file");
+    if (!S_ISREG(st.st_mode))
+        return fail(ErrorKind::io, path + ": is " + file_type_name(st.st_mode) + ", not a regular file");
+    // Regular files ignore O_NONBLOCK for reads, but clear it so nothing depends on that.
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     return file;
 }
 
@@ -106,15 +125,67 @@ Expected<void> write_all(int fd, const void* src, size_t size, const std::string
     return {};
 }
 
-Expected<std::string> read_file(const std::string& path, uint64_t max_bytes) {
+namespace {
+
+Error too_large(const std::string& name, std::string_view size, uint64_t max_bytes, std::string_view kind) {
+    return Error{ErrorKind::resource, name + ": " + std::string(size) + " bytes, more than the " +
+                                          std::to_string(max_bytes) + " bytes stormo reads from " + std::string(kind)};
+}
+
+}  // namespace
+
+Expected<std::string> read_file(const std::string& path, uint64_t max_bytes, std::string_view kind) {
     STORMO_TRY_ASSIGN(auto file, FileDescriptor::open_read(path));
     STORMO_TRY_ASSIGN(auto size, file.size(path));
-    if (size > max_bytes)
-        return fail(ErrorKind::resource, path + ": " + std::to_string(size) + " bytes, more than the " +
-                                             std::to_string(max_bytes) + " bytes stormo reads from such a file");
+    if (size > max_bytes) return tl::unexpected(too_large(path, std::to_string(size), max_bytes, kind));
     std::string content(size, '\0');
     STORMO_TRY(pread_exact(file.get(), content.data(), size, 0, path));
     return content;
+}
+
+Expected<std::string> read_stream(int fd, const std::string& name, uint64_t max_bytes, std::string_view kind) {
+    std::string content;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(ErrorKind::io, name + ": read failed: " + os_error(errno));
+        }
+        if (n == 0) return content;
+        if (content.size() + static_cast<size_t>(n) > max_bytes)
+            return fail(ErrorKind::resource, name + ": longer than the " + std::to_string(max_bytes) +
+                                                 " bytes stormo reads from " + std::string(kind));
+        content.append(buf, static_cast<size_t>(n));
+    }
+}
+
+Expected<void> check_output_path(const std::string& path, const std::string& option) {
+    if (path.empty()) return fail(ErrorKind::invalid_argument, option + ": needs a file name, got an empty one");
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        return fail(ErrorKind::invalid_argument, option + " " + path + ": is a directory, not a file");
+    // Opening is the only test that holds for every user (root passes access()) and file system
+    // (/proc refuses new files): an existing file is opened for writing without truncating it, a
+    // new one is created and removed again.
+    const bool existed = ::stat(path.c_str(), &st) == 0;
+    int fd;
+    do fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | (existed ? 0 : O_CREAT | O_EXCL), 0644);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return fail(ErrorKind::io, option + " " + path + ": cannot be written: " + os_error(errno));
+    ::close(fd);
+    if (!existed) ::unlink(path.c_str());
+    return {};
+}
+
+Expected<void> append_file(const std::string& path, std::string_view content) {
+    int fd;
+    do fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return fail(ErrorKind::io, path + ": cannot open for appending: " + os_error(errno));
+    FileDescriptor file(fd);
+    if (auto r = write_all(file.get(), content.data(), content.size(), path); !r) return r;
+    return file.close(path);
 }
 
 Expected<void> write_file(const std::string& path, std::string_view content) {

@@ -22,7 +22,8 @@ public:
     FileDescriptor(const FileDescriptor&) = delete;
     FileDescriptor& operator=(const FileDescriptor&) = delete;
 
-    // A regular file for reading; a missing file is ErrorKind::missing.
+    // A regular file for reading; a missing file is ErrorKind::missing. Opened without blocking,
+    // so a FIFO or a device is refused instead of hanging in open.
     static Expected<FileDescriptor> open_read(const std::string& path);
     // Creates or truncates a file for writing (mode 0644).
     static Expected<FileDescriptor> create(const std::string& path);
@@ -48,9 +49,24 @@ STORMO_API Expected<void> pread_exact(int fd, void* dst, uint64_t size, uint64_t
 STORMO_API Expected<void> write_all(int fd, const void* src, size_t size, const std::string& what);
 
 // Reads a whole (small) regular file into memory; a file larger than max_bytes is refused with an
-// error that names the cap (a stray /dev/zero or a huge file must not grow memory without bound).
+// error that names the cap and `kind` (a stray /dev/zero or a huge file must not grow memory
+// without bound).
 inline constexpr uint64_t kDefaultReadCap = uint64_t{256} << 20;
-STORMO_API Expected<std::string> read_file(const std::string& path, uint64_t max_bytes = kDefaultReadCap);
+// Caps per kind of file, far above any real one of its kind.
+inline constexpr uint64_t kConfigReadCap = uint64_t{16} << 20;      // config.json, generation_config.json, YAML
+inline constexpr uint64_t kIndexReadCap = uint64_t{64} << 20;       // model.safetensors.index.json
+inline constexpr uint64_t kIdsReadCap = uint64_t{64} << 20;         // --ids-file
+inline constexpr uint64_t kTraceReadCap = uint64_t{256} << 20;      // cache-sim --trace
+STORMO_API Expected<std::string> read_file(const std::string& path, uint64_t max_bytes = kDefaultReadCap,
+                                           std::string_view kind = "such a file");
+// Reads an open stream (a pipe, stdin) to its end, refusing more than max_bytes; `name` names it.
+STORMO_API Expected<std::string> read_stream(int fd, const std::string& name, uint64_t max_bytes, std::string_view kind);
+// The caller checks an output path before any work: not empty, not a directory, its directory
+// exists. Creates nothing. `option` names the path in errors ("--out").
+STORMO_API Expected<void> check_output_path(const std::string& path, const std::string& option);
+
+// Appends to a file (created if missing); the write and the close are checked.
+STORMO_API Expected<void> append_file(const std::string& path, std::string_view content);
 
 // Writes a whole file, replacing any previous content.
 STORMO_API Expected<void> write_file(const std::string& path, std::string_view content);

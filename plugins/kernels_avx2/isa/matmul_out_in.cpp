@@ -4,9 +4,9 @@
 // does not depend on n_x, on the output range, or on which tile computed it. While a tile runs,
 // the rows of the next tile are prefetched into L2 (simd.hpp, prefetch_l2): that took matrix x
 // vector from 12 to 18-20 GB/s of BF16 weights on one Zen 4 core.
-#include <vector>
 
 #include "float_kernels.hpp"
+#include "scratch.hpp"
 #include "simd.hpp"
 
 namespace stormo::simd {
@@ -112,8 +112,8 @@ void mxfp4_tile(const WeightView& w, size_t o, const float* x, size_t xs, float*
 }
 
 // Rows of x rearranged per 32-value block as [even elements | odd elements] (see mxfp4_tile).
-std::vector<float> prepare_mxfp4_rows(const float* x, size_t n_x, size_t xs, size_t cols) {
-    std::vector<float> out(n_x * cols);
+void prepare_mxfp4_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scratch<float>& out) {
+    out.assign(n_x * cols, 0.0f);
     for (size_t r = 0; r < n_x; ++r) {
         const float* src = x + r * xs;
         float* dst = out.data() + r * cols;
@@ -131,7 +131,6 @@ std::vector<float> prepare_mxfp4_rows(const float* x, size_t n_x, size_t xs, siz
                              _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xD8)));
         }
     }
-    return out;
 }
 
 template <Dense F>
@@ -204,7 +203,8 @@ void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x
 void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                          size_t y_stride, size_t o_begin, size_t o_end) {
     if (n_x == 0 || o_begin >= o_end) return;
-    const std::vector<float> prepared = prepare_mxfp4_rows(x, n_x, x_stride, w.cols);
+    Scratch<float> prepared;  // not std::vector: see scratch.hpp
+    prepare_mxfp4_rows(x, n_x, x_stride, w.cols, prepared);
     drive<Mxfp4Kernel>(w, prepared.data(), n_x, w.cols, y, y_stride, o_begin, o_end);
 }
 

@@ -27,8 +27,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
+#include "scratch.hpp"
 #include "stormo/kernels.hpp"
 
 namespace stormo::simd {
@@ -42,9 +42,10 @@ constexpr int kBias = 12;  // |doubled E2M1| <= 12
 // [A | B], then odd (two vectors); a lone last block as [even | odd]. Per row and block,
 // 12 * sum(q) and the scale, both padded with zeros to a multiple of 8 blocks.
 struct Prepared {
-    std::vector<int8_t> bytes;  // 32 bytes a vector, read and written unaligned
-    std::vector<int32_t> bias;
-    std::vector<float> scales;
+    // Scratch, not std::vector: no std:: template instantiated with this file's flags (scratch.hpp).
+    Scratch<int8_t> bytes;  // 32 bytes a vector, read and written unaligned
+    Scratch<int32_t> bias;
+    Scratch<float> scales;
     size_t bytes_per_row = 0;
     size_t padded_blocks = 0;
 
@@ -88,7 +89,7 @@ void prepare(const Q8Rows& x, size_t r_begin, size_t r_end, Prepared& p) {
     p.bytes_per_row = pairs * 64 + (nb % 2) * 32;
     p.padded_blocks = (nb + 7) / 8 * 8;
     const size_t rows = r_end - r_begin;
-    p.bytes.resize(rows * p.bytes_per_row);
+    p.bytes.assign(rows * p.bytes_per_row, 0);
     p.bias.assign(rows * p.padded_blocks, 0);
     p.scales.assign(rows * p.padded_blocks, 0.0f);
     const __m256i ones = _mm256_set1_epi8(1);

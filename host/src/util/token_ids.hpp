@@ -1,0 +1,18 @@
+#pragma once
+// Token ids as users write them (--ids, --ids-file): non-negative integers separated by commas or
+// whitespace. Kept apart from the CLI so the fuzzing harness reaches exactly what the CLI runs.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stormo/error.hpp"
+#include "stormo/export.hpp"
+
+namespace stormo {
+
+// Each id in [0, 2^31); none at all is an error. `origin` names the input ("--ids") in errors,
+// which quote the offending text escaped (util/quote.hpp).
+STORMO_API Expected<std::vector<int32_t>> parse_token_ids(std::string_view text, const std::string& origin);
+
+}  // namespace stormo
