@@ -14,5 +14,8 @@ int run_bench_kernels(int argc, char** argv);
 int run_cache_sim(int argc, char** argv);
 int run_tokenize(int argc, char** argv);
 int run_detokenize(int argc, char** argv);
+int run_run(int argc, char** argv);
+int run_chat(int argc, char** argv);
+int run_chat_template(int argc, char** argv);
 
 }  // namespace stormo::cli

@@ -23,14 +23,17 @@ struct Command {
 constexpr Command kCommands[] = {
     {"plugins", stormo::cli::run_plugins, "list the plugins found, their scores here and which are selected"},
     {"inspect", stormo::cli::run_inspect, "show a model's family, kernels, dimensions, tensor census and memory plan"},
+    {"run", stormo::cli::run_run, "answer one message in text, with the model's chat template"},
+    {"chat", stormo::cli::run_chat, "an interactive, multi-turn conversation in text"},
+    {"chat-template", stormo::cli::run_chat_template, "render messages with a model's chat template"},
+    {"tokenize", stormo::cli::run_tokenize, "text to token ids with a tokenizer.json"},
+    {"detokenize", stormo::cli::run_detokenize, "token ids to text with a tokenizer.json"},
     {"generate", stormo::cli::run_generate, "generate token ids from a prompt"},
     {"logits", stormo::cli::run_logits, "teacher-forced logits (and hidden states) as .npy files"},
     {"bench", stormo::cli::run_bench, "prefill and decode speed against the memory and disk bounds"},
     {"bench-kernels", stormo::cli::run_bench_kernels, "matrix kernels' weight bytes/s against the RAM read bandwidth"},
     {"synth", stormo::cli::run_synth, "write a random-weight checkpoint shaped like a real model"},
     {"cache-sim", stormo::cli::run_cache_sim, "replay route traces through the eviction policies"},
-    {"tokenize", stormo::cli::run_tokenize, "text to token ids with a tokenizer.json"},
-    {"detokenize", stormo::cli::run_detokenize, "token ids to text with a tokenizer.json"},
 };
 
 void print_help() {

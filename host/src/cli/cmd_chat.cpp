@@ -1,0 +1,109 @@
+// stormo chat: an interactive, multi-turn conversation. Each turn re-renders the conversation with
+// the model's template and computes only what the session does not already hold.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli/chat_command.hpp"
+#include "cli/commands.hpp"
+#include "cli/line_reader.hpp"
+#include "util/format_bytes.hpp"
+
+namespace stormo::cli {
+namespace {
+
+constexpr const char* kChatHelp =
+    "Type a message and press Enter. Ctrl-C stops an answer; Ctrl-D or /quit leaves.\n"
+    "  /reset   start a new conversation\n"
+    "  /stats   context used, speed and expert-store figures\n"
+    "  /quit    leave\n";
+
+std::string trimmed(const std::string& s) {
+    const size_t first = s.find_first_not_of(" \t\r");
+    if (first == std::string::npos) return {};
+    return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
+}
+
+void print_stats(ChatStack& stack, size_t turns) {
+    Engine& engine = *stack.loaded.engine;
+    const ExpertStoreStats store = engine.store().stats();
+    const ForwardTimes& times = engine.pipeline().times();
+    std::cout << "turns " << turns << ", context " << stack.session->position() << " of " << stack.session->capacity()
+              << " positions held; experts " << store.hits << " hits, " << store.misses << " misses, "
+              << format_bytes(store.bytes_read) << " read; KV replays " << times.replays << "\n";
+}
+
+}  // namespace
+
+int run_chat(int argc, char** argv) {
+    CommonOptions common;
+    ChatOptions chat;
+    po::options_description d("chat options");
+    add_chat_options(d, chat);
+    d.add(common_options(common));
+    auto parsed = parse_command_line(argc, argv, "chat", "--model DIR [options]",
+                                     "An interactive conversation with the model, one message per line.\n" +
+                                         std::string(kChatHelp),
+                                     d);
+    if (!parsed) return report_usage_error("chat", parsed.error());
+    if (*parsed == ParseResult::help_shown) return 0;
+    if (auto ok = check_chat_options(chat); !ok) return report_usage_error("chat", ok.error());
+
+    auto opened = open_chat(common, chat);
+    if (!opened) return report_error(opened.error());
+    ChatStack& stack = **opened;
+    const bool interactive = isatty(STDIN_FILENO);
+    if (interactive) std::cout << kChatHelp << std::flush;
+
+    SigintFlag interrupted;
+    LineReader input(STDIN_FILENO, interrupted.flag());
+    size_t turns = 0;
+    for (;;) {
+        if (interactive) std::cout << "> " << std::flush;
+        std::string line;
+        const auto status = input.next(line);
+        if (status == LineReader::Status::end) break;
+        if (status == LineReader::Status::interrupted) {
+            interrupted.clear();
+            std::cout << "\n(Ctrl-C stops an answer; Ctrl-D or /quit leaves)\n";
+            continue;
+        }
+        const std::string message = trimmed(line);
+        if (message.empty()) continue;
+        if (message == "/quit" || message == "/exit") break;
+        if (message == "/help") {
+            std::cout << kChatHelp;
+            continue;
+        }
+        if (message == "/reset") {
+            stack.conversation->reset();
+            turns = 0;
+            std::cout << "(new conversation)\n";
+            continue;
+        }
+        if (message == "/stats") {
+            print_stats(stack, turns);
+            continue;
+        }
+        if (message[0] == '/') {
+            std::cout << "unknown command " << message << " (/help lists them)\n";
+            continue;
+        }
+        ReplyPrinter printer(chat.show_reasoning);
+        auto turn = stack.conversation->ask(message, [&](const text::ReplyPiece& p) { printer.print(p); },
+                                            &interrupted.flag());
+        printer.finish();
+        interrupted.clear();
+        if (!turn) {
+            // The conversation is as it was before this message.
+            std::cerr << "stormo: " << turn.error().message << std::endl;
+            continue;
+        }
+        ++turns;
+        std::cerr << "stormo: " << turn_speed(*turn) << std::endl;
+    }
+    if (interactive) std::cout << "\n";
+    return 0;
+}
+
+}  // namespace stormo::cli

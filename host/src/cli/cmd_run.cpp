@@ -1,0 +1,42 @@
+// stormo run: one question in text, the answer streamed to stdout as it is generated.
+#include <csignal>
+#include <iostream>
+
+#include "cli/chat_command.hpp"
+#include "cli/commands.hpp"
+
+namespace stormo::cli {
+
+int run_run(int argc, char** argv) {
+    CommonOptions common;
+    ChatOptions chat;
+    std::optional<std::string> prompt;
+    po::options_description d("run options");
+    d.add_options()("prompt", po::value<std::string>()->value_name("TEXT")->notifier([&prompt](const std::string& v) { prompt = v; }),
+                    "the user's message");
+    add_chat_options(d, chat);
+    d.add(common_options(common));
+    auto parsed = parse_command_line(argc, argv, "run", "--model DIR --prompt TEXT [options]",
+                                     "Renders the prompt with the model's chat template, answers it and prints the answer\n"
+                                     "as it is generated; the speed goes to stderr.",
+                                     d);
+    if (!parsed) return report_usage_error("run", parsed.error());
+    if (*parsed == ParseResult::help_shown) return 0;
+    if (!prompt) return report_usage_error("run", Error{ErrorKind::invalid_argument, "--prompt TEXT is required"});
+    if (auto ok = check_chat_options(chat); !ok) return report_usage_error("run", ok.error());
+
+    auto stack = open_chat(common, chat);
+    if (!stack) return report_error(stack.error());
+    SigintFlag interrupted;
+    ReplyPrinter printer(chat.show_reasoning);
+    auto turn = (*stack)->conversation->ask(*prompt, [&](const text::ReplyPiece& p) { printer.print(p); }, &interrupted.flag());
+    printer.finish();
+    if (!turn) return report_error(turn.error());
+    for (const auto& call : turn->reply.tool_calls)
+        std::cout << "[tool call] " << call.name << " " << text::to_json(call.arguments) << "\n";
+    std::cerr << "stormo: " << turn_speed(*turn) << std::endl;
+    // Interrupted: the answer printed is partial, which a script must be able to tell.
+    return turn->generation.reason == StopReason::cancelled ? 128 + SIGINT : 0;
+}
+
+}  // namespace stormo::cli

@@ -1,0 +1,88 @@
+#include "runtime/conversation.hpp"
+
+#include <utility>
+
+namespace stormo {
+
+Conversation::Conversation(Pipeline& pipeline, Session& session, const text::Tokenizer& tokenizer,
+                           const text::ChatTemplate& chat_template, ChatSettings settings)
+    : pipeline_(&pipeline),
+      session_(&session),
+      tokenizer_(&tokenizer),
+      template_(&chat_template),
+      settings_(std::move(settings)),
+      format_(text::detect_reply_format(tokenizer)) {}
+
+void Conversation::set_system(std::string text) { system_ = std::move(text); }
+
+void Conversation::reset() { messages_ = text::Value::list(); }
+
+text::Value Conversation::with_system(const text::Value& messages) const {
+    if (system_.empty()) return messages;
+    text::ValueList all;
+    all.push_back(text::Value::object({{"role", text::Value("system")}, {"content", text::Value(system_)}}));
+    for (const auto& m : messages.as_list()) all.push_back(m);
+    return text::Value::list(std::move(all));
+}
+
+Expected<std::vector<int32_t>> Conversation::prompt_ids(const text::Value& messages) const {
+    text::Value options = settings_.template_options;
+    options.set("add_generation_prompt", text::Value(true));
+    STORMO_TRY_ASSIGN(std::string prompt, template_->render(with_system(messages), options));
+    // The rendered text carries the template's special tokens as text: they are matched as such.
+    std::vector<int32_t> ids = tokenizer_->encode(prompt, /*match_special=*/true);
+    if (ids.empty()) return fail(ErrorKind::invalid_argument, "the chat template rendered an empty prompt");
+    return ids;
+}
+
+Expected<TurnResult> Conversation::ask(const std::string& user_text,
+                                       const std::function<void(const text::ReplyPiece&)>& on_piece,
+                                       const std::atomic<bool>* cancel) {
+    text::Value next = messages_;
+    next.as_list().push_back(text::Value::object({{"role", text::Value("user")}, {"content", text::Value(user_text)}}));
+    STORMO_TRY_ASSIGN(std::vector<int32_t> prompt, prompt_ids(next));
+    // Checked before the session changes: a prompt with no room for one answer token is refused.
+    if (prompt.size() >= session_->capacity())
+        return fail(ErrorKind::resource, "the conversation is " + std::to_string(prompt.size()) +
+                                             " tokens, the context holds " + std::to_string(session_->capacity()) +
+                                             " (/reset starts over, --context raises it)");
+    GenerationRequest request;
+    request.prompt = std::move(prompt);
+    request.max_tokens = std::min(settings_.max_tokens, session_->capacity() - request.prompt.size());
+    request.sampling = settings_.sampling;
+    request.stop_ids = settings_.stop_ids;
+    request.whole_context = true;
+    request.cancel = cancel;
+    request.on_prefill_block = settings_.on_prefill_block;
+
+    text::ReplyParser parser(*tokenizer_, format_);
+    Error parse_error;
+    bool parse_failed = false;
+    auto on_token = [&](int32_t id) {
+        if (parse_failed) return;
+        auto pieces = parser.push(id);
+        if (!pieces) {
+            parse_error = pieces.error();
+            parse_failed = true;
+            return;
+        }
+        if (on_piece)
+            for (const auto& piece : *pieces) on_piece(piece);
+    };
+    STORMO_TRY_ASSIGN(GenerationResult generated, generate(*pipeline_, *session_, request, on_token));
+    if (parse_failed) return tl::unexpected(parse_error);
+    if (on_piece)
+        for (const auto& piece : parser.finish()) on_piece(piece);
+    else
+        parser.finish();
+
+    TurnResult result;
+    result.reply = parser.reply();
+    result.generation = std::move(generated);
+    result.prompt_tokens = request.prompt.size();
+    next.as_list().push_back(result.reply.as_message(format_));
+    messages_ = std::move(next);
+    return result;
+}
+
+}  // namespace stormo

@@ -1,0 +1,69 @@
+#pragma once
+// A conversation in text over one session: each turn re-renders the whole message list with the
+// model's own chat template, keeps the KV of the longest prefix the session already holds,
+// computes only the rest, and reads the reply back (reasoning, answer, tool calls). The message
+// list changes only when a turn succeeds or is cancelled, never when it fails.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/generation.hpp"
+#include "runtime/session.hpp"
+#include "text/chat_template.hpp"
+#include "text/reply_parser.hpp"
+#include "text/tokenizer.hpp"
+
+namespace stormo {
+
+struct ChatSettings {
+    // The template's variables besides messages: reasoning_effort, enable_thinking, tools, ...
+    text::Value template_options = text::Value::object();
+    size_t max_tokens = 1024;  // per answer; fewer when the context has less room left
+    SamplingParams sampling;
+    std::vector<int32_t> stop_ids;  // ids that end an answer (the model's eos ids)
+    // The prompt's progress block by block (positions done, positions to compute).
+    std::function<void(size_t done, size_t total)> on_prefill_block;
+};
+
+struct TurnResult {
+    text::Reply reply;
+    GenerationResult generation;
+    size_t prompt_tokens = 0;  // the rendered conversation, the reused positions included
+};
+
+class Conversation {
+public:
+    Conversation(Pipeline& pipeline, Session& session, const text::Tokenizer& tokenizer,
+                 const text::ChatTemplate& chat_template, ChatSettings settings);
+
+    // A system message first in every rendering (replacing any earlier one); empty removes it.
+    void set_system(std::string text);
+    // Appends the user's message, answers it, streaming each piece of text as it completes.
+    Expected<TurnResult> ask(const std::string& user_text, const std::function<void(const text::ReplyPiece&)>& on_piece,
+                             const std::atomic<bool>* cancel = nullptr);
+    // Forgets the messages (not the system message). The session keeps its KV: the next turn
+    // reuses whatever prefix still matches.
+    void reset();
+
+    // The prompt ids of `messages` with the generation prompt, as the next turn would send them.
+    Expected<std::vector<int32_t>> prompt_ids(const text::Value& messages) const;
+    const text::Value& messages() const { return messages_; }
+    text::ReplyFormat format() const { return format_; }
+    const ChatSettings& settings() const { return settings_; }
+
+private:
+    text::Value with_system(const text::Value& messages) const;
+
+    Pipeline* pipeline_;
+    Session* session_;
+    const text::Tokenizer* tokenizer_;
+    const text::ChatTemplate* template_;
+    ChatSettings settings_;
+    text::ReplyFormat format_;
+    std::string system_;
+    text::Value messages_ = text::Value::list();
+};
+
+}  // namespace stormo
