@@ -70,7 +70,10 @@ void check_reference_cases(const std::string& tokenizer) {
         EXPECT_EQ(rendered.out, c.find("text")->as_string()) << name;
         const auto ids = run_cli("chat-template --tokenizer '" + dir + "' --messages '" + file + "' --ids");
         std::string want;
-        for (const auto& id : c.find("ids")->as_list()) want += (want.empty() ? "" : " ") + std::to_string(id.as_int());
+        for (const auto& id : c.find("ids")->as_list()) {
+            if (!want.empty()) want += ' ';
+            want += std::to_string(id.as_int());
+        }
         EXPECT_EQ(ids.out, want + "\n") << name << ": " << ids.err;
     }
 }
