@@ -11,6 +11,7 @@
 #include "cli/options.hpp"
 #include "text/tokenizer.hpp"
 #include "util/file.hpp"
+#include "util/token_ids.hpp"
 
 namespace stormo::cli {
 
@@ -56,29 +57,6 @@ Expected<std::string> tokenize_jsonl(const text::Tokenizer& tokenizer, const std
         print_ids(tokenizer.encode(value, !plain), out);
     }
     return out;
-}
-
-Expected<std::vector<int32_t>> parse_id_list(const std::string& list) {
-    std::vector<int32_t> ids;
-    size_t i = 0;
-    const auto separator = [](char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-    while (i < list.size()) {
-        if (separator(list[i])) {
-            ++i;
-            continue;
-        }
-        size_t j = i;
-        while (j < list.size() && !separator(list[j])) ++j;
-        const std::string item = list.substr(i, j - i);
-        errno = 0;
-        char* end = nullptr;
-        const long long v = std::strtoll(item.c_str(), &end, 10);
-        if (end != item.c_str() + item.size() || errno != 0 || v < 0 || v > INT32_MAX)
-            return fail(ErrorKind::invalid_argument, "--ids: \"" + item + "\" is not a token id");
-        ids.push_back(static_cast<int32_t>(v));
-        i = j;
-    }
-    return ids;
 }
 
 }  // namespace
@@ -146,7 +124,7 @@ int run_detokenize(int argc, char** argv) {
                                      "Prints the text of token ids exactly (no newline is added).", d);
     if (!parsed) return report_usage_error("detokenize", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
-    auto ids = parse_id_list(list);
+    auto ids = parse_token_ids(list, "--ids", /*allow_empty=*/true);
     if (!ids) return report_usage_error("detokenize", ids.error());
     auto tokenizer = text::Tokenizer::load(tokenizer_path);
     if (!tokenizer) return report_error(tokenizer.error());

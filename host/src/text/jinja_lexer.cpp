@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "text/utf8.hpp"
+
 namespace stormo::text::jinja {
 namespace {
 
@@ -11,24 +13,6 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
-
-void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
 
 class Lexer {
 public:
@@ -185,7 +169,7 @@ Expected<void> Lexer::lex_string(int line) {
                 unsigned long cp = std::strtoul(hex.c_str(), &end, 16);
                 if (hex.size() != width || end != hex.c_str() + width)
                     return tl::unexpected(error(line, std::string("malformed \\") + e + " escape in a string"));
-                append_utf8(value, static_cast<uint32_t>(cp));
+                utf8::append(value, static_cast<char32_t>(cp));
                 advance(width);
                 break;
             }

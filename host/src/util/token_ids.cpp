@@ -12,7 +12,7 @@ bool is_separator(char c) { return c == ',' || c == ' ' || c == '\n' || c == '\t
 
 }  // namespace
 
-Expected<std::vector<int32_t>> parse_token_ids(std::string_view text, const std::string& origin) {
+Expected<std::vector<int32_t>> parse_token_ids(std::string_view text, const std::string& origin, bool allow_empty) {
     std::vector<int32_t> ids;
     size_t i = 0;
     while (i < text.size()) {
@@ -30,7 +30,7 @@ Expected<std::vector<int32_t>> parse_token_ids(std::string_view text, const std:
         ids.push_back(static_cast<int32_t>(v));
         i = end;
     }
-    if (ids.empty()) return fail(ErrorKind::invalid_argument, origin + ": no token ids");
+    if (ids.empty() && !allow_empty) return fail(ErrorKind::invalid_argument, origin + ": no token ids");
     return ids;
 }
 

@@ -11,8 +11,10 @@
 
 namespace stormo {
 
-// Each id in [0, 2^31); none at all is an error. `origin` names the input ("--ids") in errors,
-// which quote the offending text escaped (util/quote.hpp).
-STORMO_API Expected<std::vector<int32_t>> parse_token_ids(std::string_view text, const std::string& origin);
+// Each id in [0, 2^31), separated by commas or whitespace; none at all is an error unless
+// allow_empty (detokenizing nothing is the empty text). `origin` names the input ("--ids") in
+// errors, which quote the offending text escaped (util/quote.hpp).
+STORMO_API Expected<std::vector<int32_t>> parse_token_ids(std::string_view text, const std::string& origin,
+                                                          bool allow_empty = false);
 
 }  // namespace stormo
