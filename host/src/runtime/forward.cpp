@@ -27,16 +27,18 @@ size_t first_non_finite_row(const std::vector<float>& v, size_t width) {
 
 // NaN or Inf in the residual stream spreads to every later layer and the logits, where a sampler
 // would turn it into token 0; stop at the first stage that produced it and name it.
-Expected<void> check_finite(const std::vector<float>& v, size_t width, std::span<const int64_t> positions,
-                            const std::string& stage) {
+// layer < 0: `part` names the whole stage ("the embedding"); else it is a part of that layer. The
+// name is built only when the check fails: these checks run every layer of every step.
+Expected<void> check_finite(const std::vector<float>& v, size_t width, std::span<const int64_t> positions, int layer,
+                            const char* part) {
     const size_t row = first_non_finite_row(v, width);
     if (width == 0 || row >= v.size() / width) return {};
+    const std::string stage = layer < 0 ? std::string(part) : "layer " + std::to_string(layer) + "'s " + part;
     return fail(ErrorKind::format, "non-finite values (NaN or Inf) first produced by " + stage + " at position " +
                                        std::to_string(positions[row]) +
                                        "; the checkpoint's weights may hold them (stormo inspect --check)");
 }
 
-std::string layer_stage(int layer, const char* part) { return "layer " + std::to_string(layer) + "'s " + part; }
 
 Expected<void> validate_tokens(std::span<const int32_t> tokens, size_t vocab) {
     for (size_t i = 0; i < tokens.size(); ++i)
@@ -92,7 +94,7 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
             std::vector<float> out(rows * vocab);
             model_.head(Rows{x.data() + first * hidden, rows, hidden}, Rows{out.data(), rows, vocab});
             times_.head_seconds += seconds_since(t0);
-            if (auto finite = check_finite(out, vocab, std::span<const int64_t>(positions).subspan(first), "the head (logits)");
+            if (auto finite = check_finite(out, vocab, std::span<const int64_t>(positions).subspan(first), -1, "the head (logits)");
                 !finite) {
                 session.rewind(start);
                 return tl::unexpected(finite.error());
@@ -142,7 +144,7 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
         if (options.tracer && options.tracer->wants(layer)) options.tracer->record(name, layer, v.data(), n, width, positions);
     };
     record("embedding", -1, x);
-    STORMO_TRY(check_finite(x, width, positions, "the embedding"));
+    STORMO_TRY(check_finite(x, width, positions, -1, "the embedding"));
     if (hidden) (*hidden)[0].insert((*hidden)[0].end(), x.begin(), x.end());
 
     std::vector<float> normed(n * width), delta(n * width);
@@ -155,7 +157,7 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
         times_.attention_seconds += seconds_since(t0);
         add_into(x, delta);
         record("post_attention_residual", layer, x);
-        STORMO_TRY(check_finite(x, width, positions, layer_stage(layer, "attention")));
+        STORMO_TRY(check_finite(x, width, positions, layer, "attention"));
 
         t0 = Clock::now();
         model_.norm(Model::NormSite::ffn, layer, rows_of(x, n, width), rows_of(normed, n, width));
@@ -171,7 +173,7 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
         times_.moe_seconds += seconds_since(t0);
         add_into(x, delta);
         record("layer_out", layer, x);
-        STORMO_TRY(check_finite(x, width, positions, layer_stage(layer, plan.ffn == FfnKind::moe ? "MoE" : "feed-forward")));
+        STORMO_TRY(check_finite(x, width, positions, layer, plan.ffn == FfnKind::moe ? "MoE" : "feed-forward"));
         if (hidden && layer + 1 < model_.n_layers()) {
             auto& h = (*hidden)[static_cast<size_t>(layer) + 1];
             h.insert(h.end(), x.begin(), x.end());
@@ -180,7 +182,7 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
     model_.norm(Model::NormSite::final, 0, rows_of(x, n, width), rows_of(normed, n, width));
     x.swap(normed);
     record("final_norm", -1, x);
-    STORMO_TRY(check_finite(x, width, positions, "the final norm"));
+    STORMO_TRY(check_finite(x, width, positions, -1, "the final norm"));
     if (hidden) hidden->back().insert(hidden->back().end(), x.begin(), x.end());
     return {};
 }
