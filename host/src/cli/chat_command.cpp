@@ -23,7 +23,7 @@ constexpr uint64_t kToolsFileCap = uint64_t{16} << 20;
 // The context a conversation gets: --context / context: when given, else the configuration's
 // default, never more than the model was trained for.
 Expected<size_t> chat_context(const LoadedEngine& loaded) {
-    size_t context = static_cast<size_t>(loaded.config.context);
+    size_t context = loaded.context;
     if (loaded.config.origins.count("context") > 0) return context;
     const ModelConfig& config = loaded.engine->source().config();
     if (config.has("max_position_embeddings")) {

@@ -74,7 +74,7 @@ Value Reply::as_message(ReplyFormat format) const {
 }
 
 ReplyParser::ReplyParser(const Tokenizer& tokenizer, ReplyFormat format)
-    : tokenizer_(&tokenizer), format_(format), decoder_(tokenizer, /*skip_special=*/true) {
+    : format_(format), decoder_(tokenizer, /*skip_special=*/true) {
     auto id = [&](const char* token) { return tokenizer.token_id(token); };
     specials_ = Specials{id("<|start|>"), id("<|channel|>"), id("<|message|>"), id("<|end|>"), id("<|return|>"),
                          id("<|call|>"), id("<|constrain|>"), id("<think>"), id("</think>"), id("<tool_call>"),

@@ -67,7 +67,6 @@ private:
     void close_part();
     std::vector<ReplyPiece> emit(std::string text);
 
-    const Tokenizer* tokenizer_;
     ReplyFormat format_;
     Specials specials_;
     Part part_ = Part::content;
