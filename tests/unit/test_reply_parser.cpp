@@ -8,20 +8,12 @@
 
 #include "text/reply_parser.hpp"
 #include "text/tokenizer.hpp"
+#include "tokenizer_reference_support.hpp"
 
 namespace stormo::text {
 namespace {
 
-const Tokenizer& tokenizer(const std::string& name) {
-    static std::map<std::string, std::unique_ptr<Tokenizer>> loaded;  // tests run serially
-    auto& slot = loaded[name];
-    if (!slot) {
-        auto t = Tokenizer::load(std::string(STORMO_TOKENIZER_DATA_DIR) + "/" + name);
-        EXPECT_TRUE(t.has_value()) << (t ? "" : t.error().message);
-        if (t) slot = std::make_unique<Tokenizer>(std::move(*t));
-    }
-    return *slot;
-}
+const Tokenizer& tokenizer(const std::string& name) { return stormo::test::reference_tokenizer(name); }
 
 struct Parsed {
     Reply reply;

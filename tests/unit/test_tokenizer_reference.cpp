@@ -19,17 +19,7 @@ using stormo::text::Tokenizer;
 
 class TokenizerReference : public ::testing::TestWithParam<std::string> {
 protected:
-    // One load per tokenizer for the whole suite: each takes a noticeable fraction of a second.
-    static const Tokenizer& tokenizer(const std::string& name) {
-        static std::map<std::string, std::unique_ptr<Tokenizer>> loaded;
-        auto& slot = loaded[name];
-        if (!slot) {
-            auto t = Tokenizer::load(stormo::test::kTokenizerData + "/" + name);
-            if (!t) throw std::runtime_error(t.error().message);
-            slot = std::make_unique<Tokenizer>(std::move(*t));
-        }
-        return *slot;
-    }
+    static const Tokenizer& tokenizer(const std::string& name) { return stormo::test::reference_tokenizer(name); }
     static std::string reference(const std::string& name, const std::string& file) {
         return stormo::test::kTokenizerData + "/" + name + "/reference/" + file;
     }

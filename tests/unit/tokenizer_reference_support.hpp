@@ -4,12 +4,30 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "text/tokenizer.hpp"
 
 namespace stormo::test {
 
 inline const std::string kTokenizerData = STORMO_TOKENIZER_DATA_DIR;
+
+// A reference tokenizer (gpt-oss, qwen3), loaded once per test process: each takes a noticeable
+// fraction of a second. Tests run serially, so the cache needs no lock.
+inline const text::Tokenizer& reference_tokenizer(const std::string& name) {
+    static std::map<std::string, std::unique_ptr<text::Tokenizer>> loaded;
+    auto& slot = loaded[name];
+    if (!slot) {
+        auto t = text::Tokenizer::load(kTokenizerData + "/" + name);
+        if (!t) throw std::runtime_error(t.error().message);
+        slot = std::make_unique<text::Tokenizer>(std::move(*t));
+    }
+    return *slot;
+}
 
 inline std::vector<int32_t> json_ids(simdjson::dom::element e) {
     std::vector<int32_t> ids;
