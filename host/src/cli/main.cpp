@@ -26,6 +26,7 @@ constexpr Command kCommands[] = {
     {"run", stormo::cli::run_run, "answer one message in text, with the model's chat template"},
     {"chat", stormo::cli::run_chat, "an interactive, multi-turn conversation in text"},
     {"chat-template", stormo::cli::run_chat_template, "render messages with a model's chat template"},
+    {"pipe", stormo::cli::run_pipe, "one session over stdin/stdout with the line protocol, for programs embedding stormo"},
     {"tokenize", stormo::cli::run_tokenize, "text to token ids with a tokenizer.json"},
     {"detokenize", stormo::cli::run_detokenize, "token ids to text with a tokenizer.json"},
     {"generate", stormo::cli::run_generate, "generate token ids from a prompt"},

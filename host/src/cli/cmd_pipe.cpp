@@ -1,0 +1,64 @@
+// stormo pipe: the line protocol on stdin/stdout for programs that embed stormo without HTTP
+// (serve/pipe_protocol.hpp holds the lines); diagnostics go to stderr.
+#include <csignal>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/model_command.hpp"
+#include "runtime/generation.hpp"
+#include "serve/pipe_server.hpp"
+
+namespace stormo::cli {
+namespace {
+
+// A client that cannot start must still read one protocol line saying why, then the exit status.
+int refuse_start(const Error& error) {
+    std::cout << pipe::error_line("load", true, error.message) << std::endl;
+    return report_error(error);
+}
+
+}  // namespace
+
+int run_pipe(int argc, char** argv) {
+    CommonOptions common;
+    uint64_t seed = 0;
+    po::options_description d("pipe options");
+    d.add_options()("seed", po::value<uint64_t>(&seed)->value_name("S"), "the seed every sampled turn starts from (default 0)");
+    d.add(common_options(common));
+    auto parsed = parse_command_line(
+        argc, argv, "pipe", "--model DIR [options]",
+        "Serves one session over stdin/stdout with the line protocol:\n"
+        "  READY <ctx> <vocab> <stop ids...>             once the model is loaded\n"
+        "  TURN <max_new> <keep> <temp> <top_p> <top_k> <n> <ids...>\n"
+        "                                                keep <keep> positions, consume the ids, generate\n"
+        "  TOKEN <id>                                    each generated token, the stop id included\n"
+        "  DONE <STOP|MAX_TOKENS|CONTEXT_FULL> <n_out> <pos>\n"
+        "  ERROR <code> <fatal> <message>                a refused line; nothing changed\n"
+        "  RESET                                         forget every position\n"
+        "  SHUTDOWN                                      exit 0 (so does the end of input)\n"
+        "The last generated token is not consumed: send it first in the next TURN (keep = pos).",
+        d);
+    if (!parsed) return report_usage_error("pipe", parsed.error());
+    if (*parsed == ParseResult::help_shown) return 0;
+
+    auto loaded = open_engine(common);
+    if (!loaded) return refuse_start(loaded.error());
+    Engine& engine = *loaded->engine;
+    const size_t vocab = engine.model().vocab_size();
+    auto stop_ids = stop_ids_of(engine.source(), vocab);
+    if (!stop_ids) return refuse_start(stop_ids.error());
+    auto session = engine.new_session(loaded->context);
+    if (!session) return refuse_start(session.error());
+
+    // A client that closes its end makes writes fail instead of killing the process silently.
+    std::signal(SIGPIPE, SIG_IGN);
+    std::ios::sync_with_stdio(false);
+    pipe::PipeServer server(engine.pipeline(), **session, pipe::PipeModel{vocab, *stop_ids, seed}, std::cout);
+    if (!server.serve(std::cin)) {
+        std::cerr << "stormo: pipe: the output closed; stopping" << std::endl;
+        return kExitFailure;
+    }
+    return 0;
+}
+
+}  // namespace stormo::cli

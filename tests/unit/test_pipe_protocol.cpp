@@ -1,0 +1,114 @@
+// The pipe protocol's lines parsed and formatted on their own, without an engine.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "serve/pipe_protocol.hpp"
+#include "serve/pipe_server.hpp"
+
+namespace stormo::pipe {
+namespace {
+
+TurnCommand turn_of(const std::string& line) {
+    auto parsed = parse_line(line);
+    EXPECT_TRUE(std::holds_alternative<Command>(parsed)) << line << ": " << std::get<LineError>(parsed).message;
+    return std::get<TurnCommand>(std::get<Command>(parsed));
+}
+
+LineError error_of(const std::string& line) {
+    auto parsed = parse_line(line);
+    EXPECT_TRUE(std::holds_alternative<LineError>(parsed)) << line;
+    return std::holds_alternative<LineError>(parsed) ? std::get<LineError>(parsed) : LineError{};
+}
+
+TEST(PipeProtocol, ATurnCarriesItsFieldsInOrder) {
+    const TurnCommand t = turn_of("TURN 12 3 0.7 0.9 40 4 1 2 3 45");
+    EXPECT_EQ(t.max_new, 12u);
+    EXPECT_EQ(t.keep, 3u);
+    EXPECT_FLOAT_EQ(t.sampling.temperature, 0.7f);
+    EXPECT_FLOAT_EQ(t.sampling.top_p, 0.9f);
+    EXPECT_EQ(t.sampling.top_k, 40);
+    EXPECT_EQ(t.ids, (std::vector<int32_t>{1, 2, 3, 45}));
+}
+
+TEST(PipeProtocol, SpacesTabsAndACarriageReturnSeparateWords) {
+    const TurnCommand t = turn_of("TURN\t5  0 0 1 0 2 7   8\r");
+    EXPECT_EQ(t.max_new, 5u);
+    EXPECT_EQ(t.ids, (std::vector<int32_t>{7, 8}));
+    EXPECT_FLOAT_EQ(t.sampling.temperature, 0.0f);
+}
+
+TEST(PipeProtocol, ResetAndShutdownTakeNoArguments) {
+    EXPECT_TRUE(std::holds_alternative<ResetCommand>(std::get<Command>(parse_line("RESET"))));
+    EXPECT_TRUE(std::holds_alternative<ShutdownCommand>(std::get<Command>(parse_line("SHUTDOWN"))));
+    EXPECT_EQ(error_of("RESET now").code, "bad_request");
+    EXPECT_EQ(error_of("SHUTDOWN 1").code, "bad_request");
+}
+
+TEST(PipeProtocol, EachMalformedTurnNamesItsField) {
+    struct Case {
+        const char* line;
+        const char* code;
+        const char* says;
+    };
+    const Case cases[] = {
+        {"TURN 12 0 0 1 0", "bad_request", "TURN needs"},
+        {"TURN x 0 0 1 0 1 5", "bad_request", "max_new"},
+        {"TURN -1 0 0 1 0 1 5", "bad_request", "max_new"},
+        {"TURN 5 1.5 0 1 0 1 5", "bad_request", "keep"},
+        {"TURN 5 0 hot 1 0 1 5", "bad_request", "temp"},
+        {"TURN 5 0 nan 1 0 1 5", "bad_request", "temp"},
+        {"TURN 5 0 1e99 1 0 1 5", "bad_request", "temp"},
+        {"TURN 5 0 -0.5 1 0 1 5", "bad_sampling", "temp"},
+        {"TURN 5 0 0 0 0 1 5", "bad_sampling", "top_p"},
+        {"TURN 5 0 0 1.5 0 1 5", "bad_sampling", "top_p"},
+        {"TURN 5 0 0 1 -3 1 5", "bad_request", "top_k"},
+        {"TURN 5 0 0 1 0 2 5", "bad_request", "n is 2 but 1 ids follow"},
+        {"TURN 5 0 0 1 0 1 5 6", "bad_request", "n is 1 but 2 ids follow"},
+        {"TURN 5 0 0 1 0 0", "bad_request", "at least one id"},
+        {"TURN 5 0 0 1 0 1 -5", "bad_request", "id"},
+        {"TURN 5 0 0 1 0 1 99999999999", "bad_request", "id"},
+        {"TURN 99999999999 0 0 1 0 1 5", "bad_request", "max_new"},
+        {"turn 5 0 0 1 0 1 5", "unknown_command", "unknown command 'turn'"},
+        {"HELLO", "unknown_command", "expected TURN, RESET or SHUTDOWN"},
+    };
+    for (const auto& c : cases) {
+        const LineError e = error_of(c.line);
+        EXPECT_EQ(e.code, c.code) << c.line;
+        EXPECT_NE(e.message.find(c.says), std::string::npos) << c.line << " -> " << e.message;
+    }
+}
+
+TEST(PipeProtocol, AnUnknownVerbIsShownPrintableAndShort) {
+    const LineError e = error_of(std::string("\x01\x02") + std::string(100, 'A'));
+    EXPECT_EQ(e.message.find('\x01'), std::string::npos);
+    EXPECT_LT(e.message.size(), 100u);
+}
+
+TEST(PipeProtocol, AnswerLinesHaveTheDocumentedShape) {
+    const int32_t stops[] = {48, 2};
+    EXPECT_EQ(ready_line(4096, 50, stops), "READY 4096 50 48 2");
+    EXPECT_EQ(ready_line(128, 50, {}), "READY 128 50");
+    EXPECT_EQ(token_line(579), "TOKEN 579");
+    EXPECT_EQ(done_line(DoneReason::stop, 4, 12), "DONE STOP 4 12");
+    EXPECT_EQ(done_line(DoneReason::max_tokens, 3, 9), "DONE MAX_TOKENS 3 9");
+    EXPECT_EQ(done_line(DoneReason::context_full, 0, 16), "DONE CONTEXT_FULL 0 16");
+    EXPECT_EQ(error_line("bad_token", false, "id 99\nis out"), "ERROR bad_token 0 id 99 is out");
+    EXPECT_EQ(error_line("load", true, "no model"), "ERROR load 1 no model");
+}
+
+TEST(PipeProtocol, ReadLineSkipsAnOverlongLineWholeAndGoesOn) {
+    std::istringstream in("short\n" + std::string(40, 'x') + "\nnext\nlast");
+    std::string line;
+    EXPECT_EQ(read_line(in, line, 16), LineRead::line);
+    EXPECT_EQ(line, "short");
+    EXPECT_EQ(read_line(in, line, 16), LineRead::too_long);
+    EXPECT_EQ(read_line(in, line, 16), LineRead::line);
+    EXPECT_EQ(line, "next");
+    EXPECT_EQ(read_line(in, line, 16), LineRead::line);  // no final newline: still a line
+    EXPECT_EQ(line, "last");
+    EXPECT_EQ(read_line(in, line, 16), LineRead::end);
+}
+
+}  // namespace
+}  // namespace stormo::pipe
