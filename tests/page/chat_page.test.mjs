@@ -1,0 +1,135 @@
+// The chat page (GET /) in Debian's headless Chromium against a real `stormo serve` with a shipped
+// demo model: it loads with no request leaving the server's origin, streams an answer, folds the
+// reasoning, and shows a refused request in the answer's place. Writes a screenshot beside the build.
+//
+// node --test chat_page.test.mjs  with  STORMO_CLI, STORMO_MODEL, STORMO_PAGE_NODE_DIR (where
+// `npm ci` put puppeteer-core), STORMO_SCREENSHOT (a .png path), CHROMIUM (default /usr/bin/chromium).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const require = createRequire(path.join(process.env.STORMO_PAGE_NODE_DIR, "package.json"));
+const puppeteer = require("puppeteer-core");
+
+let server, browser, base;
+
+// Starts `stormo serve --port 0` and reads the port it printed; resolves once /health is 200.
+async function startServer() {
+  const child = spawn(process.env.STORMO_CLI, ["serve", "--model", process.env.STORMO_MODEL, "--port", "0"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  const port = await new Promise((resolve, reject) => {
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(stderr);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on("exit", (code) => reject(new Error(`stormo serve exited (${code}) before listening: ${stderr}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    const r = await fetch(url + "/health").catch(() => null);
+    if (r && r.ok) return { child, url };
+    if (Date.now() > deadline) throw new Error("/health never became 200: " + stderr);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
+before(async () => {
+  ({ child: server, url: base } = await startServer());
+  browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server) {
+    server.kill("SIGTERM");
+    await new Promise((r) => server.once("exit", r));
+  }
+});
+
+async function openPage() {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 900, height: 640 });
+  const foreign = [];
+  page.on("request", (req) => {
+    if (!req.url().startsWith(base) && !req.url().startsWith("data:")) foreign.push(req.url());
+  });
+  const response = await page.goto(base + "/", { waitUntil: "networkidle0" });
+  assert.equal(response.status(), 200);
+  assert.match(response.headers()["content-type"], /text\/html/);
+  return { page, foreign };
+}
+
+async function ask(page, text) {
+  await page.type("#prompt", text);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => document.body.dataset.state === "busy" || document.querySelector(".assistant .meta")?.textContent);
+  await page.waitForFunction(() => document.body.dataset.state === "idle", { timeout: 60000 });
+}
+
+test("the page streams the demo's answer and carries the conversation on", async () => {
+  const { page, foreign } = await openPage();
+  await page.waitForFunction(() => document.getElementById("model").textContent !== "…");
+  await ask(page, "123+456=");
+  let answers = await page.$$eval(".assistant .content", (els) => els.map((e) => e.textContent));
+  assert.deepEqual(answers, ["579"]);
+  await ask(page, "rev:hello=");
+  answers = await page.$$eval(".assistant .content", (els) => els.map((e) => e.textContent));
+  assert.deepEqual(answers, ["579", "olleh"]);
+  const meta = await page.$eval(".assistant .meta", (e) => e.textContent);
+  assert.match(meta, /tokens, [0-9.]+ s, stop/);
+  assert.deepEqual(foreign, [], "the page is self-contained");
+  if (process.env.STORMO_SCREENSHOT) await page.screenshot({ path: process.env.STORMO_SCREENSHOT });
+  await page.close();
+});
+
+test("reasoning arrives folded in its own block, the answer beside it", async () => {
+  const { page } = await openPage();
+  // The demos answer without reasoning, so this stream is the one a reasoning model's server sends.
+  await page.setRequestInterception(true);
+  page.on("request", (req) => {
+    if (!req.url().endsWith("/v1/chat/completions")) return req.continue();
+    const chunk = (delta, finish = null) =>
+      "data: " + JSON.stringify({ object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] }) + "\n\n";
+    req.respond({
+      status: 200,
+      contentType: "text/event-stream",
+      body:
+        chunk({ role: "assistant" }) + chunk({ reasoning_content: "The user adds " }) +
+        chunk({ reasoning_content: "two numbers." }) + chunk({ content: "57" }) + chunk({ content: "9" }) +
+        chunk({}, "stop") + "data: [DONE]\n\n",
+    });
+  });
+  await ask(page, "123+456=");
+  const view = await page.$eval(".assistant", (el) => ({
+    shown: !el.querySelector("details").hidden,
+    open: el.querySelector("details").open,
+    reasoning: el.querySelector(".reasoning").textContent,
+    content: el.querySelector(".content").textContent,
+  }));
+  assert.deepEqual(view, { shown: true, open: false, reasoning: "The user adds two numbers.", content: "579" });
+  await page.close();
+});
+
+test("an error from the server shows in the answer's place and leaves the page usable", async () => {
+  const { page } = await openPage();
+  await page.$eval("#max_tokens", (e) => { e.value = "-5"; });
+  await ask(page, "123+456=");
+  const failed = await page.$eval(".assistant", (el) => ({ error: el.classList.contains("error"), meta: el.querySelector(".meta").textContent }));
+  assert.equal(failed.error, true);
+  assert.match(failed.meta, /max_tokens/);
+  await page.$eval("#max_tokens", (e) => { e.value = "64"; });
+  await ask(page, "sort:dcab=");
+  const answers = await page.$$eval(".assistant .content", (els) => els.map((e) => e.textContent));
+  assert.deepEqual(answers, ["", "abcd"]);
+  await page.close();
+});
