@@ -3,7 +3,8 @@
 // reasoning, and shows a refused request in the answer's place. Writes a screenshot beside the build.
 //
 // node --test chat_page.test.mjs  with  STORMO_CLI, STORMO_MODEL, STORMO_PAGE_NODE_DIR (where
-// `npm ci` put puppeteer-core), STORMO_SCREENSHOT (a .png path), CHROMIUM (default /usr/bin/chromium).
+// `npm ci` put puppeteer-core), STORMO_SCREENSHOT_DIR (where chat_page.png and
+// chat_page_reasoning.png go), CHROMIUM (default /usr/bin/chromium).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -56,6 +57,10 @@ after(async () => {
   }
 });
 
+async function screenshot(page, name) {
+  if (process.env.STORMO_SCREENSHOT_DIR) await page.screenshot({ path: path.join(process.env.STORMO_SCREENSHOT_DIR, name) });
+}
+
 async function openPage() {
   const page = await browser.newPage();
   await page.setViewport({ width: 900, height: 640 });
@@ -88,7 +93,7 @@ test("the page streams the demo's answer and carries the conversation on", async
   const meta = await page.$eval(".assistant .meta", (e) => e.textContent);
   assert.match(meta, /tokens, [0-9.]+ s, stop/);
   assert.deepEqual(foreign, [], "the page is self-contained");
-  if (process.env.STORMO_SCREENSHOT) await page.screenshot({ path: process.env.STORMO_SCREENSHOT });
+  await screenshot(page, "chat_page.png");
   await page.close();
 });
 
@@ -117,6 +122,9 @@ test("reasoning arrives folded in its own block, the answer beside it", async ()
     content: el.querySelector(".content").textContent,
   }));
   assert.deepEqual(view, { shown: true, open: false, reasoning: "The user adds two numbers.", content: "579" });
+  await page.click(".assistant details summary");  // one click unfolds it
+  assert.equal(await page.$eval(".assistant details", (d) => d.open), true);
+  await screenshot(page, "chat_page_reasoning.png");
   await page.close();
 });
 
