@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <sys/wait.h>
 
 #include "oracle_support.hpp"
@@ -27,6 +28,17 @@ TEST(CliGenerate, DemoAnswersTheReadmeProblem) {
     const CommandResult r = run("generate --model " + demo_dir() + " --ids 1,2,3,40,4,5,6,45 --max-tokens 12");
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out, "5\n7\n9\n48\n");  // "579<|end|>"
+}
+
+TEST(CliGenerate, PinnedWorkersGiveTheSameAnswerAndSaySoWhenVerbose) {
+    if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: nothing to pin apart";
+    stormo::test::TempDir tmp;
+    stormo::test::write_bytes(tmp.file("pin.yaml"), std::string("pin_threads: true\n"));
+    const CommandResult r = run("generate --model " + demo_dir() + " --ids 1,2,3,40,4,5,6,45 --max-tokens 12 --threads 2 -v --config " +
+                                tmp.file("pin.yaml"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "5\n7\n9\n48\n");
+    EXPECT_NE(r.err.find("workers pinned to CPU "), std::string::npos) << r.err;
 }
 
 TEST(CliGenerate, VerbosePrintsTheExpertBudgetAtStartOnStderr) {

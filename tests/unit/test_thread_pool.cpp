@@ -1,6 +1,7 @@
 // The thread pool and the pooled matmul: every index exactly once, exceptions reported without
 // losing the pool, and bit-identical results whatever the thread count.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -126,6 +128,53 @@ TEST(ThreadPool, PhysicalCoreCountIsPlausible) {
 }
 
 // The pooled matmul over 1, 2 and 3 threads (and no pool) on an odd-sized matrix: same bits.
+TEST(ThreadPool, CpusByCoreListsEachAllowedCpuOnceDistinctCoresFirst) {
+    const std::vector<int> cpus = cpus_by_core();
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    EXPECT_EQ(cpus.size(), static_cast<size_t>(CPU_COUNT(&allowed)));
+    for (const int cpu : cpus) EXPECT_TRUE(CPU_ISSET(cpu, &allowed)) << cpu;
+    EXPECT_EQ(std::set<int>(cpus.begin(), cpus.end()).size(), cpus.size());
+    EXPECT_GE(cpus.size(), physical_core_count());
+}
+
+TEST(ThreadPool, PinnedWorkersRunOnlyOnTheirCpuAndTheCallerStaysFree) {
+    const std::vector<int> cpus = cpus_by_core();
+    if (cpus.size() < 2) GTEST_SKIP() << "one CPU allowed: nothing to pin apart";
+    cpu_set_t before;
+    CPU_ZERO(&before);
+    ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+    WorkerPool pool(3, true);
+    ASSERT_EQ(pool.pin_error(), "");
+    ASSERT_EQ(pool.pinned_cpus().size(), 2u);
+    // Worker k is on cpus[k + 1], wrapping: the first CPU is the caller's.
+    EXPECT_EQ(pool.pinned_cpus()[0], cpus[1]);
+    EXPECT_EQ(pool.pinned_cpus()[1], cpus[2 % cpus.size()]);
+    const std::thread::id caller = std::this_thread::get_id();
+    std::mutex m;
+    std::vector<int> worker_cpus;
+    for (int round = 0; round < 50; ++round)
+        pool.parallel_for(1 << 12, 1, [&](size_t, size_t) {
+            if (std::this_thread::get_id() == caller) return;
+            const int cpu = sched_getcpu();
+            std::lock_guard lock(m);
+            worker_cpus.push_back(cpu);
+        });
+    for (const int cpu : worker_cpus)
+        EXPECT_NE(std::find(pool.pinned_cpus().begin(), pool.pinned_cpus().end(), cpu), pool.pinned_cpus().end()) << cpu;
+    cpu_set_t after;
+    CPU_ZERO(&after);
+    ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the calling thread's mask must not change";
+}
+
+TEST(ThreadPool, UnpinnedPoolsPinNothing) {
+    WorkerPool pool(3);
+    EXPECT_TRUE(pool.pinned_cpus().empty());
+    EXPECT_EQ(pool.pin_error(), "");
+}
+
 TEST(ThreadPool, MatmulIsBitIdenticalAcrossThreadCounts) {
     std::mt19937 rng(3);
     WorkerPool p1(1), p2(2), p3(3);

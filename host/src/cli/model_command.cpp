@@ -28,6 +28,7 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
     EngineOptions eo;
     eo.setup = setup_request(config, options);
     eo.threads = config.threads ? static_cast<size_t>(*config.threads) : 0;
+    eo.pin_threads = config.pin_threads;
     eo.expert_budget = config.expert_budget;
     eo.expert_budget_origin = config.origin("expert_budget");
     eo.eviction.policy = config.eviction;
@@ -47,6 +48,10 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
         std::cerr << "stormo: " << e.family_name() << " on " << e.kernels_name() << " kernels, " << e.threads()
                   << " threads; context " << eo.context << " (" << eo.context_origin << "); expert budget "
                   << describe_budget(e.expert_budget(), store.slots, e.store().streams() ? store.slot_bytes : 0, false);
+        if (!e.pinned_cpus().empty()) {
+            std::cerr << "; workers pinned to CPU";
+            for (const int cpu : e.pinned_cpus()) std::cerr << " " << cpu;
+        }
         if (e.store().streams()) std::cerr << ", " << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
         std::cerr << "\n";
     }

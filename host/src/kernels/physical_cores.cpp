@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "kernels/worker_pool.hpp"
 
@@ -43,6 +44,25 @@ size_t physical_core_count() {
         cores.emplace(package, core);
     }
     return cores.empty() ? fallback_count() : cores.size();
+}
+
+std::vector<int> cpus_by_core() {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
+    std::vector<int> first;     // the first CPU seen of each core
+    std::vector<int> siblings;  // the rest
+    std::set<std::pair<long, long>> seen;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!CPU_ISSET(cpu, &allowed)) continue;
+        long package = 0;
+        long core = cpu;  // without topology every CPU counts as its own core
+        read_topology_id(cpu, "physical_package_id", package);
+        read_topology_id(cpu, "core_id", core);
+        (seen.emplace(package, core).second ? first : siblings).push_back(cpu);
+    }
+    first.insert(first.end(), siblings.begin(), siblings.end());
+    return first;
 }
 
 }  // namespace stormo

@@ -3,9 +3,14 @@
 // chunks that the workers and the calling thread claim one at a time from an atomic counter, so
 // a slow or preempted thread on a shared machine delays only the chunk it holds.
 //
-// Workers are not pinned: under a hypervisor the vCPU numbers map to nothing stable, and on a
-// 2-vCPU machine shared with other processes a pinned worker waits for its one vCPU where an
-// unpinned one would run on the other. Results never depend on which thread runs a chunk.
+// Workers are not pinned by default: under a hypervisor the vCPU numbers map to nothing stable,
+// and on a machine shared with other processes a pinned worker waits for its one vCPU where an
+// unpinned one would run on the other; `pin_threads: true` pins them (docs/benchmarks.md has
+// the measurement that chose the default). Results never depend on which thread runs a chunk.
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstring>
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -44,6 +49,9 @@ struct WorkerPool::State {
 
     // Set while a call uses the workers; a nested or concurrent call then runs inline.
     std::atomic<bool> busy{false};
+
+    std::vector<int> pinned_cpus;
+    std::string pin_error;
 
     void run_chunks();
     void worker_loop();
@@ -85,7 +93,20 @@ void WorkerPool::State::worker_loop() {
     }
 }
 
-WorkerPool::WorkerPool(size_t n_threads) : state_(new State) {
+namespace {
+
+// Pins `thread` to `cpu`; an error message, or "" on success.
+std::string pin(std::thread& thread, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    const int rc = pthread_setaffinity_np(thread.native_handle(), sizeof set, &set);
+    return rc == 0 ? std::string() : "cannot pin a worker to CPU " + std::to_string(cpu) + ": " + std::strerror(rc);
+}
+
+}  // namespace
+
+WorkerPool::WorkerPool(size_t n_threads, bool pin_workers) : state_(new State) {
     const size_t n_workers = n_threads > 1 ? n_threads - 1 : 0;
     state_->workers.reserve(n_workers);
     for (size_t i = 0; i < n_workers; ++i) {
@@ -95,7 +116,25 @@ WorkerPool::WorkerPool(size_t n_threads) : state_(new State) {
             break;  // the OS refused another thread: run with the ones we have (size() says so)
         }
     }
+    if (!pin_workers || state_->workers.empty()) return;
+    const std::vector<int> cpus = cpus_by_core();
+    if (cpus.empty()) {
+        state_->pin_error = "cannot pin the workers: no CPU found in this process's affinity mask";
+        return;
+    }
+    for (size_t i = 0; i < state_->workers.size(); ++i) {
+        const int cpu = cpus[(i + 1) % cpus.size()];
+        if (std::string error = pin(state_->workers[i], cpu); !error.empty()) {
+            state_->pin_error = std::move(error);
+            return;
+        }
+        state_->pinned_cpus.push_back(cpu);
+    }
 }
+
+const std::vector<int>& WorkerPool::pinned_cpus() const { return state_->pinned_cpus; }
+
+const std::string& WorkerPool::pin_error() const { return state_->pin_error; }
 
 WorkerPool::~WorkerPool() {
     {

@@ -26,7 +26,9 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     engine->int8_activations_ = options.activations == ActivationRoad::int8;
     engine->rewind_slack_ = options.rewind_slack;
 
-    engine->pool_ = std::make_unique<WorkerPool>(options.threads > 0 ? options.threads : physical_core_count());
+    engine->pool_ = std::make_unique<WorkerPool>(options.threads > 0 ? options.threads : physical_core_count(), options.pin_threads);
+    if (!engine->pool_->pin_error().empty())
+        return fail(ErrorKind::resource, "pin_threads: " + engine->pool_->pin_error());
 
     const LoadedPlugin& family = *engine->setup_.family.plugin;
     HostLoadContext context(engine->source(), engine->compute());

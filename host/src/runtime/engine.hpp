@@ -24,6 +24,7 @@ namespace stormo {
 struct EngineOptions {
     SetupRequest setup;            // the model directory, plugin search, family and kernels asked
     size_t threads = 0;            // 0: physical cores
+    bool pin_threads = false;      // pin the pool's workers (WorkerPool); failing to is an error
     SizeSpec expert_budget;        // auto by default
     std::string expert_budget_origin = "--expert-budget";
     EvictionSettings eviction;
@@ -55,6 +56,7 @@ public:
     const std::string& kernels_name() const { return setup_.kernels.name; }
     const PluginRegistry& registry() const { return setup_.registry; }
     size_t threads() const { return pool_->size(); }
+    const std::vector<int>& pinned_cpus() const { return pool_->pinned_cpus(); }
     uint64_t dense_bytes() const { return dense_bytes_; }
     const ExpertBudget& expert_budget() const { return budget_; }
 

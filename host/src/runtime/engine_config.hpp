@@ -54,6 +54,7 @@ struct STORMO_API EngineConfig {
     bool direct_io = true;
     int io_threads = 4;                     // expert reads in flight
     ActivationRoad activations = ActivationRoad::f32;  // the matrix kernels' activation road
+    bool pin_threads = false;               // pin the compute pool's workers to CPUs (WorkerPool)
 
     std::string source = "built-in defaults";  // the file the values came from
     // Where each key's value came from, e.g. "kernels" -> "--kernels" or "kernels in my.yaml".
