@@ -42,11 +42,23 @@ public:
 
     int native_handle() const override { return fd_; }
 
-    // Reads the next request; an error code tells why there is none.
+    // Reads the next request; an error code tells why there is none. One deadline covers the
+    // whole request. A client that asks "Expect: 100-continue" (curl, for large bodies) is told to
+    // go on once its headers passed their cap.
     beast::error_code read(http::request_parser<http::string_body>& parser) {
         parser.header_limit(options_.header_limit);
         parser.body_limit(options_.body_limit);
-        return run_op([&](auto handler) { http::async_read(stream_, buffer_, parser, std::move(handler)); });
+        stream_.expires_after(options_.timeout);
+        beast::error_code ec = run_op(
+            [&](auto handler) { http::async_read_header(stream_, buffer_, parser, std::move(handler)); }, nullptr, false);
+        if (ec) return ec;
+        if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+            http::response<http::empty_body> go_on{http::status::continue_, 11};
+            ec = run_op([&](auto handler) { http::async_write(stream_, go_on, std::move(handler)); }, nullptr, false);
+            if (ec) return ec;
+        }
+        if (parser.is_done()) return ec;
+        return run_op([&](auto handler) { http::async_read(stream_, buffer_, parser, std::move(handler)); }, nullptr, false);
     }
 
     void set_keep_alive(bool keep_alive) { keep_alive_ = keep_alive; }
