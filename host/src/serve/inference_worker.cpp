@@ -4,36 +4,10 @@
 
 #include "runtime/generation.hpp"
 #include "serve/peer_probe.hpp"
-#include "serve/stop_sequences.hpp"
+#include "serve/reply_assembler.hpp"
 
 namespace stormo::serve {
 namespace {
-
-// Turns generated ids into reply pieces: the reply parser for chats (reasoning, answer, tool
-// calls), the plain decoder for text completions (special tokens dropped).
-class PieceReader {
-public:
-    PieceReader(const text::Tokenizer& tokenizer, text::ReplyFormat format, Endpoint endpoint)
-        : decoder_(tokenizer, /*skip_special=*/true) {
-        if (endpoint == Endpoint::chat) parser_.emplace(tokenizer, format);
-    }
-    Expected<std::vector<text::ReplyPiece>> push(int32_t id) {
-        if (parser_) return parser_->push(id);
-        STORMO_TRY_ASSIGN(std::string text, decoder_.push(id));
-        return pieces_of(std::move(text));
-    }
-    std::vector<text::ReplyPiece> finish() { return parser_ ? parser_->finish() : pieces_of(decoder_.finish()); }
-    std::vector<text::ToolCall> tool_calls() const { return parser_ ? parser_->reply().tool_calls : std::vector<text::ToolCall>{}; }
-
-private:
-    static std::vector<text::ReplyPiece> pieces_of(std::string text) {
-        std::vector<text::ReplyPiece> pieces;
-        if (!text.empty()) pieces.push_back({text::ReplyPiece::Kind::content, std::move(text)});
-        return pieces;
-    }
-    text::StreamDecoder decoder_;
-    std::optional<text::ReplyParser> parser_;
-};
 
 ApiError server_error(const Error& e) {
     ApiError error;
@@ -44,6 +18,22 @@ ApiError server_error(const Error& e) {
     error.type = client ? "invalid_request_error" : "server_error";
     error.message = e.message;
     return error;
+}
+
+ApiError shutdown_error() {
+    ApiError error;
+    error.status = 503;
+    error.type = "server_error";
+    error.code = "server_shutting_down";
+    error.message = "the server is shutting down; the answer was cut short";
+    return error;
+}
+
+// A stop id or a stop sequence ends an answer as "stop" ("tool_calls" when it called tools).
+FinishReason finish_reason(StopReason reason, bool stop_sequence, bool called_tools) {
+    if (stop_sequence || reason == StopReason::stop) return called_tools ? FinishReason::tool_calls : FinishReason::stop;
+    if (reason == StopReason::max_tokens) return FinishReason::length;
+    return FinishReason::cancelled;
 }
 
 }  // namespace
@@ -69,7 +59,7 @@ void InferenceWorker::run() {
 void InferenceWorker::serve(Job& job) {
     JobResult result = generate_reply(job);
     Outcome outcome = Outcome::ok;
-    if (job.client_gone())
+    if (job.client_gone() || (job.shut_down() && result.error))
         outcome = Outcome::cancelled;
     else if (result.error)
         outcome = result.error->status >= 500 ? Outcome::failed : Outcome::client_error;
@@ -94,28 +84,17 @@ JobResult InferenceWorker::generate_reply(Job& job) {
     g.whole_context = true;
     g.cancel = &job.halt();
 
-    PieceReader reader(*ctx_.tokenizer, ctx_.format, req.endpoint);
-    StopMatcher stops(req.stop);
+    ReplyAssembler reply(*ctx_.tokenizer, ctx_.format, req.endpoint, req.stop);
     std::optional<Error> parse_error;
-    auto deliver = [&](text::ReplyPiece piece) {
-        if (piece.kind == text::ReplyPiece::Kind::content) {
-            if (stops.matched()) return;
-            StopMatcher::Result r = stops.push(piece.text);
-            if (r.matched) job.stop_after_token();
-            piece.text = std::move(r.text);
-        }
-        if (piece.text.empty()) return;
-        (piece.kind == text::ReplyPiece::Kind::content ? result.content : result.reasoning) += piece.text;
-        job.post(std::move(piece));
-    };
     auto on_token = [&](int32_t id) {
         ++result.completion_tokens;
         if (!parse_error) {
-            auto pieces = reader.push(id);
+            auto pieces = reply.push(id);
             if (!pieces)
                 parse_error = pieces.error();
             else
-                for (auto& piece : *pieces) deliver(std::move(piece));
+                for (auto& piece : *pieces) job.post(std::move(piece));
+            if (reply.stopped()) job.stop_after_token();
         }
         // Between two tokens: a client that left stops its request before the next one.
         if (peer_closed(job.client_fd())) job.cancel_client_gone();
@@ -129,28 +108,16 @@ JobResult InferenceWorker::generate_reply(Job& job) {
         result.error = server_error(*parse_error);
         return result;
     }
-    for (auto& piece : reader.finish()) deliver(std::move(piece));
-    if (std::string rest = stops.flush(); !rest.empty()) deliver({text::ReplyPiece::Kind::content, std::move(rest)});
-    result.tool_calls = reader.tool_calls();
+    for (auto& piece : reply.finish()) job.post(std::move(piece));
+    result.content = reply.content();
+    result.reasoning = reply.reasoning();
+    result.tool_calls = reply.tool_calls();
 
-    ctx_.metrics->add_generation({result.prompt_tokens,
-                                  generated->reused_positions, generated->tokens.size(), generated->prefill_seconds,
-                                  generated->decode_seconds});
-    if (job.shut_down() && generated->reason == StopReason::cancelled && !stops.matched()) {
-        ApiError error;
-        error.status = 503;
-        error.type = "server_error";
-        error.code = "server_shutting_down";
-        error.message = "the server is shutting down; the answer was cut short";
-        result.error = error;
-        return result;
-    }
-    if (stops.matched() || generated->reason == StopReason::stop)
-        result.finish = result.tool_calls.empty() ? FinishReason::stop : FinishReason::tool_calls;
-    else if (generated->reason == StopReason::max_tokens)
-        result.finish = FinishReason::length;
-    else
-        result.finish = FinishReason::cancelled;
+    ctx_.metrics->add_generation({result.prompt_tokens, generated->reused_positions, generated->tokens.size(),
+                                  generated->prefill_seconds, generated->decode_seconds});
+    if (job.shut_down() && generated->reason == StopReason::cancelled && !reply.stopped())
+        result.error = shutdown_error();
+    result.finish = finish_reason(generated->reason, reply.stopped(), !result.tool_calls.empty());
     return result;
 }
 
