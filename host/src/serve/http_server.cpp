@@ -70,6 +70,7 @@ public:
         for (const auto& [name, value] : r.headers) res.set(name, value);
         res.body() = r.body;
         res.keep_alive(keep_alive_);
+        announce_idle_limit(res);
         res.prepare_payload();
         return !run_op([&](auto handler) { http::async_write(stream_, res, std::move(handler)); });
     }
@@ -80,6 +81,7 @@ public:
         res.set(http::field::content_type, beast::string_view(content_type.data(), content_type.size()));
         res.set(http::field::cache_control, "no-cache");
         res.keep_alive(keep_alive_);
+        announce_idle_limit(res);
         res.chunked(true);
         http::response_serializer<http::empty_body> serializer{res};
         return !run_op([&](auto handler) { http::async_write_header(stream_, serializer, std::move(handler)); });
@@ -119,6 +121,15 @@ public:
     }
 
 private:
+    // The next request's deadline starts when the server begins waiting for it, so --timeout is
+    // also how long a kept-alive connection may stay idle. Saying so lets clients (undici, the
+    // OpenAI client's fetch) retire idle connections first instead of reusing one the server is
+    // closing.
+    template <class Message>
+    void announce_idle_limit(Message& res) const {
+        if (keep_alive_) res.set(http::field::keep_alive, "timeout=" + std::to_string(options_.timeout.count()));
+    }
+
     // Runs one asynchronous operation to its end on this thread, under the stream's deadline.
     template <class Start>
     beast::error_code run_op(Start&& start, size_t* transferred = nullptr, bool set_deadline = true) {
