@@ -66,3 +66,34 @@ TEST(ServePrepare, BeyondTheContextIsRefusedBeforeQueueing) {
 
 }  // namespace
 }  // namespace stormo::serve
+
+namespace stormo::serve {
+namespace {
+
+TEST(ServePrepare, AssistantReasoningAndToolCallArgumentsReachTemplatesAsTheyReadThem) {
+    const DemoText demo = demo_text();
+    // A template that prints what gpt-oss's reads: `thinking`, and arguments as an object.
+    auto probe = text::ChatTemplate::parse(
+        "{% for m in messages %}{% if m.role == 'assistant' %}[{{ m.thinking }}|{{ m.reasoning_content }}|"
+        "{{ m.tool_calls[0].function.arguments.city }}|{{ m.tool_calls[1].function.arguments }}]{% endif %}{% endfor %}",
+        "probe");
+    ASSERT_TRUE(probe) << probe.error().message;
+    auto request = parse_chat_request(R"({"messages": [{"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": null, "reasoning_content": "ask the tool",
+         "tool_calls": [{"type": "function", "function": {"name": "w", "arguments": "{\"city\": \"Rome\"}"}},
+                        {"type": "function", "function": {"name": "x", "arguments": "not json"}}]},
+        {"role": "tool", "content": "sunny"}]})");
+    ASSERT_TRUE(request) << request.error().message;
+    auto prepared = prepare_request(*request, PromptText{&demo.tokenizer, &*probe}, 4096);
+    ASSERT_TRUE(prepared) << prepared.error().message;
+    auto text = demo.tokenizer.decode(prepared->prompt);
+    ASSERT_TRUE(text);
+    // The demo's vocabulary has no '[', '|', ']' or capitals: they encode as <|unk|>.
+    EXPECT_EQ(*text, "<|unk|>ask the tool<|unk|>ask the tool<|unk|><|unk|>ome<|unk|>not json<|unk|>");
+    // The request itself is unchanged (the arguments are still text there).
+    const text::Value& call = request->messages.as_list()[1].find("tool_calls")->as_list()[0];
+    EXPECT_TRUE(call.find("function")->find("arguments")->is_string());
+}
+
+}  // namespace
+}  // namespace stormo::serve

@@ -288,7 +288,10 @@ struct HttpServer::Impl {
     void begin_stop() {
         beast::error_code ec;
         acceptor.close(ec);
+        // Leaving the set gives SIGTERM and SIGINT back their default action: a second one ends
+        // the process at once instead of waiting for the grace period.
         signals.cancel(ec);
+        signals.clear(ec);
     }
 
     void finish_connections() {

@@ -166,7 +166,7 @@ ApiExpected<Value> read_messages(const Value& body) {
             return bad_request("'" + where + ".role' is \"" + role->as_string() +
                                    "\"; it must be system, developer, user, assistant or tool",
                                where + ".role");
-        Value copy = m;
+        Value copy = Value::object(m.as_object());  // a new object: copies of a Value share its members
         const Value* content = field(m, "content");
         const bool has_tool_calls = field(m, "tool_calls") != nullptr;
         if (!content) {
