@@ -317,9 +317,13 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::bind(const HttpServerOptions& 
     impl->options = options;
     impl->routes = &routes;
     beast::error_code ec;
-    const net::ip::address address = net::ip::make_address(options.host, ec);
-    if (ec) return fail(ErrorKind::invalid_argument, "--host " + options.host + ": not an IP address (" + ec.message() + ")");
-    const tcp::endpoint endpoint{address, options.port};
+    // An address, or a name such as localhost (its first address).
+    tcp::resolver resolver(impl->ioc);
+    const auto found = resolver.resolve(options.host, std::to_string(options.port),
+                                        tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || found.empty())
+        return fail(ErrorKind::invalid_argument, "--host " + options.host + ": no such address (" + ec.message() + ")");
+    const tcp::endpoint endpoint = found.begin()->endpoint();
     const std::string where = options.host + ":" + std::to_string(options.port);
     impl->acceptor.open(endpoint.protocol(), ec);
     if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
