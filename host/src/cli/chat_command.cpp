@@ -20,19 +20,6 @@ void on_sigint(int) { g_sigint.store(true); }
 
 constexpr uint64_t kToolsFileCap = uint64_t{16} << 20;
 
-// The context a conversation gets: --context / context: when given, else the configuration's
-// default, never more than the model was trained for.
-Expected<size_t> chat_context(const LoadedEngine& loaded) {
-    size_t context = loaded.context;
-    if (loaded.config.origins.count("context") > 0) return context;
-    const ModelConfig& config = loaded.engine->source().config();
-    if (config.has("max_position_embeddings")) {
-        STORMO_TRY_ASSIGN(int64_t max_positions, config.integer("max_position_embeddings"));
-        if (max_positions > 0) context = std::min(context, static_cast<size_t>(max_positions));
-    }
-    return context;
-}
-
 Expected<text::Value> template_options(const ChatOptions& options) {
     text::Value vars = text::Value::object();
     if (options.reasoning_effort) vars.set("reasoning_effort", text::Value(*options.reasoning_effort));
@@ -60,6 +47,17 @@ void print_prefill_progress(size_t done, size_t total) {
 double per_second(size_t n, double seconds) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; }
 
 }  // namespace
+
+Expected<size_t> chat_context(const LoadedEngine& loaded) {
+    size_t context = loaded.context;
+    if (loaded.config.origins.count("context") > 0) return context;
+    const ModelConfig& config = loaded.engine->source().config();
+    if (config.has("max_position_embeddings")) {
+        STORMO_TRY_ASSIGN(int64_t max_positions, config.integer("max_position_embeddings"));
+        if (max_positions > 0) context = std::min(context, static_cast<size_t>(max_positions));
+    }
+    return context;
+}
 
 void add_chat_options(po::options_description& d, ChatOptions& out) {
     d.add_options()

@@ -36,6 +36,10 @@ struct ChatStack {
     std::unique_ptr<Session> session;
     std::unique_ptr<Conversation> conversation;
 };
+// The context a conversation (or a server) gets: --context / context: when given, else the
+// configuration's default, never more than the model was trained for.
+Expected<size_t> chat_context(const LoadedEngine& loaded);
+
 Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, const ChatOptions& options);
 
 // Prints a reply's pieces as they come: the answer to stdout, the reasoning too when asked (dimmed

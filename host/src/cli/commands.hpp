@@ -18,5 +18,6 @@ int run_run(int argc, char** argv);
 int run_chat(int argc, char** argv);
 int run_chat_template(int argc, char** argv);
 int run_pipe(int argc, char** argv);
+int run_serve(int argc, char** argv);
 
 }  // namespace stormo::cli

@@ -25,6 +25,7 @@ constexpr Command kCommands[] = {
     {"inspect", stormo::cli::run_inspect, "show a model's family, kernels, dimensions, tensor census and memory plan"},
     {"run", stormo::cli::run_run, "answer one message in text, with the model's chat template"},
     {"chat", stormo::cli::run_chat, "an interactive, multi-turn conversation in text"},
+    {"serve", stormo::cli::run_serve, "an OpenAI-compatible HTTP server for the model"},
     {"chat-template", stormo::cli::run_chat_template, "render messages with a model's chat template"},
     {"pipe", stormo::cli::run_pipe, "one session over stdin/stdout with the line protocol, for programs embedding stormo"},
     {"tokenize", stormo::cli::run_tokenize, "text to token ids with a tokenizer.json"},

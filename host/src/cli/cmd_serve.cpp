@@ -1,0 +1,151 @@
+// stormo serve: the OpenAI-compatible HTTP server (host/src/serve). This file reads the options,
+// binds the port, loads the model while /health already answers, and waits for SIGTERM.
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <thread>
+
+#include "cli/chat_command.hpp"
+#include "cli/commands.hpp"
+#include "runtime/generation.hpp"
+#include "serve/api_routes.hpp"
+#include "serve/http_server.hpp"
+
+namespace stormo::cli {
+namespace {
+
+// Rewind slack for the server's session: requests rewind past the last answer as a chat does.
+constexpr size_t kServeRewindSlack = 512;
+
+struct ServeOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::optional<std::string> api_key;
+    int64_t max_queue = 16;
+    std::optional<int64_t> ctx;
+    int64_t timeout_seconds = 30;
+    std::string max_body = "8MiB";
+    int64_t shutdown_grace_seconds = 10;
+};
+
+void add_serve_options(po::options_description& d, ServeOptions& out) {
+    d.add_options()
+        ("host", po::value<std::string>(&out.host)->value_name("ADDR"), "address to listen on (default 127.0.0.1: this machine only)")
+        ("port", po::value<int>(&out.port)->value_name("P"), "TCP port (default 8080; 0 picks a free one, printed at start)")
+        ("api-key", po::value<std::string>()->value_name("KEY")->notifier([&out](const std::string& v) { out.api_key = v; }),
+         "every route but /health needs the header Authorization: Bearer KEY")
+        ("max-queue", po::value<int64_t>(&out.max_queue)->value_name("N"),
+         "requests that may wait for the model besides the one running (default 16); more get HTTP 429")
+        ("ctx", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.ctx = v; }),
+         "the same as --context: the KV context every request shares")
+        ("timeout", po::value<int64_t>(&out.timeout_seconds)->value_name("SECONDS"),
+         "time to read a whole request or write one piece of a reply (default 30)")
+        ("max-body", po::value<std::string>(&out.max_body)->value_name("SIZE"), "largest request body (default 8MiB); more get HTTP 413")
+        ("shutdown-grace", po::value<int64_t>(&out.shutdown_grace_seconds)->value_name("SECONDS"),
+         "on SIGTERM, how long the answer being generated may run on before it is cut (default 10)");
+}
+
+Expected<serve::HttpServerOptions> http_options(const ServeOptions& o) {
+    serve::HttpServerOptions h;
+    if (o.port < 0 || o.port > 65535) return fail(ErrorKind::invalid_argument, "--port must be in [0, 65535]");
+    if (o.timeout_seconds < 1 || o.timeout_seconds > 3600) return fail(ErrorKind::invalid_argument, "--timeout must be in [1, 3600] seconds");
+    STORMO_TRY_ASSIGN(SizeSpec body, parse_size(o.max_body, "--max-body"));
+    if (body.kind != SizeSpec::Kind::bytes || body.bytes < 1024 || body.bytes > (uint64_t{1} << 30))
+        return fail(ErrorKind::invalid_argument, "--max-body must be a size from 1KiB to 1GiB");
+    h.host = o.host;
+    h.port = static_cast<uint16_t>(o.port);
+    h.timeout = std::chrono::seconds(o.timeout_seconds);
+    h.body_limit = body.bytes;
+    // Room for every connection that may wait in the queue, the one running, and a few more for
+    // /health, /metrics and refusals.
+    h.max_connections = static_cast<size_t>(o.max_queue) + 64;
+    return h;
+}
+
+Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common) {
+    if (o.max_queue < 1 || o.max_queue > 4096) return fail(ErrorKind::invalid_argument, "--max-queue must be in [1, 4096]");
+    if (o.shutdown_grace_seconds < 0 || o.shutdown_grace_seconds > 3600)
+        return fail(ErrorKind::invalid_argument, "--shutdown-grace must be in [0, 3600] seconds");
+    if (o.api_key && o.api_key->empty()) return fail(ErrorKind::invalid_argument, "--api-key must not be empty");
+    if (o.ctx) {
+        if (common.context && *common.context != *o.ctx)
+            return fail(ErrorKind::invalid_argument, "--ctx and --context name different contexts; give one");
+        common.context = o.ctx;
+    }
+    return {};
+}
+
+std::string model_name(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::weakly_canonical(dir, ec);
+    if (ec) p = dir;
+    std::string name = p.filename().string();
+    if (name.empty()) name = p.parent_path().filename().string();
+    return name.empty() ? std::string("stormo") : name;
+}
+
+// Loads the engine and a session over it and makes the routes ready; the server answers /health
+// (503) meanwhile.
+Expected<void> load_model(const CommonOptions& common, serve::ApiRoutes& routes, LoadedEngine& loaded,
+                          std::unique_ptr<Session>& session) {
+    STORMO_TRY_ASSIGN(loaded, open_engine(common, kServeRewindSlack));
+    STORMO_TRY_ASSIGN(size_t context, chat_context(loaded));
+    STORMO_TRY_ASSIGN(session, loaded.engine->new_session(context));
+    STORMO_TRY_ASSIGN(std::vector<int32_t> stop_ids, stop_ids_of(loaded.engine->source()));
+    routes.set_ready(*loaded.engine, *session, std::move(stop_ids));
+    return {};
+}
+
+}  // namespace
+
+int run_serve(int argc, char** argv) {
+    CommonOptions common;
+    ServeOptions serve_options;
+    po::options_description d("serve options");
+    add_serve_options(d, serve_options);
+    d.add(common_options(common));
+    auto parsed = parse_command_line(argc, argv, "serve", "--model DIR [--host H] [--port P] [--api-key KEY] [options]",
+                                     "An OpenAI-compatible HTTP server (docs/serve.md): /v1/chat/completions,\n"
+                                     "/v1/completions, /v1/models, /tokenize, /detokenize, /health, /metrics.\n"
+                                     "SIGTERM or Ctrl-C stops it.",
+                                     d);
+    if (!parsed) return report_usage_error("serve", parsed.error());
+    if (*parsed == ParseResult::help_shown) return 0;
+    if (!common.model) return report_usage_error("serve", Error{ErrorKind::invalid_argument, "--model DIR is required"});
+    if (auto ok = check_serve_options(serve_options, common); !ok) return report_usage_error("serve", ok.error());
+    auto http = http_options(serve_options);
+    if (!http) return report_usage_error("serve", http.error());
+
+    // The tokenizer and template first: a broken one fails before the port is taken.
+    auto tokenizer = text::Tokenizer::load(*common.model);
+    if (!tokenizer) return report_error(tokenizer.error());
+    auto chat_template = text::ChatTemplate::load(*common.model);
+    if (!chat_template) return report_error(chat_template.error());
+
+    serve::RouteSettings settings;
+    settings.model_name = model_name(*common.model);
+    settings.api_key = serve_options.api_key;
+    settings.max_queue = static_cast<size_t>(serve_options.max_queue);
+    serve::ApiRoutes routes(*tokenizer, *chat_template, settings);
+    auto server = serve::HttpServer::bind(*http, routes);
+    if (!server) return report_error(server.error());
+    std::cerr << "stormo: listening on http://" << http->host << ":" << (*server)->port() << " (loading "
+              << *common.model << ")" << std::endl;
+
+    const auto grace = std::chrono::seconds(serve_options.shutdown_grace_seconds);
+    std::thread network([&] { (*server)->run([&] { routes.shutdown(grace); }); });
+    LoadedEngine loaded;
+    std::unique_ptr<Session> session;
+    auto ready = load_model(common, routes, loaded, session);
+    if (!ready) {
+        (*server)->stop();
+        network.join();
+        return report_error(ready.error());
+    }
+    std::cerr << "stormo: ready: " << settings.model_name << ", context " << session->capacity() << " tokens" << std::endl;
+    network.join();
+    std::cerr << "stormo: stopped" << std::endl;
+    return 0;
+}
+
+}  // namespace stormo::cli

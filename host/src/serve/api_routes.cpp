@@ -1,0 +1,275 @@
+#include "serve/api_routes.hpp"
+
+#include <algorithm>
+#include <ctime>
+#include <thread>
+
+#include "serve/api_key.hpp"
+#include "serve/chat_page.hpp"
+#include "serve/openai_response.hpp"
+#include "serve/peer_probe.hpp"
+#include "serve/sse.hpp"
+
+namespace stormo::serve {
+namespace {
+
+// How often a connection waiting for its generation looks whether its client is still there.
+constexpr std::chrono::milliseconds kWaitSlice{20};
+
+HttpResponse json_response(int status, std::string body) {
+    HttpResponse r;
+    r.status = status;
+    r.body = std::move(body);
+    return r;
+}
+
+HttpResponse error_response(const ApiError& error) {
+    HttpResponse r = json_response(error.status, error_body(error));
+    if (error.status == 429) r.headers.emplace_back("Retry-After", "1");
+    if (error.status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return r;
+}
+
+ApiError api_error(int status, std::string message, std::string type, std::optional<std::string> code = std::nullopt) {
+    ApiError e;
+    e.status = status;
+    e.message = std::move(message);
+    e.type = std::move(type);
+    e.code = std::move(code);
+    return e;
+}
+
+ApiError loading_error() {
+    return api_error(503, "the model is still loading; GET /health answers 200 once it is ready", "server_error",
+                     "model_loading");
+}
+
+}  // namespace
+
+ApiRoutes::ApiRoutes(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template, RouteSettings settings)
+    : tokenizer_(&tokenizer),
+      chat_template_(&chat_template),
+      settings_(std::move(settings)),
+      created_(static_cast<int64_t>(std::time(nullptr))),
+      queue_(settings_.max_queue) {}
+
+ApiRoutes::~ApiRoutes() { shutdown(std::chrono::milliseconds(0)); }
+
+void ApiRoutes::set_ready(Engine& engine, Session& session, std::vector<int32_t> stop_ids) {
+    std::lock_guard lock(lifecycle_mutex_);
+    if (stopping_.load() || worker_) return;
+    WorkerContext ctx;
+    ctx.engine = &engine;
+    ctx.session = &session;
+    ctx.tokenizer = tokenizer_;
+    ctx.format = text::detect_reply_format(*tokenizer_);
+    ctx.stop_ids = std::move(stop_ids);
+    ctx.queue = &queue_;
+    ctx.metrics = &metrics_;
+    metrics_.set_store(engine.store().stats());
+    worker_ = std::make_unique<InferenceWorker>(std::move(ctx));
+    worker_->start();
+    context_.store(session.capacity());
+    ready_.store(true);
+}
+
+void ApiRoutes::shutdown(std::chrono::milliseconds grace) {
+    std::lock_guard lock(lifecycle_mutex_);
+    stopping_.store(true);
+    const ApiError closing = api_error(503, "the server is shutting down", "server_error", "server_shutting_down");
+    for (const std::shared_ptr<Job>& job : queue_.close()) {
+        job->cancel_shutdown();
+        JobResult result;
+        result.prompt_tokens = job->request().prompt.size();
+        result.error = closing;
+        job->finish(std::move(result));
+    }
+    if (!worker_) return;
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    while (worker_->running() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(kWaitSlice);
+    {
+        std::lock_guard jobs_lock(jobs_mutex_);
+        for (const std::shared_ptr<Job>& job : jobs_) job->cancel_shutdown();
+    }
+    worker_->join();
+}
+
+std::string ApiRoutes::next_id(const char* prefix) {
+    return std::string(prefix) + std::to_string(created_) + "-" + std::to_string(next_id_.fetch_add(1));
+}
+
+void ApiRoutes::forget(const std::shared_ptr<Job>& job) {
+    std::lock_guard lock(jobs_mutex_);
+    std::erase(jobs_, job);
+}
+
+HttpResponse ApiRoutes::refuse(const ApiError& error, Outcome outcome) {
+    metrics_.count(outcome);
+    return error_response(error);
+}
+
+bool ApiRoutes::handle(const HttpRequest& request, ResponseSink& sink) {
+    const std::string& path = request.path;
+    const bool get = request.method == "GET";
+    const bool post = request.method == "POST";
+    if (path == "/health") {
+        if (!get) return sink.send(refuse(api_error(405, "use GET /health", "invalid_request_error"), Outcome::client_error));
+        return sink.send(health());
+    }
+    if (settings_.api_key && !bearer_matches(request.authorization, *settings_.api_key))
+        return sink.send(refuse(api_error(401, "a valid API key is required: send the header Authorization: Bearer KEY",
+                                          "invalid_request_error", "invalid_api_key"),
+                                Outcome::unauthorized));
+
+    auto wrong_method = [&](const char* expected) {
+        return sink.send(refuse(api_error(405, "use " + std::string(expected) + " " + path, "invalid_request_error"),
+                                Outcome::client_error));
+    };
+    if (path == "/v1/chat/completions" || path == "/chat/completions")
+        return post ? handle_generation(request, sink, Endpoint::chat) : wrong_method("POST");
+    if (path == "/v1/completions" || path == "/completions")
+        return post ? handle_generation(request, sink, Endpoint::completion) : wrong_method("POST");
+    if (path == "/v1/models" || path == "/models")
+        return get ? sink.send(json_response(200, models_json(settings_.model_name, created_))) : wrong_method("GET");
+    if (path == "/tokenize") return post ? sink.send(tokenize(request)) : wrong_method("POST");
+    if (path == "/detokenize") return post ? sink.send(detokenize(request)) : wrong_method("POST");
+    if (path == "/metrics") return get ? sink.send(metrics_text()) : wrong_method("GET");
+    if (path == "/") {
+        if (!get) return wrong_method("GET");
+        HttpResponse r;
+        r.content_type = "text/html; charset=utf-8";
+        r.body = std::string(chat_page_html());
+        return sink.send(r);
+    }
+    return sink.send(refuse(api_error(404, "no route " + request.method + " " + path, "invalid_request_error", "not_found"),
+                            Outcome::client_error));
+}
+
+HttpResponse ApiRoutes::health() const {
+    if (!ready_.load()) return json_response(503, R"({"status":"loading"})");
+    return json_response(200, R"({"status":"ok"})");
+}
+
+HttpResponse ApiRoutes::metrics_text() const {
+    MetricsGauges gauges;
+    gauges.queue_depth = queue_.size();
+    gauges.ready = ready_.load();
+    // The worker pointer is set once, before ready_; reading it after ready_ is safe.
+    gauges.running = gauges.ready && worker_ ? worker_->running() : 0;
+    HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = metrics_.render(gauges);
+    return r;
+}
+
+HttpResponse ApiRoutes::tokenize(const HttpRequest& request) {
+    auto parsed = parse_tokenize_request(request.body);
+    if (!parsed) return refuse(parsed.error(), Outcome::client_error);
+    std::vector<int32_t> ids;
+    // add_special: the tokenizer's BOS first, as llama-server adds it (when the model has one).
+    if (parsed->add_special && !chat_template_->bos_token().empty())
+        if (auto bos = tokenizer_->token_id(chat_template_->bos_token())) ids.push_back(*bos);
+    for (int32_t id : tokenizer_->encode(parsed->content, /*match_special=*/true)) ids.push_back(id);
+    text::ValueList list;
+    for (int32_t id : ids) list.push_back(text::Value(static_cast<int64_t>(id)));
+    return json_response(200, text::to_json(text::Value::object({{"tokens", text::Value::list(std::move(list))}})));
+}
+
+HttpResponse ApiRoutes::detokenize(const HttpRequest& request) {
+    auto parsed = parse_detokenize_request(request.body);
+    if (!parsed) return refuse(parsed.error(), Outcome::client_error);
+    auto text = tokenizer_->decode(parsed->tokens);
+    if (!text) return refuse(bad_request(text.error().message, "tokens").value(), Outcome::client_error);
+    return json_response(200, text::to_json(text::Value::object({{"content", text::Value(*text)}})));
+}
+
+bool ApiRoutes::handle_generation(const HttpRequest& request, ResponseSink& sink, Endpoint endpoint) {
+    auto parsed = endpoint == Endpoint::chat ? parse_chat_request(request.body) : parse_completion_request(request.body);
+    if (!parsed) return sink.send(refuse(parsed.error(), Outcome::client_error));
+    if (!ready_.load()) return sink.send(refuse(loading_error(), Outcome::rejected));
+    auto prepared = prepare_request(*parsed, PromptText{tokenizer_, chat_template_}, context_.load());
+    if (!prepared) return sink.send(refuse(prepared.error(), Outcome::client_error));
+
+    auto job = std::make_shared<Job>(std::move(*prepared), sink.native_handle());
+    {
+        std::lock_guard lock(jobs_mutex_);
+        jobs_.push_back(job);
+    }
+    if (!queue_.try_push(job)) {
+        forget(job);
+        if (stopping_.load())
+            return sink.send(refuse(api_error(503, "the server is shutting down", "server_error", "server_shutting_down"),
+                                    Outcome::rejected));
+        return sink.send(refuse(api_error(429,
+                                          "the queue is full (" + std::to_string(queue_.capacity()) +
+                                              " requests waiting); retry later",
+                                          "rate_limit_error", "queue_full"),
+                                Outcome::rejected));
+    }
+    const std::string id = next_id(endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-");
+    const bool ok = parsed->stream ? reply_stream(*job, sink, *parsed, id) : reply_whole(*job, sink, endpoint, id);
+    forget(job);
+    return ok;
+}
+
+// Waits for the whole reply, looking between slices whether the client is still there. It returns
+// only once the worker is done with the job: the worker probes this connection's socket, which
+// must stay open until then.
+bool ApiRoutes::reply_whole(Job& job, ResponseSink& sink, Endpoint endpoint, const std::string& id) {
+    for (;;) {
+        Job::Update update = job.wait(kWaitSlice);
+        if (update.result) {
+            if (job.client_gone()) return false;
+            if (update.result->error) return sink.send(error_response(*update.result->error));
+            const ResponseIdentity who{id, created_, settings_.model_name};
+            return sink.send(json_response(200, endpoint == Endpoint::chat ? chat_completion_json(who, *update.result)
+                                                                           : text_completion_json(who, *update.result)));
+        }
+        if (!job.client_gone() && peer_closed(sink.native_handle())) job.cancel_client_gone();
+    }
+}
+
+bool ApiRoutes::reply_stream(Job& job, ResponseSink& sink, const CompletionRequest& request, const std::string& id) {
+    const ResponseIdentity who{id, created_, settings_.model_name};
+    const bool chat = request.endpoint == Endpoint::chat;
+    bool started = false;  // the 200 and its headers are sent with the first piece, so an early error keeps its status
+    bool writable = true;
+    auto write = [&](const std::string& event) {
+        if (writable && !sink.send_chunk(event)) {
+            writable = false;
+            job.cancel_client_gone();
+        }
+    };
+    auto start = [&] {
+        if (started) return;
+        started = true;
+        writable = sink.begin_stream(200, "text/event-stream");
+        if (!writable) job.cancel_client_gone();
+        if (chat) write(sse_event(chat_role_chunk(who)));
+    };
+    for (;;) {
+        Job::Update update = job.wait(kWaitSlice);
+        if (!update.pieces.empty()) start();
+        for (const text::ReplyPiece& piece : update.pieces)
+            write(sse_event(chat ? chat_piece_chunk(who, piece) : text_piece_chunk(who, piece.text)));
+        if (update.result) {
+            const JobResult& result = *update.result;
+            if (job.client_gone()) return false;
+            if (result.error && !started) return sink.send(error_response(*result.error));
+            start();
+            if (result.error) {
+                write(sse_event(error_body(*result.error)));
+            } else {
+                if (chat && !result.tool_calls.empty()) write(sse_event(chat_tool_calls_chunk(who, result.tool_calls)));
+                write(sse_event(chat ? chat_finish_chunk(who, result.finish) : text_finish_chunk(who, result.finish)));
+                if (request.include_usage)
+                    write(sse_event(chat ? chat_usage_chunk(who, result) : text_usage_chunk(who, result)));
+            }
+            write(sse_done());
+            return writable && sink.end_stream();
+        }
+        if (!job.client_gone() && peer_closed(sink.native_handle())) job.cancel_client_gone();
+    }
+}
+
+}  // namespace stormo::serve

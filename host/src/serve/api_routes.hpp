@@ -1,0 +1,76 @@
+#pragma once
+// The routes of `stormo serve`: the OpenAI API (chat and text completions, streamed or not, the
+// model list), llama-server's /tokenize and /detokenize, /health, /metrics and the chat page.
+// Requests are validated and rendered to ids on the connection's thread; generations wait in the
+// bounded queue for the one worker that owns the session.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/engine.hpp"
+#include "serve/http_types.hpp"
+#include "serve/inference_worker.hpp"
+#include "serve/metrics.hpp"
+#include "serve/prepare_request.hpp"
+#include "serve/request_queue.hpp"
+#include "text/chat_template.hpp"
+#include "text/tokenizer.hpp"
+
+namespace stormo::serve {
+
+struct RouteSettings {
+    std::string model_name;              // what /v1/models lists and responses carry
+    std::optional<std::string> api_key;  // every route but /health needs it when set
+    size_t max_queue = 16;               // requests waiting past the one running; more get 429
+};
+
+class ApiRoutes {
+public:
+    ApiRoutes(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template, RouteSettings settings);
+    ~ApiRoutes();
+    ApiRoutes(const ApiRoutes&) = delete;
+    ApiRoutes& operator=(const ApiRoutes&) = delete;
+
+    // The model is loaded: generations start being served (until then they get 503, /health too).
+    void set_ready(Engine& engine, Session& session, std::vector<int32_t> stop_ids);
+    // Answers one request; false when the connection must close (the client is gone).
+    bool handle(const HttpRequest& request, ResponseSink& sink);
+    // Stops taking generations: those queued are answered 503, the running one may finish within
+    // `grace`, then it is cancelled; returns once the worker has stopped.
+    void shutdown(std::chrono::milliseconds grace);
+
+    const Metrics& metrics() const { return metrics_; }
+
+private:
+    bool handle_generation(const HttpRequest& request, ResponseSink& sink, Endpoint endpoint);
+    bool reply_whole(Job& job, ResponseSink& sink, Endpoint endpoint, const std::string& id);
+    bool reply_stream(Job& job, ResponseSink& sink, const CompletionRequest& request, const std::string& id);
+    HttpResponse tokenize(const HttpRequest& request);
+    HttpResponse detokenize(const HttpRequest& request);
+    HttpResponse health() const;
+    HttpResponse metrics_text() const;
+    HttpResponse refuse(const ApiError& error, Outcome outcome);
+    std::string next_id(const char* prefix);
+    void forget(const std::shared_ptr<Job>& job);
+
+    const text::Tokenizer* tokenizer_;
+    const text::ChatTemplate* chat_template_;
+    RouteSettings settings_;
+    int64_t created_;
+    std::atomic<bool> ready_{false};
+    std::atomic<bool> stopping_{false};
+    std::atomic<size_t> context_{0};
+    std::atomic<uint64_t> next_id_{1};
+    RequestQueue queue_;
+    Metrics metrics_;
+    std::mutex lifecycle_mutex_;  // set_ready against shutdown
+    std::unique_ptr<InferenceWorker> worker_;
+    std::mutex jobs_mutex_;
+    std::vector<std::shared_ptr<Job>> jobs_;  // queued or running, for shutdown to cancel
+};
+
+}  // namespace stormo::serve

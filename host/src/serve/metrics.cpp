@@ -1,0 +1,102 @@
+#include "serve/metrics.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+namespace stormo::serve {
+
+const char* outcome_name(Outcome outcome) {
+    switch (outcome) {
+        case Outcome::ok: return "ok";
+        case Outcome::cancelled: return "cancelled";
+        case Outcome::client_error: return "client_error";
+        case Outcome::unauthorized: return "unauthorized";
+        case Outcome::rejected: return "rejected";
+        case Outcome::failed: return "failed";
+    }
+    return "failed";
+}
+
+void Metrics::count(Outcome outcome) {
+    std::lock_guard lock(mutex_);
+    ++requests_[static_cast<size_t>(outcome)];
+}
+
+void Metrics::add_generation(const GenerationFigures& f) {
+    std::lock_guard lock(mutex_);
+    totals_.prompt_tokens += f.prompt_tokens;
+    totals_.reused_tokens += f.reused_tokens;
+    totals_.generated_tokens += f.generated_tokens;
+    totals_.prefill_seconds += f.prefill_seconds;
+    totals_.decode_seconds += f.decode_seconds;
+}
+
+void Metrics::set_store(const ExpertStoreStats& stats) {
+    std::lock_guard lock(mutex_);
+    store_ = stats;
+}
+
+uint64_t Metrics::requests(Outcome outcome) const {
+    std::lock_guard lock(mutex_);
+    return requests_[static_cast<size_t>(outcome)];
+}
+
+namespace {
+
+// A number as Prometheus reads it: integers exactly, others with enough digits.
+std::string number(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+}
+
+void family(std::ostringstream& out, const char* name, const char* type, const char* help) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+}
+
+void sample(std::ostringstream& out, const char* name, double value) { out << name << " " << number(value) << "\n"; }
+
+double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+}  // namespace
+
+std::string Metrics::render(const MetricsGauges& gauges) const {
+    std::lock_guard lock(mutex_);
+    std::ostringstream out;
+    family(out, "stormo_requests_total", "counter", "Generation and API requests answered, by outcome.");
+    for (Outcome o : kAllOutcomes)
+        out << "stormo_requests_total{outcome=\"" << outcome_name(o) << "\"} " << requests_[static_cast<size_t>(o)] << "\n";
+    family(out, "stormo_prompt_tokens_total", "counter", "Prompt tokens of finished generations, reused ones included.");
+    sample(out, "stormo_prompt_tokens_total", static_cast<double>(totals_.prompt_tokens));
+    family(out, "stormo_prompt_tokens_reused_total", "counter", "Prompt tokens whose KV the session already held.");
+    sample(out, "stormo_prompt_tokens_reused_total", static_cast<double>(totals_.reused_tokens));
+    family(out, "stormo_generated_tokens_total", "counter", "Tokens generated.");
+    sample(out, "stormo_generated_tokens_total", static_cast<double>(totals_.generated_tokens));
+    family(out, "stormo_prefill_seconds_total", "counter", "Time spent computing prompts.");
+    sample(out, "stormo_prefill_seconds_total", totals_.prefill_seconds);
+    family(out, "stormo_decode_seconds_total", "counter", "Time spent generating tokens.");
+    sample(out, "stormo_decode_seconds_total", totals_.decode_seconds);
+    family(out, "stormo_prefill_tokens_per_second", "gauge", "Prompt tokens computed per second, over all requests.");
+    sample(out, "stormo_prefill_tokens_per_second",
+           ratio(static_cast<double>(totals_.prompt_tokens - totals_.reused_tokens), totals_.prefill_seconds));
+    family(out, "stormo_decode_tokens_per_second", "gauge", "Tokens generated per second, over all requests.");
+    sample(out, "stormo_decode_tokens_per_second", ratio(static_cast<double>(totals_.generated_tokens), totals_.decode_seconds));
+    family(out, "stormo_expert_hits_total", "counter", "Experts acquired already in a RAM slot.");
+    sample(out, "stormo_expert_hits_total", static_cast<double>(store_.hits));
+    family(out, "stormo_expert_misses_total", "counter", "Experts read from disk on demand.");
+    sample(out, "stormo_expert_misses_total", static_cast<double>(store_.misses));
+    family(out, "stormo_expert_hit_rate", "gauge", "Hits over acquisitions (1 when every expert is resident).");
+    const double acquired = static_cast<double>(store_.hits + store_.misses);
+    sample(out, "stormo_expert_hit_rate", acquired > 0 ? static_cast<double>(store_.hits) / acquired : 1.0);
+    family(out, "stormo_expert_bytes_read_total", "counter", "Bytes of experts read from disk (misses and prefetches).");
+    sample(out, "stormo_expert_bytes_read_total", static_cast<double>(store_.bytes_read));
+    family(out, "stormo_queue_depth", "gauge", "Requests waiting for the compute stream.");
+    sample(out, "stormo_queue_depth", static_cast<double>(gauges.queue_depth));
+    family(out, "stormo_requests_running", "gauge", "Requests generating now.");
+    sample(out, "stormo_requests_running", static_cast<double>(gauges.running));
+    family(out, "stormo_model_ready", "gauge", "1 once the model is loaded.");
+    sample(out, "stormo_model_ready", gauges.ready ? 1.0 : 0.0);
+    return out.str();
+}
+
+}  // namespace stormo::serve
