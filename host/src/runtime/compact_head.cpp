@@ -16,7 +16,7 @@ float round_up(double v) {
     return static_cast<double>(f) >= v ? f : std::nextafter(f, std::numeric_limits<float>::infinity());
 }
 
-// One row: scale = max|w| / 127, q = w / scale rounded to nearest and clamped to [-127, 127].
+// One row: scale = max|w| / 127, q = w * 127 / max|w| rounded to nearest, in [-127, 127].
 // The bound does not rely on how q was chosen: err_max and err_l2 are measured on the actual
 // e_i = w_i - scale * q_i. scale * q_i is exact in double (24 + 7 significant bits), and the
 // subtraction and the sums below round by at most 2^-53 relative each, so inflating the double
@@ -42,7 +42,7 @@ CompactRowBound quantize_row(const float* w, size_t cols, int8_t* q) {
     // bound, which is measured on the q chosen.
     float inverse = amax > 0.0f && scale > 0.0f ? 127.0f / amax : 0.0f;
     // Below about 2^-121 the inverse overflows: such a row keeps q = 0 (its error, the row
-    // itself, is measured like any other, and its logits are below 2^-100 anyway).
+    // itself, is measured like any other; the bound stays valid, only looser).
     if (!(inverse < kInf)) inverse = 0.0f;
     constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
     // Four partial maxima and sums: one chain of double additions would cost its latency per
