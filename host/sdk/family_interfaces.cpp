@@ -6,6 +6,7 @@ namespace stormo {
 
 Tracer::~Tracer() = default;
 Model::~Model() = default;
+const WeightView* Model::head_weight() const { return nullptr; }
 LoadContext::~LoadContext() = default;
 Family::~Family() = default;
 

@@ -31,6 +31,8 @@ void install_float_kernels(KernelTable& t) {
     t.softmax = softmax;
     t.dot = dot;
     t.axpy = axpy;
+    t.dot_rows_i8 = dot_rows_i8;
+    t.xor_reduce = xor_reduce;
 }
 
 }  // namespace stormo::simd

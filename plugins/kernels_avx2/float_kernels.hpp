@@ -40,6 +40,10 @@ float dot(const float* a, const float* b, size_t n);
 void softmax(float* x, size_t n);
 void axpy(float a, const float* x, float* y, size_t n);
 
+// The bounded head's cheap pass (DotRowsI8Fn) and the RAM probe's loop (XorReduceFn).
+void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end);
+uint64_t xor_reduce(const void* p, size_t n);
+
 // Fills the table entries above (baseline code, safe to call on any CPU); the host tells who
 // provides an entry by comparing it with the reference.
 void install_float_kernels(KernelTable& table);

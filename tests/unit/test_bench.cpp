@@ -59,6 +59,62 @@ TEST(Bench, RamProbeReportsAPlausibleBandwidth) {
     EXPECT_FALSE(measure_ram_read_bandwidth(pool, uint64_t{1} << 20, 0).has_value());
 }
 
+TEST(Bench, RamProbeTriesEveryStreamCountWithThePluginsLoop) {
+    // The loop of the kernels this CPU selects (the widest loads), 1, 2 and 4 streams per thread:
+    // the best pass is reported with the stream count that gave it.
+    auto engine = try_open_engine(fixture_dir("gpt_oss"));
+    ASSERT_TRUE(engine) << engine.error().message;
+    WorkerPool pool(2);
+    RamProbeOptions o;
+    o.bytes = uint64_t{24} << 20;
+    o.repeats = 2;
+    o.reduce = (*engine)->kernels().xor_reduce;
+    o.loop = (*engine)->kernels_name();
+    auto r = measure_ram_read_bandwidth(pool, o);
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_EQ(r->passes, 6);  // 2 rounds x 3 stream counts
+    EXPECT_TRUE(r->streams == 1 || r->streams == 2 || r->streams == 4) << r->streams;
+    EXPECT_EQ(r->buffer_bytes, uint64_t{24} << 20);  // 2 stripes of a whole number of 4-slice units
+    EXPECT_EQ(r->loop, (*engine)->kernels_name());
+    EXPECT_GT(r->bytes_per_s, 1e8);
+    EXPECT_LE(r->median_bytes_per_s, r->bytes_per_s);
+    // The same buffer contents through the reference loop give the same checksum.
+    RamProbeOptions ref = o;
+    ref.reduce = nullptr;
+    auto plain = measure_ram_read_bandwidth(pool, ref);
+    ASSERT_TRUE(plain.has_value());
+    EXPECT_EQ(plain->checksum, r->checksum);
+    EXPECT_EQ(plain->loop, "reference");
+    o.streams = {};
+    EXPECT_FALSE(measure_ram_read_bandwidth(pool, o).has_value());
+    o.streams = {3, 0};
+    EXPECT_FALSE(measure_ram_read_bandwidth(pool, o).has_value());
+}
+
+TEST(Bench, ReportCountsTheHeadAsRead) {
+    BenchRun run;
+    run.prompt_tokens = 10;
+    run.generated_tokens = 5;
+    run.decode_steps = 4;
+    run.decode_seconds = 2.0;
+    DecodeTraffic traffic;
+    traffic.dense_bytes = 1000 + 800;  // 800 of them the head: 100 rows of 8 bytes
+    traffic.head_bytes = 800;
+    traffic.head_rows = 100;
+    RamBandwidth ram;
+    ram.bytes_per_s = 1000.0;
+    // 3 of 4 decode steps read by bound (a copy of 250 bytes), 2 + 3 + 1 exact rows, 1 full step.
+    run.decode_bounded_head_steps = 3;
+    run.decode_head_rows_exact = 6 + 100;
+    run.compact_head_bytes = 250;
+    const BenchReport r = make_bench_report(run, traffic, ram, DiskBandwidth{});
+    const double head = (3.0 * 250.0 + 106.0 * 8.0) / 4.0;
+    EXPECT_DOUBLE_EQ(r.head_bytes_read_per_token, head);
+    EXPECT_DOUBLE_EQ(r.head_exact_rows_per_token, 106.0 / 4.0);
+    EXPECT_EQ(r.bytes_touched_per_token, 1000u + static_cast<uint64_t>(head + 0.5));
+    EXPECT_DOUBLE_EQ(r.memory_bound_tokens_per_s, 1000.0 / static_cast<double>(r.bytes_touched_per_token));
+}
+
 TEST(Bench, DiskProbeReadsTheExpertRanges) {
     TempDir tmp;
     auto engine = open_engine(write_tiny(tmp));

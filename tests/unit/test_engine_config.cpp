@@ -49,6 +49,7 @@ void expect_same_values(const EngineConfig& a, const EngineConfig& b) {
     EXPECT_EQ(a.async_compute, b.async_compute);
     EXPECT_EQ(a.io_threads, b.io_threads);
     EXPECT_EQ(a.activations, b.activations);
+    EXPECT_EQ(a.head, b.head);
     EXPECT_EQ(a.pin_threads, b.pin_threads);
 }
 
@@ -142,7 +143,7 @@ TEST(EngineConfig, UnknownKeyNamesTheKeyTheFileAndTheKnownKeys) {
     const std::string m = error_of("kernel: avx2\n", "my.yaml");
     EXPECT_EQ(m, "my.yaml: unknown key 'kernel' (known keys: kernels, family, threads, expert_budget, "
                  "plugins_dirs, context, eviction, hotness_decay, prefetch, async_compute, direct_io, io_threads, "
-                 "activations, pin_threads)");
+                 "activations, head, pin_threads)");
 }
 
 TEST(EngineConfig, WrongTypeNamesTheKeyAndTheExpectedType) {

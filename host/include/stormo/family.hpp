@@ -141,6 +141,11 @@ public:
     // Dense FFN layers, and the shared experts of MoE layers that have them.
     virtual Expected<void> dense_ffn(int layer, const Rows& in, Rows out) const = 0;
     virtual void head(const Rows& normed, Rows logits) const = 0;
+    // The matrix head() multiplies by, when head() is exactly matmul(compute, *head_weight(),
+    // normed, ...) (every toolkit family); nullptr otherwise. The host's bounded head
+    // (docs/head_bound.md) keeps a compact copy of it and recomputes single rows of it; a model
+    // returning nullptr always gets the full head.
+    virtual const WeightView* head_weight() const;
 };
 
 // Given by the host to a family's load: the checkpoint and the compute.

@@ -85,6 +85,17 @@ struct Q8Rows {
 using MatmulQ8Fn = void (*)(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                             size_t o_end);
 
+// The bounded head's cheap pass (docs/head_bound.md): int8 rows of `cols` values, row o at
+// q + o * cols; y[o] = sum_i float(q[o * cols + i]) * x[i] for o in [o_begin, o_end), one x row.
+// The reference sums in ascending i with each product rounded (no fused multiply-add); an ISA
+// version may sum in any order with or without FMA: its caller bounds the rounding of any order
+// (|error| <= gamma_{2 cols} * sum_i |q_i x_i|) and never depends on the bits.
+using DotRowsI8Fn = void (*)(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end);
+// The RAM read probe's loop (tools/bandwidth.hpp): the XOR of every 8-byte word of [p, p + n),
+// n a multiple of 256 and p 64-byte aligned. ISA versions read with the widest loads they have
+// and several independent accumulators; every version gives the same value.
+using XorReduceFn = uint64_t (*)(const void* p, size_t n);
+
 struct KernelTable {
     std::array<std::array<MatmulFn, kLayoutCount>, kWeightFormatCount> matmul{};
     std::array<RowToF32Fn, kWeightFormatCount> row_to_f32{};
@@ -97,6 +108,8 @@ struct KernelTable {
     // The integer road: matmul_q8[format] covers out_in matrices; nullptr leaves that format on
     // the float road. Whether the road runs at all is the host's choice (Compute::int8_activations).
     std::array<MatmulQ8Fn, kWeightFormatCount> matmul_q8{};
+    DotRowsI8Fn dot_rows_i8 = nullptr;
+    XorReduceFn xor_reduce = nullptr;
 };
 
 // The scalar reference: the definition every ISA plugin is tested against.

@@ -37,6 +37,8 @@ KernelTable make_reference_table() {
     // The integer road exists for MXFP4 only: BF16/F16/F32 weights stay on the float road (their
     // values are not small integers; quantizing them would change the weights, not the road).
     t.matmul_q8[idx(WeightFormat::MXFP4)] = reference::matmul_q8_mxfp4_out_in;
+    t.dot_rows_i8 = reference::dot_rows_i8;
+    t.xor_reduce = reference::xor_reduce;
     return t;
 }
 

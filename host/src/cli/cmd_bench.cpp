@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "kernels/kernel_table.hpp"
 #include "kernels/worker_pool.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
@@ -112,9 +113,16 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("kv_bytes_per_position", traffic.kv_bytes_per_position)
         .field("mean_decode_context", r.mean_decode_context)
         .field("bytes_touched_per_token", r.bytes_touched_per_token)
+        .field("head", engine.head_note())
+        .field("head_bytes", traffic.head_bytes)
+        .field("compact_head_bytes", run.compact_head_bytes)
+        .field("head_bytes_read_per_token", r.head_bytes_read_per_token)
+        .field("head_exact_rows_per_token", r.head_exact_rows_per_token)
         .field("ram_read_bytes_per_s", probes.ram.bytes_per_s)
         .field("ram_read_median_bytes_per_s", probes.ram.median_bytes_per_s)
-        .field("ram_probe_bytes", probes.ram.buffer_bytes);
+        .field("ram_probe_bytes", probes.ram.buffer_bytes)
+        .field("ram_probe_streams", probes.ram.streams)
+        .field("ram_probe_loop", probes.ram.loop);
     j.key("disk_read_bytes_per_s");
     if (probes.disk_measured) j.value(probes.disk.bytes_per_s);
     else j.null();
@@ -160,11 +168,17 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
     row("expert hit rate (decode)", percent(r.expert_hit_rate));
     row("expert bytes read/token", bytes_text(r.expert_bytes_read_per_token));
     row("read wait share (decode)", percent(r.read_wait_share));
-    row("bytes touched/token", bytes_text(static_cast<double>(r.bytes_touched_per_token)),
-        "dense " + bytes_text(static_cast<double>(traffic.dense_bytes)) + " + experts " +
-            bytes_text(static_cast<double>(traffic.routed_bytes())));
+    row("bytes read/token", bytes_text(static_cast<double>(r.bytes_touched_per_token)),
+        "dense " + bytes_text(static_cast<double>(traffic.dense_bytes - traffic.head_bytes)) + " + head " +
+            bytes_text(r.head_bytes_read_per_token) + " + experts " + bytes_text(static_cast<double>(traffic.routed_bytes())));
+    row("head bytes read/token", bytes_text(r.head_bytes_read_per_token),
+        "full head " + bytes_text(static_cast<double>(traffic.head_bytes)) + ", " + engine.head_note());
+    if (run.compact_head_bytes > 0)
+        row("", "", "compact copy " + bytes_text(static_cast<double>(run.compact_head_bytes)) + " + " +
+                        fixed(r.head_exact_rows_per_token, 1) + " exact rows/token");
     row("RAM read bandwidth", gbps(probes.ram.bytes_per_s),
-        std::to_string(probes.ram.threads) + " threads, best of " + std::to_string(probes.ram.repeats));
+        std::to_string(probes.ram.threads) + " threads x " + std::to_string(probes.ram.streams) + " streams (best), " +
+            probes.ram.loop + " loop, best of " + std::to_string(probes.ram.passes) + " passes");
     row("disk read bandwidth", probes.disk_measured ? gbps(probes.disk.bytes_per_s) : std::string("not measured"),
         probes.disk_measured ? (probes.disk.direct_io ? std::string("O_DIRECT, ") : std::string("buffered, ")) +
                                    format_bytes(probes.disk_block) + " reads, " + std::to_string(probes.disk_in_flight) +
@@ -187,7 +201,7 @@ int run_bench(int argc, char** argv) {
         ("seed", po::value<uint64_t>(&b.seed)->value_name("S"), "seed of the random prompt (0)")
         ("json", po::bool_switch(&b.json), "print one JSON object")
         ("ram-probe", po::value<std::string>(&b.ram_probe)->value_name("SIZE"), "buffer of the RAM read probe (1GiB)")
-        ("ram-repeats", po::value<int>(&b.ram_repeats)->value_name("N"), "passes of the RAM probe, the best counts (5)")
+        ("ram-repeats", po::value<int>(&b.ram_repeats)->value_name("N"), "rounds of the RAM probe, one pass per stream count (1, 2, 4) each; the best pass counts (5)")
         ("disk-probe", po::value<std::string>(&b.disk_probe)->value_name("SIZE"),
          "expert bytes the disk probe reads (1GiB; 0 skips it)")
         ("disk-block", po::value<std::string>(&b.disk_block)->value_name("SIZE"), "one disk probe read (8MiB)")
@@ -226,7 +240,19 @@ int run_bench(int argc, char** argv) {
     progress.note("measuring the RAM read bandwidth");
     {
         WorkerPool pool(config->threads ? static_cast<size_t>(*config->threads) : physical_core_count());
-        auto ram = measure_ram_read_bandwidth(pool, *ram_bytes, b.ram_repeats);
+        RamProbeOptions probe;
+        probe.bytes = *ram_bytes;
+        probe.repeats = b.ram_repeats;
+        // The loop of the kernels the engine will select (its widest loads); the registry and the
+        // table live only for the probe.
+        auto registry = discover_plugins(*config, common);
+        if (!registry) return report_error(registry.error());
+        auto selection = select_kernels(*registry, detect_cpu_features(), PluginRequest{config->kernels, config->origin("kernels")});
+        if (!selection) return report_error(selection.error());
+        const KernelTable table = build_kernel_table(*selection);
+        probe.reduce = table.xor_reduce;
+        probe.loop = table.xor_reduce == reference_kernels().xor_reduce ? std::string("reference") : selection->name;
+        auto ram = measure_ram_read_bandwidth(pool, probe);
         if (!ram) return report_error(with_context(ram.error(), "--ram-probe"));
         probes.ram = *ram;
     }

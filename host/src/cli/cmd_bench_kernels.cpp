@@ -32,6 +32,8 @@ struct Options {
     double min_time = 0.3;
     std::string ram_probe = "512MiB";
     int ram_repeats = 5;
+    std::string ram_streams = "1,2,4";
+    bool ram_only = false;
     bool json = false;
     std::vector<std::string> plugins_dirs;
 };
@@ -151,6 +153,8 @@ void print_json(const KernelBenchReport& report, const KernelBenchOptions& o) {
             .field("bytes_per_s", r.bytes_per_s)
             .field("median_bytes_per_s", r.median_bytes_per_s)
             .field("buffer_bytes", r.buffer_bytes)
+            .field("streams", r.streams)
+            .field("loop", r.loop)
             .end_object();
     w.end_array().key("results").begin_array();
     for (const KernelBenchRow& r : report.rows)
@@ -192,7 +196,10 @@ int run_bench_kernels(int argc, char** argv) {
         ("set-size", po::value(&o.set_size)->value_name("SIZE"), "weights per format, read round-robin (256MiB)")
         ("min-time", po::value(&o.min_time)->value_name("S"), "seconds timed per measurement (0.3)")
         ("ram-probe", po::value(&o.ram_probe)->value_name("SIZE"), "buffer of the RAM read probe (512MiB)")
-        ("ram-repeats", po::value(&o.ram_repeats)->value_name("N"), "passes of the RAM probe, the best counts (5)")
+        ("ram-repeats", po::value(&o.ram_repeats)->value_name("N"), "rounds of the RAM probe, one pass per stream count (1, 2, 4) each; the best pass counts (5)")
+        ("ram-streams", po::value(&o.ram_streams)->value_name("LIST"),
+         "stream counts per thread the RAM probe tries, the best pass counts (1,2,4)")
+        ("ram-only", po::bool_switch(&o.ram_only), "measure only the RAM read probe (no matrices)")
         ("json", po::bool_switch(&o.json), "print one JSON object")
         ("plugins-dir", po::value(&o.plugins_dirs)->value_name("DIR")->composing(),
          "another directory to search for plugins (repeatable)");
@@ -243,6 +250,13 @@ int run_bench_kernels(int argc, char** argv) {
                                                          "--min-time and --ram-repeats must be positive"});
     options.min_seconds = o.min_time;
     options.ram_repeats = o.ram_repeats;
+    auto streams = positive_list(o.ram_streams, "--ram-streams");
+    if (!streams) return report_usage_error("bench-kernels", streams.error());
+    for (size_t s : *streams)
+        if (s > 64) return report_usage_error("bench-kernels", Error{ErrorKind::invalid_argument, "--ram-streams: at most 64"});
+    if (streams->empty()) return report_usage_error("bench-kernels", Error{ErrorKind::invalid_argument, "--ram-streams: give at least one"});
+    options.ram_streams = *streams;
+    options.ram_only = o.ram_only;
 
     CommonOptions common;
     common.plugins_dirs = o.plugins_dirs;
@@ -251,7 +265,7 @@ int run_bench_kernels(int argc, char** argv) {
     Tables tables;
     if (auto built = build_tables(*registry, o, tables); !built) return report_error(built.error());
 
-    if (!o.json) {
+    if (!o.json && !o.ram_only) {
         std::cout << "matrices " << options.rows << " x " << options.cols << ", about "
                   << format_bytes(options.set_bytes) << " of each format read round-robin\n";
         std::cout << "format layout  n_x thr  kernels    road   weights      %RAM   per call" << std::endl;
@@ -265,8 +279,9 @@ int run_bench_kernels(int argc, char** argv) {
     } else {
         for (const RamBandwidth& r : report->ram)
             std::cout << "RAM read bandwidth, " << r.threads << " thread(s): " << fixed(r.bytes_per_s / 1e9, 2)
-                      << " GB/s best, " << fixed(r.median_bytes_per_s / 1e9, 2) << " GB/s median of " << r.repeats
-                      << " passes over " << format_bytes(r.buffer_bytes) << "\n";
+                      << " GB/s best, " << fixed(r.median_bytes_per_s / 1e9, 2) << " GB/s median of " << r.passes
+                      << " passes over " << format_bytes(r.buffer_bytes) << ", best with " << r.streams << " streams per thread, "
+                      << r.loop << " loop\n";
     }
     return 0;
 }

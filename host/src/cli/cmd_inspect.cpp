@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
+#include "runtime/compact_head.hpp"
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
 #include "store/expert_store.hpp"
@@ -59,6 +60,7 @@ Census take_census(const ModelSource& source, const Family& family) {
 
 struct MemoryPlan {
     uint64_t dense_resident = 0;
+    uint64_t compact_head = 0;   // the bounded head's int8 copy (--head bounded), made at load
     uint64_t experts = 0;
     uint64_t expert_budget = 0;
     bool all_experts_resident = true;
@@ -93,6 +95,10 @@ uint64_t slot_bytes_upper_bound(const ModelSetup& s, const ModelSummary& summary
 Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary) {
     MemoryPlan p;
     p.dense_resident = c.dense_bytes();
+    // The engine makes the copy before it plans the expert budget: int8 rows plus 16 bytes of
+    // constants a row (CompactHead::bytes()).
+    if (s.config.head == HeadRead::bounded)
+        p.compact_head = static_cast<uint64_t>(summary.vocab_size) * (summary.hidden_size + sizeof(CompactRowBound));
     p.experts = c.expert_bytes();
     p.kv_per_token = static_cast<uint64_t>(summary.kv_floats_per_token) * sizeof(float);
     p.context = s.config.context;
@@ -100,8 +106,9 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
     // The same plan `generate` makes at start, except that here the dense part is not loaded yet:
     // it is taken off what is available.
     AvailableMemory available = available_memory();
-    available.bytes = available.bytes > p.dense_resident ? available.bytes - p.dense_resident : 0;
-    available.source += " - dense part";
+    const uint64_t loaded = p.dense_resident + p.compact_head;
+    available.bytes = available.bytes > loaded ? available.bytes - loaded : 0;
+    available.source += p.compact_head > 0 ? " - dense part - compact head" : " - dense part";
     STORMO_TRY(check_context_fits(static_cast<uint64_t>(p.context), s.config.origin("context"), s.source->config(),
                                   p.kv_for_context, available));
     const uint64_t experts_total = static_cast<uint64_t>(summary.n_moe_layers) * static_cast<uint64_t>(summary.n_experts);
@@ -185,6 +192,10 @@ void print_text(const Report& r) {
     const MemoryPlan& p = r.plan;
     std::cout << "\nmemory plan\n";
     std::cout << "  dense resident        " << bytes_text(p.dense_resident) << "\n";
+    std::cout << "  compact head          " << bytes_text(p.compact_head)
+              << (p.compact_head > 0 ? " (int8 copy of the head for greedy steps; --head exact-only: none)"
+                                     : " (--head exact-only)")
+              << "\n";
     std::cout << "  routed experts        " << bytes_text(p.experts) << "\n";
     std::cout << "  expert budget         " << bytes_text(p.expert_budget)
               << (p.all_experts_resident ? ", all experts resident" : ", experts stream from disk")
@@ -243,6 +254,7 @@ void print_json(const Report& r) {
     const MemoryPlan& p = r.plan;
     w.key("memory_plan").begin_object();
     w.field("dense_resident_bytes", p.dense_resident).field("expert_bytes", p.experts);
+    w.field("compact_head_bytes", p.compact_head);
     w.field("expert_budget_bytes", p.expert_budget).field("expert_budget_setting", p.budget_setting);
     w.field("all_experts_resident", p.all_experts_resident);
     w.field("expert_budget_reason", p.budget_reason).field("expert_slots", p.expert_slots);

@@ -37,6 +37,9 @@ int run_logits(int argc, char** argv) {
     std::optional<DumpTracer> tracer;
     if (auto started = start_dump(dump, T - 1, tracer); !started) return report_error(started.error());
 
+    // logits computes every row of the head: a compact copy would never be read (a bad --head
+    // value is still refused by the engine configuration).
+    if (!common.head || head_read_from_name(*common.head)) common.head = "exact-only";
     auto loaded = open_engine(common, 0, tokens->size(), "the ids");
     if (!loaded) return report_error(loaded.error());
     Engine& engine = *loaded->engine;

@@ -40,6 +40,7 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
     eo.context = context_for(config, run_need);
     eo.context_origin = context_origin_for(config, run_need, run_need_origin);
     eo.activations = config.activations;
+    eo.head = config.head;
     eo.rewind_slack = rewind_slack;
     STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));
     if (options.verbose) {

@@ -26,6 +26,9 @@ po::options_description common_options(CommonOptions& out) {
          "for generate, --prompt-tokens + --gen-tokens for bench, the ids for logits, 4096 for inspect")
         ("activations", po::value<std::string>()->value_name("ROAD")->notifier([&out](const std::string& v) { out.activations = v; }),
          "f32 (default) or int8: the integer road for MXFP4 matrices (docs/kernels.md)")
+        ("head", po::value<std::string>()->value_name("READ")->notifier([&out](const std::string& v) { out.head = v; }),
+         "bounded (default) or exact-only: greedy decoding reads the LM head by bound from an int8 copy, or "
+         "computes every logit (docs/head_bound.md)")
         ("plugins-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing()
              ->notifier([&out](const std::vector<std::string>& v) { out.plugins_dirs = v; }),
          "another directory to search for plugins (repeatable)")
@@ -136,6 +139,12 @@ Expected<EngineConfig> resolve_engine_config(const CommonOptions& o) {
             return fail(ErrorKind::invalid_argument, "--activations '" + *o.activations + "': must be f32 or int8");
         cfg.activations = *road;
         cfg.origins["activations"] = "--activations";
+    }
+    if (o.head) {
+        const std::optional<HeadRead> head = head_read_from_name(*o.head);
+        if (!head) return fail(ErrorKind::invalid_argument, "--head '" + *o.head + "': must be bounded or exact-only");
+        cfg.head = *head;
+        cfg.origins["head"] = "--head";
     }
     if (o.expert_budget) {
         auto size = parse_size(*o.expert_budget, "--expert-budget");

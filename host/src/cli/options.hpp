@@ -37,6 +37,7 @@ struct CommonOptions {
     std::optional<int> threads;
     std::optional<int64_t> context;
     std::optional<std::string> activations;
+    std::optional<std::string> head;
     std::vector<std::string> plugins_dirs;
     bool verbose = false;  // the engine's set-up (family, kernels, expert budget) on stderr at start
 };

@@ -36,11 +36,34 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     if (!model) return tl::unexpected(with_context(model.error(), family.name + " could not load " + options.setup.model_dir));
     engine->model_ = bind_to_library(std::move(*model), family.library);
     for (const auto& t : context.loaded()) engine->dense_bytes_ += t.nbytes;
+    // Before the expert budget is planned, so the copy's RAM is counted as the dense part is.
+    STORMO_TRY(engine->make_compact_head(options.head));
 
     STORMO_TRY_ASSIGN(auto store, engine->make_store(options, context.expert_layouts()));
     engine->store_ = std::move(store);
     engine->pipeline_ = std::make_unique<Pipeline>(*engine->model_, *engine->store_, options.pipeline);
+    if (engine->compact_head_) engine->pipeline_->use_bounded_head(&*engine->compact_head_, engine->compute());
     return engine;
+}
+
+Expected<void> Engine::make_compact_head(HeadRead head) {
+    if (head == HeadRead::exact_only) {
+        head_note_ = "exact-only (--head)";
+        return {};
+    }
+    const WeightView* weight = model_->head_weight();
+    if (weight == nullptr) {
+        head_note_ = "full head: the family's head is not a plain matrix product";
+        return {};
+    }
+    if (auto why = CompactHead::unsupported(*weight, compute())) {
+        head_note_ = "full head: " + *why;
+        return {};
+    }
+    STORMO_TRY_ASSIGN(auto compact, CompactHead::build(*weight, compute()));
+    compact_head_ = std::move(compact);
+    head_note_ = "bounded";
+    return {};
 }
 
 // Everything resident when the budget holds every expert; else the streaming store. The budget is

@@ -11,6 +11,8 @@
 
 #include "kernels/worker_pool.hpp"
 #include "plugins/library_bound.hpp"
+#include "runtime/compact_head.hpp"
+#include "runtime/engine_config.hpp"
 #include "runtime/forward.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/model_setup.hpp"
@@ -35,6 +37,7 @@ struct EngineOptions {
     std::string context_origin = "--context";  // names the context in errors
     size_t rewind_slack = 0;       // positions sessions may rewind without a replay (Session)
     ActivationRoad activations = ActivationRoad::f32;  // int8: the integer road (Compute::int8_activations)
+    HeadRead head = HeadRead::bounded;  // bounded: a compact copy of the head for greedy steps
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).
     std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
 };
@@ -59,6 +62,10 @@ public:
     const std::vector<int>& pinned_cpus() const { return pool_->pinned_cpus(); }
     uint64_t dense_bytes() const { return dense_bytes_; }
     const ExpertBudget& expert_budget() const { return budget_; }
+    // The compact copy greedy steps read the head by (nullptr with --head exact-only, or when
+    // the head cannot be read by bound: head_note() says why).
+    const CompactHead* compact_head() const { return compact_head_ ? &*compact_head_ : nullptr; }
+    const std::string& head_note() const { return head_note_; }
 
     // A session whose KV cache holds `capacity` positions; more than the model's
     // max_position_embeddings is an error. Its rings keep the engine's rewind slack.
@@ -66,6 +73,7 @@ public:
 
 private:
     Engine() = default;
+    Expected<void> make_compact_head(HeadRead head);
     Expected<std::unique_ptr<ExpertStore>> make_store(const EngineOptions& options, std::vector<ExpertLayerLayout>& layouts);
     ModelSetup setup_;
     KernelTable table_;
@@ -77,6 +85,8 @@ private:
     uint64_t dense_bytes_ = 0;
     size_t rewind_slack_ = 0;
     ExpertBudget budget_;
+    std::optional<CompactHead> compact_head_;
+    std::string head_note_;
 };
 
 }  // namespace stormo

@@ -109,6 +109,15 @@ std::optional<ActivationRoad> activation_road_from_name(std::string_view name) {
     return std::nullopt;
 }
 
+const char* head_read_name(HeadRead h) { return h == HeadRead::exact_only ? "exact-only" : "bounded"; }
+
+std::optional<HeadRead> head_read_from_name(std::string_view name) {
+    const std::string l = lower(trim(name));
+    if (l == "bounded") return HeadRead::bounded;
+    if (l == "exact-only" || l == "exact_only") return HeadRead::exact_only;
+    return std::nullopt;
+}
+
 std::string EngineConfig::origin(std::string_view key) const {
     if (auto it = origins.find(key); it != origins.end()) return it->second;
     return std::string(key) + " (default)";
@@ -132,7 +141,7 @@ const std::vector<std::string>& engine_config_keys() {
     static const std::vector<std::string> keys{"kernels", "family", "threads", "expert_budget",
                                                "plugins_dirs", "context", "eviction", "hotness_decay",
                                                "prefetch", "async_compute", "direct_io", "io_threads",
-                                               "activations", "pin_threads"};
+                                               "activations", "head", "pin_threads"};
     return keys;
 }
 
@@ -273,6 +282,11 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         const std::optional<ActivationRoad> road = v ? activation_road_from_name(*v) : std::nullopt;
         if (!road) return tl::unexpected(r.wrong("f32 or int8"));
         cfg.activations = *road;
+    } else if (key == "head") {
+        auto v = r.string();
+        const std::optional<HeadRead> head = v ? head_read_from_name(*v) : std::nullopt;
+        if (!head) return tl::unexpected(r.wrong("bounded or exact-only"));
+        cfg.head = *head;
     } else if (key == "hotness_decay") {
         auto text = r.string();
         double d = 0.0;

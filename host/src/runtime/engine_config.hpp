@@ -37,6 +37,14 @@ STORMO_API const char* activation_road_name(ActivationRoad r);
 // "f32" or "int8" (case-insensitive); nullopt otherwise.
 STORMO_API std::optional<ActivationRoad> activation_road_from_name(std::string_view name);
 
+// How greedy decoding reads the LM head: `bounded` (default) decides the argmax from a compact
+// int8 copy and computes exact logits only for the rows it cannot rule out (the same token,
+// always: docs/head_bound.md); `exact-only` computes every logit, as sampling does.
+enum class HeadRead { bounded, exact_only };
+STORMO_API const char* head_read_name(HeadRead h);
+// "bounded" or "exact-only" (case-insensitive; "exact_only" too); nullopt otherwise.
+STORMO_API std::optional<HeadRead> head_read_from_name(std::string_view name);
+
 struct STORMO_API EngineConfig {
     std::string kernels = "auto";           // "auto", "reference" or a kernels plugin name
     std::string family = "auto";            // "auto" or a model plugin name
@@ -54,6 +62,7 @@ struct STORMO_API EngineConfig {
     bool direct_io = true;
     int io_threads = 4;                     // expert reads in flight
     ActivationRoad activations = ActivationRoad::f32;  // the matrix kernels' activation road
+    HeadRead head = HeadRead::bounded;      // how greedy decoding reads the LM head
     bool pin_threads = false;               // pin the compute pool's workers to CPUs (WorkerPool)
 
     std::string source = "built-in defaults";  // the file the values came from

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
+
+#include "runtime/bounded_argmax.hpp"
+#include "runtime/sampler.hpp"
 
 namespace stormo {
 namespace {
@@ -87,13 +91,23 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
         if (options.on_block) options.on_block(begin + n, tokens.size());
         // x holds the final-normed rows; the head runs only where logits are wanted.
         const bool last_block = begin + n == tokens.size();
-        if (options.all_logits || last_block) {
+        if (options.argmax_out != nullptr && !options.all_logits && last_block) {
+            const auto t0 = Clock::now();
+            auto token = head_argmax(x.data() + (n - 1) * hidden, positions[n - 1]);
+            times_.head_seconds += seconds_since(t0);
+            if (!token) {
+                session.rewind(start);
+                return tl::unexpected(token.error());
+            }
+            *options.argmax_out = *token;
+        } else if (options.all_logits || last_block) {
             const size_t first = options.all_logits ? 0 : n - 1;
             const size_t rows = n - first;
             const auto t0 = Clock::now();
             std::vector<float> out(rows * vocab);
             model_.head(Rows{x.data() + first * hidden, rows, hidden}, Rows{out.data(), rows, vocab});
             times_.head_seconds += seconds_since(t0);
+            times_.head_rows_exact += rows * vocab;
             if (auto finite = check_finite(out, vocab, std::span<const int64_t>(positions).subspan(first), -1, "the head (logits)");
                 !finite) {
                 session.rewind(start);
@@ -107,6 +121,30 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
         for (auto& layer : hidden_states) options.hidden_out->insert(options.hidden_out->end(), layer.begin(), layer.end());
     }
     return logits;
+}
+
+Expected<int32_t> Pipeline::head_argmax(const float* normed, int64_t position) {
+    const size_t vocab = model_.vocab_size();
+    const int64_t where[1] = {position};
+    const WeightView* weight = model_.head_weight();
+    if (compact_head_ == nullptr || weight == nullptr) {
+        std::vector<float> out(vocab);
+        std::vector<float> row(normed, normed + model_.hidden_size());
+        model_.head(Rows{row.data(), 1, row.size()}, Rows{out.data(), 1, vocab});
+        times_.head_rows_exact += vocab;
+        STORMO_TRY(check_finite(out, vocab, where, -1, "the head (logits)"));
+        return argmax(out);
+    }
+    STORMO_TRY_ASSIGN(const BoundedArgmax pick, bounded_argmax(*compact_head_, *weight, head_compute_, normed));
+    ++times_.bounded_head_steps;
+    times_.bounded_head_exact_rows += pick.exact_rows;
+    times_.head_rows_exact += pick.exact_rows;
+    if (!pick.finite) {
+        // The full head's logits would hold the same non-finite value: the same error.
+        const std::vector<float> poisoned(1, std::numeric_limits<float>::quiet_NaN());
+        STORMO_TRY(check_finite(poisoned, 1, where, -1, "the head (logits)"));
+    }
+    return pick.token;
 }
 
 // A sliding layer's K/V at position q depends, through the layers below it, on keys back to

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/compact_head.hpp"
 #include "runtime/session.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/family.hpp"
@@ -22,6 +23,11 @@ struct ForwardOptions {
     size_t max_block = 256;                 // positions per block (bounds activation memory)
     // After each block: positions of this call done so far, and their total (a progress line).
     std::function<void(size_t done, size_t total)> on_block;
+    // Greedy decoding: when set (all_logits false), the last row's argmax (the lowest index among
+    // equals, stormo::argmax) is written here and forward returns no logits. With a bounded head
+    // (Pipeline::use_bounded_head) only the rows the compact copy cannot rule out are computed
+    // exactly (docs/head_bound.md); either way the token is the full head's argmax.
+    int32_t* argmax_out = nullptr;
 };
 
 struct ForwardTimes {
@@ -32,6 +38,13 @@ struct ForwardTimes {
     uint64_t chosen = 0;            // experts chosen in layers that had a prediction
     uint64_t replays = 0;             // KV recomputed from position 0 after a rewind past a ring's slack
     uint64_t replayed_positions = 0;  // positions those replays recomputed
+    // The head read by bound: steps that took it, and over those steps the rows whose exact
+    // logit was computed (the rest were decided by the compact copy alone).
+    uint64_t bounded_head_steps = 0;
+    uint64_t bounded_head_exact_rows = 0;
+    // Head rows computed exactly by any road: vocab per full-head row, the candidates per
+    // bounded step (what the head's matrix reads count).
+    uint64_t head_rows_exact = 0;
 };
 
 struct PipelineSettings {
@@ -58,6 +71,14 @@ public:
     const ForwardTimes& times() const { return times_; }
     const Model& model() const { return model_; }
     const PipelineSettings& settings() const { return settings_; }
+    // Greedy steps (ForwardOptions::argmax_out) read the head by bound from `compact`, built from
+    // model().head_weight(), computing exact rows with `compute` (the model's own). nullptr: the
+    // full head. The copy must outlive the pipeline's use of it.
+    void use_bounded_head(const CompactHead* compact, Compute compute) {
+        compact_head_ = compact;
+        head_compute_ = compute;
+    }
+    const CompactHead* bounded_head() const { return compact_head_; }
     // Records every layer's chosen experts per block (a route trace, for eviction studies).
     void record_routes(std::vector<RouteStep>* trace) { route_trace_ = trace; }
 
@@ -66,6 +87,9 @@ private:
     // it recomputes positions those already counted).
     enum class Recording : bool { off, on };
     Expected<void> replay(Session& session, size_t block);
+    // The argmax of one final-normed row's logits: by bound when a compact head is in use, else
+    // from the full head; a non-finite logit fails as the full head's check does.
+    Expected<int32_t> head_argmax(const float* normed, int64_t position);
     Expected<void> run_block(Session& session, std::span<const int32_t> tokens, std::span<const int64_t> positions,
                              const ForwardOptions& options, std::vector<float>& x, std::vector<std::vector<float>>* hidden,
                              Recording recording);
@@ -83,6 +107,8 @@ private:
     ForwardTimes times_;
     std::vector<RouteStep>* route_trace_ = nullptr;
     std::vector<std::vector<int32_t>> predicted_;  // per layer: the last prediction made for it
+    const CompactHead* compact_head_ = nullptr;
+    Compute head_compute_;
 };
 
 }  // namespace stormo

@@ -66,6 +66,15 @@ Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const 
     Sampler sampler(request.sampling);
     ForwardOptions options;
     options.tracer = request.tracer;
+    // Greedy without a repetition penalty needs only the logits' argmax, which the pipeline
+    // finds without computing every logit when it reads the head by bound; sampling, the penalty
+    // and --dump keep the full logits (docs/head_bound.md).
+    const bool by_argmax = takes_argmax(request.sampling) && request.tracer == nullptr;
+    int32_t argmax_token = 0;
+    if (by_argmax) options.argmax_out = &argmax_token;
+    auto next_token = [&](const Expected<std::vector<float>>& logits) {
+        return by_argmax ? argmax_token : sampler.sample(*logits, history);
+    };
 
     auto t0 = Clock::now();
     ForwardOptions prefill = options;
@@ -75,7 +84,7 @@ Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const 
     if (!logits) return tl::unexpected(logits.error());
     t0 = Clock::now();
     while (result.tokens.size() < request.max_tokens) {
-        const int32_t token = sampler.sample(*logits, history);
+        const int32_t token = next_token(logits);
         result.tokens.push_back(token);
         history.push_back(token);
         if (on_token) on_token(token);

@@ -27,6 +27,10 @@ int32_t argmax(std::span<const float> values) {
     return static_cast<int32_t>(best);
 }
 
+bool takes_argmax(const SamplingParams& p) {
+    return p.temperature == 0.0f && (p.repetition_penalty == 1.0f || p.repetition_window <= 0);
+}
+
 int32_t Sampler::sample(std::span<const float> logits_in, std::span<const int32_t> history) {
     std::vector<float> logits(logits_in.begin(), logits_in.end());
     if (params_.repetition_penalty != 1.0f && params_.repetition_window > 0) {

@@ -36,4 +36,8 @@ private:
 // The index of the largest value, the lowest index among equals.
 int32_t argmax(std::span<const float> values);
 
+// Whether Sampler::sample with these parameters is argmax(logits) whatever the history: greedy
+// (temperature 0) and no repetition penalty in effect.
+bool takes_argmax(const SamplingParams& p);
+
 }  // namespace stormo

@@ -14,12 +14,9 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <numeric>
 #include <random>
 #include <thread>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "stormo/tensor.hpp"
 #include "util/file.hpp"
@@ -34,40 +31,6 @@ constexpr uint64_t kDirectAlign = 4096;           // O_DIRECT offset, length and
 
 uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-// XOR of every 8-byte word of [p, p + n); n is a multiple of 128. Eight independent 16-byte
-// accumulators (SSE2 is part of the x86-64 baseline the core library is compiled for) keep
-// enough loads in flight to saturate memory from one core.
-uint64_t xor_reduce(const std::byte* p, size_t n) {
-#if defined(__SSE2__)
-    __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    for (size_t i = 0; i < n; i += 128) {
-        const auto* v = reinterpret_cast<const __m128i*>(p + i);
-        a0 = _mm_xor_si128(a0, _mm_load_si128(v + 0));
-        a1 = _mm_xor_si128(a1, _mm_load_si128(v + 1));
-        a2 = _mm_xor_si128(a2, _mm_load_si128(v + 2));
-        a3 = _mm_xor_si128(a3, _mm_load_si128(v + 3));
-        a4 = _mm_xor_si128(a4, _mm_load_si128(v + 4));
-        a5 = _mm_xor_si128(a5, _mm_load_si128(v + 5));
-        a6 = _mm_xor_si128(a6, _mm_load_si128(v + 6));
-        a7 = _mm_xor_si128(a7, _mm_load_si128(v + 7));
-    }
-    const __m128i x = _mm_xor_si128(_mm_xor_si128(_mm_xor_si128(a0, a1), _mm_xor_si128(a2, a3)),
-                                    _mm_xor_si128(_mm_xor_si128(a4, a5), _mm_xor_si128(a6, a7)));
-    uint64_t halves[2];
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(halves), x);
-    return halves[0] ^ halves[1];
-#else
-    uint64_t a[8] = {};
-    for (size_t i = 0; i < n; i += 64)
-        for (size_t k = 0; k < 8; ++k) {
-            uint64_t w;
-            std::memcpy(&w, p + i + 8 * k, sizeof w);
-            a[k] ^= w;
-        }
-    return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
-#endif
-}
 
 // Distinct 8-byte words (a bijective mix of their index), so no two pages are alike.
 void fill_unique(std::byte* p, size_t n, uint64_t first_word) {
@@ -227,11 +190,30 @@ Expected<ReadOutcome> read_pieces(const OpenFiles& files, std::span<const Piece>
 }  // namespace
 
 Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, uint64_t bytes, int repeats) {
+    RamProbeOptions options;
+    options.bytes = bytes;
+    options.repeats = repeats;
+    return measure_ram_read_bandwidth(pool, options);
+}
+
+Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, const RamProbeOptions& options) {
+    const uint64_t bytes = options.bytes;
+    const int repeats = options.repeats;
     if (bytes < kSlice)
         return fail(ErrorKind::invalid_argument, "RAM read probe: the buffer must be at least 1 MiB, got " +
                                                      std::to_string(bytes) + " bytes");
     if (repeats < 1) return fail(ErrorKind::invalid_argument, "RAM read probe: repeats must be >= 1");
-    const size_t n_slices = static_cast<size_t>(bytes / kSlice);
+    if (options.streams.empty()) return fail(ErrorKind::invalid_argument, "RAM read probe: no stream count to try");
+    size_t unit = 1;  // every stream count must cut a stripe into whole slices
+    for (const size_t s : options.streams) {
+        if (s < 1 || s > 64) return fail(ErrorKind::invalid_argument, "RAM read probe: stream counts must be in 1..64");
+        unit = std::lcm(unit, s);
+    }
+    const XorReduceFn reduce = options.reduce != nullptr ? options.reduce : reference_kernels().xor_reduce;
+    const size_t threads = pool.size();
+    // One stripe per thread, a whole number of `unit` slices (at least one unit).
+    const size_t slices_per_thread = std::max<size_t>(1, static_cast<size_t>(bytes / kSlice) / (threads * unit)) * unit;
+    const size_t n_slices = slices_per_thread * threads;
     AlignedBuffer buffer;
     try {
         buffer = AlignedBuffer(n_slices * kSlice, 4096);
@@ -239,32 +221,51 @@ Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, uint64_t byt
         return fail(ErrorKind::resource, "RAM read probe: cannot allocate " + std::to_string(n_slices * kSlice) + " bytes");
     }
     std::byte* base = buffer.data();
-    // First touch by the same threads that read. Every word differs: pages of identical content
-    // can be merged by the hypervisor or KSM into one physical page, which the caches then serve
-    // at several times the real bandwidth (seen here with memset-filled buffers).
-    pool.parallel_for(n_slices, 1, [&](size_t b, size_t e) {
-        for (size_t s = b; s < e; ++s) fill_unique(base + s * kSlice, kSlice, s * (kSlice / 8));
+    const uint64_t stripe_bytes = slices_per_thread * kSlice;
+    // First touch by the thread that reads the stripe (its pages land on that thread's node).
+    // Every word differs: pages of identical content can be merged by the hypervisor or KSM into
+    // one physical page, which the caches then serve at several times the real bandwidth (seen
+    // here with memset-filled buffers).
+    pool.parallel_for(threads, 1, [&](size_t b, size_t e) {
+        for (size_t t = b; t < e; ++t)
+            fill_unique(base + t * stripe_bytes, stripe_bytes, t * (stripe_bytes / 8));
     });
-    std::vector<uint64_t> partial(n_slices, 0);
+    std::vector<uint64_t> partial(threads, 0);
     std::vector<double> rates;
     RamBandwidth out;
-    for (int r = 0; r < repeats; ++r) {
-        const auto t0 = Clock::now();
-        pool.parallel_for(n_slices, 1, [&](size_t b, size_t e) {
-            for (size_t s = b; s < e; ++s) partial[s] = xor_reduce(base + s * kSlice, kSlice);
-        });
-        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        uint64_t pass = 0;
-        for (uint64_t v : partial) pass ^= v;
-        out.checksum += pass;  // summed over passes: XOR would cancel an even number of them
-        rates.push_back(static_cast<double>(n_slices * kSlice) / std::max(seconds, 1e-9));
-    }
+    constexpr uint64_t kPiece = 4096;
+    for (int r = 0; r < repeats; ++r)
+        for (const size_t streams : options.streams) {
+            const uint64_t stream_bytes = stripe_bytes / streams;
+            const auto t0 = Clock::now();
+            // Every thread takes one stripe and reads its streams a piece each in turn.
+            pool.parallel_for(threads, 1, [&](size_t b, size_t e) {
+                for (size_t t = b; t < e; ++t) {
+                    const std::byte* stripe = base + t * stripe_bytes;
+                    uint64_t acc = 0;
+                    for (uint64_t at = 0; at < stream_bytes; at += kPiece)
+                        for (size_t s = 0; s < streams; ++s) acc ^= reduce(stripe + s * stream_bytes + at, kPiece);
+                    partial[t] = acc;
+                }
+            });
+            const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+            uint64_t pass = 0;
+            for (uint64_t v : partial) pass ^= v;
+            out.checksum += pass;  // summed over passes: XOR would cancel an even number of them
+            const double rate = static_cast<double>(n_slices * kSlice) / std::max(seconds, 1e-9);
+            if (rates.empty() || rate > out.bytes_per_s) {
+                out.bytes_per_s = rate;
+                out.streams = streams;
+            }
+            rates.push_back(rate);
+        }
     std::sort(rates.begin(), rates.end());
-    out.bytes_per_s = rates.back();
     out.median_bytes_per_s = rates[rates.size() / 2];
     out.buffer_bytes = n_slices * kSlice;
     out.repeats = repeats;
-    out.threads = pool.size();
+    out.passes = static_cast<int>(rates.size());
+    out.threads = threads;
+    out.loop = options.reduce != nullptr ? options.loop : std::string("reference");
     return out;
 }
 

@@ -17,14 +17,34 @@ struct RamBandwidth {
     double bytes_per_s = 0.0;   // best of the repeats
     double median_bytes_per_s = 0.0;
     uint64_t buffer_bytes = 0;
-    int repeats = 0;
+    int repeats = 0;            // rounds: one pass per stream count each
+    int passes = 0;             // every pass timed (the median is over these)
     size_t threads = 0;
+    size_t streams = 0;         // sequential streams per thread in the best pass
+    std::string loop = "reference";  // whose xor_reduce read (the kernels plugin's name)
     uint64_t checksum = 0;      // the reduction's result: keeps the reads observable
 };
 
-// Reads a `bytes` buffer (touched first, so its pages exist) with every thread of the pool,
-// `repeats` times, and reports the best pass. The reduction is an XOR over 16-byte loads with
-// independent accumulators, so the loop is bound by memory, not by a dependency chain.
+struct RamProbeOptions {
+    uint64_t bytes = uint64_t{1} << 30;  // well above any last-level cache
+    int repeats = 5;                     // passes per stream count; the best counts (a bound is not lowered by a hiccup)
+    // Stream counts per thread to try (each thread's stripe read as that many sequential streams,
+    // interleaved 4 KiB at a time). Which reads fastest depends on the memory system and on the
+    // load, so the probe tries each and keeps the best pass: a bound is what the best simple loop
+    // reaches, not what one chosen loop does.
+    std::vector<size_t> streams{1, 2, 4};
+    // The loop: the kernels plugin's xor_reduce (its widest loads), or the reference when null.
+    XorReduceFn reduce = nullptr;
+    std::string loop = "reference";      // who provides `reduce`, for the report
+};
+
+// Reads a buffer (touched first by the threads that read it, every word distinct) with every
+// thread of the pool at once, `repeats` rounds of one pass per stream count, and reports the best
+// pass. Each thread reads its own stripe as that many sequential streams, interleaved a 4 KiB
+// piece at a time, through `reduce`: an XOR over wide loads into independent accumulators, bound
+// by memory rather than by a dependency chain.
+STORMO_API Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, const RamProbeOptions& options);
+// The same with the reference loop and default streams (kept for callers without a kernel table).
 STORMO_API Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, uint64_t bytes = uint64_t{1} << 30,
                                                              int repeats = 5);
 

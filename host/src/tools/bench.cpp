@@ -42,6 +42,7 @@ Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& 
             case TensorRole::head:
                 head += info.nbytes;
                 has_head = true;
+                if (!info.shape.empty()) t.head_rows += static_cast<uint64_t>(std::max<int64_t>(info.shape[0], 0));
                 break;
             default: dense += info.nbytes; break;  // attention, norms, router, dense FFN, other
         }
@@ -49,6 +50,8 @@ Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& 
     // A tied head reads the whole embedding matrix; an untied one reads its own, plus one row of
     // the embedding for the token.
     t.dense_bytes = dense + t.embedding_row_bytes + (has_head ? head : embedding);
+    t.head_bytes = has_head ? head : embedding;
+    if (!has_head && t.embedding_row_bytes > 0) t.head_rows = embedding / t.embedding_row_bytes;
     const uint64_t expert_count = static_cast<uint64_t>(std::max(t.moe_layers, 0)) * std::max(t.n_experts, 0);
     if (expert_count > 0) t.expert_bytes = experts / expert_count;
     if (expert_count == 0 && experts > 0)
@@ -97,11 +100,13 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     // The first token is sampled from the prefill's logits: the store's counters at that moment
     // split prefill from decode.
     size_t tokens = 0;
+    ForwardTimes at_first_token;
     auto on_token = [&](int32_t) {
         if (request.on_progress) request.on_progress("decode", ++tokens, request.gen_tokens);
         if (!first) return;
         first = false;
         run.after_prefill = engine.store().stats();
+        at_first_token = engine.pipeline().times();
     };
     STORMO_TRY_ASSIGN(auto result, generate(engine.pipeline(), *session, gen, on_token));
     run.after = engine.store().stats();
@@ -109,6 +114,9 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     run.times.attention_seconds = t.attention_seconds - times_before.attention_seconds;
     run.times.moe_seconds = t.moe_seconds - times_before.moe_seconds;
     run.times.head_seconds = t.head_seconds - times_before.head_seconds;
+    run.decode_bounded_head_steps = t.bounded_head_steps - at_first_token.bounded_head_steps;
+    run.decode_head_rows_exact = t.head_rows_exact - at_first_token.head_rows_exact;
+    run.compact_head_bytes = engine.compact_head() ? engine.compact_head()->bytes() : 0;
     run.generated_tokens = result.tokens.size();
     if (run.generated_tokens != request.gen_tokens)
         return fail(ErrorKind::internal, "bench: generation stopped after " + std::to_string(run.generated_tokens) +
@@ -145,7 +153,18 @@ BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic,
 
     // Decode step i (1-based) runs at position prompt + i - 1 and attends over prompt + i positions.
     r.mean_decode_context = static_cast<double>(run.prompt_tokens) + (steps + 1.0) / 2.0;
-    r.bytes_touched_per_token = traffic.bytes_per_token(r.mean_decode_context);
+    // The head as read: a bounded step reads the compact copy whole plus its exact rows, a full
+    // step every row (counted by the pipeline, not estimated).
+    const double head_row_bytes =
+        traffic.head_rows > 0 ? static_cast<double>(traffic.head_bytes) / static_cast<double>(traffic.head_rows) : 0.0;
+    r.head_exact_rows_per_token = ratio(static_cast<double>(run.decode_head_rows_exact), steps);
+    r.head_bytes_read_per_token =
+        steps > 0.0 ? (static_cast<double>(run.decode_bounded_head_steps) * static_cast<double>(run.compact_head_bytes) +
+                       static_cast<double>(run.decode_head_rows_exact) * head_row_bytes) / steps
+                    : static_cast<double>(traffic.head_bytes);
+    const uint64_t full = traffic.bytes_per_token(r.mean_decode_context);
+    r.bytes_touched_per_token =
+        sub(full, traffic.head_bytes) + static_cast<uint64_t>(r.head_bytes_read_per_token + 0.5);
     r.memory_bound_tokens_per_s = ratio(ram.bytes_per_s, static_cast<double>(r.bytes_touched_per_token));
     r.memory_bound_ratio = ratio(r.decode_tokens_per_s, r.memory_bound_tokens_per_s);
     if (r.expert_bytes_read_per_token > 0.0 && disk.bytes_per_s > 0.0) {

@@ -27,6 +27,8 @@ struct DecodeTraffic {
     int n_experts = 0;
     int top_k = 0;
     uint64_t kv_bytes_per_position = 0;  // float32 K/V over every layer
+    uint64_t head_bytes = 0;           // the LM head matrix (the embedding when tied), in dense_bytes
+    uint64_t head_rows = 0;            // its rows (the vocabulary)
 
     uint64_t routed_bytes() const { return static_cast<uint64_t>(top_k) * expert_bytes * moe_layers; }
     // Bytes touched by a decode step attending over `context` positions (sliding windows are
@@ -62,6 +64,11 @@ struct BenchRun {
     ExpertStoreStats after_prefill;
     ExpertStoreStats after;
     ForwardTimes times;            // the pipeline's totals, this run only
+    // The head during the decode steps: steps read by bound, and the rows computed exactly over
+    // all decode steps (vocab per full-head step, the candidates per bounded step).
+    uint64_t decode_bounded_head_steps = 0;
+    uint64_t decode_head_rows_exact = 0;
+    uint64_t compact_head_bytes = 0;  // the compact copy a bounded step reads whole (0: none)
     uint64_t peak_rss_bytes = 0;   // after the run
 };
 
@@ -78,7 +85,9 @@ struct BenchReport {
     double expert_hit_rate = 0.0;              // decode steps
     double expert_bytes_read_per_token = 0.0;  // decode steps, misses and prefetches
     double read_wait_share = 0.0;              // of decode time
-    uint64_t bytes_touched_per_token = 0;
+    uint64_t bytes_touched_per_token = 0;      // what a decode token reads, the head as actually read
+    double head_bytes_read_per_token = 0.0;    // the compact copy plus the exact rows, or the whole head
+    double head_exact_rows_per_token = 0.0;
     double mean_decode_context = 0.0;
     double memory_bound_tokens_per_s = 0.0;
     std::optional<double> disk_bound_tokens_per_s;

@@ -156,11 +156,22 @@ Expected<KernelBenchReport> run_kernel_bench(const std::vector<BenchKernels>& ke
         if (t == 0) return fail(ErrorKind::invalid_argument, "bench-kernels: a thread count must be positive");
         auto& pool = pools[t];
         if (!pool) pool = std::make_unique<WorkerPool>(t);
-        auto ram = measure_ram_read_bandwidth(*pool, o.ram_probe_bytes, o.ram_repeats);
+        RamProbeOptions probe;
+        probe.bytes = o.ram_probe_bytes;
+        probe.repeats = o.ram_repeats;
+        probe.streams = o.ram_streams;
+        // The widest loop among the tables measured: the probe must read as fast as this CPU can.
+        for (const BenchKernels& k : kernels)
+            if (k.table != nullptr && k.table->xor_reduce != nullptr && k.table->xor_reduce != reference_kernels().xor_reduce) {
+                probe.reduce = k.table->xor_reduce;
+                probe.loop = k.name;
+            }
+        auto ram = measure_ram_read_bandwidth(*pool, probe);
         if (!ram) return tl::unexpected(ram.error());
         ram_rate[t] = ram->bytes_per_s;
         report.ram.push_back(*ram);
     }
+    if (o.ram_only) return report;
     Random rng{o.seed * 0x9E3779B97F4A7C15ull + 1};
     const size_t max_n_x = *std::max_element(o.n_x.begin(), o.n_x.end());
     std::vector<float> x(max_n_x * o.cols);

@@ -43,6 +43,8 @@ struct KernelBenchOptions {
     int windows = 3;                     // the median window's rate is reported
     uint64_t ram_probe_bytes = uint64_t{512} << 20;
     int ram_repeats = 5;
+    std::vector<size_t> ram_streams{1, 2, 4};  // stream counts per thread the RAM probe tries
+    bool ram_only = false;               // measure the RAM probe only (scripts/memory-bound-check.sh)
     uint64_t seed = 1;
 };
 

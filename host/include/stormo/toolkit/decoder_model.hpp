@@ -24,6 +24,7 @@ public:
     Expected<void> embed(std::span<const int32_t> tokens, Rows out) const override;
     void norm(NormSite site, int layer, const Rows& in, Rows out) const override;
     void head(const Rows& normed, Rows logits) const override;
+    const WeightView* head_weight() const override { return &embedding_.head; }
 
 protected:
     // `who` names the family in errors.

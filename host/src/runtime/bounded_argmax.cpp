@@ -1,0 +1,161 @@
+// The proof that the chosen token is the full head's (docs/head_bound.md has it at length).
+//
+// Notation: row o of the head decodes to floats w (the values every kernel multiplies), the
+// compact copy holds q (int8) and s (float) with e = w - s q, and x is the activation row. The
+// full head's logit is L = fl(sum_i w_i x_i), a float sum in the kernel's own order. The cheap
+// pass gives y = fl(sum_i q_i x_i) in any order, and approx = s * y is exact in double (two
+// floats' product needs 48 significant bits). Then
+//   |L - approx| <= |L - w.x| + |w.x - s q.x| + s |q.x - y|
+// and each part is bounded by a quantity we have:
+//  1. exact rounding: any evaluation of a dot product of n terms (any summation tree, products
+//     rounded or fused, zero-padded vector lanes) passes each term through at most k = 2n + 64
+//     roundings of relative size <= u = 2^-24, so |L - w.x| <= gamma_k sum |w_i x_i| with
+//     gamma_k = k u / (1 - k u) (Higham, Accuracy and Stability, 3.1 and 3.5), plus an absolute
+//     2^-150 per operation that lands among the subnormals (at most 3n operations, counted as
+//     3n * 2^-149). sum |w_i x_i| <= ||w||_2 ||x||_2 <= (s ||q||_2 + ||e||_2) ||x||_2.
+//  2. quantization: |e.x| <= min(max|e_i| ||x||_1, ||e||_2 ||x||_2) (Hoelder, Cauchy-Schwarz).
+//  3. cheap rounding: as in 1, s |q.x - y| <= s (gamma_k ||q||_2 ||x||_2 + 3n 2^-149).
+// No overflow can occur in the exact evaluation when (1 + gamma_k) ||w||_2 ||x||_2 < 2^128; the
+// bound is declared infinite (the row is always computed) from 2^100 on, so every skipped row
+// has a finite exact logit, as the full head's finite check requires.
+// The bound is evaluated in double: each operation rounds by at most 2^-53 of a value no larger
+// than |approx| + bound, and adding 2^-45 (|approx| + bound) covers the few of them.
+// Selection: with lo_o = approx_o - B_o and hi_o = approx_o + B_o, let best = max lo_o. The
+// full head's argmax t (lowest index among the largest) has L_t >= L_best >= best, and
+// hi_t >= L_t, so t is among the rows with hi_o >= best; every other row has L_o <= hi_o < best
+// <= L_t, so it can neither beat t nor tie with it. The exact logits of the candidates, scanned
+// in ascending index with the strict > of stormo::argmax, therefore give t.
+#include "runtime/bounded_argmax.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace stormo {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double gamma_k(size_t cols) {
+    const double ku = static_cast<double>(2 * cols + 64) * 0x1p-24;
+    return ku / (1.0 - ku) * (1.0 + 0x1p-40);
+}
+
+// Upper bounds of ||x||_1 and ||x||_2, summed in double: |x_i| and x_i^2 are exact in double, and
+// n additions round by at most n 2^-53 relative, covered by the (1 + (n + 4) 2^-50) factor.
+void norms(const float* x, size_t n, double& l1, double& l2) {
+    double a = 0.0, b = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        const double v = x[i];
+        a += std::fabs(v);
+        b += v * v;
+    }
+    const double inflate = 1.0 + static_cast<double>(n + 4) * 0x1p-50;
+    l1 = a * inflate;
+    l2 = std::sqrt(b) * inflate;
+}
+
+MatmulFn exact_kernel(const Compute& c, const WeightView& w) {
+    // The choice stormo::matmul makes on the float road (unsupported() excluded the other road).
+    const size_t f = static_cast<size_t>(w.format), l = static_cast<size_t>(w.layout);
+    if (c.table != nullptr && c.table->matmul[f][l] != nullptr) return c.table->matmul[f][l];
+    return reference_kernels().matmul[f][l];
+}
+
+constexpr size_t kRowUnit = 64;  // cheap-pass rows per unit of pool work
+
+}  // namespace
+
+namespace {
+
+// row_error_bound with gamma_k(cols) computed once per step rather than once per row.
+inline double bound_of(const CompactRowBound& b, double approx, double x_l1, double x_l2, double gamma, double tiny) {
+    if (!std::isfinite(approx)) return kInf;
+    const double s = b.scale;
+    const double w_l2 = s * b.q_l2 + b.err_l2;  // >= ||w||_2
+    if (!(w_l2 * x_l2 < 0x1p100)) return kInf;   // non-finite weights, or an overflow is possible
+    const double quantization = std::min(b.err_max * x_l1, b.err_l2 * x_l2);
+    const double rounding = gamma * (s * b.q_l2 + w_l2) * x_l2 + (1.0 + s) * tiny;
+    const double bound = quantization + rounding;
+    return bound + 0x1p-45 * (std::fabs(approx) + bound);
+}
+
+// The subnormal operations' share: at most 3n operations of 2^-150 each, counted as 3n 2^-149.
+double subnormal_term(size_t cols) { return 3.0 * static_cast<double>(cols) * 0x1p-149; }
+
+}  // namespace
+
+double row_error_bound(const CompactRowBound& b, double approx, double x_l1, double x_l2, size_t cols) {
+    return bound_of(b, approx, x_l1, x_l2, gamma_k(cols), subnormal_term(cols));
+}
+
+Expected<BoundedArgmax> bounded_argmax(const CompactHead& compact, const WeightView& head, const Compute& compute,
+                                       const float* x) {
+    const size_t rows = compact.rows(), cols = compact.cols();
+    if (head.rows != rows || head.cols != cols)
+        return fail(ErrorKind::internal, "bounded head: the compact copy's shape differs from the head's");
+    const DotRowsI8Fn cheap = compute.table != nullptr && compute.table->dot_rows_i8 != nullptr
+                                  ? compute.table->dot_rows_i8
+                                  : reference_kernels().dot_rows_i8;
+    double x_l1 = 0.0, x_l2 = 0.0;
+    norms(x, cols, x_l1, x_l2);
+    const double gamma = gamma_k(cols), tiny = subnormal_term(cols);
+
+    // Pass 1 (the cheap one, over the pool): every row's interval; the best lower bound per chunk.
+    std::vector<float> y(rows);
+    std::vector<double> hi(rows);
+    std::mutex best_mutex;
+    double best = -kInf;
+    auto cheap_rows = [&](size_t unit_begin, size_t unit_end) {
+        const size_t begin = unit_begin * kRowUnit, end = std::min(unit_end * kRowUnit, rows);
+        cheap(compact.q(), cols, x, y.data(), begin, end);
+        double chunk_best = -kInf;
+        for (size_t o = begin; o < end; ++o) {
+            const CompactRowBound& b = compact.bound(o);
+            const double approx = static_cast<double>(b.scale) * y[o];
+            const double bound = bound_of(b, approx, x_l1, x_l2, gamma, tiny);
+            if (bound == kInf) {
+                hi[o] = kInf;
+                continue;
+            }
+            hi[o] = approx + bound;
+            chunk_best = std::max(chunk_best, approx - bound);
+        }
+        std::lock_guard<std::mutex> lock(best_mutex);
+        best = std::max(best, chunk_best);
+    };
+    const size_t units = (rows + kRowUnit - 1) / kRowUnit;
+    if (compute.pool != nullptr) compute.pool->parallel_for(units, 1, cheap_rows);
+    else cheap_rows(0, units);
+
+    // Pass 2: the candidates, in ascending order, and their exact logits.
+    std::vector<uint32_t> candidates;
+    for (size_t o = 0; o < rows; ++o)
+        if (hi[o] >= best) candidates.push_back(static_cast<uint32_t>(o));
+    const MatmulFn exact = exact_kernel(compute, head);
+    // y is reused as the exact logits' home: the kernel writes y[o] for the one output o.
+    auto exact_rows = [&](size_t begin, size_t end) {
+        for (size_t k = begin; k < end; ++k) exact(head, x, 1, cols, y.data(), rows, candidates[k], candidates[k] + 1);
+    };
+    if (compute.pool != nullptr && candidates.size() > 32) compute.pool->parallel_for(candidates.size(), 16, exact_rows);
+    else exact_rows(0, candidates.size());
+
+    BoundedArgmax out;
+    out.exact_rows = candidates.size();
+    bool first = true;
+    for (const uint32_t o : candidates) {
+        if (!std::isfinite(y[o])) {
+            out.finite = false;
+            return out;
+        }
+        if (first || y[o] > y[static_cast<size_t>(out.token)]) out.token = static_cast<int32_t>(o);
+        first = false;
+    }
+    if (first) return fail(ErrorKind::internal, "bounded head: no candidate row (a bound was computed wrongly)");
+    return out;
+}
+
+}  // namespace stormo
