@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The race against llama.cpp on the same weights, in the same run, on an otherwise idle machine:
+# stormo on a safetensors checkpoint, llama.cpp on the GGUF that llama.cpp's own converter made
+# from it, both with the same thread count, prefill 64 tokens and decode 32, then a table of both
+# engines' figures, their ratios, and the RAM read bound of this run.
+#
+#   scripts/race-llamacpp.sh STORMO LLAMA_BIN_DIR MODEL_DIR MODEL.gguf [THREADS] [REPEATS]
+#
+# STORMO: the stormo binary; LLAMA_BIN_DIR: a llama.cpp build's bin/ (llama-bench); MODEL_DIR:
+# e.g. `stormo synth --preset gpt-oss-20b --out MODEL_DIR`; MODEL.gguf: convert_hf_to_gguf.py's
+# output for MODEL_DIR (MXFP4 experts kept as MXFP4, the rest as stored). THREADS defaults to 2,
+# REPEATS (runs per engine and road, interleaved; medians reported) to 3.
+# stormo runs on the exact float road (default) and on the int8 road (`--activations int8`), greedy,
+# with the head read by bound (its default); llama.cpp with its defaults (`-lm none`: weights read
+# into RAM, as stormo does with every expert resident).
+set -euo pipefail
+
+if [ $# -lt 4 ]; then
+    sed -n '2,16p' "$0" >&2
+    exit 2
+fi
+STORMO=$1 LLAMA=$2 MODEL=$3 GGUF=$4 THREADS=${5:-2} REPEATS=${6:-3}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+for r in $(seq 1 "$REPEATS"); do
+    echo "race: round $r of $REPEATS" >&2
+    "$LLAMA/llama-bench" -m "$GGUF" -p 64 -n 32 -t "$THREADS" -r 1 -lm none -o json > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
+    "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" --json > "$OUT/f32.$r.json" 2> "$OUT/f32.$r.err"
+    "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" --activations int8 --json > "$OUT/int8.$r.json" 2> "$OUT/int8.$r.err"
+done
+grep -h "build_commit\|build_number" "$OUT"/llama.1.json | head -2 >&2 || true
+
+/usr/bin/env python3 - "$OUT" "$REPEATS" <<'PY'
+import json, statistics, sys
+out, repeats = sys.argv[1], int(sys.argv[2])
+def load(name, r): return json.load(open(f"{out}/{name}.{r}.json"))
+med = statistics.median
+llama_pp, llama_tg, llama_commit = [], [], ""
+for r in range(1, repeats + 1):
+    for t in load("llama", r):
+        llama_commit = f"{t.get('build_number', '?')} ({t.get('build_commit', '?')})"
+        (llama_pp if t["n_prompt"] > 0 else llama_tg).append(t["avg_ts"])
+rows = {}
+for road in ("f32", "int8"):
+    runs = [load(road, r) for r in range(1, repeats + 1)]
+    rows[road] = {k: med(x[k] for x in runs) for k in ("prefill_tokens_per_s", "decode_tokens_per_s",
+                  "memory_bound_tokens_per_s", "peak_rss_bytes")}
+    rows[road]["bytes_per_token"] = med(x["bytes_touched_per_token"] for x in runs)
+    rows[road]["head_bytes"] = med(x.get("head_bytes_read_per_token", 0) for x in runs)
+    rows[road]["ram_gbs"] = med(x.get("ram_read_bytes_per_s", 0) for x in runs) / 1e9
+lp, lt = med(llama_pp), med(llama_tg)
+print(f"llama.cpp {llama_commit}; medians of {repeats} interleaved runs")
+print("| engine | prefill tok/s | decode tok/s | prefill vs llama.cpp | decode vs llama.cpp | decode / memory bound | peak RSS GiB |")
+print("|---|---|---|---|---|---|---|")
+print(f"| llama.cpp | {lp:.2f} | {lt:.2f} | 1.00 | 1.00 | | |")
+for road, name in (("f32", "stormo, float road (exact)"), ("int8", "stormo, int8 road")):
+    r = rows[road]
+    print(f"| {name} | {r['prefill_tokens_per_s']:.2f} | {r['decode_tokens_per_s']:.2f} | "
+          f"{r['prefill_tokens_per_s'] / lp:.2f}x | {r['decode_tokens_per_s'] / lt:.2f}x | "
+          f"{r['decode_tokens_per_s'] / r['memory_bound_tokens_per_s']:.2f} | {r['peak_rss_bytes'] / 2**30:.2f} |")
+for road in ("f32", "int8"):
+    r = rows[road]
+    print(f"{road}: {r['bytes_per_token'] / 1e9:.3f} GB read per token (head {r['head_bytes'] / 1e9:.3f} GB), "
+          f"RAM probe {r['ram_gbs']:.1f} GB/s, memory bound {r['memory_bound_tokens_per_s']:.2f} tok/s")
+PY
