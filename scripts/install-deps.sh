@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev
   libsimdjson-dev libsimde-dev libssl-dev libonig-dev libutf8proc-dev
   clang libclang-rt-14-dev  # the libFuzzer harnesses (tests/fuzz), run briefly by ctest
-  chromium  # the serve chat page's test drives it headless (tests/page)
+  chromium  # the serve chat page's test drives it headless (tests/serve/chat_page.test.mjs)
 )
 missing=()
 for p in "${packages[@]}"; do

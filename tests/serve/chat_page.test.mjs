@@ -2,46 +2,23 @@
 // demo model: it loads with no request leaving the server's origin, streams an answer, folds the
 // reasoning, and shows a refused request in the answer's place. Writes a screenshot beside the build.
 //
-// node --test chat_page.test.mjs  with  STORMO_CLI, STORMO_MODEL, STORMO_PAGE_NODE_DIR (where
-// `npm ci` put puppeteer-core), STORMO_SCREENSHOT_DIR (where chat_page.png and
-// chat_page_reasoning.png go), CHROMIUM (default /usr/bin/chromium).
+// Run by ctest as serve.chat_page, with the serve suites' environment (support.mjs) plus
+// STORMO_SCREENSHOT_DIR (where chat_page.png and chat_page_reasoning.png go) and CHROMIUM.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
 
-const require = createRequire(path.join(process.env.STORMO_PAGE_NODE_DIR, "package.json"));
+import { startServer } from "./support.mjs";
+
+const require = createRequire(path.join(process.env.STORMO_NODE_MODULES, "index.js"));
 const puppeteer = require("puppeteer-core");
 
 let server, browser, base;
 
-// Starts `stormo serve --port 0` and reads the port it printed; resolves once /health is 200.
-async function startServer() {
-  const child = spawn(process.env.STORMO_CLI, ["serve", "--model", process.env.STORMO_MODEL, "--port", "0"], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  const port = await new Promise((resolve, reject) => {
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(stderr);
-      if (m) resolve(Number(m[1]));
-    });
-    child.on("exit", (code) => reject(new Error(`stormo serve exited (${code}) before listening: ${stderr}`)));
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60000;
-  for (;;) {
-    const r = await fetch(url + "/health").catch(() => null);
-    if (r && r.ok) return { child, url };
-    if (Date.now() > deadline) throw new Error("/health never became 200: " + stderr);
-    await new Promise((res) => setTimeout(res, 50));
-  }
-}
-
 before(async () => {
-  ({ child: server, url: base } = await startServer());
+  server = await startServer();
+  base = server.base;
   browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
@@ -51,10 +28,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  if (server) {
-    server.kill("SIGTERM");
-    await new Promise((r) => server.once("exit", r));
-  }
+  if (server) await server.stop();
 });
 
 async function screenshot(page, name) {
