@@ -196,6 +196,9 @@ TEST(Bench, ReportArithmetic) {
     run.before.hits = 3;
     run.after_prefill = {.hits = 13, .misses = 10, .bytes_read = 1000, .read_wait_seconds = 0.5};
     run.after = {.hits = 43, .misses = 20, .bytes_read = 5000, .read_wait_seconds = 1.0};
+    run.decode_times.attention_seconds = 0.4;
+    run.decode_times.moe_seconds = 1.2;
+    run.decode_times.head_seconds = 0.2;
     DecodeTraffic traffic;
     traffic.dense_bytes = 100;
     traffic.expert_bytes = 10;
@@ -214,6 +217,11 @@ TEST(Bench, ReportArithmetic) {
     EXPECT_DOUBLE_EQ(r.expert_hit_rate, 0.75);         // 30 hits, 10 misses
     EXPECT_DOUBLE_EQ(r.expert_bytes_read_per_token, 1000.0);
     EXPECT_DOUBLE_EQ(r.read_wait_share, 0.25);
+    // 4 steps in 2 s: per step 0.1 attention, 0.3 FFN, 0.05 head, and the 0.05 left over.
+    EXPECT_DOUBLE_EQ(r.decode_step.attention, 0.1);
+    EXPECT_DOUBLE_EQ(r.decode_step.ffn, 0.3);
+    EXPECT_DOUBLE_EQ(r.decode_step.head, 0.05);
+    EXPECT_NEAR(r.decode_step.other, 0.05, 1e-15);
     EXPECT_DOUBLE_EQ(r.mean_decode_context, 12.5);     // steps attend over 11, 12, 13, 14 positions
     EXPECT_EQ(r.bytes_touched_per_token, 100u + 40u + 12u);
     EXPECT_DOUBLE_EQ(r.memory_bound_tokens_per_s, 1000.0 / 152.0);
@@ -247,6 +255,14 @@ TEST(Bench, RunGeneratesExactlyTheTokensAsked) {
     EXPECT_LE(prefill, 12u * 4u * 2u);
     EXPECT_EQ(decode, 4u * 4u * 2u);
     EXPECT_GT(run->peak_rss_bytes, 0u);
+    // The decode steps' stage times are part of the run's and of the decode time.
+    EXPECT_GT(run->decode_times.attention_seconds, 0.0);
+    EXPECT_GT(run->decode_times.moe_seconds, 0.0);
+    EXPECT_GT(run->decode_times.head_seconds, 0.0);
+    EXPECT_LE(run->decode_times.attention_seconds, run->times.attention_seconds);
+    EXPECT_LE(run->decode_times.moe_seconds, run->times.moe_seconds);
+    EXPECT_LE(run->decode_times.attention_seconds + run->decode_times.moe_seconds + run->decode_times.head_seconds,
+              run->decode_seconds);
 
     auto too_short = run_bench(*engine, BenchRequest{4, 1, 0, {}});
     ASSERT_FALSE(too_short.has_value());
@@ -288,6 +304,13 @@ TEST(Bench, JsonHasEveryContractKey) {
     EXPECT_EQ(number(j, "gen_tokens"), 4.0);
     EXPECT_EQ(number(j, "prompt_tokens"), 8.0);
     EXPECT_EQ(number(j, "threads"), 2.0);
+    double step = 0.0;
+    for (const char* key : {"decode_step_attention_seconds", "decode_step_ffn_seconds", "decode_step_head_seconds",
+                            "decode_step_other_seconds"}) {
+        EXPECT_GE(number(j, key), 0.0) << key;
+        step += number(j, key);
+    }
+    EXPECT_NEAR(step, 1.0 / number(j, "decode_tokens_per_s"), 1e-9);  // the parts make the whole step
     // The disk bound exists only when decoding read from disk.
     for (const char* key : {"disk_bound_tokens_per_s", "disk_bound_ratio"}) {
         const Json* v = j.find(key);

@@ -104,6 +104,10 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("attention_seconds", run.times.attention_seconds)
         .field("moe_seconds", run.times.moe_seconds)
         .field("head_seconds", run.times.head_seconds)
+        .field("decode_step_attention_seconds", r.decode_step.attention)
+        .field("decode_step_ffn_seconds", r.decode_step.ffn)
+        .field("decode_step_head_seconds", r.decode_step.head)
+        .field("decode_step_other_seconds", r.decode_step.other)
         .field("peak_rss_bytes", run.peak_rss_bytes)
         .field("dense_resident_bytes", engine.dense_bytes())
         .field("expert_resident_bytes", engine.store().resident_bytes())
@@ -176,6 +180,16 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
     if (run.compact_head_bytes > 0)
         row("", "", "compact copy " + bytes_text(static_cast<double>(run.compact_head_bytes)) + " + " +
                         fixed(r.head_exact_rows_per_token, 1) + " exact rows/token");
+    {
+        const DecodeStepTime& split = r.decode_step;
+        const double step = split.attention + split.ffn + split.head + split.other;
+        auto part = [step](const char* name, double seconds) {
+            return std::string(name) + " " + fixed(seconds * 1e3, 2) + " ms (" + percent(step > 0 ? seconds / step : 0.0) + ")";
+        };
+        row("decode step time", fixed(step * 1e3, 2) + " ms",
+            part("attention", split.attention) + ", " + part("FFN/experts", split.ffn));
+        row("", "", part("head", split.head) + ", " + part("other", split.other));
+    }
     row("RAM read bandwidth", gbps(probes.ram.bytes_per_s),
         std::to_string(probes.ram.threads) + " threads x " + std::to_string(probes.ram.streams) + " streams (best), " +
             probes.ram.loop + " loop, best of " + std::to_string(probes.ram.passes) + " passes");

@@ -114,6 +114,9 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     run.times.attention_seconds = t.attention_seconds - times_before.attention_seconds;
     run.times.moe_seconds = t.moe_seconds - times_before.moe_seconds;
     run.times.head_seconds = t.head_seconds - times_before.head_seconds;
+    run.decode_times.attention_seconds = t.attention_seconds - at_first_token.attention_seconds;
+    run.decode_times.moe_seconds = t.moe_seconds - at_first_token.moe_seconds;
+    run.decode_times.head_seconds = t.head_seconds - at_first_token.head_seconds;
     run.decode_bounded_head_steps = t.bounded_head_steps - at_first_token.bounded_head_steps;
     run.decode_head_rows_exact = t.head_rows_exact - at_first_token.head_rows_exact;
     run.compact_head_bytes = engine.compact_head() ? engine.compact_head()->bytes() : 0;
@@ -134,6 +137,14 @@ BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic,
     const double steps = static_cast<double>(run.decode_steps);
     r.prefill_tokens_per_s = ratio(static_cast<double>(run.prompt_tokens), run.prefill_seconds);
     r.decode_tokens_per_s = ratio(steps, run.decode_seconds);
+    if (steps > 0) {
+        const ForwardTimes& d = run.decode_times;
+        r.decode_step.attention = d.attention_seconds / steps;
+        r.decode_step.ffn = d.moe_seconds / steps;
+        r.decode_step.head = d.head_seconds / steps;
+        r.decode_step.other =
+            std::max(0.0, run.decode_seconds - d.attention_seconds - d.moe_seconds - d.head_seconds) / steps;
+    }
 
     const ExpertStoreStats& a = run.before;
     const ExpertStoreStats& p = run.after_prefill;

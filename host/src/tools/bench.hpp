@@ -64,6 +64,7 @@ struct BenchRun {
     ExpertStoreStats after_prefill;
     ExpertStoreStats after;
     ForwardTimes times;            // the pipeline's totals, this run only
+    ForwardTimes decode_times;     // the same over the decode steps alone (after the first token)
     // The head during the decode steps: steps read by bound, and the rows computed exactly over
     // all decode steps (vocab per full-head step, the candidates per bounded step).
     uint64_t decode_bounded_head_steps = 0;
@@ -78,9 +79,21 @@ STORMO_API Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& requ
 
 // Every figure `stormo bench` prints; nullopt where a figure has no meaning (no misses: no disk
 // bound).
+// Where a decode step's time goes, in seconds per step: attention (with its norm), the FFN or
+// experts (with their norm: routing, expert reads waited for, expert matmuls, the reduce), the
+// head (final norm and logits or the bounded argmax), and the rest (embedding, residual adds,
+// finiteness checks, sampling).
+struct DecodeStepTime {
+    double attention = 0.0;
+    double ffn = 0.0;
+    double head = 0.0;
+    double other = 0.0;
+};
+
 struct BenchReport {
     double prefill_tokens_per_s = 0.0;
     double decode_tokens_per_s = 0.0;
+    DecodeStepTime decode_step;
     double prefill_expert_hit_rate = 0.0;
     double expert_hit_rate = 0.0;              // decode steps
     double expert_bytes_read_per_token = 0.0;  // decode steps, misses and prefetches
