@@ -72,6 +72,13 @@ TEST(GgufDequantErrors, RefusesPartialBlocksAndTypesWithoutADequantizer) {
     EXPECT_THAT(iq.error().message, HasSubstr("IQ2_XXS has no reference dequantizer"));
 }
 
+// Found by the fuzz harness: an F32 tensor with a zero dimension reached memcpy with null
+// pointers (undefined even for zero bytes). No values is a success that touches nothing.
+TEST(GgufDequantErrors, NoValuesTouchesNothing) {
+    for (GgufType t : {GgufType::F32, GgufType::F16, GgufType::Q8_0, GgufType::Q6_K})
+        EXPECT_TRUE(dequantize_gguf(t, nullptr, 0, nullptr)) << gguf_type_name(t);
+}
+
 TEST(GgufTypes, LayoutsAreGgmls) {
     // A few sizes from ggml-common.h, so a typo in the table cannot pass unnoticed.
     EXPECT_EQ(gguf_type_info(12)->block_bytes, 144u);  // Q4_K

@@ -137,6 +137,9 @@ Expected<void> dequantize_gguf(GgufType type, const std::byte* blocks, size_t n_
         return fail(ErrorKind::invalid_argument, "dequantize: " + std::to_string(n_values) + " values are not a whole number of " +
                                                      std::string(info->name) + " blocks of " +
                                                      std::to_string(info->block_values));
+    // A tensor with a zero dimension has no bytes and may come with null pointers (an empty
+    // vector's data()), which memcpy must not be given even for zero bytes.
+    if (n_values == 0) return {};
     switch (type) {
         case GgufType::F32:
             std::memcpy(out, blocks, n_values * 4);
