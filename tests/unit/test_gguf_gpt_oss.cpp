@@ -284,6 +284,24 @@ TEST(GgufSource, RefusesArchitecturesWithoutAMappingAndMissingKeys) {
     EXPECT_THAT(b.error().message, HasSubstr("bare.gguf: key \"gpt-oss.embedding_length\" must be a non-negative integer, found string"));
 }
 
+// Reads come out of the dequantized tensors, bounded by each tensor's size.
+TEST(GgufSource, ReadsAreBoundedByTheTensor) {
+    auto source = open_gguf_source(gguf_path("gpt_oss-f16.gguf"));
+    ASSERT_TRUE(source) << source.error().message;
+    const TensorInfo* norm = (*source)->find("model.norm.weight");
+    ASSERT_NE(norm, nullptr);
+    EXPECT_EQ(norm->dtype, DType::F32);
+    EXPECT_EQ(norm->nbytes, 64u * sizeof(float));
+    std::vector<float> v(16);
+    EXPECT_TRUE((*source)->read(*norm, 48 * sizeof(float), 16 * sizeof(float), v.data()));
+    auto past = (*source)->read(*norm, 49 * sizeof(float), 16 * sizeof(float), v.data());
+    ASSERT_FALSE(past);
+    EXPECT_THAT(past.error().message, HasSubstr("tensor \"model.norm.weight\": read of 64 bytes at offset 196 runs past"));
+    TensorInfo stranger = *norm;
+    stranger.name = "model.layers.99.mlp.router.weight";
+    EXPECT_FALSE((*source)->read(stranger, 0, 4, v.data()));
+}
+
 // A tensor whose shape disagrees with the metadata is refused by name before anything runs.
 TEST(GgufSource, RefusesATensorOfTheWrongShape) {
     auto file = GgufFile::open(gguf_path("gpt_oss-f16.gguf"));

@@ -164,6 +164,24 @@ TEST(GgufReader, RefusesBadValueTypes) {
     EXPECT_THAT(parse_error(e.bytes()), HasSubstr("key 0 is empty"));
 }
 
+// Integers read as numbers only when a double holds them exactly. Found by the fuzz harness: a
+// u64 just below 2^63 became the double 2^63, and casting that back to int64 was undefined.
+TEST(GgufReader, IntegersAreNumbersOnlyWhenExact) {
+    GgufBuilder b;
+    b.kv_u64("big", static_cast<uint64_t>(INT64_MAX)).kv_u64("exact", uint64_t{1} << 53).kv_raw("neg", test::kI64, [] {
+        std::string e;
+        test::put_raw(e, INT64_MIN);
+        return e;
+    }());
+    const std::string bytes = b.bytes();
+    auto h = parse_gguf(as_bytes(bytes), "model.gguf");
+    ASSERT_TRUE(h) << h.error().message;
+    EXPECT_FALSE(h->find("big")->as_float());
+    EXPECT_EQ(*h->find("big")->as_int(), INT64_MAX);
+    EXPECT_EQ(*h->find("exact")->as_float(), 0x1p53);
+    EXPECT_EQ(*h->find("neg")->as_float(), -0x1p63);
+}
+
 TEST(GgufReader, RefusesBadAlignment) {
     GgufBuilder b = valid_builder();
     b.kv_u64("general.alignment", 32);

@@ -61,8 +61,10 @@ std::optional<double> floating_at(GgufValueType t, const std::byte* p) {
     if (t == GgufValueType::f32) return load<float>(p);
     if (t == GgufValueType::f64) return load<double>(p);
     if (auto i = integer_at(t, p)) {
+        // Only integers a double holds exactly. Near INT64_MAX the double rounds up to 2^63, which
+        // int64 cannot hold: casting it back would be undefined, so the range is checked first.
         const auto d = static_cast<double>(*i);
-        if (static_cast<int64_t>(d) == *i) return d;  // only integers a double holds exactly
+        if (d < 0x1p63 && static_cast<int64_t>(d) == *i) return d;
     }
     return std::nullopt;
 }

@@ -1,7 +1,6 @@
 // GGUF split models; see gguf_split.hpp.
 #include "model/gguf_split.hpp"
 
-#include <charconv>
 #include <cstdio>
 
 #include "util/quote.hpp"
