@@ -14,9 +14,10 @@ namespace {
 // The constant transformers uses in the gate's sigmoid (GptOssExperts.alpha).
 constexpr float kSwigluAlpha = 1.702f;
 
-// Non-quantized expert tensors are BF16 in every GPT-OSS checkpoint (see gpt_oss_model.cpp).
-const std::vector<DType> kDenseDtypes = {DType::BF16};
-const std::vector<DType> kBiasDtypes = {DType::BF16};
+// Non-quantized expert tensors are BF16 in every GPT-OSS checkpoint, F32 from a GGUF file
+// dequantized on load (see gpt_oss_model.cpp).
+const std::vector<DType> kDenseDtypes = {DType::BF16, DType::F32};
+const std::vector<DType> kBiasDtypes = {DType::BF16, DType::F32};
 constexpr int64_t kMxfp4Block = 32;  // values per E8M0 scale
 constexpr int64_t kMxfp4Bytes = 16;  // bytes per block (two E2M1 nibbles a byte)
 
@@ -65,9 +66,10 @@ bool expert_matrices(const ExpertView& e, bool mxfp4, size_t hidden, size_t inte
     if (!has_dtype(p[dense_gate_up], kDenseDtypes) || !has_dtype(p[dense_down], kDenseDtypes)) return false;
     if (!has_dtype(p[dense_gate_up_bias], kBiasDtypes) || !has_dtype(p[dense_down_bias], kBiasDtypes)) return false;
     // transformers stores these [in, out]: row i holds input i's weight for every output.
-    m.gate_up = WeightView{WeightFormat::BF16, Layout::in_out, p[dense_gate_up].data, nullptr,
+    const auto format = [](const ExpertPart& part) { return part.dtype == DType::F32 ? WeightFormat::F32 : WeightFormat::BF16; };
+    m.gate_up = WeightView{format(p[dense_gate_up]), Layout::in_out, p[dense_gate_up].data, nullptr,
                            2 * inter, hidden};
-    m.down = WeightView{WeightFormat::BF16, Layout::in_out, p[dense_down].data, nullptr, hidden, inter};
+    m.down = WeightView{format(p[dense_down]), Layout::in_out, p[dense_down].data, nullptr, hidden, inter};
     m.gate_up_bias = &p[dense_gate_up_bias];
     m.down_bias = &p[dense_down_bias];
     return true;

@@ -11,11 +11,12 @@
 namespace stormo::gpt_oss {
 namespace {
 
-// Every GPT-OSS checkpoint stores its non-quantized tensors in BF16; another dtype means a
-// different (or damaged) checkpoint and is refused by name.
-const std::vector<DType> kBf16 = {DType::BF16};
+// Every GPT-OSS checkpoint stores its non-quantized tensors in BF16; a GGUF file is dequantized
+// to F32 on load (host/src/model/gguf_source.hpp). Another dtype means a different (or damaged)
+// checkpoint and is refused by name.
+const std::vector<DType> kFloat = {DType::BF16, DType::F32};
 
-toolkit::TensorLoader loader(LoadContext& ctx, std::vector<Tensor>& keep) { return {ctx, keep, kBf16, kBf16}; }
+toolkit::TensorLoader loader(LoadContext& ctx, std::vector<Tensor>& keep) { return {ctx, keep, kFloat, kFloat}; }
 
 }  // namespace
 

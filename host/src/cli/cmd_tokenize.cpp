@@ -67,7 +67,7 @@ int run_tokenize(int argc, char** argv) {
     bool plain = false, timed = false;
     po::options_description d("tokenize options");
     d.add_options()
-        ("tokenizer", po::value<std::string>(&tokenizer_path)->value_name("PATH")->required(), "a tokenizer.json or a directory holding one")
+        ("tokenizer", po::value<std::string>(&tokenizer_path)->value_name("PATH")->required(), "a tokenizer.json, a directory holding one, or a GGUF model file")
         ("text", po::value<std::string>()->value_name("TEXT")->notifier([&](const std::string& v) { text = v; }), "the text to encode")
         ("text-file", po::value<std::string>()->value_name("FILE")->notifier([&](const std::string& v) { text_file = v; }), "encode a file's content")
         ("jsonl", po::value<std::string>()->value_name("FILE")->notifier([&](const std::string& v) { jsonl = v; }),
@@ -117,7 +117,7 @@ int run_detokenize(int argc, char** argv) {
     bool skip_special = false;
     po::options_description d("detokenize options");
     d.add_options()
-        ("tokenizer", po::value<std::string>(&tokenizer_path)->value_name("PATH")->required(), "a tokenizer.json or a directory holding one")
+        ("tokenizer", po::value<std::string>(&tokenizer_path)->value_name("PATH")->required(), "a tokenizer.json, a directory holding one, or a GGUF model file")
         ("ids", po::value<std::string>(&list)->value_name("LIST")->required(), "token ids, separated by commas or whitespace")
         ("skip-special", po::bool_switch(&skip_special), "leave special tokens out");
     auto parsed = parse_command_line(argc, argv, "detokenize", "--tokenizer PATH --ids LIST [--skip-special]",

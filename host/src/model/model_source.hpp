@@ -34,10 +34,17 @@ public:
     virtual const TensorInfo* find(std::string_view name) const = 0;
     // Reads bytes [offset, offset + size) of a tensor's data into caller memory with pread.
     virtual Expected<void> read(const TensorInfo& t, uint64_t offset, uint64_t size, void* dst) const = 0;
+    // True when the tensors are already held in RAM (a GGUF model dequantized on load) rather
+    // than byte ranges of files: the experts are then resident, never streamed.
+    virtual bool tensors_in_memory() const { return false; }
 };
 
 // Opens and validates a Hugging Face model directory (one model.safetensors, or shards with
 // model.safetensors.index.json).
 STORMO_API Expected<std::unique_ptr<ModelSource>> open_model_directory(const std::string& dir);
+
+// What --model names: a Hugging Face model directory, or a GGUF file (a path ending in .gguf, or
+// any part of a split GGUF model; model/gguf_source.hpp).
+STORMO_API Expected<std::unique_ptr<ModelSource>> open_model_source(const std::string& path);
 
 }  // namespace stormo

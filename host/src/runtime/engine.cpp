@@ -85,7 +85,8 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     STORMO_TRY(check_budget_fits(options.expert_budget, budget_, total, available, options.expert_budget_origin));
 
     std::unique_ptr<ExpertStore> store;
-    if (budget_.all || layouts.empty()) {
+    // A source whose tensors are already in RAM (GGUF dequantized on load) has nothing to stream.
+    if (budget_.all || layouts.empty() || setup_.source->tensors_in_memory()) {
         store = make_resident_expert_store(*setup_.source);
     } else {
         std::vector<std::string> files;

@@ -4,6 +4,7 @@
 
 #include <system_error>
 
+#include "model/gguf_split.hpp"
 #include "text/jinja_evaluator.hpp"
 #include "text/jinja_lexer.hpp"
 #include "text/jinja_parser.hpp"
@@ -95,7 +96,42 @@ Expected<ChatTemplate> ChatTemplate::parse(const std::string& text, const std::s
     return ChatTemplate(std::move(impl));
 }
 
+// A GGUF model's template is its tokenizer.chat_template; the special tokens the template may
+// use are the texts of the ids the tokenizer.ggml.*_token_id keys name, as tokenizer_config.json
+// names them for transformers.
+Expected<ChatTemplate> load_gguf_chat_template(const fs::path& file) {
+    STORMO_TRY_ASSIGN(auto model, GgufModel::open(file.string()));
+    const GgufHeader& h = model.metadata();
+    const GgufValue* text = h.find("tokenizer.chat_template");
+    if (text == nullptr) return fail(ErrorKind::missing, h.path + ": no chat template (tokenizer.chat_template is missing)");
+    if (!text->as_string())
+        return fail(ErrorKind::format, h.path + ": key \"tokenizer.chat_template\" must be a string, found " + text->type_name());
+    STORMO_TRY_ASSIGN(ChatTemplate loaded, ChatTemplate::parse(std::string(text->text), h.path + ":tokenizer.chat_template"));
+    const GgufValue* tokens = h.find("tokenizer.ggml.tokens");
+    Value special = Value::object();
+    constexpr std::pair<const char*, const char*> kIds[] = {{"bos_token", "tokenizer.ggml.bos_token_id"},
+                                                            {"eos_token", "tokenizer.ggml.eos_token_id"},
+                                                            {"unk_token", "tokenizer.ggml.unknown_token_id"},
+                                                            {"sep_token", "tokenizer.ggml.seperator_token_id"},
+                                                            {"pad_token", "tokenizer.ggml.padding_token_id"},
+                                                            {"cls_token", "tokenizer.ggml.cls_token_id"},
+                                                            {"mask_token", "tokenizer.ggml.mask_token_id"}};
+    for (const auto& [name, key] : kIds) {
+        const GgufValue* id = h.find(key);
+        if (id == nullptr) continue;
+        const auto n = id->as_uint();
+        if (!n || tokens == nullptr || *n >= tokens->strings.size())
+            return fail(ErrorKind::format, h.path + ": key \"" + key + "\" is not the id of a token in tokenizer.ggml.tokens");
+        special.set(name, Value(std::string(tokens->strings[*n])));
+    }
+    loaded.impl_->special_tokens = special;
+    if (const Value* bos = special.find("bos_token")) loaded.impl_->bos_token = bos->as_string();
+    if (const Value* eos = special.find("eos_token")) loaded.impl_->eos_token = eos->as_string();
+    return loaded;
+}
+
 Expected<ChatTemplate> ChatTemplate::load(const fs::path& dir) {
+    if (dir.string().ends_with(".gguf")) return load_gguf_chat_template(dir);
     const fs::path jinja_path = dir / "chat_template.jinja";
     const fs::path config_path = dir / "tokenizer_config.json";
     std::error_code ec;

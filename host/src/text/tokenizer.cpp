@@ -18,6 +18,11 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Expected<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
+    // A GGUF model carries its tokenizer in its metadata (model/gguf_source.hpp names files so).
+    if (path.string().ends_with(".gguf")) {
+        STORMO_TRY_ASSIGN(auto data, load_tokenizer_gguf(path));
+        return Tokenizer(std::make_unique<Impl>(Impl{std::move(data)}));
+    }
     std::error_code ec;
     const bool directory = std::filesystem::is_directory(path, ec);
     STORMO_TRY_ASSIGN(auto data, load_tokenizer_json(directory ? path / "tokenizer.json" : path));

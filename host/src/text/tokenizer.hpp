@@ -18,8 +18,9 @@ namespace stormo::text {
 
 class Tokenizer {
 public:
-    // `path` is a tokenizer.json or a directory holding one (a model directory). A missing file,
-    // malformed JSON or a component this implementation lacks is an error naming file and field.
+    // `path` is a tokenizer.json, a directory holding one (a model directory), or a GGUF model
+    // (a path ending in .gguf: its tokenizer.ggml.* metadata). A missing file, malformed JSON or
+    // a component this implementation lacks is an error naming file and field.
     static Expected<Tokenizer> load(const std::filesystem::path& path);
     Tokenizer(Tokenizer&&) noexcept;
     Tokenizer& operator=(Tokenizer&&) noexcept;

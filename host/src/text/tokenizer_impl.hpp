@@ -34,5 +34,7 @@ struct TokenizerData {
 
 // Reads and checks a tokenizer.json (the file itself, not a directory).
 Expected<std::unique_ptr<TokenizerData>> load_tokenizer_json(const std::filesystem::path& file);
+// Builds one from a GGUF file's tokenizer.ggml.* metadata (tokenizer_gguf.cpp).
+Expected<std::unique_ptr<TokenizerData>> load_tokenizer_gguf(const std::filesystem::path& file);
 
 }  // namespace stormo::text

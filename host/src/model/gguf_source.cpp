@@ -1,0 +1,148 @@
+// open_gguf_source: see gguf_source.hpp.
+#include "model/gguf_source.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "model/gguf_mapping.hpp"
+#include "util/quote.hpp"
+
+namespace stormo {
+namespace gguf_mapping {
+
+Expected<uint64_t> Keys::count(std::string_view key) const {
+    const GgufValue* v = h_.find(key);
+    if (v == nullptr) return fail(ErrorKind::missing, h_.path + ": key " + in_quotes(key) + " is missing");
+    auto n = v->as_uint();
+    if (!n) return fail(ErrorKind::format, h_.path + ": key " + in_quotes(key) + " must be a non-negative integer, found " + v->type_name());
+    return *n;
+}
+
+Expected<double> Keys::number(std::string_view key) const {
+    const GgufValue* v = h_.find(key);
+    if (v == nullptr) return fail(ErrorKind::missing, h_.path + ": key " + in_quotes(key) + " is missing");
+    auto x = v->as_float();
+    if (!x) return fail(ErrorKind::format, h_.path + ": key " + in_quotes(key) + " must be a number, found " + v->type_name());
+    return *x;
+}
+
+Expected<std::string> Keys::text(std::string_view key) const {
+    const GgufValue* v = h_.find(key);
+    if (v == nullptr) return fail(ErrorKind::missing, h_.path + ": key " + in_quotes(key) + " is missing");
+    auto s = v->as_string();
+    if (!s) return fail(ErrorKind::format, h_.path + ": key " + in_quotes(key) + " must be a string, found " + v->type_name());
+    return std::string(*s);
+}
+
+Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne) {
+    const GgufTensorRef* t = model.find(name);
+    const std::string& first = model.parts().front()->path();
+    if (t == nullptr) return fail(ErrorKind::missing, first + ": tensor " + in_quotes(name) + " is missing");
+    const GgufTensorInfo& info = *t->info;
+    const std::string where = t->file->path() + ": tensor " + in_quotes(name);
+    bool same = info.n_dims == ne.size();
+    for (size_t d = 0; same && d < ne.size(); ++d) same = info.ne[d] == ne[d];
+    if (!same) {
+        auto dims = [](const uint64_t* v, size_t n) {
+            std::string s = "[";
+            for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+            return s + "]";
+        };
+        return fail(ErrorKind::mismatch, where + ": has ne " + dims(info.ne.data(), info.n_dims) + ", the metadata needs " +
+                                             dims(ne.data(), ne.size()));
+    }
+    std::vector<float> values(static_cast<size_t>(info.elements));
+    if (auto r = dequantize_gguf(info.type, t->bytes().data(), values.size(), values.data()); !r)
+        return tl::unexpected(with_context(r.error(), where));
+    return values;
+}
+
+std::string json_number(double v) {
+    char buf[64];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back exactly
+    return std::string(buf, end);
+}
+
+}  // namespace gguf_mapping
+
+namespace {
+
+using gguf_mapping::FamilyTensor;
+
+// The family's tensors, float32 in RAM; reads are copies out of them.
+class GgufSource final : public ModelSource {
+public:
+    GgufSource(GgufModel model, ModelConfig config, std::optional<ModelConfig> generation, std::vector<FamilyTensor> tensors)
+        : model_(std::move(model)), path_(model_.parts().front()->path()), config_(std::move(config)),
+          generation_(std::move(generation)), values_(std::move(tensors)) {
+        std::sort(values_.begin(), values_.end(), [](const FamilyTensor& a, const FamilyTensor& b) { return a.name < b.name; });
+        // TensorInfo::file names no file the bytes could be read from, so nothing that opens
+        // files (the streaming store) can mistake these tensors for byte ranges of the GGUF file.
+        const std::string origin = path_ + " (dequantized in memory)";
+        for (const FamilyTensor& t : values_)
+            infos_.push_back(TensorInfo{t.name, DType::F32, t.shape, origin, 0, t.values.size() * sizeof(float)});
+    }
+
+    const std::string& directory() const override { return path_; }
+    const ModelConfig& config() const override { return config_; }
+    const std::optional<ModelConfig>& generation_config() const override { return generation_; }
+    const std::vector<TensorInfo>& tensors() const override { return infos_; }
+    bool tensors_in_memory() const override { return true; }
+
+    const TensorInfo* find(std::string_view name) const override {
+        auto it = std::lower_bound(infos_.begin(), infos_.end(), name,
+                                   [](const TensorInfo& t, std::string_view n) { return t.name < n; });
+        return it != infos_.end() && it->name == name ? &*it : nullptr;
+    }
+
+    Expected<void> read(const TensorInfo& t, uint64_t offset, uint64_t size, void* dst) const override {
+        // By name, and bounded by this source's own record of the tensor, whatever `t` says.
+        const TensorInfo* own = find(t.name);
+        const std::string what = path_ + ": tensor " + in_quotes(t.name);
+        if (own == nullptr) return fail(ErrorKind::invalid_argument, what + ": not a tensor of this model");
+        if (offset > own->nbytes || size > own->nbytes - offset)
+            return fail(ErrorKind::invalid_argument, what + ": read of " + std::to_string(size) + " bytes at offset " +
+                                                         std::to_string(offset) + " runs past the tensor's " +
+                                                         std::to_string(own->nbytes) + " bytes");
+        const auto& values = values_[static_cast<size_t>(own - infos_.data())].values;
+        std::memcpy(dst, reinterpret_cast<const std::byte*>(values.data()) + offset, size);
+        return {};
+    }
+
+private:
+    GgufModel model_;  // kept open: later steps read blocks from it in place
+    std::string path_;
+    ModelConfig config_;
+    std::optional<ModelConfig> generation_;
+    std::vector<FamilyTensor> values_;  // sorted by name, parallel to infos_
+    std::vector<TensorInfo> infos_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path) {
+    STORMO_TRY_ASSIGN(auto model, GgufModel::open(path));
+    const GgufHeader& h = model.metadata();
+    gguf_mapping::Keys general(h, "general");
+    STORMO_TRY_ASSIGN(const std::string arch, general.text("general.architecture"));
+    gguf_mapping::Keys keys(h, arch);
+    gguf_mapping::MappedModel mapped;
+    if (arch == "gpt-oss") {
+        STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_gpt_oss(model, keys));
+    } else {
+        return fail(ErrorKind::unsupported, h.path + ": general.architecture " + in_quotes(arch) +
+                                                " has no mapping onto a stormo family yet (gpt-oss has)");
+    }
+    // The synthesized texts are named after the file, so a family's error about a field points
+    // at the GGUF file it came from.
+    STORMO_TRY_ASSIGN(auto config, ModelConfig::parse(mapped.config_json, h.path + " (metadata as config.json)"));
+    std::optional<ModelConfig> generation;
+    if (mapped.generation_config_json) {
+        STORMO_TRY_ASSIGN(generation, ModelConfig::parse(*mapped.generation_config_json,
+                                                         h.path + " (metadata as generation_config.json)"));
+    }
+    return std::make_unique<GgufSource>(std::move(model), std::move(config), std::move(generation), std::move(mapped.tensors));
+}
+
+}  // namespace stormo

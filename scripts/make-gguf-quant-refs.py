@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Writes the GGUF dequantization references in tests/data/gguf/quants (run outside CI).
+
+usage: /usr/bin/python3 scripts/make-gguf-quant-refs.py LLAMA_SRC [OUT_DIR]
+
+LLAMA_SRC is a llama.cpp source tree: its gguf-py package (gguf.quants) is the reference. Needs
+numpy (Debian's python3-numpy). For each type, one file <TYPE>.ref holds N blocks exactly as a
+GGUF file stores them, then the N * block_values float32 values gguf.quants.dequantize gives for
+them (little-endian): N = size / (block_bytes + 4 * block_values). Blocks come from
+gguf.quants.quantize on random data where gguf-py can quantize the type; for the types it cannot
+(Q4_K, Q5_K, Q6_K) they are built byte-wise: random bytes with finite f16 scales. Extra blocks
+cover the edges: zero and subnormal scales, and for MXFP4 every exponent byte 0..255.
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+
+src = Path(sys.argv[1])
+out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parent.parent / "tests/data/gguf/quants"
+sys.path.insert(0, str(src / "gguf-py"))
+from gguf import GGMLQuantizationType as T, GGML_QUANT_SIZES, quants  # noqa: E402
+
+rng = np.random.default_rng(20261201)
+
+
+def random_values(n_blocks, block):
+    """Normal values at a spread of scales, with a few zeros and outliers, one row per block."""
+    scale = np.exp2(rng.integers(-12, 8, size=(n_blocks, 1))).astype(np.float32)
+    x = (rng.standard_normal((n_blocks, block)).astype(np.float32) * scale)
+    x[rng.random(x.shape) < 0.02] = 0
+    x[0] = 0  # an all-zero block: scale 0
+    return x
+
+
+def f16_bytes(values):
+    return np.asarray(values, dtype=np.float16).view(np.uint8).reshape(-1, 2)
+
+
+def random_f16_scales(n):
+    """Finite f16 scales: normals of several magnitudes, zero and a subnormal among them."""
+    d = (rng.standard_normal(n) * np.exp2(rng.integers(-14, 2, size=n))).astype(np.float16)
+    d[0] = 0
+    if n > 1:
+        d[1] = np.float16(2.0 ** -20)  # subnormal
+    return f16_bytes(d)
+
+
+def k_blocks(qtype, n):
+    """Valid random K-quant blocks, field by field as ggml-common.h lays them out."""
+    block_bytes = GGML_QUANT_SIZES[qtype][1]
+    raw = rng.integers(0, 256, size=(n, block_bytes), dtype=np.uint8)
+    if qtype in (T.Q4_K, T.Q5_K):  # d, dmin at the front
+        raw[:, 0:2] = random_f16_scales(n)
+        raw[:, 2:4] = random_f16_scales(n)[rng.permutation(n)]
+    elif qtype == T.Q6_K:  # d at the end
+        raw[:, -2:] = random_f16_scales(n)
+    return raw
+
+
+def write(qtype, blocks):
+    assert blocks.dtype == np.uint8
+    blocks = np.ascontiguousarray(blocks)
+    values = quants.dequantize(blocks, qtype).astype(np.float32, copy=False).reshape(-1)
+    block_values, block_bytes = GGML_QUANT_SIZES[qtype]
+    assert blocks.size % block_bytes == 0 and values.size == blocks.size // block_bytes * block_values
+    path = out / f"{qtype.name}.ref"
+    path.write_bytes(blocks.tobytes() + values.astype("<f4").tobytes())
+    print(f"{path}: {blocks.size // block_bytes} blocks, {values.size} values")
+
+
+out.mkdir(parents=True, exist_ok=True)
+for qtype, n in ((T.F32, 256), (T.F16, 256), (T.BF16, 256), (T.Q8_0, 48), (T.Q4_0, 48), (T.MXFP4, 48)):
+    block_values, block_bytes = GGML_QUANT_SIZES[qtype]
+    x = random_values(n, max(block_values, 32)).reshape(-1)
+    q = np.ascontiguousarray(quants.quantize(x.reshape(1, -1), qtype)).view(np.uint8).reshape(-1, block_bytes)
+    if qtype in (T.F16, T.BF16):  # and every kind of half: random bit patterns (NaN, inf, subnormal)
+        q = np.concatenate([q.reshape(-1, 2), rng.integers(0, 256, size=(256, 2), dtype=np.uint8)])
+    if qtype == T.MXFP4:  # every exponent byte with random nibbles
+        e = np.arange(256, dtype=np.uint8).reshape(-1, 1)
+        q = np.concatenate([q, np.concatenate([e, rng.integers(0, 256, size=(256, 16), dtype=np.uint8)], axis=1)])
+    if qtype in (T.Q8_0, T.Q4_0):  # byte-wise blocks too, with scales the quantizer never makes
+        raw = rng.integers(0, 256, size=(16, block_bytes), dtype=np.uint8)
+        raw[:, 0:2] = random_f16_scales(16)
+        q = np.concatenate([q, raw])
+    write(qtype, q)
+for qtype in (T.Q4_K, T.Q5_K, T.Q6_K):
+    write(qtype, k_blocks(qtype, 12))

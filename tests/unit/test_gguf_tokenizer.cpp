@@ -1,0 +1,211 @@
+// The tokenizer and chat template a GGUF file carries (tokenizer.ggml.*, tokenizer.chat_template)
+// against the same references the tokenizer.json ones pass: vocabulary-only GGUF files that
+// llama.cpp's converter wrote from the reference tokenizers (tests/data/gguf/README.md) must encode,
+// decode and render every reference case as transformers did.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gguf_writer.hpp"
+#include "safetensors_writer.hpp"
+#include "text/chat_template.hpp"
+#include "text/chat_value.hpp"
+#include "text/tokenizer.hpp"
+#include "tokenizer_reference_support.hpp"
+
+namespace stormo {
+namespace {
+
+using ::testing::HasSubstr;
+using text::ChatTemplate;
+using text::Tokenizer;
+using text::Value;
+
+std::string vocab_gguf(const std::string& name) { return std::string(STORMO_GGUF_UNPACKED_DIR) + "/" + name + "-vocab.gguf"; }
+std::string reference(const std::string& name, const std::string& file) {
+    return test::kTokenizerData + "/" + name + "/reference/" + file;
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// llama.cpp's converter writes an added token as a control token when tokenizer.json says it is
+// special or when it merely looks special (<|...|>, does_token_look_special): Qwen3's six FIM and
+// repository tokens, which tokenizer.json lists with special: false, become control tokens in
+// every GGUF file of the model, and the file keeps nothing that tells them apart. Decoding with
+// special tokens skipped therefore drops them too, as llama.cpp does.
+size_t relabeled_by_converter(const std::string& name) { return name == "qwen3" ? 6 : 0; }
+
+class GgufTokenizer : public ::testing::TestWithParam<std::string> {
+protected:
+    // The ids the GGUF tokenizer calls special and the tokenizer.json one does not.
+    static std::vector<int32_t> relabeled(const Tokenizer& gguf, const Tokenizer& json) {
+        std::vector<int32_t> ids;
+        for (int32_t id = 0; id < static_cast<int32_t>(std::min(gguf.size(), json.size())); ++id)
+            if (gguf.is_special(id) != json.is_special(id)) ids.push_back(id);
+        return ids;
+    }
+
+    // Loaded once per suite: each takes a noticeable fraction of a second.
+    static const Tokenizer& from_gguf(const std::string& name) {
+        static std::map<std::string, std::unique_ptr<Tokenizer>> loaded;
+        auto& slot = loaded[name];
+        if (!slot) {
+            auto t = Tokenizer::load(vocab_gguf(name));
+            EXPECT_TRUE(t) << t.error().message;
+            if (!t) return test::reference_tokenizer(name);  // the expectations then fail by content
+            slot = std::make_unique<Tokenizer>(std::move(*t));
+        }
+        return *slot;
+    }
+};
+
+TEST_P(GgufTokenizer, EncodesEveryReferenceCaseAsTheReference) {
+    const Tokenizer& tok = from_gguf(GetParam());
+    simdjson::dom::parser parser;
+    const auto cases = parser.load(reference(GetParam(), "encode.json")).value().get_array().value();
+    size_t checked = 0;
+    for (simdjson::dom::element c : cases) {
+        const std::string id = test::json_text(c["id"]);
+        const std::string text = test::json_text(c["text"]);
+        EXPECT_EQ(test::ids_to_string(tok.encode(text, true)), test::ids_to_string(test::json_ids(c["ids"])))
+            << GetParam() << " case " << id << " (specials matched)";
+        EXPECT_EQ(test::ids_to_string(tok.encode(text, false)), test::ids_to_string(test::json_ids(c["ids_plain"])))
+            << GetParam() << " case " << id << " (plain)";
+        ++checked;
+    }
+    EXPECT_GT(checked, 200u);
+}
+
+// Every case decodes exactly; with special tokens skipped, exactly too, except that the tokens
+// the converter relabeled as control (see above) are skipped as well.
+TEST_P(GgufTokenizer, DecodesEveryReferenceCaseAsTheReference) {
+    const Tokenizer& tok = from_gguf(GetParam());
+    const std::vector<int32_t> relabeled_ids = relabeled(tok, test::reference_tokenizer(GetParam()));
+    simdjson::dom::parser parser;
+    const auto cases = parser.load(reference(GetParam(), "decode.json")).value().get_array().value();
+    size_t checked = 0, touched = 0;
+    for (simdjson::dom::element c : cases) {
+        const auto ids = test::json_ids(c["ids"]);
+        const auto plain = tok.decode(ids, false);
+        const auto skipped = tok.decode(ids, true);
+        ASSERT_TRUE(plain && skipped) << GetParam() << " case " << test::json_text(c["id"]);
+        EXPECT_EQ(*plain, test::json_text(c["text"])) << GetParam() << " case " << test::json_text(c["id"]);
+        // The reference's text, less the relabeled tokens: the tokenizer.json tokenizer (which
+        // passes the same case, TokenizerReference) decoding the ids without them.
+        std::vector<int32_t> kept;
+        for (int32_t id : ids)
+            if (std::find(relabeled_ids.begin(), relabeled_ids.end(), id) == relabeled_ids.end()) kept.push_back(id);
+        touched += ids.size() - kept.size();
+        const auto expected = test::reference_tokenizer(GetParam()).decode(kept, true);
+        ASSERT_TRUE(expected);
+        if (kept.size() == ids.size()) {
+            EXPECT_EQ(*expected, test::json_text(c["text_skip_special"])) << GetParam() << " case " << test::json_text(c["id"]);
+        }
+        EXPECT_EQ(*skipped, *expected) << GetParam() << " case " << test::json_text(c["id"]);
+        ++checked;
+    }
+    EXPECT_GT(checked, 200u);
+    std::printf("[ %s ] %zu decode cases, %zu ids among them relabeled as control by the converter\n", GetParam().c_str(),
+                checked, touched);
+}
+
+// The same ids with the same texts as the tokenizer.json one, id by id, and the same special
+// ones but for the converter's relabeled control tokens, each of which looks special.
+TEST_P(GgufTokenizer, HasTheTokenizerJsonsVocabulary) {
+    const Tokenizer& tok = from_gguf(GetParam());
+    const Tokenizer& json = test::reference_tokenizer(GetParam());
+    ASSERT_EQ(tok.size(), json.size());
+    size_t differ = 0;
+    for (int32_t id = 0; id < static_cast<int32_t>(tok.size()); ++id) {
+        const auto a = tok.token_bytes(id), b = json.token_bytes(id);
+        if ((a.has_value() != b.has_value() || (a && *a != *b)) && ++differ <= 5) ADD_FAILURE() << GetParam() << " id " << id << " differs";
+    }
+    EXPECT_EQ(differ, 0u);
+    const std::vector<int32_t> relabeled_ids = relabeled(tok, json);
+    EXPECT_EQ(relabeled_ids.size(), relabeled_by_converter(GetParam()));
+    for (int32_t id : relabeled_ids) {
+        const std::string text = *tok.token_bytes(id);
+        EXPECT_TRUE(tok.is_special(id) && !json.is_special(id)) << id;
+        EXPECT_TRUE(text.starts_with("<|") && text.ends_with("|>")) << id << " " << text;
+    }
+}
+
+TEST_P(GgufTokenizer, ChatTemplateRendersEveryReferenceCase) {
+    auto chat_template = ChatTemplate::load(vocab_gguf(GetParam()));
+    ASSERT_TRUE(chat_template) << chat_template.error().message;
+    auto cases = text::parse_json_value(read_text(reference(GetParam(), "chat.json")), "chat.json");
+    ASSERT_TRUE(cases) << cases.error().message;
+    size_t checked = 0;
+    for (const Value& c : cases->as_list()) {
+        auto rendered = chat_template->render(*c.find("messages"), *c.find("options"));
+        ASSERT_TRUE(rendered) << GetParam() << " case " << c.find("name")->as_string() << ": " << rendered.error().message;
+        EXPECT_EQ(*rendered, c.find("text")->as_string()) << GetParam() << " case " << c.find("name")->as_string();
+        ++checked;
+    }
+    EXPECT_EQ(checked, 7u);
+    // The special tokens the tokenizer_config.json names, here from the ids the GGUF keys name.
+    auto from_dir = ChatTemplate::load(test::kTokenizerData + "/" + GetParam());
+    ASSERT_TRUE(from_dir) << from_dir.error().message;
+    EXPECT_EQ(chat_template->eos_token(), from_dir->eos_token());
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocabularies, GgufTokenizer, ::testing::Values("gpt-oss", "qwen3"));
+
+TEST(GgufTokenizerErrors, RefusesFilesWithoutAUsableTokenizer) {
+    test::TempDir dir;
+    test::GgufBuilder none;
+    none.kv_str("general.architecture", "gpt-oss").kv_str("tokenizer.ggml.model", "none");
+    none.write(dir.file("none.gguf"));
+    auto n = Tokenizer::load(dir.file("none.gguf"));
+    ASSERT_FALSE(n);
+    EXPECT_THAT(n.error().message, HasSubstr("none.gguf: the file holds no tokenizer"));
+
+    test::GgufBuilder spm;
+    spm.kv_str("tokenizer.ggml.model", "llama");
+    spm.write(dir.file("spm.gguf"));
+    auto s = Tokenizer::load(dir.file("spm.gguf"));
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error().kind, ErrorKind::unsupported);
+    EXPECT_THAT(s.error().message, HasSubstr("tokenizer.ggml.model \"llama\" is not supported"));
+
+    test::GgufBuilder pre;
+    pre.kv_str("tokenizer.ggml.model", "gpt2").kv_str("tokenizer.ggml.pre", "falcon");
+    pre.write(dir.file("pre.gguf"));
+    auto p = Tokenizer::load(dir.file("pre.gguf"));
+    ASSERT_FALSE(p);
+    EXPECT_THAT(p.error().message, HasSubstr("tokenizer.ggml.pre \"falcon\" is not supported (known: gpt-4o, qwen2)"));
+
+    test::GgufBuilder lengths;
+    lengths.kv_str("tokenizer.ggml.model", "gpt2").kv_str("tokenizer.ggml.pre", "qwen2");
+    lengths.kv_strs("tokenizer.ggml.tokens", {"a", "b"}).kv_array<int32_t>("tokenizer.ggml.token_type", test::kI32, {1});
+    lengths.kv_strs("tokenizer.ggml.merges", {});
+    lengths.write(dir.file("lengths.gguf"));
+    auto l = Tokenizer::load(dir.file("lengths.gguf"));
+    ASSERT_FALSE(l);
+    EXPECT_THAT(l.error().message, HasSubstr("tokenizer.ggml.token_type has 1 entries, tokenizer.ggml.tokens 2"));
+
+    test::GgufBuilder merge;
+    merge.kv_str("tokenizer.ggml.model", "gpt2").kv_str("tokenizer.ggml.pre", "qwen2");
+    merge.kv_strs("tokenizer.ggml.tokens", {"a", "b"}).kv_array<int32_t>("tokenizer.ggml.token_type", test::kI32, {1, 1});
+    merge.kv_strs("tokenizer.ggml.merges", {"a b"});
+    merge.write(dir.file("merge.gguf"));
+    auto m = Tokenizer::load(dir.file("merge.gguf"));
+    ASSERT_FALSE(m);
+    EXPECT_THAT(m.error().message, HasSubstr("merge.gguf: tokenizer.ggml.merges[0]: token 'ab' is not in model.vocab"));
+
+    auto t = ChatTemplate::load(dir.file("none.gguf"));
+    ASSERT_FALSE(t);
+    EXPECT_THAT(t.error().message, HasSubstr("none.gguf: no chat template (tokenizer.chat_template is missing)"));
+}
+
+}  // namespace
+}  // namespace stormo
