@@ -9,7 +9,8 @@
 # STORMO: the stormo binary; LLAMA_BIN_DIR: a llama.cpp build's bin/ (llama-bench); MODEL_DIR:
 # e.g. `stormo synth --preset gpt-oss-20b --out MODEL_DIR`; MODEL.gguf: convert_hf_to_gguf.py's
 # output for MODEL_DIR (MXFP4 experts kept as MXFP4, the rest as stored). THREADS defaults to 2,
-# REPEATS (runs per engine and road, interleaved; medians reported) to 3.
+# REPEATS (runs per engine and road, interleaved; medians reported) to 3. LLAMA_LABEL names the
+# llama.cpp source in the output (a build from a source archive reports no commit of its own).
 # stormo runs on the exact float road (default) and on the int8 road (`--activations int8`), greedy,
 # with the head read by bound (its default); llama.cpp with its defaults (`-lm none`: weights read
 # into RAM, as stormo does with every expert resident).
@@ -29,10 +30,9 @@ for r in $(seq 1 "$REPEATS"); do
     "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" --json > "$OUT/f32.$r.json" 2> "$OUT/f32.$r.err"
     "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" --activations int8 --json > "$OUT/int8.$r.json" 2> "$OUT/int8.$r.err"
 done
-grep -h "build_commit\|build_number" "$OUT"/llama.1.json | head -2 >&2 || true
 
-/usr/bin/env python3 - "$OUT" "$REPEATS" <<'PY'
-import json, statistics, sys
+LLAMA_LABEL=${LLAMA_LABEL:-} /usr/bin/env python3 - "$OUT" "$REPEATS" <<'PY'
+import json, os, statistics, sys
 out, repeats = sys.argv[1], int(sys.argv[2])
 def load(name, r): return json.load(open(f"{out}/{name}.{r}.json"))
 med = statistics.median
@@ -50,7 +50,7 @@ for road in ("f32", "int8"):
     rows[road]["head_bytes"] = med(x.get("head_bytes_read_per_token", 0) for x in runs)
     rows[road]["ram_gbs"] = med(x.get("ram_read_bytes_per_s", 0) for x in runs) / 1e9
 lp, lt = med(llama_pp), med(llama_tg)
-print(f"llama.cpp {llama_commit}; medians of {repeats} interleaved runs")
+print(f"llama.cpp {os.environ.get('LLAMA_LABEL') or llama_commit}; medians of {repeats} interleaved runs")
 print("| engine | prefill tok/s | decode tok/s | prefill vs llama.cpp | decode vs llama.cpp | decode / memory bound | peak RSS GiB |")
 print("|---|---|---|---|---|---|---|")
 print(f"| llama.cpp | {lp:.2f} | {lt:.2f} | 1.00 | 1.00 | | |")
