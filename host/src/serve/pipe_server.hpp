@@ -4,6 +4,7 @@
 // one so a client reading tokens sees them as they come.
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
