@@ -6,6 +6,7 @@
 // output), whatever n_x, o_begin and o_end are; float road, so they differ from the reference
 // only in summation order (16 lanes, two accumulators per pair).
 #include <cstddef>
+#include <cstdint>
 
 #include "stormo/kernels.hpp"
 
@@ -23,7 +24,10 @@ void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x
 void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                          size_t y_stride, size_t o_begin, size_t o_end);
 
-// Replaces the out_in float matmuls of `table` with the ones above. Baseline code: it only stores
+// DotRowsI8Fn: the bounded head's cheap pass (any summation order; docs/head_bound.md).
+void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end);
+
+// Replaces the out_in float matmuls and the head's cheap pass of `table` with the ones above. Baseline code: it only stores
 // function addresses.
 void install_float_kernels(KernelTable& table);
 
