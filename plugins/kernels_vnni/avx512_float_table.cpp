@@ -11,6 +11,7 @@ void install_float_kernels(KernelTable& t) {
     t.matmul[static_cast<size_t>(WeightFormat::F16)][out_in] = matmul_f16_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::MXFP4)][out_in] = matmul_mxfp4_out_in;
     t.dot_rows_i8 = dot_rows_i8;
+    t.xor_reduce = xor_reduce;
 }
 
 }  // namespace stormo::simd::avx512

@@ -27,7 +27,11 @@ void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t
 // DotRowsI8Fn: the bounded head's cheap pass (any summation order; docs/head_bound.md).
 void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end);
 
-// Replaces the out_in float matmuls and the head's cheap pass of `table` with the ones above. Baseline code: it only stores
+// XorReduceFn: the RAM read probe's loop (n a multiple of 256, p 64-byte aligned).
+uint64_t xor_reduce(const void* p, size_t n);
+
+// Replaces the out_in float matmuls, the head's cheap pass and the RAM probe's loop of `table`
+// with the ones above. Baseline code: it only stores
 // function addresses.
 void install_float_kernels(KernelTable& table);
 

@@ -1,7 +1,8 @@
-// The bounded head's cheap pass over int8 rows on 512-bit registers. It needs no reference bits:
-// the head bounds the rounding of any summation order (docs/head_bound.md). The avx2 loop spends
-// three instructions per 8 weights (widen, convert, multiply-add) and kept a core below the RAM
-// stream; here the same three cover 16.
+// The bounded head's cheap pass over int8 rows, and the RAM read probe's loop, on 512-bit
+// registers. Neither needs the reference's bits: the head bounds the rounding of any summation
+// order (docs/head_bound.md), and an XOR does not depend on how the words are grouped. The avx2
+// head loop spends three instructions per 8 weights (widen, convert, multiply-add) and kept a core
+// below the RAM stream; here the same three cover 16.
 #include "avx512_float_kernels.hpp"
 #include "simd512.hpp"
 
@@ -58,6 +59,31 @@ void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t 
         float unused = 0.0f;
         two_rows(q + o * cols, q + o * cols, cols, x, y + o, &unused);
     }
+}
+
+uint64_t xor_reduce(const void* p, size_t n) {
+    // 512 bytes a step into eight independent 64-byte accumulators; the 256-byte tail of a length
+    // that is not a multiple of 512 in four more.
+    const auto* v = static_cast<const __m512i*>(p);
+    const size_t lines = n / 64;
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    size_t k = 0;
+    for (; k + 8 <= lines; k += 8) {
+        a0 = _mm512_xor_si512(a0, _mm512_load_si512(v + k + 0));
+        a1 = _mm512_xor_si512(a1, _mm512_load_si512(v + k + 1));
+        a2 = _mm512_xor_si512(a2, _mm512_load_si512(v + k + 2));
+        a3 = _mm512_xor_si512(a3, _mm512_load_si512(v + k + 3));
+        a4 = _mm512_xor_si512(a4, _mm512_load_si512(v + k + 4));
+        a5 = _mm512_xor_si512(a5, _mm512_load_si512(v + k + 5));
+        a6 = _mm512_xor_si512(a6, _mm512_load_si512(v + k + 6));
+        a7 = _mm512_xor_si512(a7, _mm512_load_si512(v + k + 7));
+    }
+    for (; k < lines; ++k) a0 = _mm512_xor_si512(a0, _mm512_load_si512(v + k));
+    const __m512i x = _mm512_xor_si512(_mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3)),
+                                       _mm512_xor_si512(_mm512_xor_si512(a4, a5), _mm512_xor_si512(a6, a7)));
+    const __m256i y = _mm256_xor_si256(_mm512_castsi512_si256(x), _mm512_extracti64x4_epi64(x, 1));
+    const __m128i h = _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+    return static_cast<uint64_t>(_mm_cvtsi128_si64(h)) ^ static_cast<uint64_t>(_mm_extract_epi64(h, 1));
 }
 
 }  // namespace stormo::simd::avx512
