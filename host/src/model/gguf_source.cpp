@@ -74,9 +74,11 @@ Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path)
         STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_gpt_oss(model, keys));
     } else if (arch == "qwen3moe") {
         STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_qwen3_moe(model, keys));
+    } else if (arch == "glm-dsa") {
+        STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_glm_dsa(model, keys));
     } else {
         return fail(ErrorKind::unsupported, h.path + ": general.architecture " + in_quotes(arch) +
-                                                " has no mapping onto a stormo family yet (gpt-oss and qwen3moe have)");
+                                                " has no mapping onto a stormo family yet (gpt-oss, qwen3moe and glm-dsa have)");
     }
     // The synthesized texts are named after the file, so a family's error about a field points
     // at the GGUF file it came from.
