@@ -189,6 +189,30 @@ inline void expect_logits_bits_of_a_safetensors_checkpoint(const ModelSource& so
     EXPECT_TRUE(same_bits(from_gguf, from_safetensors)) << "the GGUF and safetensors roads differ in bits";
 }
 
+// stormo's greedy continuation (the "reference" engine configuration, 2 threads) of `prompt` by
+// `count` tokens, from a GGUF file; empty (with a failure recorded) when it cannot run.
+inline std::vector<int32_t> greedy_tokens(const std::string& file, const std::vector<int32_t>& prompt, size_t count) {
+    auto engine = open_engine(gguf_path(file), "reference", 2);
+    EXPECT_NE(engine, nullptr);
+    if (engine == nullptr) return {};
+    auto session = engine->new_session(prompt.size() + count);
+    EXPECT_TRUE(session.has_value());
+    if (!session) return {};
+    GenerationRequest request;
+    request.prompt = prompt;
+    request.max_tokens = count;
+    auto result = generate(engine->pipeline(), **session, request);
+    EXPECT_TRUE(result.has_value()) << result.error().message;
+    return result ? result->tokens : std::vector<int32_t>{};
+}
+
+// How many leading tokens of `a` and `b` are equal.
+inline size_t leading_equal(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    size_t same = 0;
+    while (same < a.size() && same < b.size() && a[same] == b[same]) ++same;
+    return same;
+}
+
 // Logits over the fixture's sequence and greedy tokens against transformers on the fixture's BF16
 // weights, within the case's measured bounds; prints the figures docs/gguf.md's table holds.
 inline void expect_reference_agreement(const GgufCase& c) {
@@ -201,19 +225,9 @@ inline void expect_reference_agreement(const GgufCase& c) {
                 e.relative());
     ::testing::Test::RecordProperty("logits_relative_error", std::to_string(e.relative()));
 
-    auto engine = open_engine(gguf_path(c.file), "reference", 2);
-    ASSERT_NE(engine, nullptr);
     const std::vector<int32_t> prompt = int_list(*read_json_file(dir + "/reference/input_ids.json").find("input_ids"));
     const std::vector<int32_t> generated = int_list(*read_json_file(dir + "/reference/greedy.json").find("generated"));
-    auto session = engine->new_session(prompt.size() + generated.size());
-    ASSERT_TRUE(session.has_value());
-    GenerationRequest request;
-    request.prompt = prompt;
-    request.max_tokens = generated.size();
-    auto result = generate(engine->pipeline(), **session, request);
-    ASSERT_TRUE(result.has_value()) << result.error().message;
-    size_t same = 0;
-    while (same < generated.size() && same < result->tokens.size() && result->tokens[same] == generated[same]) ++same;
+    const size_t same = leading_equal(greedy_tokens(c.file, prompt, generated.size()), generated);
     std::printf("[ %s ] greedy: the first %zu of %zu tokens equal the reference\n", c.file.c_str(), same, generated.size());
     EXPECT_GE(same, c.greedy_agreement);
     EXPECT_LE(e.relative(), c.logits_tolerance);
