@@ -131,9 +131,6 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
 }
 
 Expected<std::string> config_json(const GgufModel& model, const Keys& k, const Dims& d, std::optional<int64_t> eos) {
-    STORMO_TRY_ASSIGN(const double eps, k.number(k.arch_key("attention.layer_norm_rms_epsilon")));
-    // DeepSeek-style YaRN (mscale, llama.cpp's yarn_log_multiplier) has no counterpart here yet.
-    STORMO_TRY_ASSIGN(const std::string rope, rope_parameters(k, Yarn::refuse));
     JsonObject j;
     j.raw("architectures", "[\"GlmMoeDsaForCausalLM\"]").text("model_type", "glm_moe_dsa");
     j.integer("hidden_size", d.hidden).integer("num_hidden_layers", d.layers).integer("num_attention_heads", d.heads);
@@ -146,10 +143,9 @@ Expected<std::string> config_json(const GgufModel& model, const Keys& k, const D
     j.text("scoring_func", "sigmoid").text("topk_method", "noaux_tc");
     j.integer("index_n_heads", d.index_heads).integer("index_head_dim", d.index_dim).integer("index_topk", d.index_topk);
     if (d.mtp) j.integer("num_nextn_predict_layers", d.mtp);
-    j.flag("attention_bias", false).number("rms_norm_eps", eps);
-    j.flag("tie_word_embeddings", model.find("output.weight") == nullptr);
-    j.integer("max_position_embeddings", d.context).raw("rope_parameters", rope);
-    if (eos) j.integer("eos_token_id", static_cast<uint64_t>(*eos));
+    j.flag("attention_bias", false);
+    // DeepSeek-style YaRN (mscale, llama.cpp's yarn_log_multiplier) has no counterpart here yet.
+    STORMO_TRY(add_common_fields(j, model, k, Yarn::refuse, eos));
     return j.str();
 }
 
@@ -222,20 +218,14 @@ Expected<void> map_ffn(const GgufModel& model, MappedModel& m, const Dims& d, in
 
 Expected<MappedModel> map_glm_dsa(const GgufModel& model, const Keys& k) {
     STORMO_TRY_ASSIGN(const Dims d, read_dims(model, k));
-    STORMO_TRY_ASSIGN(const std::optional<int64_t> eos, eos_token_id(k, d.vocab));
-    MappedModel m;
-    STORMO_TRY_ASSIGN(m.config_json, config_json(model, k, d, eos));
-    if (eos) m.generation_config_json = "{\"eos_token_id\": " + std::to_string(*eos) + "}";
+    STORMO_TRY_ASSIGN(MappedModel m, mapped_config(k, d.vocab, [&](auto eos) { return config_json(model, k, d, eos); }));
 
     const auto H = d.hidden, V = d.vocab;
-    STORMO_TRY(copy_tensor(model, m, "token_embd.weight", "model.embed_tokens.weight", {H, V}));
-    STORMO_TRY(copy_tensor(model, m, "output_norm.weight", "model.norm.weight", {H}));
-    if (model.find("output.weight") != nullptr) STORMO_TRY(copy_tensor(model, m, "output.weight", "lm_head.weight", {H, V}));
+    STORMO_TRY(copy_ends(model, m, H, V));
     // The multi-token-prediction blocks past num_hidden_layers are not mapped: the family does not
     // load them.
     for (int l = 0; l < static_cast<int>(d.layers); ++l) {
-        STORMO_TRY(copy_tensor(model, m, blk(l, "attn_norm.weight"), hf(l, "input_layernorm.weight"), {H}));
-        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_norm.weight"), hf(l, "post_attention_layernorm.weight"), {H}));
+        STORMO_TRY(copy_layer_norms(model, m, l, H, "ffn_norm"));
         STORMO_TRY(map_attention(model, m, d, l));
         STORMO_TRY(map_ffn(model, m, d, l));
     }

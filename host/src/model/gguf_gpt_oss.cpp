@@ -56,22 +56,16 @@ Expected<std::string> config_json(const GgufModel& model, const Keys& k, const D
     }
     layer_types += "]";
 
-    STORMO_TRY_ASSIGN(const double eps, k.number(k.arch_key("attention.layer_norm_rms_epsilon")));
-    STORMO_TRY_ASSIGN(const uint64_t context, k.count(k.arch_key("context_length")));
-    // YaRN's truncate false: the released gpt-oss models' config.json says so and transformers
-    // follows it; llama.cpp always floors and ceils the ramp bounds (docs/gguf.md).
-    STORMO_TRY_ASSIGN(const std::string rope, rope_parameters(k, Yarn::no_truncate));
     JsonObject j;
     j.raw("architectures", "[\"GptOssForCausalLM\"]").text("model_type", "gpt_oss");
     j.integer("hidden_size", d.hidden).integer("intermediate_size", d.inter).integer("num_hidden_layers", d.layers);
     j.integer("num_attention_heads", d.heads).integer("num_key_value_heads", d.kv_heads).integer("head_dim", d.head_dim);
     j.integer("vocab_size", d.vocab).integer("num_local_experts", d.experts).integer("num_experts_per_tok", d.top_k);
     j.raw("layer_types", layer_types).integer("sliding_window", d.window).number("swiglu_limit", kSwigluLimit);
-    j.number("rms_norm_eps", eps);
     j.flag("attention_bias", model.find(blk(0, "attn_q.bias")) != nullptr);
-    j.flag("tie_word_embeddings", model.find("output.weight") == nullptr);
-    j.integer("max_position_embeddings", context).raw("rope_parameters", rope);
-    if (eos) j.integer("eos_token_id", static_cast<uint64_t>(*eos));
+    // YaRN's truncate false: the released gpt-oss models' config.json says so and transformers
+    // follows it; llama.cpp always floors and ceils the ramp bounds (docs/gguf.md).
+    STORMO_TRY(add_common_fields(j, model, k, Yarn::no_truncate, eos));
     return j.str();
 }
 
@@ -104,37 +98,27 @@ std::vector<float> interleave_bias(const std::vector<float>& gate, const std::ve
 
 Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& k) {
     STORMO_TRY_ASSIGN(const Dims d, read_dims(model, k));
-    STORMO_TRY_ASSIGN(const std::optional<int64_t> eos, eos_token_id(k, d.vocab));
-    MappedModel m;
-    STORMO_TRY_ASSIGN(m.config_json, config_json(model, k, d, eos));
-    if (eos) m.generation_config_json = "{\"eos_token_id\": " + std::to_string(*eos) + "}";
+    STORMO_TRY_ASSIGN(MappedModel m, mapped_config(k, d.vocab, [&](auto eos) { return config_json(model, k, d, eos); }));
 
     const auto H = d.hidden, V = d.vocab, E = d.experts, I = d.inter;
     const auto q_width = d.heads * d.head_dim, kv_width = d.kv_heads * d.head_dim;
     const auto s = [](uint64_t v) { return static_cast<int64_t>(v); };
-    auto plain = [&](const std::string& gguf_name, std::string hf_name, std::vector<uint64_t> ne) {
-        return copy_tensor(model, m, gguf_name, std::move(hf_name), std::move(ne));
-    };
-
-    STORMO_TRY(plain("token_embd.weight", "model.embed_tokens.weight", {H, V}));
-    STORMO_TRY(plain("output_norm.weight", "model.norm.weight", {H}));
-    if (model.find("output.weight") != nullptr) STORMO_TRY(plain("output.weight", "lm_head.weight", {H, V}));
+    STORMO_TRY(copy_ends(model, m, H, V));
     const bool bias = model.find(blk(0, "attn_q.bias")) != nullptr;
     for (int l = 0; l < static_cast<int>(d.layers); ++l) {
-        STORMO_TRY(plain(blk(l, "attn_norm.weight"), hf(l, "input_layernorm.weight"), {H}));
-        STORMO_TRY(plain(blk(l, "post_attention_norm.weight"), hf(l, "post_attention_layernorm.weight"), {H}));
+        STORMO_TRY(copy_layer_norms(model, m, l, H, "post_attention_norm"));
         const std::pair<const char*, const char*> projections[] = {
             {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"}, {"attn_v", "self_attn.v_proj"}, {"attn_output", "self_attn.o_proj"}};
         for (const auto& [g, h] : projections) {
             const std::string gs(g), hs(h);
             const uint64_t in = gs == "attn_output" ? q_width : H;
             const uint64_t out = gs == "attn_q" ? q_width : gs == "attn_output" ? H : kv_width;
-            STORMO_TRY(plain(blk(l, gs + ".weight"), hf(l, hs + ".weight"), {in, out}));
-            if (bias) STORMO_TRY(plain(blk(l, gs + ".bias"), hf(l, hs + ".bias"), {out}));
+            STORMO_TRY(copy_tensor(model, m, blk(l, gs + ".weight"), hf(l, hs + ".weight"), {in, out}));
+            if (bias) STORMO_TRY(copy_tensor(model, m, blk(l, gs + ".bias"), hf(l, hs + ".bias"), {out}));
         }
-        STORMO_TRY(plain(blk(l, "attn_sinks.weight"), hf(l, "self_attn.sinks"), {d.heads}));
-        STORMO_TRY(plain(blk(l, "ffn_gate_inp.weight"), hf(l, "mlp.router.weight"), {H, E}));
-        STORMO_TRY(plain(blk(l, "ffn_gate_inp.bias"), hf(l, "mlp.router.bias"), {E}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "attn_sinks.weight"), hf(l, "self_attn.sinks"), {d.heads}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_gate_inp.weight"), hf(l, "mlp.router.weight"), {H, E}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_gate_inp.bias"), hf(l, "mlp.router.bias"), {E}));
 
         STORMO_TRY_ASSIGN(auto gate, dequantized(model, blk(l, "ffn_gate_exps.weight"), {H, I, E}));
         STORMO_TRY_ASSIGN(auto up, dequantized(model, blk(l, "ffn_up_exps.weight"), {H, I, E}));
@@ -144,7 +128,7 @@ Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& k) {
         m.tensors.push_back({hf(l, "mlp.experts.gate_up_proj_bias"), {s(E), s(2 * I)}, interleave_bias(gate_b, up_b)});
         STORMO_TRY_ASSIGN(auto down, dequantized(model, blk(l, "ffn_down_exps.weight"), {I, H, E}));
         m.tensors.push_back({hf(l, "mlp.experts.down_proj"), {s(E), s(I), s(H)}, transpose_each(down, E, H, I)});
-        STORMO_TRY(plain(blk(l, "ffn_down_exps.bias"), hf(l, "mlp.experts.down_proj_bias"), {H, E}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_down_exps.bias"), hf(l, "mlp.experts.down_proj_bias"), {H, E}));
     }
     return m;
 }

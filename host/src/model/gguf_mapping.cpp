@@ -9,52 +9,35 @@ namespace stormo::gguf_mapping {
 
 namespace {
 
-const GgufValue* present(const GgufHeader& h, std::string_view key, Error* missing) {
+// The value of `key` as `convert` reads it; errors name the file and the key, and `want` the type.
+template <class T, class Convert>
+Expected<T> typed(const GgufHeader& h, std::string_view key, const char* want, Convert convert) {
     const GgufValue* v = h.find(key);
-    if (v == nullptr) *missing = Error{ErrorKind::missing, h.path + ": key " + in_quotes(key) + " is missing"};
-    return v;
-}
-
-Error wrong_type(const std::string& path, std::string_view key, const char* want, const GgufValue& v) {
-    return Error{ErrorKind::format, path + ": key " + in_quotes(key) + " must be " + want + ", found " + v.type_name()};
+    if (v == nullptr) return fail(ErrorKind::missing, h.path + ": key " + in_quotes(key) + " is missing");
+    std::optional<T> x = convert(*v);
+    if (!x) return fail(ErrorKind::format, h.path + ": key " + in_quotes(key) + " must be " + want + ", found " + v->type_name());
+    return *x;
 }
 
 }  // namespace
 
 Expected<uint64_t> Keys::count(std::string_view key) const {
-    Error e;
-    const GgufValue* v = present(h_, key, &e);
-    if (v == nullptr) return tl::unexpected(e);
-    auto n = v->as_uint();
-    if (!n) return tl::unexpected(wrong_type(h_.path, key, "a non-negative integer", *v));
-    return *n;
+    return typed<uint64_t>(h_, key, "a non-negative integer", [](const GgufValue& v) { return v.as_uint(); });
 }
 
 Expected<double> Keys::number(std::string_view key) const {
-    Error e;
-    const GgufValue* v = present(h_, key, &e);
-    if (v == nullptr) return tl::unexpected(e);
-    auto x = v->as_float();
-    if (!x) return tl::unexpected(wrong_type(h_.path, key, "a number", *v));
-    return *x;
+    return typed<double>(h_, key, "a number", [](const GgufValue& v) { return v.as_float(); });
 }
 
 Expected<bool> Keys::flag(std::string_view key) const {
-    Error e;
-    const GgufValue* v = present(h_, key, &e);
-    if (v == nullptr) return tl::unexpected(e);
-    auto b = v->as_bool();
-    if (!b) return tl::unexpected(wrong_type(h_.path, key, "a bool", *v));
-    return *b;
+    return typed<bool>(h_, key, "a bool", [](const GgufValue& v) { return v.as_bool(); });
 }
 
 Expected<std::string> Keys::text(std::string_view key) const {
-    Error e;
-    const GgufValue* v = present(h_, key, &e);
-    if (v == nullptr) return tl::unexpected(e);
-    auto s = v->as_string();
-    if (!s) return tl::unexpected(wrong_type(h_.path, key, "a string", *v));
-    return std::string(*s);
+    return typed<std::string>(h_, key, "a string", [](const GgufValue& v) -> std::optional<std::string> {
+        if (auto s = v.as_string()) return std::string(*s);
+        return std::nullopt;
+    });
 }
 
 Expected<uint64_t> Keys::count_or(std::string_view key, uint64_t absent) const {
@@ -106,6 +89,18 @@ Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::st
     for (auto it = ne.rbegin(); it != ne.rend(); ++it) shape.push_back(static_cast<int64_t>(*it));
     m.tensors.push_back({std::move(hf_name), std::move(shape), std::move(values)});
     return {};
+}
+
+Expected<void> copy_ends(const GgufModel& model, MappedModel& m, uint64_t hidden, uint64_t vocab) {
+    STORMO_TRY(copy_tensor(model, m, "token_embd.weight", "model.embed_tokens.weight", {hidden, vocab}));
+    STORMO_TRY(copy_tensor(model, m, "output_norm.weight", "model.norm.weight", {hidden}));
+    if (model.find("output.weight") == nullptr) return {};
+    return copy_tensor(model, m, "output.weight", "lm_head.weight", {hidden, vocab});
+}
+
+Expected<void> copy_layer_norms(const GgufModel& model, MappedModel& m, int l, uint64_t hidden, std::string_view post_attention) {
+    STORMO_TRY(copy_tensor(model, m, blk(l, "attn_norm.weight"), hf(l, "input_layernorm.weight"), {hidden}));
+    return copy_tensor(model, m, blk(l, std::string(post_attention) + ".weight"), hf(l, "post_attention_layernorm.weight"), {hidden});
 }
 
 Expected<void> unstack_experts(const GgufModel& model, MappedModel& m, const std::string& gguf_name,
@@ -173,6 +168,16 @@ Expected<std::string> rope_parameters(const Keys& k, Yarn yarn) {
     y.integer("original_max_position_embeddings", original).number("beta_fast", beta_fast).number("beta_slow", beta_slow);
     y.flag("truncate", yarn == Yarn::truncate);
     return y.str();
+}
+
+Expected<void> add_common_fields(JsonObject& j, const GgufModel& model, const Keys& k, Yarn yarn, std::optional<int64_t> eos) {
+    STORMO_TRY_ASSIGN(const double eps, k.number(k.arch_key("attention.layer_norm_rms_epsilon")));
+    STORMO_TRY_ASSIGN(const uint64_t context, k.count(k.arch_key("context_length")));
+    STORMO_TRY_ASSIGN(const std::string rope, rope_parameters(k, yarn));
+    j.number("rms_norm_eps", eps).flag("tie_word_embeddings", model.find("output.weight") == nullptr);
+    j.integer("max_position_embeddings", context).raw("rope_parameters", rope);
+    if (eos) j.integer("eos_token_id", static_cast<uint64_t>(*eos));
+    return {};
 }
 
 std::string json_number(double v) {

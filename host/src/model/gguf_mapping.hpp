@@ -67,6 +67,14 @@ Expected<std::vector<float>> dequantized(const GgufModel& model, const std::stri
 Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
                            std::vector<uint64_t> ne);
 
+// The ends every architecture shares, as llama.cpp names them: token_embd, output_norm and, unless
+// the embedding is tied, output -> model.embed_tokens, model.norm, lm_head.
+Expected<void> copy_ends(const GgufModel& model, MappedModel& m, uint64_t hidden, uint64_t vocab);
+
+// Layer l's two norms: attn_norm -> input_layernorm and `post_attention` (llama.cpp's name for the
+// norm before the FFN, which differs between architectures) -> post_attention_layernorm.
+Expected<void> copy_layer_norms(const GgufModel& model, MappedModel& m, int l, uint64_t hidden, std::string_view post_attention);
+
 // A stacked expert tensor, ne {in, out, experts} ([E, out, in] row-major, as llama.cpp's converter
 // stacks transformers' per-expert [out, in] matrices), as one [out, in] tensor per expert named
 // by `hf_pattern` with "{e}" replaced by the expert id (the hub checkpoints' layout).
@@ -91,6 +99,26 @@ enum class Yarn { refuse, truncate, no_truncate };
 // scaling (absent or "none") is rope_type default; "yarn" as `yarn` says; any other is refused by
 // name.
 Expected<std::string> rope_parameters(const Keys& k, Yarn yarn);
+
+class JsonObject;
+
+// The fields every mapped config.json ends with: rms_norm_eps ("<arch>.attention.
+// layer_norm_rms_epsilon"), tie_word_embeddings (whether output.weight is absent),
+// max_position_embeddings ("<arch>.context_length"), rope_parameters (YaRN as `yarn` says) and,
+// when the file names one, eos_token_id.
+Expected<void> add_common_fields(JsonObject& j, const GgufModel& model, const Keys& k, Yarn yarn, std::optional<int64_t> eos);
+
+// A mapping's result so far: the config.json `config_json(eos)` writes for the file's eos id
+// (tokenizer.ggml.eos_token_id, checked below `vocab`), and a generation config holding that id
+// when the file names one.
+template <class ConfigJson>
+Expected<MappedModel> mapped_config(const Keys& k, uint64_t vocab, ConfigJson&& config_json) {
+    STORMO_TRY_ASSIGN(const std::optional<int64_t> eos, eos_token_id(k, vocab));
+    MappedModel m;
+    STORMO_TRY_ASSIGN(m.config_json, config_json(eos));
+    if (eos) m.generation_config_json = "{\"eos_token_id\": " + std::to_string(*eos) + "}";
+    return m;
+}
 
 // A JSON number that reads back as the same double.
 std::string json_number(double v);

@@ -42,11 +42,6 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
 }
 
 Expected<std::string> config_json(const GgufModel& model, const Keys& k, const Dims& d, std::optional<int64_t> eos) {
-    STORMO_TRY_ASSIGN(const double eps, k.number(k.arch_key("attention.layer_norm_rms_epsilon")));
-    STORMO_TRY_ASSIGN(const uint64_t context, k.count(k.arch_key("context_length")));
-    // YaRN as transformers' default (truncate true), which is what llama.cpp computes: it floors
-    // and ceils the ramp bounds.
-    STORMO_TRY_ASSIGN(const std::string rope, rope_parameters(k, Yarn::truncate));
     JsonObject j;
     j.raw("architectures", "[\"Qwen3MoeForCausalLM\"]").text("model_type", "qwen3_moe");
     j.integer("hidden_size", d.hidden).integer("num_hidden_layers", d.layers);
@@ -60,10 +55,10 @@ Expected<std::string> config_json(const GgufModel& model, const Keys& k, const D
     // llama.cpp's qwen3moe makes every layer MoE (its loader requires each layer's experts) and
     // always renormalises the top-k weights (build_moe_ffn with norm_w true); no key says either.
     j.integer("decoder_sparse_step", 1).raw("mlp_only_layers", "[]").flag("norm_topk_prob", true);
-    j.flag("attention_bias", false).number("rms_norm_eps", eps);
-    j.flag("tie_word_embeddings", model.find("output.weight") == nullptr);
-    j.integer("max_position_embeddings", context).raw("rope_parameters", rope);
-    if (eos) j.integer("eos_token_id", static_cast<uint64_t>(*eos));
+    j.flag("attention_bias", false);
+    // YaRN as transformers' default (truncate true), which is what llama.cpp computes: it floors
+    // and ceils the ramp bounds.
+    STORMO_TRY(add_common_fields(j, model, k, Yarn::truncate, eos));
     return j.str();
 }
 
@@ -83,29 +78,20 @@ Expected<void> refuse_unmapped(const GgufModel& model, const Keys& k, uint64_t l
 Expected<MappedModel> map_qwen3_moe(const GgufModel& model, const Keys& k) {
     STORMO_TRY_ASSIGN(const Dims d, read_dims(model, k));
     STORMO_TRY(refuse_unmapped(model, k, d.layers));
-    STORMO_TRY_ASSIGN(const std::optional<int64_t> eos, eos_token_id(k, d.vocab));
-    MappedModel m;
-    STORMO_TRY_ASSIGN(m.config_json, config_json(model, k, d, eos));
-    if (eos) m.generation_config_json = "{\"eos_token_id\": " + std::to_string(*eos) + "}";
+    STORMO_TRY_ASSIGN(MappedModel m, mapped_config(k, d.vocab, [&](auto eos) { return config_json(model, k, d, eos); }));
 
     const auto H = d.hidden, V = d.vocab, E = d.experts, I = d.moe_inter;
     const auto q_width = d.heads * d.head_dim, kv_width = d.kv_heads * d.head_dim;
-    auto plain = [&](const std::string& gguf_name, std::string hf_name, std::vector<uint64_t> ne) {
-        return copy_tensor(model, m, gguf_name, std::move(hf_name), std::move(ne));
-    };
-    STORMO_TRY(plain("token_embd.weight", "model.embed_tokens.weight", {H, V}));
-    STORMO_TRY(plain("output_norm.weight", "model.norm.weight", {H}));
-    if (model.find("output.weight") != nullptr) STORMO_TRY(plain("output.weight", "lm_head.weight", {H, V}));
+    STORMO_TRY(copy_ends(model, m, H, V));
     for (int l = 0; l < static_cast<int>(d.layers); ++l) {
-        STORMO_TRY(plain(blk(l, "attn_norm.weight"), hf(l, "input_layernorm.weight"), {H}));
-        STORMO_TRY(plain(blk(l, "ffn_norm.weight"), hf(l, "post_attention_layernorm.weight"), {H}));
-        STORMO_TRY(plain(blk(l, "attn_q.weight"), hf(l, "self_attn.q_proj.weight"), {H, q_width}));
-        STORMO_TRY(plain(blk(l, "attn_k.weight"), hf(l, "self_attn.k_proj.weight"), {H, kv_width}));
-        STORMO_TRY(plain(blk(l, "attn_v.weight"), hf(l, "self_attn.v_proj.weight"), {H, kv_width}));
-        STORMO_TRY(plain(blk(l, "attn_output.weight"), hf(l, "self_attn.o_proj.weight"), {q_width, H}));
-        STORMO_TRY(plain(blk(l, "attn_q_norm.weight"), hf(l, "self_attn.q_norm.weight"), {d.head_dim}));
-        STORMO_TRY(plain(blk(l, "attn_k_norm.weight"), hf(l, "self_attn.k_norm.weight"), {d.head_dim}));
-        STORMO_TRY(plain(blk(l, "ffn_gate_inp.weight"), hf(l, "mlp.gate.weight"), {H, E}));
+        STORMO_TRY(copy_layer_norms(model, m, l, H, "ffn_norm"));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "attn_q.weight"), hf(l, "self_attn.q_proj.weight"), {H, q_width}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "attn_k.weight"), hf(l, "self_attn.k_proj.weight"), {H, kv_width}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "attn_v.weight"), hf(l, "self_attn.v_proj.weight"), {H, kv_width}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "attn_output.weight"), hf(l, "self_attn.o_proj.weight"), {q_width, H}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "attn_q_norm.weight"), hf(l, "self_attn.q_norm.weight"), {d.head_dim}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "attn_k_norm.weight"), hf(l, "self_attn.k_norm.weight"), {d.head_dim}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_gate_inp.weight"), hf(l, "mlp.gate.weight"), {H, E}));
         STORMO_TRY(unstack_experts(model, m, blk(l, "ffn_gate_exps.weight"), hf(l, "mlp.experts.{e}.gate_proj.weight"), H, I, E));
         STORMO_TRY(unstack_experts(model, m, blk(l, "ffn_up_exps.weight"), hf(l, "mlp.experts.{e}.up_proj.weight"), H, I, E));
         STORMO_TRY(unstack_experts(model, m, blk(l, "ffn_down_exps.weight"), hf(l, "mlp.experts.{e}.down_proj.weight"), I, H, E));
