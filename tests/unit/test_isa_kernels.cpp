@@ -463,12 +463,13 @@ TEST(IsaKernelsVnni, DescribesItselfAndScoresAboveAvx2WhenUsable) {
     EXPECT_STREQ(k->description->name, "vnni");
     EXPECT_EQ(k->description->kind, PluginKind::kernels);
     EXPECT_STREQ(k->description->version, "0.2.0");
-    // The description names the flavour this machine runs (AVX-VNNI's needs when it runs neither).
+    // The description names the flavour this machine runs, AVX512-VNNI first (AVX-VNNI's needs when
+    // it runs neither).
     const std::string features = k->description->cpu_features;
-    if (avx_vnni_usable() || !vnni_usable()) {
-        EXPECT_EQ(features, "avx2,fma,f16c,avx_vnni");
-    } else {
+    if (avx512_vnni_usable()) {
         EXPECT_EQ(features, "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512_vnni");
+    } else {
+        EXPECT_EQ(features, "avx2,fma,f16c,avx_vnni");
     }
     // Either flavour scores above avx2; neither scores 0.
     ScoreQuery q;
@@ -808,7 +809,7 @@ TEST(IsaKernelsVnni, IntegerRoadNativeIsBitExact) {
     k->plugin()->install(table);
     const size_t mx = static_cast<size_t>(WeightFormat::MXFP4);
     ASSERT_NE(table.matmul_q8[mx], reference_kernels().matmul_q8[mx]);
-    const char* flavour = avx_vnni_usable() ? "vnni (avx_vnni)" : "vnni (avx512_vnni)";
+    const char* flavour = avx512_vnni_usable() ? "vnni (avx512_vnni)" : "vnni (avx_vnni)";
     check_q8_random(table.matmul_q8[mx], flavour);
     check_q8_edges(table.matmul_q8[mx], flavour);
     check_q8_thread_counts(table, flavour);
