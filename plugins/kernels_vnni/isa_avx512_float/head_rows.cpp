@@ -5,6 +5,7 @@
 // below the RAM stream; here the same three cover 16.
 #include "avx512_float_kernels.hpp"
 #include "simd512.hpp"
+#include "row_pairs.hpp"
 
 namespace stormo::simd::avx512 {
 namespace {
@@ -54,17 +55,7 @@ void two_rows(const int8_t* a, const int8_t* b, size_t cols, const float* x, flo
 }  // namespace
 
 void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end) {
-    size_t o = o_begin;
-    for (; o + 2 <= o_end; o += 2) {
-        // The next pair's rows into L2 while this pair computes: each pair starts two new streams.
-        const int8_t* next = q + (o + 2) * cols;
-        for (size_t off = 0; off < 2 * cols; off += 64) prefetch_l2(next, off);
-        two_rows(q + o * cols, q + (o + 1) * cols, cols, x, y + o, y + o + 1);
-    }
-    if (o < o_end) {
-        float unused = 0.0f;
-        two_rows(q + o * cols, q + o * cols, cols, x, y + o, &unused);
-    }
+    dot_rows_in_pairs(two_rows, q, cols, x, y, o_begin, o_end);
 }
 
 uint64_t xor_reduce(const void* p, size_t n) {
