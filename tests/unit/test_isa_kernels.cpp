@@ -900,23 +900,24 @@ void check_q8_gguf(const KernelTable& table, const char* name) {
     std::cout << "[ checked  ] " << name << ": " << compared << " GGUF integer-road outputs, all bit-identical\n";
 }
 
-TEST(IsaKernelsAvx2, GgufIntegerRoadIsBitExact) {
-    if (!cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c}))
-        GTEST_SKIP() << "this CPU lacks avx2/fma/f16c: the avx2 kernels cannot run here";
-    const auto k = load_kernels("avx2");
+// The plugin `isa` installed over the reference table, checked on the GGUF integer road.
+void check_q8_gguf_of(const char* isa) {
+    const auto k = load_kernels(isa);
     ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
     KernelTable table = reference_kernels();
     k->plugin()->install(table);
-    check_q8_gguf(table, "avx2");
+    check_q8_gguf(table, isa);
+}
+
+TEST(IsaKernelsAvx2, GgufIntegerRoadIsBitExact) {
+    if (!cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c}))
+        GTEST_SKIP() << "this CPU lacks avx2/fma/f16c: the avx2 kernels cannot run here";
+    check_q8_gguf_of("avx2");
 }
 
 TEST(IsaKernelsVnni, GgufIntegerRoadIsBitExact) {
     if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
-    const auto k = load_kernels("vnni");
-    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
-    KernelTable table = reference_kernels();
-    k->plugin()->install(table);
-    check_q8_gguf(table, "vnni");
+    check_q8_gguf_of("vnni");
 }
 
 TEST(IsaKernelsAvx2, IntegerRoadIsBitExact) {

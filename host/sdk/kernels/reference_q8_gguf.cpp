@@ -49,22 +49,21 @@ float term_q8_0(const std::byte* block, const XRow& xr, size_t b) {
     return static_cast<float>(isum) * (xr.d[b] * f16_at(block));
 }
 
-float term_q4_0(const std::byte* block, const XRow& xr, size_t b) {
-    const int8_t* q = xr.q + b * gguf::kQK;
-    uint8_t w[gguf::kQK];
-    gguf::unpack_nibbles_32(block + 2, w);
-    int32_t isum = 0;
-    for (size_t k = 0; k < gguf::kQK; ++k) isum += (static_cast<int32_t>(w[k]) - 8) * q[k];
-    return static_cast<float>(isum) * (xr.d[b] * f16_at(block));
-}
+// Q4_0 and MXFP4: a scale (f16 d at byte 0, or the E8M0 byte) then 16 bytes of nibbles at kQs,
+// each nibble standing for the integer Value(nibble).
+int32_t q4_0_value(uint8_t nibble) { return static_cast<int32_t>(nibble) - 8; }
+int32_t mxfp4_value(uint8_t nibble) { return gguf::kE2M1Doubled[nibble]; }
+float f16_scale(const std::byte* block) { return f16_at(block); }
+float e8m0_scale(const std::byte* block) { return gguf::e8m0_half(byte_at(block, 0)); }
 
-float term_mxfp4(const std::byte* block, const XRow& xr, size_t b) {
+template <size_t kQs, int32_t (*Value)(uint8_t), float (*Scale)(const std::byte*)>
+float term_nibbles(const std::byte* block, const XRow& xr, size_t b) {
     const int8_t* q = xr.q + b * gguf::kQK;
     uint8_t w[gguf::kQK];
-    gguf::unpack_nibbles_32(block + 1, w);
+    gguf::unpack_nibbles_32(block + kQs, w);
     int32_t isum = 0;
-    for (size_t k = 0; k < gguf::kQK; ++k) isum += gguf::kE2M1Doubled[w[k]] * q[k];
-    return static_cast<float>(isum) * (xr.d[b] * gguf::e8m0_half(byte_at(block, 0)));
+    for (size_t k = 0; k < gguf::kQK; ++k) isum += Value(w[k]) * q[k];
+    return static_cast<float>(isum) * (xr.d[b] * Scale(block));
 }
 
 template <void (*Unpack)(const std::byte*, uint8_t*)>
@@ -122,11 +121,11 @@ void matmul_q8_gguf_q8_0(const WeightView& w, const Q8Rows& x, float* y, size_t 
 }
 void matmul_q8_gguf_q4_0(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                          size_t o_end) {
-    matmul_q8_blocks<term_q4_0>(w, x, y, y_stride, o_begin, o_end);
+    matmul_q8_blocks<term_nibbles<2, q4_0_value, f16_scale>>(w, x, y, y_stride, o_begin, o_end);
 }
 void matmul_q8_gguf_mxfp4(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                           size_t o_end) {
-    matmul_q8_blocks<term_mxfp4>(w, x, y, y_stride, o_begin, o_end);
+    matmul_q8_blocks<term_nibbles<1, mxfp4_value, e8m0_scale>>(w, x, y, y_stride, o_begin, o_end);
 }
 void matmul_q8_gguf_q4_k(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                          size_t o_end) {

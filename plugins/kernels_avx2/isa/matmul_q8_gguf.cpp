@@ -124,22 +124,39 @@ void prepare32(const Q8Rows& x, int32_t offset, Prepared32& p) {
         }
 }
 
+// Every output row of [o_begin, o_end): its 8 float lanes per activation row from +0, then
+// `blocks(row, lanes)` adds every weight block's terms, then the lanes reduced into y in the
+// reference's order.
+template <class Blocks>
+void per_output(const WeightView& w, size_t row_bytes, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
+                size_t o_end, const Blocks& blocks) {
+    const uint8_t* data = static_cast<const uint8_t*>(w.data);
+    Scratch<float> lanes;
+    lanes.resize(x.n_x * 8);
+    for (size_t o = o_begin; o < o_end; ++o) {
+        for (size_t i = 0; i < x.n_x * 8; ++i) lanes.data()[i] = 0.0f;
+        blocks(data + o * row_bytes, lanes.data());
+        for (size_t r = 0; r < x.n_x; ++r) y[r * ys + o] = reduce_lanes(_mm256_loadu_ps(lanes.data() + r * 8));
+    }
+}
+
+// Asks for the next output row's bytes [begin, end) in L2 while this one runs (a prefetch past the
+// matrix's end never faults).
+[[gnu::always_inline]] inline void prefetch_next(const uint8_t* row, size_t row_bytes, size_t begin, size_t end) {
+    for (size_t off = begin; off < end; off += 64) _mm_prefetch(reinterpret_cast<const char*>(row + row_bytes + off), _MM_HINT_T1);
+}
+
 template <class B>
 void matmul_blocks32(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {
     if (x.n_x == 0 || o_begin >= o_end) return;
     const size_t nb = w.cols / 32;
     const size_t row_bytes = nb * B::kBytes;
-    const uint8_t* data = static_cast<const uint8_t*>(w.data);
     Prepared32 p;
     prepare32(x, B::kOffset, p);
-    Scratch<float> lanes;
-    lanes.resize(x.n_x * 8);
-    for (size_t o = o_begin; o < o_end; ++o) {
-        const uint8_t* row = data + o * row_bytes;
-        for (size_t i = 0; i < x.n_x * 8; ++i) lanes.data()[i] = 0.0f;
+    per_output(w, row_bytes, x, y, ys, o_begin, o_end, [&](const uint8_t* row, float* lanes) {
         for (size_t g = 0; g < nb; g += 8) {
             const size_t n = nb - g < 8 ? nb - g : 8;
-            for (size_t off = 0; off < n * B::kBytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(row + row_bytes + g * B::kBytes + off), _MM_HINT_T1);
+            prefetch_next(row, row_bytes, g * B::kBytes, (g + n) * B::kBytes);
             __m256i wv[8];
             float ws[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             for (size_t k = 0; k < n; ++k) {
@@ -154,12 +171,11 @@ void matmul_blocks32(const WeightView& w, const Q8Rows& x, float* y, size_t ys, 
                 const __m256i isum = _mm256_sub_epi32(block_sums8(part),
                                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.bias.data() + r * p.padded + g)));
                 const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(p.scales.data() + r * p.padded + g), wscale);
-                float* lane = lanes.data() + r * 8;
+                float* lane = lanes + r * 8;
                 _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_loadu_ps(lane), _mm256_mul_ps(_mm256_cvtepi32_ps(isum), scale)));
             }
         }
-        for (size_t r = 0; r < x.n_x; ++r) y[r * ys + o] = reduce_lanes(_mm256_loadu_ps(lanes.data() + r * 8));
-    }
+    });
 }
 
 // ---- K-quant super-blocks: Q4_K, Q5_K, Q6_K ----------------------------------------------------
@@ -258,25 +274,18 @@ void matmul_super(const WeightView& w, const Q8Rows& x, float* y, size_t ys, siz
     if (x.n_x == 0 || o_begin >= o_end) return;
     const size_t nb = w.cols / 256;
     const size_t row_bytes = nb * S::kBytes;
-    const uint8_t* data = static_cast<const uint8_t*>(w.data);
-    Scratch<float> lanes;
-    lanes.resize(x.n_x * 8);
     S block;
-    for (size_t o = o_begin; o < o_end; ++o) {
-        const uint8_t* row = data + o * row_bytes;
-        for (size_t i = 0; i < x.n_x * 8; ++i) lanes.data()[i] = 0.0f;
+    per_output(w, row_bytes, x, y, ys, o_begin, o_end, [&](const uint8_t* row, float* lanes) {
         for (size_t b = 0; b < nb; ++b) {
-            for (size_t off = 0; off < S::kBytes; off += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(row + row_bytes + b * S::kBytes + off), _MM_HINT_T1);
+            prefetch_next(row, row_bytes, b * S::kBytes, (b + 1) * S::kBytes);
             block.decode(row + b * S::kBytes);
             for (size_t r = 0; r < x.n_x; ++r) {
-                float& lane = lanes.data()[r * 8 + b % 8];
+                float& lane = lanes[r * 8 + b % 8];
                 lane = lane + block.term(x.q + (r * x.blocks + b) * 256, x.scales[r * x.blocks + b],
                                          x.sums + (r * x.blocks + b) * 16);
             }
         }
-        for (size_t r = 0; r < x.n_x; ++r) y[r * ys + o] = reduce_lanes(_mm256_loadu_ps(lanes.data() + r * 8));
-    }
+    });
 }
 
 }  // namespace q8g
