@@ -28,11 +28,13 @@ void gguf_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* 
     for (size_t blk = 0; blk < n_blocks; ++blk) {
         for (; next_prefetch < (blk + 1) * F::kBytes && next_prefetch < row_bytes; next_prefetch += 64)
             for (int k = 0; k < O; ++k) prefetch_l2(data, (o + O + k) * row_bytes + next_prefetch);
+        typename F::Header header[O];
+        for (int k = 0; k < O; ++k) header[k] = F::header(data + (o + k) * row_bytes + blk * F::kBytes);
         for (size_t u = 0; u < kUnits; ++u) {
             const size_t i = blk * F::kValues + 32 * u;
             for (int k = 0; k < O; ++k) {
                 __m256 v[4];
-                F::unit(data + (o + k) * row_bytes + blk * F::kBytes, u, v);
+                F::unit(data + (o + k) * row_bytes + blk * F::kBytes, header[k], u, v);
                 for (int r = 0; r < R; ++r) {
                     const float* xr = x + r * xs + i;
                     a[k][r] = _mm256_fmadd_ps(v[0], _mm256_loadu_ps(xr), a[k][r]);
@@ -66,12 +68,14 @@ template <class F>
 void decode_row(const WeightView& w, size_t row_index, float* out) {
     const size_t n_blocks = w.cols / F::kValues;
     const uint8_t* blocks = static_cast<const uint8_t*>(w.data) + row_index * n_blocks * F::kBytes;
-    for (size_t blk = 0; blk < n_blocks; ++blk)
+    for (size_t blk = 0; blk < n_blocks; ++blk) {
+        const typename F::Header header = F::header(blocks + blk * F::kBytes);
         for (size_t u = 0; u < F::kValues / 32; ++u) {
             __m256 v[4];
-            F::unit(blocks + blk * F::kBytes, u, v);
+            F::unit(blocks + blk * F::kBytes, header, u, v);
             for (int k = 0; k < 4; ++k) _mm256_storeu_ps(out + blk * F::kValues + 32 * u + 8 * k, v[k]);
         }
+    }
 }
 
 }  // namespace

@@ -95,10 +95,7 @@ struct BlockMxfp4 {
                                              12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
         return _mm256_shuffle_epi8(lut, gguf::nibbles_32(b + 1));
     }
-    static float scale(const uint8_t* b) {
-        const uint32_t e = b[0];
-        return __builtin_bit_cast(float, e < 2 ? uint32_t{0x00200000} << e : (e - 1u) << 23);
-    }
+    static float scale(const uint8_t* b) { return gguf::e8m0_half(b[0]); }
     static __m256i dot(__m256i u, __m256i x) { return dot_u8i8(u, x); }
 };
 
@@ -186,7 +183,7 @@ struct SuperK45 {
     static constexpr size_t kBytes = FifthBit ? 176 : 144;
     __m256i u[8];
     int16_t sc[8];
-    int32_t m[8];
+    __m256i m16;  // [m0, m0, m1, m1, ..., m7, m7] as int16: pmaddwd with the 16 sums gives m_s * (bs_2s + bs_2s+1)
     float d, dmin;
 
     void decode(const uint8_t* b) {
@@ -205,12 +202,11 @@ struct SuperK45 {
                 u[s] = _mm256_or_si256(u[s], _mm256_slli_epi16(bit, 4));
             }
         }
-        for (size_t s = 0; s < 8; ++s) {
-            uint8_t scv, mv;
-            gguf::scale_min_k4(b, s, scv, mv);
-            sc[s] = scv;
-            m[s] = mv;
-        }
+        uint8_t scv[8], mv[8];
+        gguf::scales_mins_k4(b, scv, mv);
+        for (size_t s = 0; s < 8; ++s) sc[s] = scv[s];
+        const __m128i m8 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mv)));
+        m16 = _mm256_set_m128i(_mm_unpackhi_epi16(m8, m8), _mm_unpacklo_epi16(m8, m8));
         d = gguf::f16(b);
         dmin = gguf::f16(b + 2);
     }
@@ -223,8 +219,7 @@ struct SuperK45 {
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(sc[s])));
         }
         const int32_t isum = hsum_i32(acc);
-        int32_t imin = 0;
-        for (int s = 0; s < 8; ++s) imin += m[s] * (bs[2 * s] + bs[2 * s + 1]);
+        const int32_t imin = hsum_i32(_mm256_madd_epi16(load32(bs), m16));
         return static_cast<float>(isum) * (dx * d) - static_cast<float>(imin) * (dx * dmin);
     }
 };
@@ -234,7 +229,7 @@ struct SuperQ6K {
     static constexpr size_t kBytes = 210;
     __m256i u[8];
     __m256i scales16[8];  // per unit: [scale of group 2u x 8 | scale of group 2u + 1 x 8] as int16
-    int32_t sc[16];
+    __m256i sc16;         // the 16 scales as int16: pmaddwd with the 16 sums gives sum_g sc_g * bs_g
     float d;
 
     void decode(const uint8_t* b) {
@@ -249,7 +244,7 @@ struct SuperQ6K {
             }
         }
         const int8_t* s8 = reinterpret_cast<const int8_t*>(b + 192);
-        for (size_t g = 0; g < 16; ++g) sc[g] = s8[g];
+        sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s8)));
         for (size_t k = 0; k < 8; ++k)
             scales16[k] = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s8[2 * k + 1])),
                                            _mm_set1_epi16(static_cast<int16_t>(s8[2 * k])));
@@ -262,8 +257,7 @@ struct SuperQ6K {
             const __m256i pairs = _mm256_maddubs_epi16(u[k], load32(q + 32 * k));
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales16[k]));
         }
-        int32_t offset = 0;
-        for (int g = 0; g < 16; ++g) offset += sc[g] * bs[g];
+        const int32_t offset = hsum_i32(_mm256_madd_epi16(load32(bs), sc16));
         const int32_t isum = hsum_i32(acc) - 32 * offset;
         return static_cast<float>(isum) * (dx * d);
     }
