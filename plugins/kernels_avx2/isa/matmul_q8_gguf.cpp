@@ -7,7 +7,8 @@
 // between groups. Integer products:
 //   Q4_0, MXFP4: unsigned weights (nibble; doubled E2M1 + 12) x signed activations through
 //     pmaddubsw + pmaddwd, then minus 8 (12) times the block's sum of activations;
-//   Q8_0: signed x signed, both widened to int16 and pmaddwd (exact for every int8, -128 too);
+//   Q8_0: |w| x (x signed by w) through pmaddubsw + pmaddwd, or, when an activation is -128,
+//     both widened to int16 and pmaddwd;
 //   Q4_K, Q5_K, Q6_K: unsigned 4, 5, 6-bit values x activations through pmaddubsw, then pmaddwd by
 //     the sub-block's scale (llama.cpp's shape: scale x pair sums), minus the minimums (Q4_K,
 //     Q5_K) or 32 x scale x sums of 16 (Q6_K) from the activations' per-16 sums.
@@ -73,13 +74,33 @@ namespace q8g {
 
 // Per block: the weights as 32 bytes in element order (unsigned for Q4_0 and MXFP4, signed for
 // Q8_0), the weight scale, and the offset the unsigned form adds (sum(w * x) = sum(u * x) - off * sum(x)).
+// Q8_0 has two dot steps: |w| x (x with w's sign) through pmaddubsw (a pair is at most
+// 2 * 128 * 127 < 2^15), exact unless an activation is -128 (its negation wraps), which the
+// quantizer never produces but a caller may (MatmulQ8Fn accepts any int8); calls whose
+// activations hold a -128 take the int16 step.
+template <bool Widened>
 struct BlockQ8_0 {
     static constexpr size_t kBytes = 34;
     static constexpr int32_t kOffset = 0;
     static __m256i weights(const uint8_t* b) { return load32(b + 2); }
     static float scale(const uint8_t* b) { return gguf::f16(b); }
-    static __m256i dot(__m256i w, __m256i x) { return dot_i8i8(w, x); }
+    static __m256i dot(__m256i w, __m256i x) {
+        if constexpr (Widened) return dot_i8i8(w, x);
+        else return dot_u8i8(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+    }
 };
+
+// Whether any of the n activation bytes is -128.
+bool holds_int8_min(const int8_t* q, size_t n) {
+    size_t i = 0;
+    __m256i any = _mm256_setzero_si256();
+    const __m256i min = _mm256_set1_epi8(-128);
+    for (; i + 32 <= n; i += 32) any = _mm256_or_si256(any, _mm256_cmpeq_epi8(load32(q + i), min));
+    if (_mm256_movemask_epi8(any) != 0) return true;
+    for (; i < n; ++i)
+        if (q[i] == -128) return true;
+    return false;
+}
 struct BlockQ4_0 {
     static constexpr size_t kBytes = 18;
     static constexpr int32_t kOffset = 8;
@@ -286,7 +307,8 @@ void matmul_super(const WeightView& w, const Q8Rows& x, float* y, size_t ys, siz
 }  // namespace
 
 void matmul_q8_gguf_q8_0_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {
-    q8g::matmul_blocks32<q8g::BlockQ8_0>(w, x, y, ys, o_begin, o_end);
+    if (q8g::holds_int8_min(x.q, x.n_x * x.blocks * 32)) q8g::matmul_blocks32<q8g::BlockQ8_0<true>>(w, x, y, ys, o_begin, o_end);
+    else q8g::matmul_blocks32<q8g::BlockQ8_0<false>>(w, x, y, ys, o_begin, o_end);
 }
 void matmul_q8_gguf_q4_0_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {
     q8g::matmul_blocks32<q8g::BlockQ4_0>(w, x, y, ys, o_begin, o_end);
