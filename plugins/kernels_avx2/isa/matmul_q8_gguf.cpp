@@ -6,7 +6,7 @@
 // once into registers and applied to every activation row; a row's 8 float lanes live in memory
 // between groups. Integer products:
 //   Q4_0, MXFP4: unsigned weights (nibble; doubled E2M1 + 12) x signed activations through
-//     pmaddubsw + pmaddwd, then minus 8 (12) times the block's sum of activations;
+//     pmaddubsw + pmaddwd, two blocks a vector, then minus 8 (12) times the block's activation sum;
 //   Q8_0: |w| x (x signed by w) through pmaddubsw + pmaddwd, or, when an activation is -128,
 //     both widened to int16 and pmaddwd;
 //   Q4_K, Q5_K, Q6_K: unsigned 4, 5, 6-bit values x activations through pmaddubsw, then pmaddwd by
@@ -72,9 +72,9 @@ namespace q8g {
 
 // ---- 32-value blocks: Q8_0, Q4_0, MXFP4 -----------------------------------------------------
 
-// Per block: the weights as 32 bytes in element order (unsigned for Q4_0 and MXFP4, signed for
-// Q8_0), the weight scale, and the offset the unsigned form adds (sum(w * x) = sum(u * x) - off * sum(x)).
-// Q8_0 has two dot steps: |w| x (x with w's sign) through pmaddubsw (a pair is at most
+// A block type gives its bytes, weight scale and the offset its unsigned form adds
+// (sum(w * x) = sum(u * x) - off * sum(x)); Q8_0 its 32 signed weights in element order. Q8_0 has
+// two dot steps: |w| x (x with w's sign) through pmaddubsw (a pair is at most
 // 2 * 128 * 127 < 2^15), exact unless an activation is -128 (its negation wraps), which the
 // quantizer never produces but a caller may (MatmulQ8Fn accepts any int8); calls whose
 // activations hold a -128 take the int16 step.
@@ -101,23 +101,23 @@ bool holds_int8_min(const int8_t* q, size_t n) {
         if (q[i] == -128) return true;
     return false;
 }
+// Q4_0 and MXFP4: 16 bytes of nibbles at kQs (elements 0-15 low, 16-31 high), each nibble the
+// unsigned value values(nibble) (Q4_0: the nibble, offset 8; MXFP4: doubled E2M1 + 12, offset 12).
 struct BlockQ4_0 {
-    static constexpr size_t kBytes = 18;
+    static constexpr size_t kBytes = 18, kQs = 2;
     static constexpr int32_t kOffset = 8;
-    static __m256i weights(const uint8_t* b) { return gguf::nibbles_32(b + 2); }
+    static __m256i values(__m256i nibbles) { return nibbles; }
     static float scale(const uint8_t* b) { return gguf::f16(b); }
-    static __m256i dot(__m256i u, __m256i x) { return dot_u8i8(u, x); }
 };
 struct BlockMxfp4 {
-    static constexpr size_t kBytes = 17;
+    static constexpr size_t kBytes = 17, kQs = 1;
     static constexpr int32_t kOffset = 12;
-    static __m256i weights(const uint8_t* b) {
+    static __m256i values(__m256i nibbles) {
         const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
                                              12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
-        return _mm256_shuffle_epi8(lut, gguf::nibbles_32(b + 1));
+        return _mm256_shuffle_epi8(lut, nibbles);
     }
     static float scale(const uint8_t* b) { return gguf::e8m0_half(b[0]); }
-    static __m256i dot(__m256i u, __m256i x) { return dot_u8i8(u, x); }
 };
 
 // offset * sum(q) of every 32-block of every row, padded with zeros to a multiple of 8 blocks, and
@@ -187,6 +187,94 @@ void matmul_blocks32(const WeightView& w, const Q8Rows& x, float* y, size_t ys, 
                 __m256i part[8];
                 for (size_t k = 0; k < 8; ++k) part[k] = k < n ? B::dot(wv[k], load32(q + 32 * k)) : _mm256_setzero_si256();
                 const __m256i isum = _mm256_sub_epi32(block_sums8(part),
+                                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.bias.data() + r * p.padded + g)));
+                const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(p.scales.data() + r * p.padded + g), wscale);
+                float* lane = lanes + r * 8;
+                _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_loadu_ps(lane), _mm256_mul_ps(_mm256_cvtepi32_ps(isum), scale)));
+            }
+        }
+    });
+}
+
+// Q4_0 and MXFP4 two blocks at a time: the 16 nibble bytes of blocks A and B as one vector [A | B],
+// whose low nibbles are [A 0-15 | B 0-15] and high nibbles [A 16-31 | B 16-31]; the activations are
+// rearranged once per call to match (per pair: [xA 0-15 | xB 0-15], [xA 16-31 | xB 16-31]; a lone
+// last block keeps its order), so one pmaddubsw pair yields block A's partial sums in the low
+// lanes and B's in the high lanes, which is what block_sums takes.
+[[gnu::always_inline]] inline __m256i dot2_u8i8(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// A lone block's lanes hold elements 0-15 (lanes 0-3) and 16-31 (4-7): folded into the low half,
+// so it sits where the first block of a pair does, and zero above.
+[[gnu::always_inline]] inline __m256i fold_single(__m256i p) {
+    return _mm256_add_epi32(_mm256_permute2x128_si256(p, p, 0x80), _mm256_permute2x128_si256(p, p, 0x81));
+}
+
+// Four pair results (low half block 2k, high half block 2k+1) to the 8 block sums in order.
+[[gnu::always_inline]] inline __m256i pair_sums(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+    return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+void prepare_pairs(const Q8Rows& x, Scratch<int8_t>& out) {
+    const size_t row = x.blocks * 32;
+    out.resize(x.n_x * row);
+    for (size_t r = 0; r < x.n_x; ++r) {
+        const int8_t* q = x.q + r * row;
+        int8_t* dst = out.data() + r * row;
+        size_t b = 0;
+        for (; b + 2 <= x.blocks; b += 2) {
+            const __m256i a = load32(q + 32 * b), c = load32(q + 32 * b + 32);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * b), _mm256_permute2x128_si256(a, c, 0x20));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * b + 32), _mm256_permute2x128_si256(a, c, 0x31));
+        }
+        if (b < x.blocks) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * b), load32(q + 32 * b));
+    }
+}
+
+template <class B>
+void matmul_nibble_pairs(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {
+    if (x.n_x == 0 || o_begin >= o_end) return;
+    const size_t nb = w.cols / 32;
+    const size_t row_bytes = nb * B::kBytes;
+    Prepared32 p;
+    prepare32(x, B::kOffset, p);
+    Scratch<int8_t> xq;
+    prepare_pairs(x, xq);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    per_output(w, row_bytes, x, y, ys, o_begin, o_end, [&](const uint8_t* row, float* lanes) {
+        for (size_t g = 0; g < nb; g += 8) {
+            const size_t n = nb - g < 8 ? nb - g : 8;
+            prefetch_next(row, row_bytes, g * B::kBytes, (g + n) * B::kBytes);
+            __m256i lo[4], hi[4];
+            float ws[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (size_t k = 0; k < n; ++k) ws[k] = B::scale(row + (g + k) * B::kBytes);
+            for (size_t k = 0; 2 * k < n; ++k) {
+                const uint8_t* a = row + (g + 2 * k) * B::kBytes + B::kQs;
+                const __m128i qa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
+                // A lone last block pairs with itself; fold_single drops the copy.
+                const __m128i qb = 2 * k + 1 < n ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + B::kBytes)) : qa;
+                const __m256i v = _mm256_set_m128i(qb, qa);
+                lo[k] = B::values(_mm256_and_si256(v, low4));
+                hi[k] = B::values(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+            }
+            const __m256 wscale = _mm256_loadu_ps(ws);
+            for (size_t r = 0; r < x.n_x; ++r) {
+                const int8_t* q = xq.data() + (r * x.blocks + g) * 32;
+                __m256i part[4];
+                for (size_t k = 0; k < 4; ++k) {
+                    if (2 * k + 1 < n) {
+                        part[k] = dot2_u8i8(lo[k], load32(q + 64 * k), hi[k], load32(q + 64 * k + 32));
+                    } else if (2 * k < n) {  // lone last block, activations in their own order
+                        const __m256i u = _mm256_permute2x128_si256(lo[k], hi[k], 0x20);
+                        part[k] = fold_single(dot_u8i8(u, load32(q + 64 * k)));
+                    } else {
+                        part[k] = _mm256_setzero_si256();
+                    }
+                }
+                const __m256i isum = _mm256_sub_epi32(pair_sums(part[0], part[1], part[2], part[3]),
                                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.bias.data() + r * p.padded + g)));
                 const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(p.scales.data() + r * p.padded + g), wscale);
                 float* lane = lanes + r * 8;
@@ -311,10 +399,10 @@ void matmul_q8_gguf_q8_0_avx2(const WeightView& w, const Q8Rows& x, float* y, si
     else q8g::matmul_blocks32<q8g::BlockQ8_0<false>>(w, x, y, ys, o_begin, o_end);
 }
 void matmul_q8_gguf_q4_0_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {
-    q8g::matmul_blocks32<q8g::BlockQ4_0>(w, x, y, ys, o_begin, o_end);
+    q8g::matmul_nibble_pairs<q8g::BlockQ4_0>(w, x, y, ys, o_begin, o_end);
 }
 void matmul_q8_gguf_mxfp4_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {
-    q8g::matmul_blocks32<q8g::BlockMxfp4>(w, x, y, ys, o_begin, o_end);
+    q8g::matmul_nibble_pairs<q8g::BlockMxfp4>(w, x, y, ys, o_begin, o_end);
 }
 void matmul_q8_gguf_q4_k_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {
     q8g::matmul_super<q8g::SuperK45<false>>(w, x, y, ys, o_begin, o_end);
