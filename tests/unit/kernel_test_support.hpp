@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -97,6 +99,31 @@ inline void fill_gguf_blocks(TestMatrix& m, std::mt19937& rng) {
             default: break;
         }
     }
+}
+
+// The blocks of tests/data/gguf/quants/<NAME>.ref (gguf-py's quantizations and edge blocks, with
+// the values gguf-py decodes them to) as a matrix of two blocks per row, and those values.
+struct GgufRefMatrix {
+    TestMatrix m;
+    std::vector<uint32_t> value_bits;  // row-major, as gguf-py decoded them
+};
+
+inline GgufRefMatrix gguf_ref_matrix(WeightFormat f, const std::string& name) {
+    GgufRefMatrix r;
+    const std::string path = std::string(STORMO_TEST_DATA_DIR) + "/gguf/quants/" + name + ".ref";
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(in) << "cannot open " << path;
+    const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+    const WeightBlock b = gguf_weight_block(f);
+    const size_t n_blocks = bytes.size() / (b.bytes + 4 * b.values) / 2 * 2;
+    r.m.format = f;
+    r.m.rows = n_blocks / 2;
+    r.m.cols = 2 * b.values;
+    r.m.data.assign(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n_blocks * b.bytes));
+    const size_t all_blocks = bytes.size() / (b.bytes + 4 * b.values);
+    r.value_bits.resize(n_blocks * b.values);
+    std::memcpy(r.value_bits.data(), bytes.data() + all_blocks * b.bytes, r.value_bits.size() * 4);
+    return r;
 }
 
 // Finite values of moderate magnitude (about 2^-6 to 2^5) in every format; MXFP4 gets random

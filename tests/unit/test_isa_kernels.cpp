@@ -239,6 +239,14 @@ void check_gguf(const KernelTable& table, Worst& worst) {
                         ASSERT_EQ(std::memcmp(a.data(), b.data(), cols * 4), 0) << weight_format_name(f) << " row " << o;
                     }
                 }
+        // Row decoders on gguf-py's blocks (zero and subnormal scales, every MXFP4 exponent).
+        const testing::GgufRefMatrix gp = testing::gguf_ref_matrix(f, std::string(weight_format_name(f)).substr(5));
+        std::vector<float> row(gp.m.cols);
+        for (size_t o = 0; o < gp.m.rows; ++o) {
+            table.row_to_f32[static_cast<size_t>(f)](gp.m.view(), o, row.data());
+            ASSERT_EQ(std::memcmp(row.data(), gp.value_bits.data() + o * gp.m.cols, gp.m.cols * 4), 0)
+                << weight_format_name(f) << " gguf-py row " << o;
+        }
         const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, 1031, 2 * block, rng);
         for (size_t n_x : {size_t{1}, size_t{3}}) {
             const std::vector<float> x = testing::random_floats(n_x * m.cols, rng);
@@ -888,6 +896,23 @@ void check_q8_gguf(const KernelTable& table, const char* name) {
                     }
                     compared += y_ref.size();
                 }
+        // gguf-py's blocks (zero and subnormal scales, every MXFP4 exponent, 255 included).
+        const testing::GgufRefMatrix gp = testing::gguf_ref_matrix(f, std::string(weight_format_name(f)).substr(5));
+        for (size_t n_x : {size_t{1}, size_t{4}}) {
+            std::vector<int16_t> sums;
+            const testing::TestQ8 x = random_q8_blocks(n_x, gp.m.cols, xblock, rng, sums, false);
+            Q8Rows view = x.view();
+            view.block = xblock;
+            view.sums = xblock == kQ8KBlock ? sums.data() : nullptr;
+            std::vector<float> y_ref(n_x * gp.m.rows), y_isa(n_x * gp.m.rows);
+            ref.matmul_q8[fi](gp.m.view(), view, y_ref.data(), gp.m.rows, 0, gp.m.rows);
+            table.matmul_q8[fi](gp.m.view(), view, y_isa.data(), gp.m.rows, 0, gp.m.rows);
+            for (size_t k = 0; k < y_ref.size(); ++k)
+                ASSERT_TRUE(testing::same_bits_or_both_nan(y_ref[k], y_isa[k]))
+                    << name << " " << weight_format_name(f) << " gguf-py blocks [" << k << "]: reference " << y_ref[k]
+                    << ", plugin " << y_isa[k];
+            compared += y_ref.size();
+        }
         const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, 1031, 2 * kQ8KBlock, rng);
         for (size_t n_x : {size_t{1}, size_t{3}}) {
             const std::vector<float> x = testing::random_floats(n_x * m.cols, rng);

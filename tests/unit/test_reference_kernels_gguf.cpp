@@ -98,6 +98,23 @@ TEST(RefKernelsGguf, MatmulIsTheF32MatmulOfTheDequantizedMatrix) {
     }
 }
 
+// gguf-py's own blocks (tests/data/gguf/quants: quantized data, zero and subnormal scales, every
+// MXFP4 exponent byte): the row decoder gives the values gguf-py decoded, bit for bit.
+TEST(RefKernelsGguf, RowDecoderGivesGgufPysValuesOnItsBlocks) {
+    const std::pair<WeightFormat, const char*> cases[] = {
+        {WeightFormat::GGUF_Q8_0, "Q8_0"}, {WeightFormat::GGUF_Q4_0, "Q4_0"}, {WeightFormat::GGUF_Q4_K, "Q4_K"},
+        {WeightFormat::GGUF_Q5_K, "Q5_K"}, {WeightFormat::GGUF_Q6_K, "Q6_K"}, {WeightFormat::GGUF_MXFP4, "MXFP4"}};
+    for (const auto& [f, name] : cases) {
+        const testing::GgufRefMatrix r = testing::gguf_ref_matrix(f, name);
+        ASSERT_GT(r.m.rows, 0u) << name;
+        std::vector<float> row(r.m.cols);
+        for (size_t o = 0; o < r.m.rows; ++o) {
+            ref().row_to_f32[static_cast<size_t>(f)](r.m.view(), o, row.data());
+            ASSERT_EQ(std::memcmp(row.data(), r.value_bits.data() + o * r.m.cols, r.m.cols * 4), 0) << name << " row " << o;
+        }
+    }
+}
+
 // Q8_K-style activation blocks: 256 values, d = amax / 127, and the sums of every 16 values.
 TEST(RefKernelsGgufQ8, QuantizerMakes256BlocksWithSumsOf16) {
     std::mt19937 rng(42);
