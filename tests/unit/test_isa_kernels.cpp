@@ -896,6 +896,17 @@ void check_q8_gguf(const KernelTable& table, const char* name) {
                     }
                     compared += y_ref.size();
                 }
+        {  // rows quantized for the other block size (and K-quant rows without sums): NaN, loudly
+            const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, 3, kQ8KBlock, rng);
+            std::vector<int16_t> sums;
+            const testing::TestQ8 x = random_q8_blocks(1, kQ8KBlock, kQ8KBlock + kQ8Block - xblock, rng, sums, false);
+            Q8Rows view = x.view();
+            view.block = kQ8KBlock + kQ8Block - xblock;
+            view.sums = view.block == kQ8KBlock ? sums.data() : nullptr;
+            std::vector<float> y(3, 0.0f);
+            table.matmul_q8[fi](m.view(), view, y.data(), 3, 0, 3);
+            for (float v : y) EXPECT_TRUE(std::isnan(v)) << name << " " << weight_format_name(f) << ": mismatched rows gave " << v;
+        }
         // gguf-py's blocks (zero and subnormal scales, every MXFP4 exponent, 255 included).
         const testing::GgufRefMatrix gp = testing::gguf_ref_matrix(f, std::string(weight_format_name(f)).substr(5));
         for (size_t n_x : {size_t{1}, size_t{4}}) {

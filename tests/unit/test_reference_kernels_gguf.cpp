@@ -205,6 +205,20 @@ TEST(RefKernelsGgufQ8, CloseToTheFloatRoadWithinTheQuantizationBound) {
                     weight_format_name(f), worst);
         EXPECT_GT(worst, 0.0) << weight_format_name(f) << ": the integer road ran";
 
+        // Rows quantized in the other block size: the kernel cannot use them and says so with NaN.
+        {
+            const size_t other = qblock == kQ8KBlock ? kQ8Block : kQ8KBlock;
+            std::vector<int8_t> oq(n_x * cols);
+            std::vector<float> od(n_x * cols / other);
+            std::vector<int16_t> os(n_x * cols / kQ8SumValues);
+            quantize_q8(x.data(), n_x, cols, cols, other, oq.data(), od.data(), os.data());
+            const Q8Rows wrong{oq.data(), od.data(), n_x, cols, cols / other, other, os.data()};
+            EXPECT_FALSE(q8_rows_fit(f, wrong));
+            std::vector<float> y(n_x * rows, 0.0f);
+            ref().matmul_q8[static_cast<size_t>(f)](m.view(), wrong, y.data(), rows, 0, rows);
+            for (float v : y) EXPECT_TRUE(std::isnan(v)) << weight_format_name(f);
+        }
+
         x[cols + 5] = std::numeric_limits<float>::quiet_NaN();  // row 1
         matmul(Compute{&ref(), nullptr, true}, m.view(), x.data(), n_x, y_q8.data());
         for (size_t o = 0; o < rows; ++o) {

@@ -108,6 +108,11 @@ struct Q8Rows {
 // The activation block the integer road uses against format f (kQ8KBlock for GGUF_Q4_K, Q5_K and
 // Q6_K, kQ8Block otherwise).
 STORMO_API size_t q8_block_values(WeightFormat f);
+// Whether x was quantized as format f's integer kernels need it (its block size, and the per-16
+// sums for kQ8KBlock, over w.cols values); kernels given other rows fill their outputs with NaN.
+inline bool q8_rows_fit(WeightFormat f, const Q8Rows& x) {
+    return x.block == q8_block_values(f) && (x.block != kQ8KBlock || x.sums != nullptr);
+}
 // y[r * y_stride + o] = W[o, :] . x[r, :] for o in [o_begin, o_end), r < x.n_x, from integer dot
 // products per 32-block and a fixed float order after them; bit-exact across implementations.
 // Any int8 value is accepted in q (-128 included); quantize_q8 produces [-127, 127].

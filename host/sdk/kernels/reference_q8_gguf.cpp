@@ -17,6 +17,7 @@
 // fused multiply-add anywhere (-ffp-contract=off, set by the build).
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "kernels/gguf_blocks.hpp"
 #include "kernels/reference.hpp"
@@ -102,6 +103,12 @@ template <BlockTerm Term>
 void matmul_q8_blocks(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin, size_t o_end) {
     const gguf::BlockFormat bf = gguf::block_format(w.format);
     const size_t n_blocks = w.cols / bf.values;
+    if (!q8_rows_fit(w.format, x)) {
+        // Activations quantized for another format: no error channel here, so every output is NaN.
+        for (size_t o = o_begin; o < o_end; ++o)
+            for (size_t r = 0; r < x.n_x; ++r) y[r * y_stride + o] = std::numeric_limits<float>::quiet_NaN();
+        return;
+    }
     for (size_t o = o_begin; o < o_end; ++o) {
         const std::byte* blocks = gguf::row_blocks(w, o);
         for (size_t r = 0; r < x.n_x; ++r) {

@@ -149,6 +149,17 @@ template <class Blocks>
 void per_output(const WeightView& w, size_t row_bytes, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
                 size_t o_end, const Blocks& blocks) {
     const uint8_t* data = static_cast<const uint8_t*>(w.data);
+    const size_t block = w.format == WeightFormat::GGUF_Q4_K || w.format == WeightFormat::GGUF_Q5_K ||
+                                 w.format == WeightFormat::GGUF_Q6_K
+                             ? kQ8KBlock
+                             : kQ8Block;
+    if (x.block != block || (block == kQ8KBlock && x.sums == nullptr)) {
+        // Activations quantized for another format (the reference's q8_rows_fit, which this ISA
+        // file must not call: an inline SDK function compiled here would be an AVX2 COMDAT copy).
+        for (size_t o = o_begin; o < o_end; ++o)
+            for (size_t r = 0; r < x.n_x; ++r) y[r * ys + o] = __builtin_nanf("");
+        return;
+    }
     Scratch<float> lanes;
     lanes.resize(x.n_x * 8);
     for (size_t o = o_begin; o < o_end; ++o) {
