@@ -1,7 +1,8 @@
 // libstormo-kernels-vnni.so: the avx2 float kernels plus the integer road on VPDPBUSD, in two
 // flavours picked at run time by CPUID: AVX-VNNI (Alder Lake, Zen 5 and later) or AVX512-VNNI
 // with AVX512VL/BW (Ice Lake, Zen 4 and later). Baseline code: discovery calls describe and
-// score on any CPU.
+// score on any CPU. Where the CPU has AVX-512 (F, BW, VL), 512-bit float kernels replace the avx2
+// ones for the out_in matrix layouts, whichever flavour runs the integer road.
 //
 // The description's cpu_features is the list of the flavour this machine can run (or of
 // AVX-VNNI when it can run neither), so the host's own CPUID check, `stormo plugins` and the
@@ -12,6 +13,7 @@
 
 #include "cpu_requirements.hpp"
 #include "float_kernels.hpp"
+#include "isa_avx512_float/avx512_float_kernels.hpp"
 #include "q8_kernels.hpp"
 #include "stormo/kernels_plugin.hpp"
 #include "vnni_variant.hpp"
@@ -37,10 +39,12 @@ const stormo::PluginDescription& description() {
 
 class VnniKernels final : public stormo::KernelsPlugin {
 public:
-    explicit VnniKernels(const stormo::simd::VnniVariant& variant) : variant_(variant) {}
+    VnniKernels(const stormo::simd::VnniVariant& variant, bool wide_float)
+        : variant_(variant), wide_float_(wide_float) {}
 
     void install(stormo::KernelTable& table) const override {
         stormo::simd::install_float_kernels(table);
+        if (wide_float_) stormo::simd::avx512::install_float_kernels(table);
         table.dot_u8i8 = variant_.dot_u8i8;
         const size_t mxfp4 = static_cast<size_t>(stormo::WeightFormat::MXFP4);
         table.matmul_q8[mxfp4] = variant_.matmul_q8_mxfp4;
@@ -49,6 +53,7 @@ public:
 
 private:
     const stormo::simd::VnniVariant& variant_;
+    bool wide_float_;
 };
 
 }  // namespace
@@ -67,7 +72,8 @@ STORMO_PLUGIN_EXPORT int stormo_plugin_score(const stormo::ScoreQuery* query) {
 // not call it then: defence in depth).
 STORMO_PLUGIN_EXPORT stormo::PluginObject* stormo_plugin_create(stormo::Error* error) {
     if (!stormo::simd::cpu_meets(kName, kBaseline, error)) return nullptr;
-    const stormo::simd::VnniVariant* variant = stormo::simd::pick_vnni_variant(stormo::detect_cpu_features());
+    const stormo::CpuFeatureSet cpu = stormo::detect_cpu_features();
+    const stormo::simd::VnniVariant* variant = stormo::simd::pick_vnni_variant(cpu);
     if (variant == nullptr) {
         if (error != nullptr)
             *error = stormo::Error{stormo::ErrorKind::unsupported,
@@ -76,7 +82,7 @@ STORMO_PLUGIN_EXPORT stormo::PluginObject* stormo_plugin_create(stormo::Error* e
         return nullptr;
     }
     try {
-        return new VnniKernels(*variant);
+        return new VnniKernels(*variant, stormo::simd::features_available(stormo::simd::avx512::kFloatFeatures, cpu));
     } catch (const std::bad_alloc&) {
         if (error != nullptr) *error = stormo::Error{stormo::ErrorKind::resource, "vnni kernels: out of memory"};
         return nullptr;

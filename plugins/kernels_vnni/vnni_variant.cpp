@@ -8,9 +8,9 @@ namespace stormo::simd {
 namespace {
 
 constexpr VnniVariant kVariants[] = {
-    {"avx_vnni", "avx2,fma,f16c,avx_vnni", dot_u8i8_avx_vnni, matmul_q8_mxfp4_avx_vnni},
     {"avx512_vnni", "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512_vnni", dot_u8i8_avx512_vnni,
      matmul_q8_mxfp4_avx512_vnni},
+    {"avx_vnni", "avx2,fma,f16c,avx_vnni", dot_u8i8_avx_vnni, matmul_q8_mxfp4_avx_vnni},
 };
 
 }  // namespace
@@ -23,7 +23,7 @@ const VnniVariant* pick_vnni_variant(CpuFeatureSet cpu) {
 
 const char* vnni_description_features(CpuFeatureSet cpu) {
     const VnniVariant* v = pick_vnni_variant(cpu);
-    return v != nullptr ? v->features : kVariants[0].features;
+    return v != nullptr ? v->features : kVariants[1].features;  // AVX-VNNI's
 }
 
 }  // namespace stormo::simd

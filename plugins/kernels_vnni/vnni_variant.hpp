@@ -13,8 +13,8 @@ struct VnniVariant {
     MatmulQ8Fn matmul_q8_mxfp4;
 };
 
-// The variant `cpu` runs: AVX-VNNI when present (VEX code only, no AVX-512 state), else
-// AVX512-VNNI with AVX512VL and AVX512BW; nullptr when neither is usable.
+// The variant `cpu` runs: AVX512-VNNI with AVX512VL and AVX512BW when present (its MXFP4 kernel
+// holds four blocks a register), else AVX-VNNI; nullptr when neither is usable.
 const VnniVariant* pick_vnni_variant(CpuFeatureSet cpu);
 
 // What the plugin's description publishes on this machine: the usable variant's features, or

@@ -13,7 +13,7 @@ namespace {
 TEST(HeadBoundKernels, DotRowsI8StaysWithinTheRoundingBoundOfAnyOrder) {
     std::mt19937 rng(11);
     std::uniform_int_distribution<int> byte(-128, 127);
-    for (const size_t cols : {size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{9}, size_t{31}, size_t{32}, size_t{33},
+    for (const size_t cols : {size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{9}, size_t{15}, size_t{16}, size_t{17}, size_t{31}, size_t{32}, size_t{33}, size_t{48}, size_t{49},
                               size_t{63}, size_t{64}, size_t{65}, size_t{100}, size_t{2880}}) {
         const size_t rows = 37;  // odd: the last row of a pair runs alone
         std::vector<int8_t> q(rows * cols);

@@ -196,7 +196,7 @@ void check_all_matmuls(const KernelTable& table, Worst& worst) {
                                                       : std::vector<size_t>{1, 3, 8, 13, 16, 24, 31, 33, 100, 257};
             for (size_t rows : {1, 5, 8, 17, 40, 67})
                 for (size_t cols : cols_list)
-                    for (size_t n_x : {1, 2, 3, 4, 5, 9}) {
+                    for (size_t n_x : {1, 2, 3, 4, 5, 6, 7, 9, 17}) {
                         const testing::TestMatrix m = testing::random_matrix(f, l, rows, cols, rng);
                         const std::vector<float> x = testing::random_floats(n_x * cols, rng);
                         check_matmul(isa, entry(ref, f, l), m, x, n_x,
@@ -516,12 +516,13 @@ TEST(IsaKernelsVnni, DescribesItselfAndScoresAboveAvx2WhenUsable) {
     EXPECT_STREQ(k->description->name, "vnni");
     EXPECT_EQ(k->description->kind, PluginKind::kernels);
     EXPECT_STREQ(k->description->version, "0.2.0");
-    // The description names the flavour this machine runs (AVX-VNNI's needs when it runs neither).
+    // The description names the flavour this machine runs, AVX512-VNNI first (AVX-VNNI's needs when
+    // it runs neither).
     const std::string features = k->description->cpu_features;
-    if (avx_vnni_usable() || !vnni_usable()) {
-        EXPECT_EQ(features, "avx2,fma,f16c,avx_vnni");
-    } else {
+    if (avx512_vnni_usable()) {
         EXPECT_EQ(features, "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512_vnni");
+    } else {
+        EXPECT_EQ(features, "avx2,fma,f16c,avx_vnni");
     }
     // Either flavour scores above avx2; neither scores 0.
     ScoreQuery q;
@@ -653,8 +654,9 @@ std::vector<DisassembledFunction> disassemble(const std::string& library) {
 }
 
 // Baseline code (entry points, installers, feature checks, anything the linker could share with
-// them) has no AVX instruction; AVX-512 code exists only in the vnni plugin's AVX512-VNNI flavour,
-// so the avx2 kernels and the AVX-VNNI flavour run on CPUs without AVX-512.
+// them) has no AVX instruction; AVX-512 code exists only in the vnni plugin's AVX512-VNNI flavour
+// and its 512-bit float kernels (namespace stormo::simd::avx512, installed only where the CPU has
+// AVX-512), so the avx2 kernels and the AVX-VNNI flavour run on CPUs without AVX-512.
 TEST(IsaKernelsBuild, WideInstructionsOnlyWhereTheirFlavourRuns) {
     if (std::system("objdump --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "objdump is not installed here";
     for (const char* isa : {"avx2", "vnni"}) {
@@ -664,11 +666,12 @@ TEST(IsaKernelsBuild, WideInstructionsOnlyWhereTheirFlavourRuns) {
         size_t vex_functions = 0, wide_functions = 0;
         for (const DisassembledFunction& f : functions) {
             const bool simd = f.name.find("stormo::simd::") != std::string::npos;
-            const bool avx512 = f.name.find("Avx512Vnni") != std::string::npos || f.name.find("avx512_vnni") != std::string::npos;
+            const bool avx512 = f.name.find("Avx512Vnni") != std::string::npos || f.name.find("avx512_vnni") != std::string::npos ||
+                                f.name.find("stormo::simd::avx512::") != std::string::npos;
             vex_functions += f.vex;
             wide_functions += f.wide;
             EXPECT_TRUE(!f.vex || simd) << isa << ": AVX code outside stormo::simd: " << f.name;
-            EXPECT_TRUE(!f.wide || avx512) << isa << ": AVX-512 code outside the AVX512-VNNI flavour: " << f.name;
+            EXPECT_TRUE(!f.wide || avx512) << isa << ": AVX-512 code outside the AVX-512 kernels: " << f.name;
         }
         EXPECT_GT(vex_functions, 0u) << isa << ": no AVX code found: is the disassembly parsed?";
         std::cout << "[ checked  ] " << isa << ": " << functions.size() << " functions, " << vex_functions
@@ -988,7 +991,7 @@ TEST(IsaKernelsVnni, IntegerRoadNativeIsBitExact) {
     k->plugin()->install(table);
     const size_t mx = static_cast<size_t>(WeightFormat::MXFP4);
     ASSERT_NE(table.matmul_q8[mx], reference_kernels().matmul_q8[mx]);
-    const char* flavour = avx_vnni_usable() ? "vnni (avx_vnni)" : "vnni (avx512_vnni)";
+    const char* flavour = avx512_vnni_usable() ? "vnni (avx512_vnni)" : "vnni (avx_vnni)";
     check_q8_random(table.matmul_q8[mx], flavour);
     check_q8_edges(table.matmul_q8[mx], flavour);
     check_q8_thread_counts(table, flavour);

@@ -18,6 +18,11 @@ namespace {
 constexpr size_t kRowUnit = 16;
 // Multiply-adds per chunk below which splitting costs more than it saves.
 constexpr size_t kMinChunkWork = size_t{1} << 16;
+// Units per out_in chunk at least: MXFP4 kernels rearrange (float road) or prepare (integer road)
+// the activations once per call, which cost 15-30% of a 16-row call of the 2880-column shape
+// and 5-10% of a 64-row one (measured on the kernels alone); 64-row chunks still leave 45 to 90
+// chunks per expert matrix to rebalance two threads around a preempted one.
+constexpr size_t kMinOutInUnits = 4;
 
 MatmulFn find_kernel(const Compute& c, const WeightView& w) {
     const size_t f = static_cast<size_t>(w.format);
@@ -47,8 +52,9 @@ void split_rows(const Compute& c, const WeightView& w, size_t n_x, const Kernel&
     // in_out matrices are read along their rows: a chunk of outputs reads a segment of every
     // row, so one chunk per thread keeps those segments long (fewer, longer DRAM streams: 30
     // instead of 25 GB/s with 2 threads, docs/kernels.md). out_in chunks are contiguous rows
-    // anyway and keep the finer split, which rebalances around a preempted thread.
+    // anyway and keep a finer split (kMinOutInUnits).
     if (w.layout == Layout::in_out) grain = std::max(grain, units / c.pool->size());
+    else grain = std::max(grain, kMinOutInUnits);
     c.pool->parallel_for(units, grain, [&](size_t begin, size_t end) {
         kernel(begin * kRowUnit, std::min(end * kRowUnit, w.rows));
     });

@@ -17,9 +17,6 @@ constexpr double kSwigluLimit = 7.0;
 // l % period < period - 1: every even layer), used when the file has no sliding_window_pattern.
 constexpr uint64_t kDefaultSwaPeriod = 2;
 
-std::string blk(int l, const char* name) { return "blk." + std::to_string(l) + "." + name; }
-std::string hf(int l, const char* name) { return "model.layers." + std::to_string(l) + "." + name; }
-
 struct Dims {
     uint64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, inter = 0, experts = 0, top_k = 0,
              vocab = 0, window = 0, period = kDefaultSwaPeriod;
@@ -47,18 +44,11 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
                                                     " is " + p->type_name() + "; only a period (an integer) is supported");
         d.period = *period;
     }
-    // The vocabulary is the embedding's row count (a file without a tokenizer has no token list).
-    const GgufTensorRef* embd = model.find("token_embd.weight");
-    if (embd == nullptr) return fail(ErrorKind::missing, k.path() + ": tensor \"token_embd.weight\" is missing");
-    if (embd->info->n_dims != 2)
-        return fail(ErrorKind::mismatch, k.path() + ": tensor \"token_embd.weight\" has " + std::to_string(embd->info->n_dims) +
-                                             " dimensions, not 2");
-    d.vocab = embd->info->ne[1];
+    STORMO_TRY_ASSIGN(d.vocab, embedding_rows(model, k));
     return d;
 }
 
 Expected<std::string> config_json(const GgufModel& model, const Keys& k, const Dims& d, std::optional<int64_t> eos) {
-    using std::to_string;
     std::string layer_types = "[";
     for (uint64_t l = 0; l < d.layers; ++l) {
         const bool sliding = d.period == 0 || l % d.period < d.period - 1;
@@ -66,56 +56,17 @@ Expected<std::string> config_json(const GgufModel& model, const Keys& k, const D
     }
     layer_types += "]";
 
-    STORMO_TRY_ASSIGN(const double eps, k.number(k.arch_key("attention.layer_norm_rms_epsilon")));
-    STORMO_TRY_ASSIGN(const double theta, k.number(k.arch_key("rope.freq_base")));
-    STORMO_TRY_ASSIGN(const uint64_t context, k.count(k.arch_key("context_length")));
-    std::string rope = "{\"rope_type\": \"default\", \"rope_theta\": " + json_number(theta) + "}";
-    if (const GgufValue* type = k.find(k.arch_key("rope.scaling.type")); type != nullptr) {
-        STORMO_TRY_ASSIGN(const std::string scaling, k.text(k.arch_key("rope.scaling.type")));
-        if (scaling == "yarn") {
-            STORMO_TRY_ASSIGN(const double factor, k.number(k.arch_key("rope.scaling.factor")));
-            STORMO_TRY_ASSIGN(const uint64_t original, k.count(k.arch_key("rope.scaling.original_context_length")));
-            // llama.cpp's defaults when the betas are absent, as transformers' (32 and 1).
-            double beta_fast = 32.0, beta_slow = 1.0;
-            if (k.find(k.arch_key("rope.scaling.yarn_beta_fast"))) {
-                STORMO_TRY_ASSIGN(beta_fast, k.number(k.arch_key("rope.scaling.yarn_beta_fast")));
-            }
-            if (k.find(k.arch_key("rope.scaling.yarn_beta_slow"))) {
-                STORMO_TRY_ASSIGN(beta_slow, k.number(k.arch_key("rope.scaling.yarn_beta_slow")));
-            }
-            // truncate false: the released gpt-oss models' config.json says so and transformers
-            // follows it; llama.cpp always floors and ceils the ramp bounds (docs/gguf.md).
-            rope = "{\"rope_type\": \"yarn\", \"rope_theta\": " + json_number(theta) + ", \"factor\": " + json_number(factor) +
-                   ", \"original_max_position_embeddings\": " + to_string(original) + ", \"beta_fast\": " +
-                   json_number(beta_fast) + ", \"beta_slow\": " + json_number(beta_slow) + ", \"truncate\": false}";
-        } else if (scaling != "none") {
-            return fail(ErrorKind::unsupported, k.path() + ": rope.scaling.type " + in_quotes(scaling) +
-                                                    " is not supported for gpt-oss (yarn and none are)");
-        }
-    }
-    const bool bias = model.find(blk(0, "attn_q.bias")) != nullptr;
-    const bool tied = model.find("output.weight") == nullptr;
-    std::string json = "{\"architectures\": [\"GptOssForCausalLM\"], \"model_type\": \"gpt_oss\"";
-    json += ", \"hidden_size\": " + to_string(d.hidden);
-    json += ", \"intermediate_size\": " + to_string(d.inter);
-    json += ", \"num_hidden_layers\": " + to_string(d.layers);
-    json += ", \"num_attention_heads\": " + to_string(d.heads);
-    json += ", \"num_key_value_heads\": " + to_string(d.kv_heads);
-    json += ", \"head_dim\": " + to_string(d.head_dim);
-    json += ", \"vocab_size\": " + to_string(d.vocab);
-    json += ", \"num_local_experts\": " + to_string(d.experts);
-    json += ", \"num_experts_per_tok\": " + to_string(d.top_k);
-    json += ", \"layer_types\": " + layer_types;
-    json += ", \"sliding_window\": " + to_string(d.window);
-    json += ", \"swiglu_limit\": " + json_number(kSwigluLimit);
-    json += ", \"rms_norm_eps\": " + json_number(eps);
-    json += std::string(", \"attention_bias\": ") + (bias ? "true" : "false");
-    json += std::string(", \"tie_word_embeddings\": ") + (tied ? "true" : "false");
-    json += ", \"max_position_embeddings\": " + to_string(context);
-    json += ", \"rope_parameters\": " + rope;
-    if (eos) json += ", \"eos_token_id\": " + to_string(*eos);
-    json += "}";
-    return json;
+    JsonObject j;
+    j.raw("architectures", "[\"GptOssForCausalLM\"]").text("model_type", "gpt_oss");
+    j.integer("hidden_size", d.hidden).integer("intermediate_size", d.inter).integer("num_hidden_layers", d.layers);
+    j.integer("num_attention_heads", d.heads).integer("num_key_value_heads", d.kv_heads).integer("head_dim", d.head_dim);
+    j.integer("vocab_size", d.vocab).integer("num_local_experts", d.experts).integer("num_experts_per_tok", d.top_k);
+    j.raw("layer_types", layer_types).integer("sliding_window", d.window).number("swiglu_limit", kSwigluLimit);
+    j.flag("attention_bias", model.find(blk(0, "attn_q.bias")) != nullptr);
+    // YaRN's truncate false: the released gpt-oss models' config.json says so and transformers
+    // follows it; llama.cpp always floors and ceils the ramp bounds (docs/gguf.md).
+    STORMO_TRY(add_common_fields(j, model, k, Yarn::no_truncate, eos));
+    return j.str();
 }
 
 // gate_up [E, hidden, 2 * inter] ([in, out], gate at even columns, up at odd) from gate and up
@@ -143,60 +94,31 @@ std::vector<float> interleave_bias(const std::vector<float>& gate, const std::ve
     return out;
 }
 
-// down [E, inter, hidden] ([in, out]) from [E, hidden, inter] ([out, in]).
-std::vector<float> transpose_experts(const std::vector<float>& v, uint64_t experts, uint64_t rows, uint64_t cols) {
-    std::vector<float> out(v.size());
-    for (uint64_t e = 0; e < experts; ++e)
-        for (uint64_t r = 0; r < rows; ++r)
-            for (uint64_t c = 0; c < cols; ++c) out[(e * cols + c) * rows + r] = v[(e * rows + r) * cols + c];
-    return out;
-}
-
 }  // namespace
 
 Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& k) {
     STORMO_TRY_ASSIGN(const Dims d, read_dims(model, k));
-    std::optional<int64_t> eos;
-    if (const GgufValue* v = k.find("tokenizer.ggml.eos_token_id")) {
-        auto id = v->as_int();
-        if (!id || *id < 0 || static_cast<uint64_t>(*id) >= d.vocab)
-            return fail(ErrorKind::format, k.path() + ": tokenizer.ggml.eos_token_id must be a token id below " + std::to_string(d.vocab));
-        eos = *id;
-    }
-    MappedModel m;
-    STORMO_TRY_ASSIGN(m.config_json, config_json(model, k, d, eos));
-    if (eos) m.generation_config_json = "{\"eos_token_id\": " + std::to_string(*eos) + "}";
+    STORMO_TRY_ASSIGN(MappedModel m, mapped_config(k, d.vocab, [&](auto eos) { return config_json(model, k, d, eos); }));
 
     const auto H = d.hidden, V = d.vocab, E = d.experts, I = d.inter;
     const auto q_width = d.heads * d.head_dim, kv_width = d.kv_heads * d.head_dim;
     const auto s = [](uint64_t v) { return static_cast<int64_t>(v); };
-    // One tensor copied as it is: ggml's ne reversed is the row-major shape.
-    auto plain = [&](std::string gguf_name, std::string hf_name, std::vector<uint64_t> ne) -> Expected<void> {
-        STORMO_TRY_ASSIGN(auto values, dequantized(model, gguf_name, ne));
-        Shape shape(ne.rbegin(), ne.rend());
-        m.tensors.push_back({std::move(hf_name), std::move(shape), std::move(values)});
-        return {};
-    };
-
-    STORMO_TRY(plain("token_embd.weight", "model.embed_tokens.weight", {H, V}));
-    STORMO_TRY(plain("output_norm.weight", "model.norm.weight", {H}));
-    if (model.find("output.weight") != nullptr) STORMO_TRY(plain("output.weight", "lm_head.weight", {H, V}));
+    STORMO_TRY(copy_ends(model, m, H, V));
     const bool bias = model.find(blk(0, "attn_q.bias")) != nullptr;
     for (int l = 0; l < static_cast<int>(d.layers); ++l) {
-        STORMO_TRY(plain(blk(l, "attn_norm.weight"), hf(l, "input_layernorm.weight"), {H}));
-        STORMO_TRY(plain(blk(l, "post_attention_norm.weight"), hf(l, "post_attention_layernorm.weight"), {H}));
+        STORMO_TRY(copy_layer_norms(model, m, l, H, "post_attention_norm"));
         const std::pair<const char*, const char*> projections[] = {
             {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"}, {"attn_v", "self_attn.v_proj"}, {"attn_output", "self_attn.o_proj"}};
         for (const auto& [g, h] : projections) {
             const std::string gs(g), hs(h);
             const uint64_t in = gs == "attn_output" ? q_width : H;
             const uint64_t out = gs == "attn_q" ? q_width : gs == "attn_output" ? H : kv_width;
-            STORMO_TRY(plain(blk(l, (gs + ".weight").c_str()), hf(l, (hs + ".weight").c_str()), {in, out}));
-            if (bias) STORMO_TRY(plain(blk(l, (gs + ".bias").c_str()), hf(l, (hs + ".bias").c_str()), {out}));
+            STORMO_TRY(copy_tensor(model, m, blk(l, gs + ".weight"), hf(l, hs + ".weight"), {in, out}));
+            if (bias) STORMO_TRY(copy_tensor(model, m, blk(l, gs + ".bias"), hf(l, hs + ".bias"), {out}));
         }
-        STORMO_TRY(plain(blk(l, "attn_sinks.weight"), hf(l, "self_attn.sinks"), {d.heads}));
-        STORMO_TRY(plain(blk(l, "ffn_gate_inp.weight"), hf(l, "mlp.router.weight"), {H, E}));
-        STORMO_TRY(plain(blk(l, "ffn_gate_inp.bias"), hf(l, "mlp.router.bias"), {E}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "attn_sinks.weight"), hf(l, "self_attn.sinks"), {d.heads}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_gate_inp.weight"), hf(l, "mlp.router.weight"), {H, E}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_gate_inp.bias"), hf(l, "mlp.router.bias"), {E}));
 
         STORMO_TRY_ASSIGN(auto gate, dequantized(model, blk(l, "ffn_gate_exps.weight"), {H, I, E}));
         STORMO_TRY_ASSIGN(auto up, dequantized(model, blk(l, "ffn_up_exps.weight"), {H, I, E}));
@@ -205,8 +127,8 @@ Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& k) {
         STORMO_TRY_ASSIGN(auto up_b, dequantized(model, blk(l, "ffn_up_exps.bias"), {I, E}));
         m.tensors.push_back({hf(l, "mlp.experts.gate_up_proj_bias"), {s(E), s(2 * I)}, interleave_bias(gate_b, up_b)});
         STORMO_TRY_ASSIGN(auto down, dequantized(model, blk(l, "ffn_down_exps.weight"), {I, H, E}));
-        m.tensors.push_back({hf(l, "mlp.experts.down_proj"), {s(E), s(I), s(H)}, transpose_experts(down, E, H, I)});
-        STORMO_TRY(plain(blk(l, "ffn_down_exps.bias"), hf(l, "mlp.experts.down_proj_bias"), {H, E}));
+        m.tensors.push_back({hf(l, "mlp.experts.down_proj"), {s(E), s(I), s(H)}, transpose_each(down, E, H, I)});
+        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_down_exps.bias"), hf(l, "mlp.experts.down_proj_bias"), {H, E}));
     }
     return m;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // What maps one GGUF architecture onto a family (host-internal): metadata reads that name the
-// file and key when they fail, tensor dequantization with a shape check, and the result every
-// architecture's mapping returns (a config.json text and the family's tensors as float32).
+// file and key when they fail, tensor dequantization with a shape check, the pieces every
+// architecture's mapping shares (gguf_mapping.cpp), and the result each mapping returns (a
+// config.json text and the family's tensors as float32). One file per architecture holds the rest.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,26 +35,112 @@ class Keys {
 public:
     Keys(const GgufHeader& h, std::string arch) : h_(h), arch_(std::move(arch)) {}
     std::string arch_key(std::string_view key) const { return arch_ + "." + std::string(key); }
+    const std::string& arch() const { return arch_; }
     const GgufValue* find(std::string_view full_key) const { return h_.find(full_key); }
     // Non-negative integer of any integer type.
     Expected<uint64_t> count(std::string_view full_key) const;
     Expected<double> number(std::string_view full_key) const;
+    Expected<bool> flag(std::string_view full_key) const;
     Expected<std::string> text(std::string_view full_key) const;
+    // The same reads with a value for an absent key (a present key of the wrong type still fails).
+    Expected<uint64_t> count_or(std::string_view full_key, uint64_t absent) const;
+    Expected<double> number_or(std::string_view full_key, double absent) const;
+    Expected<bool> flag_or(std::string_view full_key, bool absent) const;
     const std::string& path() const { return h_.path; }
+    // "<file>: key "<arch>.<key>" <what>" as an error of `kind`.
+    Error refuse(std::string_view arch_relative_key, const std::string& what, ErrorKind kind = ErrorKind::unsupported) const;
 
 private:
     const GgufHeader& h_;
     std::string arch_;
 };
 
+// llama.cpp's tensor names per layer and transformers' module path per layer.
+std::string blk(int layer, std::string_view name);
+std::string hf(int layer, std::string_view name);
+
 // The tensor's values as float32, after checking that it exists with exactly `ne` (ggml's order,
 // fastest dimension first); errors name the file and the tensor.
 Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne);
 
+// One tensor copied as it is (ggml's ne reversed is the row-major shape) into `m` under `hf_name`.
+Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
+                           std::vector<uint64_t> ne);
+
+// The ends every architecture shares, as llama.cpp names them: token_embd, output_norm and, unless
+// the embedding is tied, output -> model.embed_tokens, model.norm, lm_head.
+Expected<void> copy_ends(const GgufModel& model, MappedModel& m, uint64_t hidden, uint64_t vocab);
+
+// Layer l's two norms: attn_norm -> input_layernorm and `post_attention` (llama.cpp's name for the
+// norm before the FFN, which differs between architectures) -> post_attention_layernorm.
+Expected<void> copy_layer_norms(const GgufModel& model, MappedModel& m, int l, uint64_t hidden, std::string_view post_attention);
+
+// A stacked expert tensor, ne {in, out, experts} ([E, out, in] row-major, as llama.cpp's converter
+// stacks transformers' per-expert [out, in] matrices), as one [out, in] tensor per expert named
+// by `hf_pattern` with "{e}" replaced by the expert id (the hub checkpoints' layout).
+Expected<void> unstack_experts(const GgufModel& model, MappedModel& m, const std::string& gguf_name,
+                               const std::string& hf_pattern, uint64_t in, uint64_t out, uint64_t experts);
+
+// [n, cols, rows] from [n, rows, cols] (row-major): each of the n matrices transposed.
+std::vector<float> transpose_each(const std::vector<float>& v, uint64_t n, uint64_t rows, uint64_t cols);
+
+// The vocabulary size: token_embd.weight's rows (a file converted without a tokenizer has no
+// token list to count).
+Expected<uint64_t> embedding_rows(const GgufModel& model, const Keys& k);
+
+// tokenizer.ggml.eos_token_id when present, checked to be a token id below `vocab`.
+Expected<std::optional<int64_t>> eos_token_id(const Keys& k, uint64_t vocab);
+
+// How an architecture's YaRN scaling reads in transformers' terms (rope_parameters.truncate), or
+// that the mapping refuses it.
+enum class Yarn { refuse, truncate, no_truncate };
+
+// config.json's rope_parameters from "<arch>.rope.freq_base" and "<arch>.rope.scaling.*": no
+// scaling (absent or "none") is rope_type default; "yarn" as `yarn` says; any other is refused by
+// name.
+Expected<std::string> rope_parameters(const Keys& k, Yarn yarn);
+
+class JsonObject;
+
+// The fields every mapped config.json ends with: rms_norm_eps ("<arch>.attention.
+// layer_norm_rms_epsilon"), tie_word_embeddings (whether output.weight is absent),
+// max_position_embeddings ("<arch>.context_length"), rope_parameters (YaRN as `yarn` says) and,
+// when the file names one, eos_token_id.
+Expected<void> add_common_fields(JsonObject& j, const GgufModel& model, const Keys& k, Yarn yarn, std::optional<int64_t> eos);
+
+// A mapping's result so far: the config.json `config_json(eos)` writes for the file's eos id
+// (tokenizer.ggml.eos_token_id, checked below `vocab`), and a generation config holding that id
+// when the file names one.
+template <class ConfigJson>
+Expected<MappedModel> mapped_config(const Keys& k, uint64_t vocab, ConfigJson&& config_json) {
+    STORMO_TRY_ASSIGN(const std::optional<int64_t> eos, eos_token_id(k, vocab));
+    MappedModel m;
+    STORMO_TRY_ASSIGN(m.config_json, config_json(eos));
+    if (eos) m.generation_config_json = "{\"eos_token_id\": " + std::to_string(*eos) + "}";
+    return m;
+}
+
 // A JSON number that reads back as the same double.
 std::string json_number(double v);
 
-// The mapping of llama.cpp's "gpt-oss" architecture onto the gpt_oss family (gguf_gpt_oss.cpp).
+// A flat JSON object written field by field (the mapped config's keys and strings need no escapes).
+class JsonObject {
+public:
+    JsonObject& integer(std::string_view key, uint64_t v) { return raw(key, std::to_string(v)); }
+    JsonObject& number(std::string_view key, double v) { return raw(key, json_number(v)); }
+    JsonObject& flag(std::string_view key, bool v) { return raw(key, v ? "true" : "false"); }
+    JsonObject& text(std::string_view key, std::string_view v);
+    JsonObject& raw(std::string_view key, std::string_view json);
+    std::string str() const { return "{" + body_ + "}"; }
+
+private:
+    std::string body_;
+};
+
+// The mappings, one file each: llama.cpp's "gpt-oss" onto the gpt_oss family (gguf_gpt_oss.cpp),
+// "qwen3moe" onto qwen3_moe (gguf_qwen3_moe.cpp), "glm-dsa" onto glm_dsa (gguf_glm_dsa.cpp).
 Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& keys);
+Expected<MappedModel> map_qwen3_moe(const GgufModel& model, const Keys& keys);
+Expected<MappedModel> map_glm_dsa(const GgufModel& model, const Keys& keys);
 
 }  // namespace stormo::gguf_mapping

@@ -2,70 +2,12 @@
 #include "model/gguf_source.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 
 #include "model/gguf_mapping.hpp"
 #include "util/quote.hpp"
 
 namespace stormo {
-namespace gguf_mapping {
-
-Expected<uint64_t> Keys::count(std::string_view key) const {
-    const GgufValue* v = h_.find(key);
-    if (v == nullptr) return fail(ErrorKind::missing, h_.path + ": key " + in_quotes(key) + " is missing");
-    auto n = v->as_uint();
-    if (!n) return fail(ErrorKind::format, h_.path + ": key " + in_quotes(key) + " must be a non-negative integer, found " + v->type_name());
-    return *n;
-}
-
-Expected<double> Keys::number(std::string_view key) const {
-    const GgufValue* v = h_.find(key);
-    if (v == nullptr) return fail(ErrorKind::missing, h_.path + ": key " + in_quotes(key) + " is missing");
-    auto x = v->as_float();
-    if (!x) return fail(ErrorKind::format, h_.path + ": key " + in_quotes(key) + " must be a number, found " + v->type_name());
-    return *x;
-}
-
-Expected<std::string> Keys::text(std::string_view key) const {
-    const GgufValue* v = h_.find(key);
-    if (v == nullptr) return fail(ErrorKind::missing, h_.path + ": key " + in_quotes(key) + " is missing");
-    auto s = v->as_string();
-    if (!s) return fail(ErrorKind::format, h_.path + ": key " + in_quotes(key) + " must be a string, found " + v->type_name());
-    return std::string(*s);
-}
-
-Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne) {
-    const GgufTensorRef* t = model.find(name);
-    const std::string& first = model.parts().front()->path();
-    if (t == nullptr) return fail(ErrorKind::missing, first + ": tensor " + in_quotes(name) + " is missing");
-    const GgufTensorInfo& info = *t->info;
-    const std::string where = t->file->path() + ": tensor " + in_quotes(name);
-    bool same = info.n_dims == ne.size();
-    for (size_t d = 0; same && d < ne.size(); ++d) same = info.ne[d] == ne[d];
-    if (!same) {
-        auto dims = [](const uint64_t* v, size_t n) {
-            std::string s = "[";
-            for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-            return s + "]";
-        };
-        return fail(ErrorKind::mismatch, where + ": has ne " + dims(info.ne.data(), info.n_dims) + ", the metadata needs " +
-                                             dims(ne.data(), ne.size()));
-    }
-    std::vector<float> values(static_cast<size_t>(info.elements));
-    if (auto r = dequantize_gguf(info.type, t->bytes().data(), values.size(), values.data()); !r)
-        return tl::unexpected(with_context(r.error(), where));
-    return values;
-}
-
-std::string json_number(double v) {
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back exactly
-    return std::string(buf, end);
-}
-
-}  // namespace gguf_mapping
-
 namespace {
 
 using gguf_mapping::FamilyTensor;
@@ -130,9 +72,13 @@ Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path)
     gguf_mapping::MappedModel mapped;
     if (arch == "gpt-oss") {
         STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_gpt_oss(model, keys));
+    } else if (arch == "qwen3moe") {
+        STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_qwen3_moe(model, keys));
+    } else if (arch == "glm-dsa") {
+        STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_glm_dsa(model, keys));
     } else {
         return fail(ErrorKind::unsupported, h.path + ": general.architecture " + in_quotes(arch) +
-                                                " has no mapping onto a stormo family yet (gpt-oss has)");
+                                                " has no mapping onto a stormo family yet (gpt-oss, qwen3moe and glm-dsa have)");
     }
     // The synthesized texts are named after the file, so a family's error about a field points
     // at the GGUF file it came from.

@@ -1,8 +1,7 @@
-// The integer road on AVX512-VNNI (EVEX vpdpbusd on 256-bit registers through AVX512VL: Ice Lake,
-// Zen 4 and later). Compiled with -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl
-// -mavx512vnni -ffp-contract=off; selected only where the CPU and OS enable all of them. 256-bit
-// vectors rather than 512: on Zen 4 a 512-bit operation is two 256-bit ones, and the weight
-// stream, not the arithmetic, bounds the matrix x vector case.
+// The int8 dot on AVX512-VNNI (EVEX vpdpbusd on 256-bit registers through AVX512VL: Ice Lake,
+// Zen 4 and later); the MXFP4 matrix kernel of this flavour is q8_mxfp4_512.cpp. Compiled with
+// -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -ffp-contract=off; selected
+// only where the CPU and OS enable all of them.
 #include <immintrin.h>
 
 #include "dot_u8i8_blocks.hpp"
@@ -34,11 +33,6 @@ struct Avx512Vnni {
 
 int32_t dot_u8i8_avx512_vnni(const uint8_t* a, const int8_t* b, size_t n) {
     return dot_u8i8_blocks<Avx512Vnni>(a, b, n);
-}
-
-void matmul_q8_mxfp4_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride,
-                                 size_t o_begin, size_t o_end) {
-    q8::matmul_q8_mxfp4<Avx512Vnni>(w, x, y, y_stride, o_begin, o_end);
 }
 
 }  // namespace stormo::simd

@@ -1,0 +1,205 @@
+// The pieces every GGUF architecture mapping shares: see gguf_mapping.hpp.
+#include "model/gguf_mapping.hpp"
+
+#include <charconv>
+
+#include "util/quote.hpp"
+
+namespace stormo::gguf_mapping {
+
+namespace {
+
+// The value of `key` as `convert` reads it; errors name the file and the key, and `want` the type.
+template <class T, class Convert>
+Expected<T> typed(const GgufHeader& h, std::string_view key, const char* want, Convert convert) {
+    const GgufValue* v = h.find(key);
+    if (v == nullptr) return fail(ErrorKind::missing, h.path + ": key " + in_quotes(key) + " is missing");
+    std::optional<T> x = convert(*v);
+    if (!x) return fail(ErrorKind::format, h.path + ": key " + in_quotes(key) + " must be " + want + ", found " + v->type_name());
+    return *x;
+}
+
+}  // namespace
+
+Expected<uint64_t> Keys::count(std::string_view key) const {
+    return typed<uint64_t>(h_, key, "a non-negative integer", [](const GgufValue& v) { return v.as_uint(); });
+}
+
+Expected<double> Keys::number(std::string_view key) const {
+    return typed<double>(h_, key, "a number", [](const GgufValue& v) { return v.as_float(); });
+}
+
+Expected<bool> Keys::flag(std::string_view key) const {
+    return typed<bool>(h_, key, "a bool", [](const GgufValue& v) { return v.as_bool(); });
+}
+
+Expected<std::string> Keys::text(std::string_view key) const {
+    return typed<std::string>(h_, key, "a string", [](const GgufValue& v) -> std::optional<std::string> {
+        if (auto s = v.as_string()) return std::string(*s);
+        return std::nullopt;
+    });
+}
+
+Expected<uint64_t> Keys::count_or(std::string_view key, uint64_t absent) const {
+    return find(key) == nullptr ? Expected<uint64_t>(absent) : count(key);
+}
+
+Expected<double> Keys::number_or(std::string_view key, double absent) const {
+    return find(key) == nullptr ? Expected<double>(absent) : number(key);
+}
+
+Expected<bool> Keys::flag_or(std::string_view key, bool absent) const {
+    return find(key) == nullptr ? Expected<bool>(absent) : flag(key);
+}
+
+Error Keys::refuse(std::string_view key, const std::string& what, ErrorKind kind) const {
+    return Error{kind, h_.path + ": key " + in_quotes(arch_key(key)) + " " + what};
+}
+
+std::string blk(int layer, std::string_view name) { return "blk." + std::to_string(layer) + "." + std::string(name); }
+std::string hf(int layer, std::string_view name) { return "model.layers." + std::to_string(layer) + "." + std::string(name); }
+
+Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne) {
+    const GgufTensorRef* t = model.find(name);
+    const std::string& first = model.parts().front()->path();
+    if (t == nullptr) return fail(ErrorKind::missing, first + ": tensor " + in_quotes(name) + " is missing");
+    const GgufTensorInfo& info = *t->info;
+    const std::string where = t->file->path() + ": tensor " + in_quotes(name);
+    bool same = info.n_dims == ne.size();
+    for (size_t d = 0; same && d < ne.size(); ++d) same = info.ne[d] == ne[d];
+    if (!same) {
+        auto dims = [](const uint64_t* v, size_t n) {
+            std::string s = "[";
+            for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+            return s + "]";
+        };
+        return fail(ErrorKind::mismatch, where + ": has ne " + dims(info.ne.data(), info.n_dims) + ", the metadata needs " +
+                                             dims(ne.data(), ne.size()));
+    }
+    std::vector<float> values(static_cast<size_t>(info.elements));
+    if (auto r = dequantize_gguf(info.type, t->bytes().data(), values.size(), values.data()); !r)
+        return tl::unexpected(with_context(r.error(), where));
+    return values;
+}
+
+Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
+                           std::vector<uint64_t> ne) {
+    STORMO_TRY_ASSIGN(auto values, dequantized(model, gguf_name, ne));
+    Shape shape;
+    for (auto it = ne.rbegin(); it != ne.rend(); ++it) shape.push_back(static_cast<int64_t>(*it));
+    m.tensors.push_back({std::move(hf_name), std::move(shape), std::move(values)});
+    return {};
+}
+
+Expected<void> copy_ends(const GgufModel& model, MappedModel& m, uint64_t hidden, uint64_t vocab) {
+    STORMO_TRY(copy_tensor(model, m, "token_embd.weight", "model.embed_tokens.weight", {hidden, vocab}));
+    STORMO_TRY(copy_tensor(model, m, "output_norm.weight", "model.norm.weight", {hidden}));
+    if (model.find("output.weight") == nullptr) return {};
+    return copy_tensor(model, m, "output.weight", "lm_head.weight", {hidden, vocab});
+}
+
+Expected<void> copy_layer_norms(const GgufModel& model, MappedModel& m, int l, uint64_t hidden, std::string_view post_attention) {
+    STORMO_TRY(copy_tensor(model, m, blk(l, "attn_norm.weight"), hf(l, "input_layernorm.weight"), {hidden}));
+    return copy_tensor(model, m, blk(l, std::string(post_attention) + ".weight"), hf(l, "post_attention_layernorm.weight"), {hidden});
+}
+
+Expected<void> unstack_experts(const GgufModel& model, MappedModel& m, const std::string& gguf_name,
+                               const std::string& hf_pattern, uint64_t in, uint64_t out, uint64_t experts) {
+    STORMO_TRY_ASSIGN(const auto values, dequantized(model, gguf_name, {in, out, experts}));
+    const size_t slot = hf_pattern.find("{e}");
+    const auto per_expert = static_cast<std::ptrdiff_t>(in * out);
+    for (uint64_t e = 0; e < experts; ++e) {
+        std::string name = hf_pattern;
+        name.replace(slot, 3, std::to_string(e));
+        const auto first = values.begin() + static_cast<std::ptrdiff_t>(e) * per_expert;
+        m.tensors.push_back({std::move(name), {static_cast<int64_t>(out), static_cast<int64_t>(in)},
+                             std::vector<float>(first, first + per_expert)});
+    }
+    return {};
+}
+
+std::vector<float> transpose_each(const std::vector<float>& v, uint64_t n, uint64_t rows, uint64_t cols) {
+    std::vector<float> out(v.size());
+    for (uint64_t e = 0; e < n; ++e)
+        for (uint64_t r = 0; r < rows; ++r)
+            for (uint64_t c = 0; c < cols; ++c) out[(e * cols + c) * rows + r] = v[(e * rows + r) * cols + c];
+    return out;
+}
+
+Expected<uint64_t> embedding_rows(const GgufModel& model, const Keys& k) {
+    const GgufTensorRef* embd = model.find("token_embd.weight");
+    if (embd == nullptr) return fail(ErrorKind::missing, k.path() + ": tensor \"token_embd.weight\" is missing");
+    if (embd->info->n_dims != 2)
+        return fail(ErrorKind::mismatch, k.path() + ": tensor \"token_embd.weight\" has " + std::to_string(embd->info->n_dims) +
+                                             " dimensions, not 2");
+    return embd->info->ne[1];
+}
+
+Expected<std::optional<int64_t>> eos_token_id(const Keys& k, uint64_t vocab) {
+    const GgufValue* v = k.find("tokenizer.ggml.eos_token_id");
+    if (v == nullptr) return std::optional<int64_t>();
+    auto id = v->as_int();
+    if (!id || *id < 0 || static_cast<uint64_t>(*id) >= vocab)
+        return fail(ErrorKind::format, k.path() + ": tokenizer.ggml.eos_token_id must be a token id below " + std::to_string(vocab));
+    return std::optional<int64_t>(*id);
+}
+
+Expected<std::string> rope_parameters(const Keys& k, Yarn yarn) {
+    STORMO_TRY_ASSIGN(const double theta, k.number(k.arch_key("rope.freq_base")));
+    JsonObject rope;
+    rope.text("rope_type", "default").number("rope_theta", theta);
+    if (k.find(k.arch_key("rope.scaling.type")) == nullptr) return rope.str();
+    // Held as the Expected itself: GCC 12 warns falsely (-Wmaybe-uninitialized) on a string moved
+    // out by STORMO_TRY_ASSIGN and compared at once.
+    const Expected<std::string> type = k.text(k.arch_key("rope.scaling.type"));
+    if (!type) return tl::unexpected(type.error());
+    const std::string& scaling = *type;
+    if (scaling == "none") return rope.str();
+    if (scaling != "yarn" || yarn == Yarn::refuse)
+        return tl::unexpected(k.refuse("rope.scaling.type", "is " + in_quotes(scaling) + ", which the mapping of " +
+                                                                k.arch() + " does not support"));
+    STORMO_TRY_ASSIGN(const double factor, k.number(k.arch_key("rope.scaling.factor")));
+    STORMO_TRY_ASSIGN(const uint64_t original, k.count(k.arch_key("rope.scaling.original_context_length")));
+    // llama.cpp's defaults when the betas are absent, as transformers' (32 and 1).
+    STORMO_TRY_ASSIGN(const double beta_fast, k.number_or(k.arch_key("rope.scaling.yarn_beta_fast"), 32.0));
+    STORMO_TRY_ASSIGN(const double beta_slow, k.number_or(k.arch_key("rope.scaling.yarn_beta_slow"), 1.0));
+    JsonObject y;
+    y.text("rope_type", "yarn").number("rope_theta", theta).number("factor", factor);
+    y.integer("original_max_position_embeddings", original).number("beta_fast", beta_fast).number("beta_slow", beta_slow);
+    y.flag("truncate", yarn == Yarn::truncate);
+    return y.str();
+}
+
+Expected<void> add_common_fields(JsonObject& j, const GgufModel& model, const Keys& k, Yarn yarn, std::optional<int64_t> eos) {
+    STORMO_TRY_ASSIGN(const double eps, k.number(k.arch_key("attention.layer_norm_rms_epsilon")));
+    STORMO_TRY_ASSIGN(const uint64_t context, k.count(k.arch_key("context_length")));
+    STORMO_TRY_ASSIGN(const std::string rope, rope_parameters(k, yarn));
+    j.number("rms_norm_eps", eps).flag("tie_word_embeddings", model.find("output.weight") == nullptr);
+    j.integer("max_position_embeddings", context).raw("rope_parameters", rope);
+    if (eos) j.integer("eos_token_id", static_cast<uint64_t>(*eos));
+    return {};
+}
+
+std::string json_number(double v) {
+    char buf[64];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back exactly
+    return std::string(buf, end);
+}
+
+JsonObject& JsonObject::text(std::string_view key, std::string_view v) {
+    std::string quoted = "\"";
+    quoted += v;
+    quoted += '"';
+    return raw(key, quoted);
+}
+
+JsonObject& JsonObject::raw(std::string_view key, std::string_view json) {
+    if (!body_.empty()) body_ += ", ";
+    body_ += '"';
+    body_ += key;
+    body_ += "\": ";
+    body_ += json;
+    return *this;
+}
+
+}  // namespace stormo::gguf_mapping

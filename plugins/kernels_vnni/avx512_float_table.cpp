@@ -1,0 +1,17 @@
+// Installs the 512-bit float kernels. Baseline code: it only stores function addresses, so it runs
+// on any CPU; the plugin calls it only where the CPU has the kernels' features.
+#include "isa_avx512_float/avx512_float_kernels.hpp"
+
+namespace stormo::simd::avx512 {
+
+void install_float_kernels(KernelTable& t) {
+    constexpr size_t out_in = static_cast<size_t>(Layout::out_in);
+    t.matmul[static_cast<size_t>(WeightFormat::F32)][out_in] = matmul_f32_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::BF16)][out_in] = matmul_bf16_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::F16)][out_in] = matmul_f16_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::MXFP4)][out_in] = matmul_mxfp4_out_in;
+    t.dot_rows_i8 = dot_rows_i8;
+    t.xor_reduce = xor_reduce;
+}
+
+}  // namespace stormo::simd::avx512

@@ -1,0 +1,38 @@
+#pragma once
+// The vnni plugin's float kernels on 512-bit registers, installed over the avx2 ones for the out_in
+// layouts wherever the CPU has the features below, whichever VNNI flavour runs the integer road
+// (CPUs with AVX-VNNI and AVX-512, such as Zen 5 and Sapphire Rapids, use the VEX flavour there).
+// Compiled with -mavx512f -mavx512bw -mavx512vl (isa_avx512_float/). Same contract as every matrix kernel: one fixed sequence of operations per (row,
+// output), whatever n_x, o_begin and o_end are; float road, so they differ from the reference
+// only in summation order (16 lanes, two accumulators per pair).
+#include <cstddef>
+#include <cstdint>
+
+#include "stormo/kernels.hpp"
+
+namespace stormo::simd::avx512 {
+
+// Every CPU feature these kernels need, comma-separated.
+constexpr const char* kFloatFeatures = "avx2,fma,f16c,avx512f,avx512bw,avx512vl";
+
+void matmul_f32_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_bf16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                        size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                       size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                         size_t y_stride, size_t o_begin, size_t o_end);
+
+// DotRowsI8Fn: the bounded head's cheap pass (any summation order; docs/head_bound.md).
+void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end);
+
+// XorReduceFn: the RAM read probe's loop (n a multiple of 256, p 64-byte aligned).
+uint64_t xor_reduce(const void* p, size_t n);
+
+// Replaces the out_in float matmuls, the head's cheap pass and the RAM probe's loop of `table`
+// with the ones above. Baseline code: it only stores
+// function addresses.
+void install_float_kernels(KernelTable& table);
+
+}  // namespace stormo::simd::avx512

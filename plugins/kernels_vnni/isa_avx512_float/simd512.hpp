@@ -1,0 +1,82 @@
+#pragma once
+// Helpers of the AVX-512 float kernels (compiled with -mavx512f -mavx512bw -mavx512vl only). All
+// in an unnamed namespace, for the reason simd.hpp gives: no AVX-512 copy of an inline function
+// may ever be picked by the linker for baseline code.
+//
+// GCC 12's avx512fintrin.h builds its "undefined" vectors by self-initialisation, so every
+// intrinsic that takes one (_mm512_cvtepu16_epi32, _mm512_slli_epi32, ...) warns "used
+// uninitialized" where it is inlined (GCC bug 105593, fixed in 12.3 and 13); the value is never
+// read. Silenced for the files that include this header only.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stormo::simd::avx512 {
+namespace {
+
+// The first n lanes of 16 (n <= 16).
+inline __mmask16 first16(size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+// Sum of the 16 lanes in one fixed order: 256-bit halves, then 128-bit halves, then pairs, then
+// the last two.
+inline float hsum16(__m512 v) {
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// Asks for a cache line in L2 ahead of its use (see simd.hpp's prefetch_l2 for why).
+inline void prefetch_l2(const void* base, size_t byte_offset) {
+    _mm_prefetch(static_cast<const char*>(base) + byte_offset, _MM_HINT_T1);
+}
+
+// 16 BF16 weights widened exactly to float (bits << 16); masked lanes read nothing and give +0.
+inline __m512 bf16x16(const uint16_t* p, __mmask16 m) {
+    const __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+inline __m512 bf16x16(const uint16_t* p) {
+    const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+
+inline __m512 f16x16(const uint16_t* p, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+inline __m512 f16x16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// The 16 E2M1 values in code order (code 8 is -0, as the reference decodes it).
+inline __m512 e2m1_values() {
+    return _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
+                          -3.0f, -4.0f, -6.0f);
+}
+
+// 2^(s-127) for every E8M0 scale byte: exact for 0..254 (2^-127 is a subnormal float), NaN for
+// 255 (the format's NaN). A code's value times it, rounded once, is the reference's decoded
+// weight, infinities included.
+struct ScaleTable {
+    float value[256];
+};
+constexpr ScaleTable make_scales() {
+    ScaleTable t{};
+    for (unsigned s = 0; s < 256; ++s) {
+        uint32_t bits = 0;
+        if (s == 255) bits = 0x7FC00000u;
+        else if (s >= 1) bits = s << 23;
+        else bits = 0x00400000u;
+        t.value[s] = __builtin_bit_cast(float, bits);
+    }
+    return t;
+}
+constexpr ScaleTable kScales = make_scales();
+
+}  // namespace
+}  // namespace stormo::simd::avx512
