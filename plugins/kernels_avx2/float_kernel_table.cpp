@@ -16,6 +16,12 @@ void install_float_kernels(KernelTable& t) {
     set_matmul(t, WeightFormat::BF16, Layout::out_in, matmul_bf16_out_in);
     set_matmul(t, WeightFormat::F16, Layout::out_in, matmul_f16_out_in);
     set_matmul(t, WeightFormat::MXFP4, Layout::out_in, matmul_mxfp4_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q8_0, Layout::out_in, matmul_gguf_q8_0_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q4_0, Layout::out_in, matmul_gguf_q4_0_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q4_K, Layout::out_in, matmul_gguf_q4_k_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q5_K, Layout::out_in, matmul_gguf_q5_k_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q6_K, Layout::out_in, matmul_gguf_q6_k_out_in);
+    set_matmul(t, WeightFormat::GGUF_MXFP4, Layout::out_in, matmul_gguf_mxfp4_out_in);
     set_matmul(t, WeightFormat::F32, Layout::in_out, matmul_f32_in_out);
     set_matmul(t, WeightFormat::BF16, Layout::in_out, matmul_bf16_in_out);
     set_matmul(t, WeightFormat::F16, Layout::in_out, matmul_f16_in_out);
@@ -24,6 +30,12 @@ void install_float_kernels(KernelTable& t) {
     t.row_to_f32[static_cast<size_t>(WeightFormat::BF16)] = row_bf16;
     t.row_to_f32[static_cast<size_t>(WeightFormat::F16)] = row_f16;
     t.row_to_f32[static_cast<size_t>(WeightFormat::MXFP4)] = row_mxfp4;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q8_0)] = row_gguf_q8_0;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q4_0)] = row_gguf_q4_0;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q4_K)] = row_gguf_q4_k;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q5_K)] = row_gguf_q5_k;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q6_K)] = row_gguf_q6_k;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_MXFP4)] = row_gguf_mxfp4;
 
     // silu keeps the reference (one activation vector per token); softmax runs over every visible
     // key of every head, so it gets a vector exp.

@@ -29,10 +29,31 @@ void matmul_bf16_in_out(const WeightView& w, const float* x, size_t n_x, size_t 
 void matmul_f16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
 
+// GGUF block formats (matmul_gguf.cpp): each 32-value unit decoded in registers to the
+// reference's exact weights, then fused multiply-adds into two 8-lane accumulators.
+void matmul_gguf_q8_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_q4_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_q4_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_q5_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_q6_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                              size_t y_stride, size_t o_begin, size_t o_end);
+
 // RowToF32Fn: exact, bit-identical to the reference.
 void row_bf16(const WeightView& w, size_t row, float* out);
 void row_f16(const WeightView& w, size_t row, float* out);
 void row_mxfp4(const WeightView& w, size_t row, float* out);
+void row_gguf_q8_0(const WeightView& w, size_t row, float* out);
+void row_gguf_q4_0(const WeightView& w, size_t row, float* out);
+void row_gguf_q4_k(const WeightView& w, size_t row, float* out);
+void row_gguf_q5_k(const WeightView& w, size_t row, float* out);
+void row_gguf_q6_k(const WeightView& w, size_t row, float* out);
+void row_gguf_mxfp4(const WeightView& w, size_t row, float* out);
 
 // Vector kernels: sums in 8 lanes (a different order than the reference's ascending sum).
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);

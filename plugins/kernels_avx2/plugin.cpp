@@ -16,8 +16,8 @@ const stormo::PluginDescription kDescription{
     kName,
     stormo::PluginKind::kernels,
     "0.2.0",
-    "AVX2+FMA+F16C: matmul F32/BF16/F16/MXFP4 (out_in) and F32/BF16/F16 (in_out), row decode, "
-    "rmsnorm, dot, axpy; integer road MXFP4 x int8 (pmaddubsw)",
+    "AVX2+FMA+F16C: matmul F32/BF16/F16/MXFP4 and GGUF Q8_0/Q4_0/Q4_K/Q5_K/Q6_K/MXFP4 (out_in) and "
+    "F32/BF16/F16 (in_out), row decode, rmsnorm, dot, axpy; integer road MXFP4 and the GGUF blocks x int8 (pmaddubsw)",
     "",
     kFeatures,
 };
@@ -28,6 +28,7 @@ public:
         stormo::simd::install_float_kernels(table);
         const size_t mxfp4 = static_cast<size_t>(stormo::WeightFormat::MXFP4);
         table.matmul_q8[mxfp4] = stormo::simd::matmul_q8_mxfp4_avx2;
+        stormo::simd::install_q8_gguf_kernels(table);
     }
 };
 

@@ -11,4 +11,17 @@ namespace stormo::simd {
 void matmul_q8_mxfp4_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                           size_t o_end);
 
+// GGUF's block formats x int8 on AVX2 (matmul_q8_gguf.cpp): bit-identical to the reference. The
+// vnni plugin installs them too (pmaddubsw is exact here; its VPDPBUSD loops cover MXFP4).
+void matmul_q8_gguf_q8_0_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q4_0_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_mxfp4_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q4_k_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q5_k_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q6_k_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+
+// Fills matmul_q8 for the GGUF block formats (q8_kernel_table.cpp, baseline code: it only stores
+// addresses, so it runs safely on any CPU).
+void install_q8_gguf_kernels(KernelTable& t);
+
 }  // namespace stormo::simd

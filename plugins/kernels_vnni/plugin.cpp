@@ -14,6 +14,7 @@
 #include "cpu_requirements.hpp"
 #include "float_kernels.hpp"
 #include "isa_avx512_float/avx512_float_kernels.hpp"
+#include "q8_kernels.hpp"
 #include "stormo/kernels_plugin.hpp"
 #include "vnni_variant.hpp"
 
@@ -47,6 +48,7 @@ public:
         table.dot_u8i8 = variant_.dot_u8i8;
         const size_t mxfp4 = static_cast<size_t>(stormo::WeightFormat::MXFP4);
         table.matmul_q8[mxfp4] = variant_.matmul_q8_mxfp4;
+        stormo::simd::install_q8_gguf_kernels(table);
     }
 
 private:

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -72,6 +74,58 @@ inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = 
     return v;
 }
 
+// GGUF blocks (cols a whole number of blocks): random bytes, with every f16 scale a normal value
+// in [2^-8, 2^-1) (random sign for Q8_0, Q4_0 and Q6_K's d) and MXFP4 exponents 118..130.
+inline void fill_gguf_blocks(TestMatrix& m, std::mt19937& rng) {
+    const WeightBlock b = gguf_weight_block(m.format);
+    const size_t n_blocks = m.rows * m.cols / b.values;
+    m.data.resize(n_blocks * b.bytes);
+    std::uniform_int_distribution<uint32_t> bits(0, 0xFFFFFFFFu);
+    for (uint8_t& v : m.data) v = static_cast<uint8_t>(bits(rng));
+    auto f16 = [&](uint8_t* p, bool sign) {
+        const uint32_t r = bits(rng);
+        const uint16_t v = static_cast<uint16_t>(((sign ? r & 1u : 0u) << 15) | ((7u + (r >> 1) % 7u) << 10) | ((r >> 8) & 0x3FFu));
+        std::memcpy(p, &v, 2);
+    };
+    for (size_t k = 0; k < n_blocks; ++k) {
+        uint8_t* blk = m.data.data() + k * b.bytes;
+        switch (m.format) {
+            case WeightFormat::GGUF_Q8_0:
+            case WeightFormat::GGUF_Q4_0: f16(blk, true); break;
+            case WeightFormat::GGUF_Q4_K:
+            case WeightFormat::GGUF_Q5_K: f16(blk, false), f16(blk + 2, false); break;
+            case WeightFormat::GGUF_Q6_K: f16(blk + 208, true); break;
+            case WeightFormat::GGUF_MXFP4: blk[0] = static_cast<uint8_t>(118 + bits(rng) % 13); break;
+            default: break;
+        }
+    }
+}
+
+// The blocks of tests/data/gguf/quants/<NAME>.ref (gguf-py's quantizations and edge blocks, with
+// the values gguf-py decodes them to) as a matrix of two blocks per row, and those values.
+struct GgufRefMatrix {
+    TestMatrix m;
+    std::vector<uint32_t> value_bits;  // row-major, as gguf-py decoded them
+};
+
+inline GgufRefMatrix gguf_ref_matrix(WeightFormat f, const std::string& name) {
+    GgufRefMatrix r;
+    const std::string path = std::string(STORMO_TEST_DATA_DIR) + "/gguf/quants/" + name + ".ref";
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(in) << "cannot open " << path;
+    const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+    const WeightBlock b = gguf_weight_block(f);
+    const size_t n_blocks = bytes.size() / (b.bytes + 4 * b.values) / 2 * 2;
+    r.m.format = f;
+    r.m.rows = n_blocks / 2;
+    r.m.cols = 2 * b.values;
+    r.m.data.assign(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n_blocks * b.bytes));
+    const size_t all_blocks = bytes.size() / (b.bytes + 4 * b.values);
+    r.value_bits.resize(n_blocks * b.values);
+    std::memcpy(r.value_bits.data(), bytes.data() + all_blocks * b.bytes, r.value_bits.size() * 4);
+    return r;
+}
+
 // Finite values of moderate magnitude (about 2^-6 to 2^5) in every format; MXFP4 gets random
 // nibbles and scales in [scale_lo, scale_hi].
 inline TestMatrix random_matrix(WeightFormat format, Layout layout, size_t rows, size_t cols,
@@ -129,6 +183,12 @@ inline TestMatrix random_matrix(WeightFormat format, Layout layout, size_t rows,
             m.block_scales = random_floats(grid, rng, 1e-3f, 0.05f);
             break;
         }
+        case WeightFormat::GGUF_Q8_0:
+        case WeightFormat::GGUF_Q4_0:
+        case WeightFormat::GGUF_Q4_K:
+        case WeightFormat::GGUF_Q5_K:
+        case WeightFormat::GGUF_Q6_K:
+        case WeightFormat::GGUF_MXFP4: fill_gguf_blocks(m, rng); break;
         case WeightFormat::count: break;
     }
     return m;

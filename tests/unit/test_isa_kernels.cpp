@@ -208,6 +208,58 @@ void check_all_matmuls(const KernelTable& table, Worst& worst) {
     }
 }
 
+// GGUF's block formats, with every tile shape around 1, 2, 3 and 5 blocks per row; row decoders
+// bit for bit on the same matrices; the pooled matmul the same bits over 1, 2 and 3 threads.
+constexpr WeightFormat kGgufFormats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_K,
+                                         WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4};
+
+void check_gguf(const KernelTable& table, Worst& worst) {
+    std::mt19937 rng(2026);
+    const KernelTable& ref = reference_kernels();
+    WorkerPool p1(1), p2(2), p3(3);
+    for (WeightFormat f : kGgufFormats) {
+        const MatmulFn isa = entry(table, f, Layout::out_in);
+        ASSERT_NE(isa, entry(ref, f, Layout::out_in)) << weight_format_name(f) << ": not replaced";
+        const size_t block = gguf_weight_block(f).values;
+        for (size_t rows : {1, 5, 8, 17, 40})
+            for (size_t blocks : {1, 2, 3, 5})
+                for (size_t n_x : {1, 2, 3, 4, 5, 9}) {
+                    const size_t cols = blocks * block;
+                    const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, rows, cols, rng);
+                    const std::vector<float> x = testing::random_floats(n_x * cols, rng);
+                    check_matmul(isa, entry(ref, f, Layout::out_in), m, x, n_x,
+                                 label(f, Layout::out_in) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                     " n_x " + std::to_string(n_x),
+                                 worst, rng);
+                    if (n_x != 1) continue;
+                    std::vector<float> a(cols), b(cols);
+                    for (size_t o = 0; o < rows; ++o) {
+                        ref.row_to_f32[static_cast<size_t>(f)](m.view(), o, a.data());
+                        table.row_to_f32[static_cast<size_t>(f)](m.view(), o, b.data());
+                        ASSERT_EQ(std::memcmp(a.data(), b.data(), cols * 4), 0) << weight_format_name(f) << " row " << o;
+                    }
+                }
+        // Row decoders on gguf-py's blocks (zero and subnormal scales, every MXFP4 exponent).
+        const testing::GgufRefMatrix gp = testing::gguf_ref_matrix(f, std::string(weight_format_name(f)).substr(5));
+        std::vector<float> row(gp.m.cols);
+        for (size_t o = 0; o < gp.m.rows; ++o) {
+            table.row_to_f32[static_cast<size_t>(f)](gp.m.view(), o, row.data());
+            ASSERT_EQ(std::memcmp(row.data(), gp.value_bits.data() + o * gp.m.cols, gp.m.cols * 4), 0)
+                << weight_format_name(f) << " gguf-py row " << o;
+        }
+        const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, 1031, 2 * block, rng);
+        for (size_t n_x : {size_t{1}, size_t{3}}) {
+            const std::vector<float> x = testing::random_floats(n_x * m.cols, rng);
+            std::vector<float> y1(n_x * m.rows), y2(n_x * m.rows), y3(n_x * m.rows);
+            matmul(Compute{&table, &p1}, m.view(), x.data(), n_x, y1.data());
+            matmul(Compute{&table, &p2}, m.view(), x.data(), n_x, y2.data());
+            matmul(Compute{&table, &p3}, m.view(), x.data(), n_x, y3.data());
+            EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * 4), 0) << weight_format_name(f);
+            EXPECT_EQ(std::memcmp(y1.data(), y3.data(), y1.size() * 4), 0) << weight_format_name(f);
+        }
+    }
+}
+
 // MXFP4 edges: one row per scale byte 0..255 (subnormal, huge, overflowing to infinity, NaN) and
 // an all-zero row, every code present in every block, inputs with exact zeros.
 void check_mxfp4_edges(const KernelTable& table, Worst& worst) {
@@ -436,6 +488,7 @@ TEST(IsaKernelsAvx2, EveryReplacedKernelMatchesTheReference) {
 
     Worst worst;
     check_all_matmuls(table, worst);
+    check_gguf(table, worst);
     check_mxfp4_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);
@@ -508,6 +561,7 @@ TEST(IsaKernelsVnni, FloatKernelsMatchTheReference) {
     k->plugin()->install(table);
     Worst worst;
     check_all_matmuls(table, worst);
+    check_gguf(table, worst);
     check_mxfp4_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);
@@ -632,7 +686,7 @@ TEST(IsaKernelsBuild, WideInstructionsOnlyWhereTheirFlavourRuns) {
 TEST(IsaKernelsBench, CommandReportsEveryKernelRoadAndThreadCount) {
     const std::string cmd = std::string(STORMO_CLI) +
                             " bench-kernels --rows 256 --cols 512 --set-size 4MiB --n-x 1,3 --threads-list 1,2"
-                            " --formats mxfp4,bf16:in_out --min-time 0.02 --ram-probe 8MiB --ram-repeats 1 --json";
+                            " --formats mxfp4,bf16:in_out,q6_k --min-time 0.02 --ram-probe 8MiB --ram-repeats 1 --json";
     FILE* pipe = popen(cmd.c_str(), "r");
     ASSERT_NE(pipe, nullptr);
     std::string out;
@@ -650,8 +704,9 @@ TEST(IsaKernelsBench, CommandReportsEveryKernelRoadAndThreadCount) {
     std::vector<std::string> kernels{"reference"};
     if (kernels_unusable_reason("avx2").empty()) kernels.push_back("avx2");
     if (kernels_unusable_reason("vnni").empty()) kernels.push_back("vnni");
-    // MXFP4: f32 and int8 roads; BF16 in_out: f32 only. Each x 2 row counts x 2 thread counts.
-    EXPECT_EQ(results->size(), kernels.size() * (2 + 1) * 2 * 2);
+    // MXFP4 and GGUF Q6_K: f32 and int8 roads; BF16 in_out: f32 only. Each x 2 row counts x 2
+    // thread counts.
+    EXPECT_EQ(results->size(), kernels.size() * (2 + 1 + 2) * 2 * 2);
     size_t int8_rows = 0;
     for (const Json& r : *results) {
         EXPECT_GT(*r.find("weight_bytes_per_s")->as_double(), 0.0);
@@ -659,11 +714,12 @@ TEST(IsaKernelsBench, CommandReportsEveryKernelRoadAndThreadCount) {
         const std::string road = *r.find("road")->as_string();
         if (road == "int8") {
             ++int8_rows;
-            EXPECT_EQ(*r.find("format")->as_string(), "MXFP4");
+            const std::string format = *r.find("format")->as_string();
+            EXPECT_TRUE(format == "MXFP4" || format == "GGUF_Q6_K") << format;
         }
         EXPECT_NE(std::find(kernels.begin(), kernels.end(), *r.find("kernels")->as_string()), kernels.end());
     }
-    EXPECT_EQ(int8_rows, kernels.size() * 2 * 2);
+    EXPECT_EQ(int8_rows, kernels.size() * 2 * 2 * 2);
 }
 
 // ---- The integer road: MXFP4 x int8, bit for bit -----------------------------------------
@@ -779,6 +835,132 @@ void check_q8_thread_counts(const KernelTable& table, const char* name) {
         EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * 4), 0) << name << " n_x " << n_x;
         EXPECT_EQ(std::memcmp(y1.data(), y3.data(), y1.size() * 4), 0) << name << " n_x " << n_x;
     }
+}
+
+// ---- The integer road: GGUF block formats x int8, bit for bit ---------------------------------
+
+// Random activations (every int8 value, -128 included; scales over 2^-12..2^4; the per-16 sums
+// of the 256-blocks computed from q) against every format on block counts around the
+// group-of-8 boundary, with single rows over split output ranges; then zero, overflowing and NaN
+// activation scales; then the pooled matmul over 1, 2 and 3 threads against the reference.
+testing::TestQ8 random_q8_blocks(size_t n_x, size_t cols, size_t block, std::mt19937& rng, std::vector<int16_t>& sums,
+                                 bool without_int8_min) {
+    testing::TestQ8 t = testing::random_q8(n_x, cols, rng);  // 32-blocks: q and one scale per 32
+    if (without_int8_min)
+        for (int8_t& v : t.q) v = v == -128 ? int8_t{-127} : v;
+    t.blocks = (cols + block - 1) / block;
+    t.scales.resize(n_x * t.blocks);
+    sums.assign(n_x * t.blocks * block / kQ8SumValues, 0);
+    for (size_t g = 0; g < sums.size(); ++g) {
+        int s = 0;
+        for (size_t k = 0; k < kQ8SumValues; ++k) s += t.q[g * kQ8SumValues + k];
+        sums[g] = static_cast<int16_t>(s);
+    }
+    return t;
+}
+
+void check_q8_gguf(const KernelTable& table, const char* name) {
+    const KernelTable& ref = reference_kernels();
+    std::mt19937 rng(80);
+    size_t compared = 0;
+    WorkerPool p1(1), p2(2), p3(3);
+    for (WeightFormat f : kGgufFormats) {
+        const size_t fi = static_cast<size_t>(f);
+        ASSERT_NE(table.matmul_q8[fi], nullptr) << weight_format_name(f);
+        ASSERT_NE(table.matmul_q8[fi], ref.matmul_q8[fi]) << weight_format_name(f) << ": not replaced";
+        const size_t wblock = gguf_weight_block(f).values;
+        const size_t xblock = q8_block_values(f);
+        for (size_t blocks : {1, 2, 7, 8, 9, 17})
+            for (size_t rows : {1, 5, 17})
+                for (size_t n_x : {1, 2, 3, 5}) {
+                    const size_t cols = blocks * wblock;
+                    const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, rows, cols, rng);
+                    std::vector<int16_t> sums;
+                    // rows 5: no -128 anywhere, as the quantizer makes them (Q8_0's faster step)
+                    testing::TestQ8 x = random_q8_blocks(n_x, cols, xblock, rng, sums, rows == 5);
+                    if (blocks == 2 && n_x > 1) {
+                        x.scales[0] = 0.0f;
+                        x.scales[x.blocks] = std::ldexp(1.0f, 100);  // overflows to infinity with big weights
+                        if (n_x > 2) x.scales[2 * x.blocks] = std::numeric_limits<float>::quiet_NaN();
+                    }
+                    Q8Rows view = x.view();
+                    view.block = xblock;
+                    view.sums = xblock == kQ8KBlock ? sums.data() : nullptr;
+                    std::vector<float> y_ref(n_x * rows, -1.0f), y_isa(n_x * rows, -2.0f), y_split(n_x * rows, -3.0f);
+                    ref.matmul_q8[fi](m.view(), view, y_ref.data(), rows, 0, rows);
+                    table.matmul_q8[fi](m.view(), view, y_isa.data(), rows, 0, rows);
+                    table.matmul_q8[fi](m.view(), view, y_split.data(), rows, 0, rows / 2);
+                    table.matmul_q8[fi](m.view(), view, y_split.data(), rows, rows / 2, rows);
+                    for (size_t k = 0; k < y_ref.size(); ++k) {
+                        ASSERT_TRUE(testing::same_bits_or_both_nan(y_ref[k], y_isa[k]))
+                            << name << " " << weight_format_name(f) << " " << rows << "x" << cols << " n_x " << n_x << " [" << k
+                            << "]: reference " << y_ref[k] << ", plugin " << y_isa[k];
+                        ASSERT_TRUE(testing::same_bits_or_both_nan(y_split[k], y_isa[k])) << weight_format_name(f) << " split";
+                    }
+                    compared += y_ref.size();
+                }
+        {  // rows quantized for the other block size (and K-quant rows without sums): NaN, loudly
+            const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, 3, kQ8KBlock, rng);
+            std::vector<int16_t> sums;
+            const testing::TestQ8 x = random_q8_blocks(1, kQ8KBlock, kQ8KBlock + kQ8Block - xblock, rng, sums, false);
+            Q8Rows view = x.view();
+            view.block = kQ8KBlock + kQ8Block - xblock;
+            view.sums = view.block == kQ8KBlock ? sums.data() : nullptr;
+            std::vector<float> y(3, 0.0f);
+            table.matmul_q8[fi](m.view(), view, y.data(), 3, 0, 3);
+            for (float v : y) EXPECT_TRUE(std::isnan(v)) << name << " " << weight_format_name(f) << ": mismatched rows gave " << v;
+        }
+        // gguf-py's blocks (zero and subnormal scales, every MXFP4 exponent, 255 included).
+        const testing::GgufRefMatrix gp = testing::gguf_ref_matrix(f, std::string(weight_format_name(f)).substr(5));
+        for (size_t n_x : {size_t{1}, size_t{4}}) {
+            std::vector<int16_t> sums;
+            const testing::TestQ8 x = random_q8_blocks(n_x, gp.m.cols, xblock, rng, sums, false);
+            Q8Rows view = x.view();
+            view.block = xblock;
+            view.sums = xblock == kQ8KBlock ? sums.data() : nullptr;
+            std::vector<float> y_ref(n_x * gp.m.rows), y_isa(n_x * gp.m.rows);
+            ref.matmul_q8[fi](gp.m.view(), view, y_ref.data(), gp.m.rows, 0, gp.m.rows);
+            table.matmul_q8[fi](gp.m.view(), view, y_isa.data(), gp.m.rows, 0, gp.m.rows);
+            for (size_t k = 0; k < y_ref.size(); ++k)
+                ASSERT_TRUE(testing::same_bits_or_both_nan(y_ref[k], y_isa[k]))
+                    << name << " " << weight_format_name(f) << " gguf-py blocks [" << k << "]: reference " << y_ref[k]
+                    << ", plugin " << y_isa[k];
+            compared += y_ref.size();
+        }
+        const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, 1031, 2 * kQ8KBlock, rng);
+        for (size_t n_x : {size_t{1}, size_t{3}}) {
+            const std::vector<float> x = testing::random_floats(n_x * m.cols, rng);
+            std::vector<float> y0(n_x * m.rows), y1(n_x * m.rows), y2(n_x * m.rows), y3(n_x * m.rows);
+            matmul(Compute{&ref, nullptr, true}, m.view(), x.data(), n_x, y0.data());
+            matmul(Compute{&table, &p1, true}, m.view(), x.data(), n_x, y1.data());
+            matmul(Compute{&table, &p2, true}, m.view(), x.data(), n_x, y2.data());
+            matmul(Compute{&table, &p3, true}, m.view(), x.data(), n_x, y3.data());
+            EXPECT_EQ(std::memcmp(y0.data(), y1.data(), y0.size() * 4), 0) << name << " " << weight_format_name(f);
+            EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * 4), 0) << name << " " << weight_format_name(f);
+            EXPECT_EQ(std::memcmp(y1.data(), y3.data(), y1.size() * 4), 0) << name << " " << weight_format_name(f);
+        }
+    }
+    std::cout << "[ checked  ] " << name << ": " << compared << " GGUF integer-road outputs, all bit-identical\n";
+}
+
+// The plugin `isa` installed over the reference table, checked on the GGUF integer road.
+void check_q8_gguf_of(const char* isa) {
+    const auto k = load_kernels(isa);
+    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
+    KernelTable table = reference_kernels();
+    k->plugin()->install(table);
+    check_q8_gguf(table, isa);
+}
+
+TEST(IsaKernelsAvx2, GgufIntegerRoadIsBitExact) {
+    if (!cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c}))
+        GTEST_SKIP() << "this CPU lacks avx2/fma/f16c: the avx2 kernels cannot run here";
+    check_q8_gguf_of("avx2");
+}
+
+TEST(IsaKernelsVnni, GgufIntegerRoadIsBitExact) {
+    if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
+    check_q8_gguf_of("vnni");
 }
 
 TEST(IsaKernelsAvx2, IntegerRoadIsBitExact) {

@@ -253,12 +253,13 @@ TEST(RefKernelsVector, Int8DotIsExactAndWraps) {
     EXPECT_EQ(ref().dot_u8i8(big_a.data(), big_b.data(), big_a.size()), 2010167296);
 }
 
-// The block formats (MXFP4, FP8) exist out_in only: checkpoints store them as nn.Linear rows.
+// The block formats (MXFP4, FP8, GGUF's) exist out_in only: checkpoints store them as nn.Linear rows.
 TEST(RefKernelsTable, EveryEntryFilledExceptBlockFormatsInOut) {
     for (size_t f = 0; f < kWeightFormatCount; ++f) {
         EXPECT_NE(ref().row_to_f32[f], nullptr);
         for (size_t l = 0; l < kLayoutCount; ++l) {
-            const bool block = f == static_cast<size_t>(WeightFormat::MXFP4) || f == static_cast<size_t>(WeightFormat::FP8_E4M3);
+            const bool block = f == static_cast<size_t>(WeightFormat::MXFP4) || f == static_cast<size_t>(WeightFormat::FP8_E4M3) ||
+                               gguf_weight_block(static_cast<WeightFormat>(f)).values != 0;
             const bool exists = !(block && l == static_cast<size_t>(Layout::in_out));
             EXPECT_EQ(ref().matmul[f][l] != nullptr, exists) << f << "," << l;
         }
@@ -270,9 +271,12 @@ TEST(RefKernelsTable, EveryEntryFilledExceptBlockFormatsInOut) {
     EXPECT_NE(ref().silu, nullptr);
     EXPECT_NE(ref().dot_u8i8, nullptr);
     EXPECT_EQ(&reference_kernels(), &ref());
-    // The integer road: MXFP4 only (the other formats stay on floats), and off unless asked.
+    // The integer road: MXFP4 and GGUF's block formats only (the other formats stay on floats),
+    // and off unless asked.
     for (size_t f = 0; f < kWeightFormatCount; ++f)
-        EXPECT_EQ(ref().matmul_q8[f] != nullptr, f == static_cast<size_t>(WeightFormat::MXFP4)) << f;
+        EXPECT_EQ(ref().matmul_q8[f] != nullptr, f == static_cast<size_t>(WeightFormat::MXFP4) ||
+                                                     gguf_weight_block(static_cast<WeightFormat>(f)).values != 0)
+            << f;
 }
 
 // ---- The integer road ---------------------------------------------------------------------
@@ -288,7 +292,7 @@ TEST(RefKernelsQ8, QuantizerRoundsHalfToEvenPerBlock) {
     }
     std::vector<int8_t> q(2 * 64, 99);
     std::vector<float> d(4, -1.0f);
-    quantize_q8(x.data(), 2, 48, 40, q.data(), d.data());
+    quantize_q8(x.data(), 2, 48, 40, kQ8Block, q.data(), d.data(), nullptr);
     const int8_t want[10] = {127, -127, 2, 4, -2, 0, 0, 126, -2, 0};
     for (size_t r = 0; r < 2; ++r) {
         EXPECT_EQ(d[r * 2], 1.0f);
@@ -313,7 +317,7 @@ TEST(RefKernelsQ8, QuantizerNonFiniteAndTinyBlocks) {
     for (size_t i = 96; i < 128; ++i) x[i] = -std::ldexp(1.0f, 127) * 1.5f;  // block 3: huge, finite
     std::vector<int8_t> q(128, 55);
     std::vector<float> d(4);
-    quantize_q8(x.data(), 1, 128, 128, q.data(), d.data());
+    quantize_q8(x.data(), 1, 128, 128, kQ8Block, q.data(), d.data(), nullptr);
     EXPECT_TRUE(std::isnan(d[0]));
     EXPECT_TRUE(std::isnan(d[1]));
     EXPECT_EQ(d[2], 0.0f);
@@ -383,7 +387,7 @@ TEST(RefKernelsQ8, CloseToTheFloatRoadWithinTheQuantizationBound) {
     const std::vector<double> abs_wx = testing::abs_product_sums(w, rows, cols, x.data(), n_x);
     std::vector<int8_t> q(n_x * cols);
     std::vector<float> d(n_x * cols / 32);
-    quantize_q8(x.data(), n_x, cols, cols, q.data(), d.data());
+    quantize_q8(x.data(), n_x, cols, cols, kQ8Block, q.data(), d.data(), nullptr);
     double worst = 0;
     for (size_t r = 0; r < n_x; ++r)
         for (size_t o = 0; o < rows; ++o) {
@@ -409,7 +413,7 @@ TEST(RefKernelsQ8, MatmulTakesTheIntegerRoadOnlyWhenAsked) {
     matmul(Compute{&int8, nullptr, true}, mx.view(), x.data(), 2, a.data());
     std::vector<int8_t> q(2 * 96);
     std::vector<float> d(6);
-    quantize_q8(x.data(), 2, 96, 96, q.data(), d.data());
+    quantize_q8(x.data(), 2, 96, 96, kQ8Block, q.data(), d.data(), nullptr);
     ref().matmul_q8[static_cast<size_t>(WeightFormat::MXFP4)](mx.view(), Q8Rows{q.data(), d.data(), 2, 96, 3}, b.data(),
                                                              21, 0, 21);
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);

@@ -110,6 +110,8 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(Q8Rows, n_x);
     STORMO_ABI_FIELD(Q8Rows, cols);
     STORMO_ABI_FIELD(Q8Rows, blocks);
+    STORMO_ABI_FIELD(Q8Rows, block);
+    STORMO_ABI_FIELD(Q8Rows, sums);
     h = mix_type<KernelTable>(h);
     STORMO_ABI_FIELD(KernelTable, matmul);
     STORMO_ABI_FIELD(KernelTable, row_to_f32);

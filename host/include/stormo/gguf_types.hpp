@@ -11,6 +11,7 @@
 
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
+#include "stormo/kernels.hpp"
 
 namespace stormo {
 
@@ -40,5 +41,9 @@ STORMO_API std::string_view gguf_type_name(GgufType type);
 // Fails, naming the type, for a type without a reference dequantizer here or a count that is not
 // a whole number of blocks; never reads past n_values / block_values blocks.
 STORMO_API Expected<void> dequantize_gguf(GgufType type, const std::byte* blocks, size_t n_values, float* out);
+
+// The weight format the kernels run a tensor of this type in, without dequantizing (F32, F16,
+// BF16 and the GGUF_* block formats); nothing for a type without kernels.
+STORMO_API std::optional<WeightFormat> gguf_weight_format(GgufType type);
 
 }  // namespace stormo

@@ -19,10 +19,27 @@ enum class WeightFormat : uint8_t {
     F16,    // IEEE half
     MXFP4,  // E2M1 nibbles (low nibble = even element), E8M0 scale per 32 values
     FP8_E4M3,  // E4M3 bytes, one float scale per block of block_rows x block_cols (weight_scale_inv)
+    // ggml's block layouts as GGUF files store them (stormo/gguf_types.hpp, docs/gguf.md): `data`
+    // holds each row's blocks in order, row o at o * (cols / block values) * block bytes; the scales
+    // live inside the blocks. cols must be a whole number of blocks.
+    GGUF_Q8_0,   // f16 d + 32 int8 (34 bytes per 32 values)
+    GGUF_Q4_0,   // f16 d + 16 bytes: elements 0-15 low nibbles, 16-31 high; (q - 8) * d (18 / 32)
+    GGUF_Q4_K,   // super-blocks of 256: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 of nibbles (144)
+    GGUF_Q5_K,   // as Q4_K plus 32 bytes of fifth bits (176 / 256)
+    GGUF_Q6_K,   // 128 bytes low nibbles, 64 of high bits, 16 int8 scales, f16 d (210 / 256)
+    GGUF_MXFP4,  // E8M0 byte (255 is 2^127) + 16 bytes: elements 0-15 low nibbles, 16-31 high (17 / 32)
     count
 };
 constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::count);
 STORMO_API const char* weight_format_name(WeightFormat f);
+
+// The block of a GGUF block format (values and bytes per block; a row of cols values takes
+// cols / values * bytes bytes); {0, 0} for the other formats.
+struct WeightBlock {
+    size_t values = 0;
+    size_t bytes = 0;
+};
+STORMO_API WeightBlock gguf_weight_block(WeightFormat f);
 
 // How a matrix of `rows` outputs x `cols` inputs is laid out in memory.
 enum class Layout : uint8_t {
@@ -68,17 +85,34 @@ using SiluFn = void (*)(float* x, size_t n);
 using DotI8Fn = int32_t (*)(const uint8_t* a, const int8_t* b, size_t n);
 
 // The integer road's matrix kernels (opt-in: `activations: int8`). Activation rows are quantized
-// once per matmul call by quantize_q8 in blocks of kQ8Block values (the MXFP4 block): per block a
-// float scale d and int8 values q with x ~ q * d. A row holds ceil(cols / 32) blocks; a partial
-// last block is padded with q = 0. docs/kernels.md defines the rounding and the float order.
+// once per matmul call by quantize_q8 in blocks of `block` values, the size the weight format asks
+// for (q8_block_values): kQ8Block (32, as llama.cpp's Q8_0: MXFP4, GGUF Q8_0, Q4_0, MXFP4) or
+// kQ8KBlock (256, as llama.cpp's Q8_K: GGUF's K-quants, which also need the sums of every 16
+// values). Per block a float scale d and int8 values q with x ~ q * d. A row holds
+// ceil(cols / block) blocks; a partial last block is padded with q = 0. docs/kernels.md defines
+// the rounding and the float order.
 inline constexpr size_t kQ8Block = 32;
+inline constexpr size_t kQ8KBlock = 256;
+inline constexpr size_t kQ8SumValues = 16;  // values per entry of Q8Rows::sums
 struct Q8Rows {
-    const int8_t* q = nullptr;      // [n_x, blocks * 32]: row r starts at q + r * blocks * 32
+    const int8_t* q = nullptr;      // [n_x, blocks * block]: row r starts at q + r * blocks * block
     const float* scales = nullptr;  // [n_x, blocks]: row r starts at scales + r * blocks
     size_t n_x = 0;
     size_t cols = 0;
-    size_t blocks = 0;              // ceil(cols / kQ8Block)
+    size_t blocks = 0;              // ceil(cols / block)
+    size_t block = kQ8Block;        // values per block: kQ8Block or kQ8KBlock
+    // [n_x, blocks * block / 16]: sum of each 16 consecutive q (row r at sums + r * blocks * block
+    // / 16); set for kQ8KBlock rows (the K-quants' minimums and offsets use them), else nullptr.
+    const int16_t* sums = nullptr;
 };
+// The activation block the integer road uses against format f (kQ8KBlock for GGUF_Q4_K, Q5_K and
+// Q6_K, kQ8Block otherwise).
+STORMO_API size_t q8_block_values(WeightFormat f);
+// Whether x was quantized as format f's integer kernels need it (its block size, and the per-16
+// sums for kQ8KBlock, over w.cols values); kernels given other rows fill their outputs with NaN.
+inline bool q8_rows_fit(WeightFormat f, const Q8Rows& x) {
+    return x.block == q8_block_values(f) && (x.block != kQ8KBlock || x.sums != nullptr);
+}
 // y[r * y_stride + o] = W[o, :] . x[r, :] for o in [o_begin, o_end), r < x.n_x, from integer dot
 // products per 32-block and a fixed float order after them; bit-exact across implementations.
 // Any int8 value is accepted in q (-128 included); quantize_q8 produces [-127, 127].
@@ -142,10 +176,13 @@ struct Compute {
 STORMO_API void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, float* y);
 
 // The integer road's quantizer (the definition; docs/kernels.md): row r of x (x + r * x_stride,
-// `cols` values) into q (row r at q + r * blocks * 32) and scales (row r at scales + r * blocks),
-// blocks = ceil(cols / 32). Per block: amax = max |x|; d = amax / 127; q = x / d rounded to
-// nearest, ties to even, clamped to [-127, 127]. A block with a NaN or infinite value gets d = NaN
-// (so every output it touches is NaN); a block whose d is 0 gets q = 0.
-STORMO_API void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, int8_t* q, float* scales);
+// `cols` values) into q (row r at q + r * blocks * block) and scales (row r at scales + r *
+// blocks), blocks = ceil(cols / block), block = kQ8Block or kQ8KBlock. Per block: amax = max |x|;
+// d = amax / 127; q = x / d rounded to nearest, ties to even, clamped to [-127, 127]. A block with
+// a NaN or infinite value gets d = NaN (so every output it touches is NaN); a block whose d is 0
+// gets q = 0. When `sums` is not null it receives the sum of every 16 consecutive q (row r at
+// sums + r * blocks * block / 16).
+STORMO_API void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, size_t block, int8_t* q,
+                            float* scales, int16_t* sums);
 
 }  // namespace stormo

@@ -60,12 +60,16 @@ void split_rows(const Compute& c, const WeightView& w, size_t n_x, const Kernel&
     });
 }
 
+// x quantized in the blocks the format asks for (q8_block_values); the per-16 sums only where
+// 256-blocks meet K-quant super-blocks, whose minimums and offsets need them.
 void matmul_q8(const Compute& c, MatmulQ8Fn fn, const WeightView& w, const float* x, size_t n_x, float* y) {
-    const size_t blocks = (w.cols + kQ8Block - 1) / kQ8Block;
-    std::vector<int8_t> q(n_x * blocks * kQ8Block);
+    const size_t block = q8_block_values(w.format);
+    const size_t blocks = (w.cols + block - 1) / block;
+    std::vector<int8_t> q(n_x * blocks * block);
     std::vector<float> scales(n_x * blocks);
-    quantize_q8(x, n_x, w.cols, w.cols, q.data(), scales.data());
-    const Q8Rows rows{q.data(), scales.data(), n_x, w.cols, blocks};
+    std::vector<int16_t> sums(block == kQ8KBlock ? n_x * blocks * block / kQ8SumValues : 0);
+    quantize_q8(x, n_x, w.cols, w.cols, block, q.data(), scales.data(), sums.empty() ? nullptr : sums.data());
+    const Q8Rows rows{q.data(), scales.data(), n_x, w.cols, blocks, block, sums.empty() ? nullptr : sums.data()};
     split_rows(c, w, n_x, [&](size_t o_begin, size_t o_end) { fn(w, rows, y, w.rows, o_begin, o_end); });
 }
 

@@ -20,6 +20,9 @@ void matmul_fp8_e4m3_out_in(const WeightView& w, const float* x, size_t n_x, siz
                             size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                          size_t y_stride, size_t o_begin, size_t o_end);
+// Every GGUF block format (w.format says which): the row decoded by row_gguf, then the same dot.
+void matmul_gguf_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                        size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_bf16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
@@ -27,9 +30,23 @@ void matmul_bf16_in_out(const WeightView& w, const float* x, size_t n_x, size_t 
 void matmul_f16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
 
-// The integer road (MatmulQ8Fn): MXFP4 against int8 activations, defined in reference_q8.cpp.
+// The integer road (MatmulQ8Fn): MXFP4 against int8 activations, defined in reference_q8.cpp;
+// the GGUF block formats against 32-blocks (Q8_0, Q4_0, MXFP4) or Q8_K 256-blocks (the K-quants),
+// defined in reference_q8_gguf.cpp.
 void matmul_q8_mxfp4_out_in(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                             size_t o_end);
+void matmul_q8_gguf_q8_0(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                         size_t o_end);
+void matmul_q8_gguf_q4_0(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                         size_t o_end);
+void matmul_q8_gguf_mxfp4(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                          size_t o_end);
+void matmul_q8_gguf_q4_k(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                         size_t o_end);
+void matmul_q8_gguf_q5_k(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                         size_t o_end);
+void matmul_q8_gguf_q6_k(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
+                         size_t o_end);
 
 // Row decoders (RowToF32Fn), out_in rows.
 void row_f32(const WeightView& w, size_t row, float* out);
@@ -37,6 +54,7 @@ void row_bf16(const WeightView& w, size_t row, float* out);
 void row_f16(const WeightView& w, size_t row, float* out);
 void row_mxfp4(const WeightView& w, size_t row, float* out);
 void row_fp8_e4m3(const WeightView& w, size_t row, float* out);
+void row_gguf(const WeightView& w, size_t row, float* out);  // every GGUF block format
 
 // Vector kernels.
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);

@@ -2,7 +2,7 @@
 // at +0 and adds W[o, i] * x[r, i] for ascending i, each product rounded before the add. The
 // weights are decoded exactly (BF16, F16 and MXFP4 values are all representable in float; an FP8
 // value times its block's float scale is rounded once to float, as a dequantized checkpoint holds
-// it), so the format changes only how W[o, i] is read, never the arithmetic.
+// it; a GGUF block is decoded as gguf-py's dequantizer decodes it), so the format changes only how W[o, i] is read, never the arithmetic.
 //
 // No fused multiply-add, whatever flags the SDK is built with (host/CMakeLists.txt compiles this
 // file with -ffp-contract=off): the definition must not change under -march=native.
@@ -81,6 +81,11 @@ void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t
 void matmul_fp8_e4m3_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                             size_t y_stride, size_t o_begin, size_t o_end) {
     matmul_out_in(row_fp8_e4m3, w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+
+void matmul_gguf_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                        size_t y_stride, size_t o_begin, size_t o_end) {
+    matmul_out_in(row_gguf, w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 
 void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,

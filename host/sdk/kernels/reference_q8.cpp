@@ -27,7 +27,8 @@ float round_half_even(float v) {
     return shifted - kMagic;
 }
 
-void quantize_block(const float* x, size_t n, int8_t* q, float* scale) {
+// n values of x (n <= block) into one block of `block` q values and its scale.
+void quantize_block(const float* x, size_t n, size_t block, int8_t* q, float* scale) {
     float amax = 0.0f;
     bool finite = true;
     for (size_t k = 0; k < n; ++k) {
@@ -35,7 +36,7 @@ void quantize_block(const float* x, size_t n, int8_t* q, float* scale) {
         if (!(a <= FLT_MAX)) finite = false;  // NaN or infinity
         else if (a > amax) amax = a;
     }
-    std::memset(q, 0, kQ8Block);
+    std::memset(q, 0, block);
     if (!finite) {
         *scale = std::numeric_limits<float>::quiet_NaN();
         return;
@@ -53,15 +54,24 @@ void quantize_block(const float* x, size_t n, int8_t* q, float* scale) {
 
 }  // namespace
 
-void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, int8_t* q, float* scales) {
-    const size_t blocks = (cols + kQ8Block - 1) / kQ8Block;
+void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, size_t block, int8_t* q,
+                 float* scales, int16_t* sums) {
+    const size_t blocks = (cols + block - 1) / block;
     for (size_t r = 0; r < n_x; ++r) {
         const float* xr = x + r * x_stride;
         for (size_t b = 0; b < blocks; ++b) {
-            const size_t begin = b * kQ8Block;
-            const size_t n = cols - begin < kQ8Block ? cols - begin : kQ8Block;
-            quantize_block(xr + begin, n, q + (r * blocks + b) * kQ8Block, scales + r * blocks + b);
+            const size_t begin = b * block;
+            const size_t n = cols - begin < block ? cols - begin : block;
+            quantize_block(xr + begin, n, block, q + (r * blocks + b) * block, scales + r * blocks + b);
         }
+    }
+    if (sums == nullptr) return;
+    // |sum| <= 16 * 127: an int16.
+    const size_t groups = n_x * blocks * block / kQ8SumValues;
+    for (size_t g = 0; g < groups; ++g) {
+        int sum = 0;
+        for (size_t k = 0; k < kQ8SumValues; ++k) sum += q[g * kQ8SumValues + k];
+        sums[g] = static_cast<int16_t>(sum);
     }
 }
 

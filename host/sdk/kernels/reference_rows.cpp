@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "kernels/gguf_blocks.hpp"
 #include "kernels/mxfp4.hpp"
 #include "kernels/reference.hpp"
 #include "stormo/dtype.hpp"
@@ -50,6 +51,14 @@ void row_fp8_e4m3(const WeightView& w, size_t row, float* out) {
     const size_t grid_cols = (w.cols + w.block_cols - 1) / w.block_cols;
     const float* scales = w.block_scales + (row / w.block_rows) * grid_cols;
     for (size_t i = 0; i < w.cols; ++i) out[i] = kValues[values[i]] * scales[i / w.block_cols];
+}
+
+// GGUF block formats: each block decoded as dequantize_gguf decodes it (gguf_blocks.hpp), so a
+// row is the bits gguf-py's dequantizer gives.
+void row_gguf(const WeightView& w, size_t row, float* out) {
+    const gguf::BlockFormat bf = gguf::block_format(w.format);
+    const std::byte* blocks = gguf::row_blocks(w, row);
+    for (size_t b = 0; b < w.cols / bf.values; ++b) bf.decode(blocks + b * bf.bytes, out + b * bf.values);
 }
 
 }  // namespace stormo::reference

@@ -1,4 +1,5 @@
-// Names of the weight formats, for `stormo inspect` and error messages.
+// Names of the weight formats, for `stormo inspect` and error messages, and the activation block
+// each format's integer road uses.
 #include "stormo/kernels.hpp"
 
 namespace stormo {
@@ -10,9 +11,36 @@ const char* weight_format_name(WeightFormat f) {
         case WeightFormat::F16: return "F16";
         case WeightFormat::MXFP4: return "MXFP4";
         case WeightFormat::FP8_E4M3: return "FP8_E4M3";
+        case WeightFormat::GGUF_Q8_0: return "GGUF_Q8_0";
+        case WeightFormat::GGUF_Q4_0: return "GGUF_Q4_0";
+        case WeightFormat::GGUF_Q4_K: return "GGUF_Q4_K";
+        case WeightFormat::GGUF_Q5_K: return "GGUF_Q5_K";
+        case WeightFormat::GGUF_Q6_K: return "GGUF_Q6_K";
+        case WeightFormat::GGUF_MXFP4: return "GGUF_MXFP4";
         case WeightFormat::count: break;
     }
     return "unknown";
+}
+
+// The K-quants' super-blocks hold 256 values with one (Q6_K: sixteen) scale per 16 or 32 of them,
+// so their activations are quantized as llama.cpp's Q8_K: a block of 256 meets a super-block, and
+// the per-16 sums serve the minimums (Q4_K, Q5_K) and the -32 offset (Q6_K).
+size_t q8_block_values(WeightFormat f) {
+    switch (f) {
+        case WeightFormat::GGUF_Q4_K:
+        case WeightFormat::GGUF_Q5_K:
+        case WeightFormat::GGUF_Q6_K: return kQ8KBlock;
+        case WeightFormat::F32:
+        case WeightFormat::BF16:
+        case WeightFormat::F16:
+        case WeightFormat::MXFP4:
+        case WeightFormat::FP8_E4M3:
+        case WeightFormat::GGUF_Q8_0:
+        case WeightFormat::GGUF_Q4_0:
+        case WeightFormat::GGUF_MXFP4:
+        case WeightFormat::count: break;
+    }
+    return kQ8Block;
 }
 
 }  // namespace stormo

@@ -64,7 +64,8 @@ Expected<std::vector<size_t>> positive_list(const std::string& text, const std::
     return out;
 }
 
-// "mxfp4", "bf16", "bf16:in_out", "f32:out_in", "f16".
+// "mxfp4", "bf16", "bf16:in_out", "f32:out_in", "f16", and GGUF's block types by ggml's names:
+// "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "gguf_mxfp4" (out_in only).
 Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
     std::vector<BenchMatrixCase> out;
     for (const std::string& item : split(text)) {
@@ -76,13 +77,21 @@ Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
         else if (format == "bf16") c.format = WeightFormat::BF16;
         else if (format == "f16") c.format = WeightFormat::F16;
         else if (format == "f32") c.format = WeightFormat::F32;
+        else if (format == "q8_0") c.format = WeightFormat::GGUF_Q8_0;
+        else if (format == "q4_0") c.format = WeightFormat::GGUF_Q4_0;
+        else if (format == "q4_k") c.format = WeightFormat::GGUF_Q4_K;
+        else if (format == "q5_k") c.format = WeightFormat::GGUF_Q5_K;
+        else if (format == "q6_k") c.format = WeightFormat::GGUF_Q6_K;
+        else if (format == "gguf_mxfp4") c.format = WeightFormat::GGUF_MXFP4;
         else
-            return fail(ErrorKind::invalid_argument, "--formats: unknown format '" + format + "' (mxfp4, bf16, f16, f32)");
+            return fail(ErrorKind::invalid_argument, "--formats: unknown format '" + format +
+                                                         "' (mxfp4, bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k, gguf_mxfp4)");
         if (layout == "out_in") c.layout = Layout::out_in;
         else if (layout == "in_out") c.layout = Layout::in_out;
         else return fail(ErrorKind::invalid_argument, "--formats: unknown layout '" + layout + "' (out_in, in_out)");
-        if (c.format == WeightFormat::MXFP4 && c.layout == Layout::in_out)
-            return fail(ErrorKind::invalid_argument, "--formats: mxfp4:in_out does not exist (MXFP4 blocks run along a row)");
+        const bool blocks = c.format == WeightFormat::MXFP4 || gguf_weight_block(c.format).values != 0;
+        if (blocks && c.layout == Layout::in_out)
+            return fail(ErrorKind::invalid_argument, "--formats: " + format + ":in_out does not exist (its blocks run along a row)");
         out.push_back(c);
     }
     if (out.empty()) return fail(ErrorKind::invalid_argument, "--formats: needs at least one format");
@@ -136,8 +145,8 @@ const char* layout_name(Layout l) { return l == Layout::out_in ? "out_in" : "in_
 
 void print_row(const KernelBenchRow& r) {
     char line[256];
-    std::snprintf(line, sizeof line, "%-6s %-6s %4zu %3zu  %-10s %-4s %8s GB/s %6s%% %9s ms", weight_format_name(r.format),
-                  layout_name(r.layout), r.n_x, r.threads, r.kernels.c_str(), r.road.c_str(),
+    std::snprintf(line, sizeof line, "%-10s %-6s %5zu %4zu %3zu  %-10s %-4s %8s GB/s %6s%% %9s ms",
+                  weight_format_name(r.format), layout_name(r.layout), r.cols, r.n_x, r.threads, r.kernels.c_str(), r.road.c_str(),
                   fixed(r.bytes_per_s / 1e9, 2).c_str(), fixed(100.0 * r.ram_fraction, 1).c_str(),
                   fixed(1e3 * r.seconds_per_call, 3).c_str());
     std::cout << line << std::endl;
@@ -164,6 +173,7 @@ void print_json(const KernelBenchReport& report, const KernelBenchOptions& o) {
             .field("format", weight_format_name(r.format))
             .field("layout", layout_name(r.layout))
             .field("n_x", r.n_x)
+            .field("cols", r.cols)
             .field("threads", r.threads)
             .field("matrices", r.matrices)
             .field("bytes_per_matrix", r.bytes_per_matrix)
@@ -187,7 +197,8 @@ int run_bench_kernels(int argc, char** argv) {
         ("threads-list", po::value(&o.threads)->value_name("LIST"), "thread counts, comma-separated (1,2)")
         ("n-x", po::value(&o.n_x)->value_name("LIST"), "activation rows per call: 1 is matrix x vector (1,8,32)")
         ("formats", po::value(&o.cases)->value_name("LIST"),
-         "format[:layout] cases: mxfp4, bf16, f16, f32, layout out_in or in_out (mxfp4,bf16,bf16:in_out,f32)")
+         "format[:layout] cases: mxfp4, bf16, f16, f32, layout out_in or in_out; GGUF blocks q8_0, q4_0, q4_k, "
+         "q5_k, q6_k, gguf_mxfp4 (out_in; K-quants on --cols rounded down to 256s) (mxfp4,bf16,bf16:in_out,f32)")
         ("kernels-list", po::value(&o.kernels)->value_name("LIST"),
          "kernels to measure: reference and plugin names (default: reference and every plugin usable here)")
         ("roads", po::value(&o.roads)->value_name("LIST"), "activation roads: f32, int8 (int8 only where a format has it)")
@@ -268,7 +279,7 @@ int run_bench_kernels(int argc, char** argv) {
     if (!o.json && !o.ram_only) {
         std::cout << "matrices " << options.rows << " x " << options.cols << ", about "
                   << format_bytes(options.set_bytes) << " of each format read round-robin\n";
-        std::cout << "format layout  n_x thr  kernels    road   weights      %RAM   per call" << std::endl;
+        std::cout << "format     layout  cols  n_x thr  kernels    road   weights      %RAM   per call" << std::endl;
     }
     auto report = run_kernel_bench(tables.list, options, [&](const KernelBenchRow& r) {
         if (!o.json) print_row(r);

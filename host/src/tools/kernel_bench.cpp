@@ -43,21 +43,69 @@ size_t element_bytes(WeightFormat f) {
         case WeightFormat::F16: return 2;
         case WeightFormat::FP8_E4M3: return 1;
         case WeightFormat::MXFP4:
+        case WeightFormat::GGUF_Q8_0:
+        case WeightFormat::GGUF_Q4_0:
+        case WeightFormat::GGUF_Q4_K:
+        case WeightFormat::GGUF_Q5_K:
+        case WeightFormat::GGUF_Q6_K:
+        case WeightFormat::GGUF_MXFP4:
         case WeightFormat::count: break;
     }
     return 0;
 }
 
+bool is_gguf(WeightFormat f) { return gguf_weight_block(f).values != 0; }
+
 uint64_t matrix_bytes(const BenchMatrixCase& c, size_t rows, size_t cols) {
     const uint64_t n = static_cast<uint64_t>(rows) * cols;
     if (c.format == WeightFormat::MXFP4) return n / 2 + n / 32;
+    if (const WeightBlock b = gguf_weight_block(c.format); b.values != 0) return n / b.values * b.bytes;
     return n * element_bytes(c.format);
+}
+
+// The inputs a case's matrices get: --cols rounded down to whole blocks (the K-quants' 256-value
+// super-blocks do not divide GPT-OSS's 2880; 2816 is the nearest).
+size_t case_cols(const BenchMatrixCase& c, size_t cols) {
+    const size_t block = is_gguf(c.format) ? gguf_weight_block(c.format).values : 32;
+    return cols / block * block;
+}
+
+// GGUF blocks: random bytes, then every scale set to a moderate normal value (f16 in [2^-6, 2^-3),
+// or E8M0 118..130), so no block decodes to NaN, infinity or subnormals.
+void fill_gguf(BenchMatrix& m, WeightFormat f, Random& rng) {
+    const WeightBlock b = gguf_weight_block(f);
+    const size_t n_blocks = m.view.rows * m.view.cols / b.values;
+    m.data.resize(n_blocks * b.bytes);
+    for (size_t i = 0; i + 8 <= m.data.size(); i += 8) {
+        const uint64_t v = rng.next();
+        std::memcpy(m.data.data() + i, &v, 8);
+    }
+    auto set_f16 = [&](uint8_t* p) {
+        const uint16_t bits = static_cast<uint16_t>(((9u + rng.next() % 3u) << 10) | (rng.next() & 0x3FFu));
+        std::memcpy(p, &bits, 2);
+    };
+    for (size_t k = 0; k < n_blocks; ++k) {
+        uint8_t* blk = m.data.data() + k * b.bytes;
+        switch (f) {
+            case WeightFormat::GGUF_Q8_0:
+            case WeightFormat::GGUF_Q4_0: set_f16(blk); break;
+            case WeightFormat::GGUF_Q4_K:
+            case WeightFormat::GGUF_Q5_K: set_f16(blk), set_f16(blk + 2); break;
+            case WeightFormat::GGUF_Q6_K: set_f16(blk + 208); break;
+            case WeightFormat::GGUF_MXFP4: blk[0] = static_cast<uint8_t>(118 + rng.next() % 13); break;
+            default: break;
+        }
+    }
 }
 
 // Finite values of moderate magnitude (no subnormals, which some units take slow paths for);
 // MXFP4 scales around 2^0.
 void fill(BenchMatrix& m, const BenchMatrixCase& c, Random& rng) {
     const size_t n = m.view.rows * m.view.cols;
+    if (is_gguf(c.format)) {
+        fill_gguf(m, c.format, rng);
+        return;
+    }
     if (c.format == WeightFormat::MXFP4) {
         m.data.resize(n / 2);
         for (size_t i = 0; i + 8 <= m.data.size(); i += 8) {
@@ -85,7 +133,11 @@ void fill(BenchMatrix& m, const BenchMatrixCase& c, Random& rng) {
 }
 
 Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const KernelBenchOptions& o, Random& rng) {
-    const uint64_t per_matrix = matrix_bytes(c, o.rows, o.cols);
+    const size_t cols = case_cols(c, o.cols);
+    if (cols == 0)
+        return fail(ErrorKind::invalid_argument, "bench-kernels: --cols " + std::to_string(o.cols) + " holds no whole " +
+                                                     std::string(weight_format_name(c.format)) + " block");
+    const uint64_t per_matrix = matrix_bytes(c, o.rows, cols);
     const size_t count = static_cast<size_t>(std::max<uint64_t>(2, (o.set_bytes + per_matrix - 1) / per_matrix));
     std::vector<BenchMatrix> set;
     try {
@@ -94,7 +146,7 @@ Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const Kern
             m.view.format = c.format;
             m.view.layout = c.layout;
             m.view.rows = o.rows;
-            m.view.cols = o.cols;
+            m.view.cols = cols;
             fill(m, c, rng);
             m.view.data = m.data.data();
             m.view.scales = m.scales.empty() ? nullptr : m.scales.data();
@@ -115,7 +167,7 @@ KernelBenchRow measure(const BenchKernels& kernels, ThreadPool& pool, const std:
     const Compute compute{kernels.table, &pool, kernels.int8_activations};
     matmul(compute, set[next++ % set.size()].view, x.data(), n_x, y.data());  // warm the code and the pool
     const double window_seconds = o.min_seconds / std::max(1, o.windows);
-    const uint64_t bytes = matrix_bytes({set.front().view.format, set.front().view.layout}, o.rows, o.cols);
+    const uint64_t bytes = matrix_bytes({set.front().view.format, set.front().view.layout}, o.rows, set.front().view.cols);
     std::vector<double> rates;
     KernelBenchRow row;
     for (int w = 0; w < std::max(1, o.windows); ++w) {
@@ -137,6 +189,7 @@ KernelBenchRow measure(const BenchKernels& kernels, ThreadPool& pool, const std:
     row.bytes_per_matrix = bytes;
     row.matrices = set.size();
     row.n_x = n_x;
+    row.cols = set.front().view.cols;
     row.threads = pool.size();
     return row;
 }

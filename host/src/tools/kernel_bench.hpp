@@ -54,6 +54,7 @@ struct KernelBenchRow {
     WeightFormat format = WeightFormat::F32;
     Layout layout = Layout::out_in;
     size_t n_x = 1;
+    size_t cols = 0;                     // inputs: --cols rounded down to the format's blocks
     size_t threads = 1;
     size_t matrices = 0;                 // in the round-robin set
     uint64_t bytes_per_matrix = 0;       // weights (and MXFP4 scales) one call streams

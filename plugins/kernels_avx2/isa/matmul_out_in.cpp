@@ -6,6 +6,7 @@
 // vector from 12 to 18-20 GB/s of BF16 weights on one Zen 4 core.
 
 #include "float_kernels.hpp"
+#include "out_in_tiles.hpp"
 #include "scratch.hpp"
 #include "simd.hpp"
 
@@ -147,41 +148,6 @@ struct Mxfp4Kernel {
         mxfp4_tile<O, R>(w, o, x, xs, y, ys);
     }
 };
-
-// 1 to 3 rows: more outputs per tile when fewer rows share each weight load.
-template <class K>
-void few_rows(const WeightView& w, const float* x, size_t xs, float* y, size_t ys, size_t rows,
-              size_t o_begin, size_t o_end) {
-    size_t o = o_begin;
-    if (rows == 3) {
-        for (; o < o_end; ++o) K::template tile<1, 3>(w, o, x, xs, y, ys);
-    } else if (rows == 2) {
-        for (; o + 2 <= o_end; o += 2) K::template tile<2, 2>(w, o, x, xs, y, ys);
-        for (; o < o_end; ++o) K::template tile<1, 2>(w, o, x, xs, y, ys);
-    } else {
-        for (; o + 4 <= o_end; o += 4) K::template tile<4, 1>(w, o, x, xs, y, ys);
-        for (; o < o_end; ++o) K::template tile<1, 1>(w, o, x, xs, y, ys);
-    }
-}
-
-// Row blocks outermost; inside a block each weight row is read once and applied to every group
-// of 4 rows while it sits in L1; the last 1-3 rows of a block use the wider output tiles.
-template <class K>
-void drive(const WeightView& w, const float* x, size_t n_x, size_t xs, float* y, size_t ys,
-           size_t o_begin, size_t o_end) {
-    if (n_x == 0 || o_begin >= o_end) return;
-    const size_t block = input_row_block(w.cols, n_x);
-    for (size_t r0 = 0; r0 < n_x; r0 += block) {
-        const size_t r_end = r0 + block < n_x ? r0 + block : n_x;
-        const size_t full_end = r0 + (r_end - r0) / 4 * 4;
-        for (size_t o = o_begin; o < o_end; ++o)
-            for (size_t r = r0; r < full_end; r += 4)
-                K::template tile<1, 4>(w, o, x + r * xs, xs, y + r * ys, ys);
-        if (full_end < r_end)
-            few_rows<K>(w, x + full_end * xs, xs, y + full_end * ys, ys, r_end - full_end, o_begin,
-                        o_end);
-    }
-}
 
 }  // namespace
 

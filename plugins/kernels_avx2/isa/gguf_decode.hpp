@@ -1,0 +1,176 @@
+#pragma once
+// GGUF block formats decoded in registers, 32 values (a "unit": a Q8_0/Q4_0/MXFP4 block, a Q4_K or
+// Q5_K sub-block, two Q6_K scale groups) at a time, into four 8-float vectors in element order.
+// A block's scales are decoded once into its Header (F::header), then each unit reads them
+// (F::unit), so a tile of several rows pays for the scale unpacking once per block and output.
+// Each value is the reference's (host/sdk/kernels/gguf_dequant.cpp) bit for bit: the same float
+// operations in the same order, a multiply and a subtract never fused (the including files are
+// compiled with -ffp-contract=off). Internal linkage, as every helper of the ISA files.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stormo::simd {
+namespace {
+namespace gguf {
+
+inline float f16(const uint8_t* p) {
+    uint16_t v;
+    __builtin_memcpy(&v, p, 2);
+    return _cvtsh_ss(v);
+}
+
+// 32 unsigned (Unsigned) or signed bytes to four 8-float vectors, exactly.
+template <bool Unsigned>
+[[gnu::always_inline]] inline void bytes_to_ps(__m256i v, __m256 out[4]) {
+    const __m128i lo = _mm256_castsi256_si128(v);
+    const __m128i hi = _mm256_extracti128_si256(v, 1);
+    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    for (int k = 0; k < 4; ++k)
+        out[k] = _mm256_cvtepi32_ps(Unsigned ? _mm256_cvtepu8_epi32(parts[k]) : _mm256_cvtepi8_epi32(parts[k]));
+}
+
+// 16 bytes of nibbles as 32 bytes in element order: low nibbles (elements 0-15), then high.
+[[gnu::always_inline]] inline __m256i nibbles_32(const uint8_t* qs) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
+}
+
+[[gnu::always_inline]] inline void scale_all(__m256 w[4], float d) {
+    const __m256 s = _mm256_set1_ps(d);
+    for (int k = 0; k < 4; ++k) w[k] = _mm256_mul_ps(w[k], s);
+}
+
+// Q8_0, Q4_0 and MXFP4 carry one scale per 32-value block.
+struct OneScale {
+    float d;
+};
+
+// Q8_0: x = q * d.
+struct Q8_0 {
+    static constexpr size_t kValues = 32, kBytes = 34;
+    using Header = OneScale;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {f16(b)}; }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m256 w[4]) {
+        bytes_to_ps<false>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)), w);
+        scale_all(w, h.d);
+    }
+};
+
+// Q4_0: x = d * (q - 8).
+struct Q4_0 {
+    static constexpr size_t kValues = 32, kBytes = 18;
+    using Header = OneScale;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {f16(b)}; }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m256 w[4]) {
+        bytes_to_ps<false>(_mm256_sub_epi8(nibbles_32(b + 2), _mm256_set1_epi8(8)), w);
+        scale_all(w, h.d);
+    }
+};
+
+// 2^(e - 128) as ggml_e8m0_to_fp32_half builds it (e = 255 is 2^127).
+[[gnu::always_inline]] inline float e8m0_half(uint8_t e8) {
+    const uint32_t e = e8;
+    return __builtin_bit_cast(float, e < 2 ? uint32_t{0x00200000} << e : (e - 1u) << 23);
+}
+
+// GGUF's MXFP4: x = 2^(e - 128) * doubled E2M1.
+struct Mxfp4 {
+    static constexpr size_t kValues = 32, kBytes = 17;
+    using Header = OneScale;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {e8m0_half(b[0])}; }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m256 w[4]) {
+        const __m256i lut = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
+                                             0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+        bytes_to_ps<false>(_mm256_shuffle_epi8(lut, nibbles_32(b + 1)), w);
+        scale_all(w, h.d);
+    }
+};
+
+// The 8 six-bit scales and 8 mins of a Q4_K / Q5_K super-block (ggml's get_scale_min_k4 on the
+// 12 bytes at b + 4), four at a time in 32-bit words: bytes 0-3 hold scales 0-3 in their low six
+// bits, bytes 4-7 mins 0-3, and bytes 8-11 the low four bits of scales 4-7 (low nibble) and mins
+// 4-7 (high nibble), whose top two bits are the top bits of bytes 0-3 and 4-7.
+[[gnu::always_inline]] inline void scales_mins_k4(const uint8_t* b, uint8_t sc[8], uint8_t m[8]) {
+    uint32_t w[3];
+    __builtin_memcpy(w, b + 4, 12);
+    const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
+    const uint32_t s[2] = {w[0] & low6, (w[2] & low4) | (((w[0] >> 6) & low2) << 4)};
+    const uint32_t n[2] = {w[1] & low6, ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)};
+    __builtin_memcpy(sc, s, 8);
+    __builtin_memcpy(m, n, 8);
+}
+
+// Q4_K (FifthBit false) and Q5_K: sub-block s, x = (d * sc) * q - dmin * m.
+template <bool FifthBit>
+struct K45 {
+    static constexpr size_t kValues = 256, kBytes = FifthBit ? 176 : 144;
+    struct Header {
+        float ds[8];
+        float dm[8];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        uint8_t sc[8], m[8];
+        scales_mins_k4(b, sc, m);
+        const float d = f16(b), dmin = f16(b + 2);
+        Header h;
+        for (int s = 0; s < 8; ++s) {
+            h.ds[s] = d * static_cast<float>(sc[s]);
+            h.dm[s] = dmin * static_cast<float>(m[s]);
+        }
+        return h;
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t s, __m256 w[4]) {
+        const uint8_t* qs = b + (FifthBit ? 48 : 16) + 32 * (s / 2);
+        __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+        q = _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(static_cast<int>(4 * (s % 2)))), _mm256_set1_epi8(0x0F));
+        if constexpr (FifthBit) {
+            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
+            const __m256i bit = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(static_cast<int>(s))), _mm256_set1_epi8(1));
+            q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+        }
+        bytes_to_ps<true>(q, w);
+        const __m256 ds = _mm256_set1_ps(h.ds[s]);
+        const __m256 dm = _mm256_set1_ps(h.dm[s]);
+        for (int k = 0; k < 4; ++k) w[k] = _mm256_sub_ps(_mm256_mul_ps(ds, w[k]), dm);
+    }
+};
+using Q4_K = K45<false>;
+using Q5_K = K45<true>;
+
+// Q6_K: unit u = 32 values of half c = u / 4, group g = u % 4; x = (d * scale[i / 16]) * (q - 32).
+struct Q6_K {
+    static constexpr size_t kValues = 256, kBytes = 210;
+    struct Header {
+        float ds[16];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const float d = f16(b + 208);
+        const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
+        Header h;
+        for (int g = 0; g < 16; ++g) h.ds[g] = d * static_cast<float>(scales[g]);
+        return h;
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m256 w[4]) {
+        const size_t c = u / 4, g = u % 4;
+        const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * c + 32 * (g % 2)));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * c));
+        const __m256i low = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(static_cast<int>(4 * (g / 2)))),
+                                             _mm256_set1_epi8(0x0F));
+        const __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(static_cast<int>(2 * g))),
+                                              _mm256_set1_epi8(0x03));
+        const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+        bytes_to_ps<false>(q, w);
+        const __m256 d0 = _mm256_set1_ps(h.ds[2 * u]);
+        const __m256 d1 = _mm256_set1_ps(h.ds[2 * u + 1]);
+        w[0] = _mm256_mul_ps(d0, w[0]);
+        w[1] = _mm256_mul_ps(d0, w[1]);
+        w[2] = _mm256_mul_ps(d1, w[2]);
+        w[3] = _mm256_mul_ps(d1, w[3]);
+    }
+};
+
+}  // namespace gguf
+}  // namespace
+}  // namespace stormo::simd
