@@ -20,8 +20,9 @@ constexpr size_t kRowUnit = 16;
 constexpr size_t kMinChunkWork = size_t{1} << 16;
 // Units per out_in chunk at least: MXFP4 kernels rearrange (float road) or prepare (integer road)
 // the activations once per call, which cost 15-30% of a 16-row call of the 2880-column shape
-// and 5-10% of a 64-row one (measured on the kernels alone); 64-row chunks still leave 45 to 90
-// chunks per expert matrix to rebalance two threads around a preempted one.
+// and 5-10% of a 64-row one (measured on the kernels alone). The pool makes at most 4 chunks a
+// thread, so big matrices get far longer chunks anyway; this floor acts on small ones (a router's
+// 32 outputs now run in the calling thread instead of waking a worker for 16 rows).
 constexpr size_t kMinOutInUnits = 4;
 
 MatmulFn find_kernel(const Compute& c, const WeightView& w) {
