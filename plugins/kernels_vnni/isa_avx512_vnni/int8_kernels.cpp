@@ -6,7 +6,6 @@
 
 #include "dot_u8i8_blocks.hpp"
 #include "int8_kernels.hpp"
-#include "q8_mxfp4.hpp"
 
 namespace stormo::simd {
 namespace {
@@ -23,10 +22,6 @@ struct Avx512Vnni {
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
         return _mm_cvtsi128_si32(s);
     }
-    static V dot2(V u_even, V s_even, V u_odd, V s_odd) {
-        return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u_even, s_even), u_odd, s_odd);
-    }
-    static V dot1(V u, V s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
 };
 
 }  // namespace
