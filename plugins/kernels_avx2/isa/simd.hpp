@@ -13,10 +13,11 @@ namespace {
 enum class Dense { f32, bf16, f16 };
 
 // Input rows per block for matrix kernels: about 256 KiB of x, so a block stays in L2 while every
-// output of the range reads it; a multiple of 4 (the row-group size) unless n_x is smaller.
-inline size_t input_row_block(size_t cols, size_t n_x) {
+// output of the range reads it; a multiple of `group` (the kernel's row-group size) unless n_x is
+// smaller.
+inline size_t input_row_block(size_t cols, size_t n_x, size_t group = 4) {
     const size_t rows = (size_t{256} << 10) / (cols * sizeof(float) + 1);
-    const size_t rounded = rows < 4 ? 4 : rows - rows % 4;
+    const size_t rounded = rows < group ? group : rows - rows % group;
     return rounded < n_x ? rounded : n_x;
 }
 

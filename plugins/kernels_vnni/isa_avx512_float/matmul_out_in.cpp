@@ -14,17 +14,11 @@
 
 #include "avx512_float_kernels.hpp"
 #include "scratch.hpp"
+#include "simd.hpp"  // Dense, dense_bytes, input_row_block, prefetch_l2
 #include "simd512.hpp"
 
 namespace stormo::simd::avx512 {
 namespace {
-
-enum class Dense { f32, bf16, f16 };
-
-template <Dense F>
-constexpr size_t dense_bytes() {
-    return F == Dense::f32 ? 4 : 2;
-}
 
 template <Dense F>
 inline __m512 load16(const void* base, size_t k) {
@@ -38,14 +32,6 @@ inline __m512 load_partial(const void* base, size_t k, __mmask16 m) {
     if constexpr (F == Dense::f32) return _mm512_maskz_loadu_ps(m, static_cast<const float*>(base) + k);
     else if constexpr (F == Dense::bf16) return bf16x16(static_cast<const uint16_t*>(base) + k, m);
     else return f16x16(static_cast<const uint16_t*>(base) + k, m);
-}
-
-// Input rows per block: about 256 KiB of x, so a block stays in L2 while every output of the
-// range reads it; a multiple of 2 (the row-group size) unless n_x is smaller.
-inline size_t input_row_block(size_t cols, size_t n_x) {
-    const size_t rows = (size_t{256} << 10) / (cols * sizeof(float) + 1);
-    const size_t rounded = rows < 2 ? 2 : rows - rows % 2;
-    return rounded < n_x ? rounded : n_x;
 }
 
 // Dense formats (any cols): 32 inputs per step into accumulators a and b, then one 16-input step
@@ -202,7 +188,7 @@ template <class K>
 void drive(const WeightView& w, const float* x, size_t n_x, size_t xs, float* y, size_t ys,
            size_t o_begin, size_t o_end) {
     if (n_x == 0 || o_begin >= o_end) return;
-    const size_t block = input_row_block(w.cols, n_x);
+    const size_t block = input_row_block(w.cols, n_x, 2);
     for (size_t r0 = 0; r0 < n_x; r0 += block) {
         const size_t r_end = r0 + block < n_x ? r0 + block : n_x;
         for (size_t c0 = o_begin; c0 < o_end; c0 += kOutputChunk) {

@@ -31,11 +31,6 @@ inline float hsum16(__m512 v) {
     return _mm_cvtss_f32(s);
 }
 
-// Asks for a cache line in L2 ahead of its use (see simd.hpp's prefetch_l2 for why).
-inline void prefetch_l2(const void* base, size_t byte_offset) {
-    _mm_prefetch(static_cast<const char*>(base) + byte_offset, _MM_HINT_T1);
-}
-
 // 16 BF16 weights widened exactly to float (bits << 16); masked lanes read nothing and give +0.
 inline __m512 bf16x16(const uint16_t* p, __mmask16 m) {
     const __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
