@@ -2,14 +2,7 @@
 // Helpers of the AVX-512 float kernels (compiled with -mavx512f -mavx512bw -mavx512vl only). All
 // in an unnamed namespace, for the reason simd.hpp gives: no AVX-512 copy of an inline function
 // may ever be picked by the linker for baseline code.
-//
-// GCC 12's avx512fintrin.h builds its "undefined" vectors by self-initialisation, so every
-// intrinsic that takes one (_mm512_cvtepu16_epi32, _mm512_slli_epi32, ...) warns "used
-// uninitialized" where it is inlined (GCC bug 105593, fixed in 12.3 and 13); the value is never
-// read. Silenced for the files that include this header only.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "avx512_intrinsics.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -10,13 +10,7 @@
 // the order, and the float work after them is q8_mxfp4.hpp's (add_terms, half_scales,
 // reduce_lanes: eight block sums a vector, lane b % 8, padded lanes adding an exact +0), reused
 // from that header. Weights biased by 12 as there (docs/kernels.md).
-//
-// GCC 12's avx512fintrin.h builds its "undefined" vectors by self-initialisation, so intrinsics
-// that take one warn "used uninitialized" where they are inlined (GCC bug 105593, fixed in 12.3
-// and 13); the value is never read.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "avx512_intrinsics.hpp"
 
 #include "int8_kernels.hpp"
 #include "q8_mxfp4.hpp"
@@ -91,9 +85,9 @@ void prepare(const Q8Rows& x, size_t r_begin, size_t r_end, Prepared& p) {
     }
 }
 
-// Twice each E2M1 value plus 12, in every 128-bit lane.
+// q8_mxfp4.hpp's table (twice each E2M1 value plus 12) in every 128-bit lane.
 [[gnu::always_inline]] inline __m512i biased_lut512() {
-    return _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+    return _mm512_broadcast_i32x4(_mm256_castsi256_si128(q8::biased_lut()));
 }
 
 // Biased weights of `count` (1-4) consecutive blocks, one per lane, for the even and odd elements;
