@@ -4,8 +4,9 @@
 // of MXFP4, a quarter of what RAM delivers. Here a block's 16 bytes are widened once to 16 dword
 // lanes and each nibble picks its value straight out of a 16-float table with vpermps (which reads
 // only an index's low four bits, so the low nibble needs no mask and the high one a shift); the
-// table is the E2M1 values times the block's 2^(s-127), so every weight is exactly the
-// reference's decoded value and no block needs a special case for overflow or NaN.
+// table is twice the E2M1 values times the block's 2^(s-128) (the same exact product as value *
+// 2^(s-127)), so every weight is exactly the reference's decoded value and no block needs a
+// special case for overflow or NaN.
 //
 // The contract of docs/kernels.md holds: every (output, row) pair owns its accumulators and sees
 // the same operations in the same order in every tile shape, so its value depends neither on n_x,
@@ -14,7 +15,7 @@
 
 #include "avx512_float_kernels.hpp"
 #include "scratch.hpp"
-#include "simd.hpp"  // Dense, dense_bytes, input_row_block, prefetch_l2
+#include "simd.hpp"  // Dense, dense_bytes, input_row_block, prefetch_l2, kHalfScales
 #include "simd512.hpp"
 
 namespace stormo::simd::avx512 {
@@ -97,7 +98,7 @@ template <int O, int R>
 void mxfp4_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
     const size_t n_blocks = w.cols / 32;
     const uint8_t* blocks = static_cast<const uint8_t*>(w.data);
-    const __m512 values = e2m1_values();
+    const __m512 values = e2m1_doubled_values();
     __m512 e[O][R];
     __m512 d[O][R];
     #pragma GCC unroll 8
@@ -117,7 +118,7 @@ void mxfp4_tile(const WeightView& w, size_t o, const float* x, size_t xs, float*
             const size_t index = (o + k) * n_blocks + blk;
             const __m512i codes =
                 _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + index * 16)));
-            const __m512 table = _mm512_mul_ps(values, _mm512_set1_ps(kScales.value[w.scales[index]]));
+            const __m512 table = _mm512_mul_ps(values, _mm512_set1_ps(kHalfScales.value[w.scales[index]]));
             const __m512 even = _mm512_permutexvar_ps(codes, table);
             const __m512 odd = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), table);
             #pragma GCC unroll 8

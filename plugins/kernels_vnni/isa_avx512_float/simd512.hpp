@@ -41,30 +41,13 @@ inline __m512 f16x16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// The 16 E2M1 values in code order (code 8 is -0, as the reference decodes it).
-inline __m512 e2m1_values() {
-    return _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
-                          -3.0f, -4.0f, -6.0f);
+// Twice the 16 E2M1 values in code order (code 8 is -0, as the reference decodes it). Times the
+// block's 2^(s-128) (simd.hpp's kHalfScales) each is the exact product value * 2^(s-127) rounded
+// once, the reference's decoded weight, infinities and NaN included.
+inline __m512 e2m1_doubled_values() {
+    return _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 6.0f, 8.0f, 12.0f, -0.0f, -1.0f, -2.0f, -3.0f, -4.0f,
+                          -6.0f, -8.0f, -12.0f);
 }
-
-// 2^(s-127) for every E8M0 scale byte: exact for 0..254 (2^-127 is a subnormal float), NaN for
-// 255 (the format's NaN). A code's value times it, rounded once, is the reference's decoded
-// weight, infinities included.
-struct ScaleTable {
-    float value[256];
-};
-constexpr ScaleTable make_scales() {
-    ScaleTable t{};
-    for (unsigned s = 0; s < 256; ++s) {
-        uint32_t bits = 0;
-        if (s == 255) bits = 0x7FC00000u;
-        else if (s >= 1) bits = s << 23;
-        else bits = 0x00400000u;
-        t.value[s] = __builtin_bit_cast(float, bits);
-    }
-    return t;
-}
-constexpr ScaleTable kScales = make_scales();
 
 }  // namespace
 }  // namespace stormo::simd::avx512
