@@ -12,25 +12,35 @@ namespace {
 
 using gguf_mapping::FamilyTensor;
 
-// The family's tensors, float32 in RAM; reads are copies out of them.
+// The family's tensors: byte ranges of the GGUF file (reads copy out of its mapping; the streaming
+// store reads them from the file itself), or float32 values the mapping made, held in RAM.
 class GgufSource final : public ModelSource {
 public:
     GgufSource(GgufModel model, ModelConfig config, std::optional<ModelConfig> generation, std::vector<FamilyTensor> tensors)
         : model_(std::move(model)), path_(model_.parts().front()->path()), config_(std::move(config)),
-          generation_(std::move(generation)), values_(std::move(tensors)) {
-        std::sort(values_.begin(), values_.end(), [](const FamilyTensor& a, const FamilyTensor& b) { return a.name < b.name; });
-        // TensorInfo::file names no file the bytes could be read from, so nothing that opens
-        // files (the streaming store) can mistake these tensors for byte ranges of the GGUF file.
+          generation_(std::move(generation)), tensors_(std::move(tensors)) {
+        std::sort(tensors_.begin(), tensors_.end(), [](const FamilyTensor& a, const FamilyTensor& b) { return a.name < b.name; });
+        // An in-memory tensor's TensorInfo::file names no file the bytes could be read from, so
+        // nothing that opens files (the streaming store) can mistake it for a range of the file.
         const std::string origin = path_ + " (dequantized in memory)";
-        for (const FamilyTensor& t : values_)
-            infos_.push_back(TensorInfo{t.name, DType::F32, t.shape, origin, 0, t.values.size() * sizeof(float)});
+        for (const FamilyTensor& t : tensors_) {
+            if (t.in_file)
+                infos_.push_back(TensorInfo{t.name, t.dtype, t.shape, t.in_file->file->path(), t.in_file->info->offset + t.slice_offset,
+                                            t.slice_bytes});
+            else
+                infos_.push_back(TensorInfo{t.name, DType::F32, t.shape, origin, 0, t.values.size() * sizeof(float)});
+        }
     }
 
     const std::string& directory() const override { return path_; }
     const ModelConfig& config() const override { return config_; }
     const std::optional<ModelConfig>& generation_config() const override { return generation_; }
     const std::vector<TensorInfo>& tensors() const override { return infos_; }
-    bool tensors_in_memory() const override { return true; }
+
+    bool in_memory(const TensorInfo& t) const override {
+        const TensorInfo* own = find(t.name);
+        return own != nullptr && !tensors_[static_cast<size_t>(own - infos_.data())].in_file;
+    }
 
     const TensorInfo* find(std::string_view name) const override {
         auto it = std::lower_bound(infos_.begin(), infos_.end(), name,
@@ -47,17 +57,19 @@ public:
             return fail(ErrorKind::invalid_argument, what + ": read of " + std::to_string(size) + " bytes at offset " +
                                                          std::to_string(offset) + " runs past the tensor's " +
                                                          std::to_string(own->nbytes) + " bytes");
-        const auto& values = values_[static_cast<size_t>(own - infos_.data())].values;
-        std::memcpy(dst, reinterpret_cast<const std::byte*>(values.data()) + offset, size);
+        const FamilyTensor& held = tensors_[static_cast<size_t>(own - infos_.data())];
+        const std::byte* bytes = held.in_file ? held.in_file->bytes().data() + held.slice_offset
+                                              : reinterpret_cast<const std::byte*>(held.values.data());
+        std::memcpy(dst, bytes + offset, size);
         return {};
     }
 
 private:
-    GgufModel model_;  // kept open: later steps read blocks from it in place
+    GgufModel model_;  // kept open: the in-file tensors are views of its mappings
     std::string path_;
     ModelConfig config_;
     std::optional<ModelConfig> generation_;
-    std::vector<FamilyTensor> values_;  // sorted by name, parallel to infos_
+    std::vector<FamilyTensor> tensors_;  // sorted by name, parallel to infos_
     std::vector<TensorInfo> infos_;
 };
 
