@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "model/gguf_mapping.hpp"
+#include "util/file.hpp"
 #include "util/quote.hpp"
 
 namespace stormo {
@@ -12,12 +13,15 @@ namespace {
 
 using gguf_mapping::FamilyTensor;
 
-// The family's tensors: byte ranges of the GGUF file (reads copy out of its mapping; the streaming
-// store reads them from the file itself), or float32 values the mapping made, held in RAM.
+// The family's tensors: byte ranges of the GGUF file, or float32 values the mapping made, held in
+// RAM. The file's bytes are read with pread, not copied out of the mapping the header was parsed
+// from: pages of a mapping count in the process's resident set as long as it lives, pages read
+// into the page cache do not, so a model loaded into RAM does not count twice.
 class GgufSource final : public ModelSource {
 public:
-    GgufSource(GgufModel model, ModelConfig config, std::optional<ModelConfig> generation, std::vector<FamilyTensor> tensors)
-        : model_(std::move(model)), path_(model_.parts().front()->path()), config_(std::move(config)),
+    GgufSource(GgufModel model, std::vector<FileDescriptor> parts, ModelConfig config, std::optional<ModelConfig> generation,
+               std::vector<FamilyTensor> tensors)
+        : model_(std::move(model)), parts_(std::move(parts)), path_(model_.parts().front()->path()), config_(std::move(config)),
           generation_(std::move(generation)), tensors_(std::move(tensors)) {
         std::sort(tensors_.begin(), tensors_.end(), [](const FamilyTensor& a, const FamilyTensor& b) { return a.name < b.name; });
         // An in-memory tensor's TensorInfo::file names no file the bytes could be read from, so
@@ -58,14 +62,20 @@ public:
                                                          std::to_string(offset) + " runs past the tensor's " +
                                                          std::to_string(own->nbytes) + " bytes");
         const FamilyTensor& held = tensors_[static_cast<size_t>(own - infos_.data())];
-        const std::byte* bytes = held.in_file ? held.in_file->bytes().data() + held.slice_offset
-                                              : reinterpret_cast<const std::byte*>(held.values.data());
-        std::memcpy(dst, bytes + offset, size);
+        if (held.in_file) {
+            const auto& files = model_.parts();
+            size_t part = 0;
+            while (part < files.size() && files[part].get() != held.in_file->file) ++part;
+            if (part == files.size()) return fail(ErrorKind::internal, what + ": its file is not a part of the model");
+            return pread_exact(parts_[part].get(), dst, size, own->offset + offset, what);
+        }
+        std::memcpy(dst, reinterpret_cast<const std::byte*>(held.values.data()) + offset, size);
         return {};
     }
 
 private:
-    GgufModel model_;  // kept open: the in-file tensors are views of its mappings
+    GgufModel model_;  // the parsed headers; in-file tensors refer to its parts
+    std::vector<FileDescriptor> parts_;  // one per part of model_, in its order
     std::string path_;
     ModelConfig config_;
     std::optional<ModelConfig> generation_;
@@ -100,7 +110,13 @@ Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path)
         STORMO_TRY_ASSIGN(generation, ModelConfig::parse(*mapped.generation_config_json,
                                                          h.path + " (metadata as generation_config.json)"));
     }
-    return std::make_unique<GgufSource>(std::move(model), std::move(config), std::move(generation), std::move(mapped.tensors));
+    std::vector<FileDescriptor> parts;
+    for (const auto& part : model.parts()) {
+        STORMO_TRY_ASSIGN(auto fd, FileDescriptor::open_read(part->path()));
+        parts.push_back(std::move(fd));
+    }
+    return std::make_unique<GgufSource>(std::move(model), std::move(parts), std::move(config), std::move(generation),
+                                        std::move(mapped.tensors));
 }
 
 }  // namespace stormo
