@@ -33,12 +33,20 @@ std::vector<KvBufferDecl> gqa_kv_buffers(const GqaShape& shape, int64_t window) 
     return {KvBufferDecl{"k", shape.kv_width(), w}, KvBufferDecl{"v", shape.kv_width(), w}};
 }
 
-void linear_into(const Compute& c, const Linear& l, const float* x, size_t n, float* y) {
+namespace {
+
+void add_bias(const Linear& l, size_t n, float* y) {
     const size_t width = l.weight.rows;
-    matmul(c, l.weight, x, n, y);
     if (l.bias.empty()) return;
     for (size_t r = 0; r < n; ++r)
         for (size_t i = 0; i < width; ++i) y[r * width + i] += l.bias[i];
+}
+
+}  // namespace
+
+void linear_into(const Compute& c, const Linear& l, const float* x, size_t n, float* y) {
+    matmul(c, l.weight, x, n, y);
+    add_bias(l, n, y);
 }
 
 void linear_rows(const Compute& c, const Linear& l, const float* x, size_t n, std::vector<float>& y) {
@@ -119,10 +127,13 @@ Expected<void> build_gqa_attention(const Compute& c, int layer, const StepContex
     const GqaShape& s = o.shape;
     const bool tracing = ctx.tracer != nullptr && ctx.tracer->wants(layer);
 
-    std::vector<float> q, k, v;
-    linear_rows(c, w.q, normed.data, n, q);
-    linear_rows(c, w.k, normed.data, n, k);
-    linear_rows(c, w.v, normed.data, n, v);
+    // q, k and v in one call of the pool: they read the same rows.
+    std::vector<float> q(n * w.q.weight.rows), k(n * w.k.weight.rows), v(n * w.v.weight.rows);
+    const MatmulOut qkv[] = {{w.q.weight, q.data()}, {w.k.weight, k.data()}, {w.v.weight, v.data()}};
+    matmul_many(c, qkv, normed.data, n);
+    add_bias(w.q, n, q.data());
+    add_bias(w.k, n, k.data());
+    add_bias(w.v, n, v.data());
     if (!w.q_norm.weight.empty()) head_norm_rows(c, w.q_norm, q.data(), n, s.n_heads, s.head_dim);
     if (!w.k_norm.weight.empty()) head_norm_rows(c, w.k_norm, k.data(), n, s.n_kv_heads, s.head_dim);
     if (o.rope != nullptr) {

@@ -38,8 +38,8 @@ void build_norm(const Compute& c, const DecoderNorms& norms, Model::NormSite sit
 void build_swiglu_mlp(const Compute& c, const SwigluMlp& w, const Rows& in, Rows out) {
     const size_t n = in.n, inter = w.gate.rows;
     std::vector<float> gate(n * inter), up(n * inter);
-    matmul(c, w.gate, in.data, n, gate.data());
-    matmul(c, w.up, in.data, n, up.data());
+    const MatmulOut gate_up[] = {{w.gate, gate.data()}, {w.up, up.data()}};  // one call of the pool
+    matmul_many(c, gate_up, in.data, n);
     swiglu(gate.data(), up.data(), n * inter, c.table->silu);
     matmul(c, w.down, gate.data(), n, out.data);
 }

@@ -38,16 +38,16 @@ Expected<void> GlmDsaModel::attention(int layer, const StepContext& ctx, const R
     const bool tracing = ctx.tracer != nullptr && ctx.tracer->wants(layer);
 
     // Queries: the low-rank path, then RoPE on each head's rope part (after its nope part).
-    std::vector<float> q_a(n * q_rank), q_resid(n * q_rank), q(n * heads * qkd);
-    matmul(compute_, w.q_a, normed.data, n, q_a.data());
+    // q_a and kv_a read the same rows: one call of the pool for both.
+    std::vector<float> q_a(n * q_rank), q_resid(n * q_rank), q(n * heads * qkd), compressed(n * (rank + rope));
+    const MatmulOut down_projections[] = {{w.q_a, q_a.data()}, {w.kv_a, compressed.data()}};
+    matmul_many(compute_, down_projections, normed.data, n);
     for (size_t r = 0; r < n; ++r)
         kt.rmsnorm(q_a.data() + r * q_rank, w.q_a_norm.data(), q_rank, kInnerNormEps, q_resid.data() + r * q_rank);
     matmul(compute_, w.q_b, q_resid.data(), n, q.data());
     rope_.apply(positions, q.data(), heads * qkd, heads, qkd, nope);
 
     // This block's latents and rope keys, into the cache at their positions.
-    std::vector<float> compressed(n * (rank + rope));
-    matmul(compute_, w.kv_a, normed.data, n, compressed.data());
     std::vector<float> rope_keys(n * rope);
     for (size_t r = 0; r < n; ++r) {
         const float* row = compressed.data() + r * (rank + rope);

@@ -177,9 +177,9 @@ Expected<void> GptOssModel::expert_ffn(int layer, const ExpertView& expert, cons
     const float limit = static_cast<float>(cfg_.swiglu_limit);
     if (m.up) {
         std::vector<float> gate(n * inter), up(n * inter);
-        matmul(compute_, m.gate_up, in.data, n, gate.data());
+        const MatmulOut gate_up[] = {{m.gate_up, gate.data()}, {*m.up, up.data()}};  // one call of the pool
+        matmul_many(compute_, gate_up, in.data, n);
         add_bias_rows(gate.data(), n, inter, *m.gate_up_bias);
-        matmul(compute_, *m.up, in.data, n, up.data());
         add_bias_rows(up.data(), n, inter, *m.up_bias);
         for (size_t r = 0; r < n; ++r)
             toolkit::clamped_swiglu_split(gate.data() + r * inter, up.data() + r * inter, inter, limit, kSwigluAlpha,

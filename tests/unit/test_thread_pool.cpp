@@ -219,6 +219,50 @@ TEST(ThreadPool, IntegerRoadIsBitIdenticalAcrossThreadCounts) {
     }
 }
 
+// Several matrices over the same rows in one call of the pool: every output has the bits of its
+// own matmul, on both roads (two activation block sizes here: 32 and the K-quants' 256), for any
+// thread count, and with an in_out matrix among them (which the call runs one by one).
+TEST(ThreadPool, MatmulManyGivesEachMatrixItsOwnMatmulsBits) {
+    std::mt19937 rng(6);
+    const size_t cols = 512;
+    struct Shape {
+        WeightFormat format;
+        Layout layout;
+        size_t rows;
+    };
+    const std::vector<std::vector<Shape>> lists = {
+        {{WeightFormat::BF16, Layout::out_in, 37}, {WeightFormat::GGUF_Q4_K, Layout::out_in, 100},
+         {WeightFormat::MXFP4, Layout::out_in, 64}, {WeightFormat::GGUF_Q8_0, Layout::out_in, 17}},
+        {{WeightFormat::GGUF_MXFP4, Layout::out_in, 300}, {WeightFormat::GGUF_MXFP4, Layout::out_in, 300}},
+        {{WeightFormat::F32, Layout::in_out, 33}, {WeightFormat::GGUF_Q6_K, Layout::out_in, 48}},
+    };
+    WorkerPool p1(1), p2(2), p3(3);
+    for (const auto& list : lists) {
+        std::vector<testing::TestMatrix> matrices;
+        for (const Shape& s : list) matrices.push_back(testing::random_matrix(s.format, s.layout, s.rows, cols, rng));
+        for (bool int8 : {false, true})
+            for (size_t n_x : {size_t{1}, size_t{5}}) {
+                const std::vector<float> x = testing::random_floats(n_x * cols, rng);
+                std::vector<std::vector<float>> want;
+                for (const auto& m : matrices) {
+                    want.emplace_back(n_x * m.rows);
+                    matmul(Compute{&reference_kernels(), nullptr, int8}, m.view(), x.data(), n_x, want.back().data());
+                }
+                for (WorkerPool* pool : {&p1, &p2, &p3}) {
+                    std::vector<std::vector<float>> got;
+                    std::vector<MatmulOut> outs;
+                    for (const auto& m : matrices) got.emplace_back(n_x * m.rows, -1.0f);
+                    for (size_t i = 0; i < matrices.size(); ++i) outs.push_back({matrices[i].view(), got[i].data()});
+                    matmul_many(Compute{&reference_kernels(), pool, int8}, outs, x.data(), n_x);
+                    for (size_t i = 0; i < matrices.size(); ++i)
+                        EXPECT_EQ(std::memcmp(got[i].data(), want[i].data(), want[i].size() * 4), 0)
+                            << "matrix " << i << " (" << weight_format_name(list[i].format) << "), int8 " << int8
+                            << ", n_x " << n_x << ", " << pool->size() << " threads";
+                }
+            }
+    }
+}
+
 TEST(ThreadPool, MatmulWithoutAKernelPoisonsTheOutput) {
     testing::TestMatrix m;
     m.format = WeightFormat::MXFP4;

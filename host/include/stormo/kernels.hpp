@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "stormo/export.hpp"
@@ -174,6 +175,16 @@ struct Compute {
 // runs; otherwise the float kernel. A (format, layout) no kernel exists for (MXFP4 in_out, which
 // no loader builds) fills y with NaN: this call has no error channel, and NaN fails every check.
 STORMO_API void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, float* y);
+
+// Several matrices over the same rows x (q, k and v; an expert's gate and up), in one call of the
+// pool instead of one each: out.y [n_x, out.w.rows] = x * out.w^T for every out. Every output row
+// gets the bits matmul would give it (one kernel call per row, in its fixed order; on the integer
+// road x is quantized once per activation block size). The matrices share cols.
+struct MatmulOut {
+    WeightView w;
+    float* y = nullptr;
+};
+STORMO_API void matmul_many(const Compute& c, std::span<const MatmulOut> outs, const float* x, size_t n_x);
 
 // The integer road's quantizer (the definition; docs/kernels.md): row r of x (x + r * x_stride,
 // `cols` values) into q (row r at q + r * blocks * block) and scales (row r at scales + r *

@@ -7,6 +7,7 @@
 // format, x is quantized here, once per call, in the calling thread; every chunk then reads the
 // same quantized rows, so the split cannot change a bit either.
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <vector>
 
@@ -61,20 +62,93 @@ void split_rows(const Compute& c, const WeightView& w, size_t n_x, const Kernel&
     });
 }
 
-// x quantized in the blocks the format asks for (q8_block_values); the per-16 sums only where
+// x quantized in `block`-value blocks (q8_block_values of the format); the per-16 sums only where
 // 256-blocks meet K-quant super-blocks, whose minimums and offsets need them.
+class QuantizedRows {
+public:
+    QuantizedRows(const float* x, size_t n_x, size_t cols, size_t block)
+        : blocks_((cols + block - 1) / block),
+          q_(n_x * blocks_ * block),
+          scales_(n_x * blocks_),
+          sums_(block == kQ8KBlock ? n_x * blocks_ * block / kQ8SumValues : 0),
+          rows_{q_.data(), scales_.data(), n_x, cols, blocks_, block, sums_.empty() ? nullptr : sums_.data()} {
+        quantize_q8(x, n_x, cols, cols, block, q_.data(), scales_.data(), sums_.empty() ? nullptr : sums_.data());
+    }
+    QuantizedRows(const QuantizedRows&) = delete;  // rows_ points into the members
+    QuantizedRows& operator=(const QuantizedRows&) = delete;
+    const Q8Rows& rows() const { return rows_; }
+
+private:
+    size_t blocks_;
+    std::vector<int8_t> q_;
+    std::vector<float> scales_;
+    std::vector<int16_t> sums_;
+    Q8Rows rows_;
+};
+
 void matmul_q8(const Compute& c, MatmulQ8Fn fn, const WeightView& w, const float* x, size_t n_x, float* y) {
-    const size_t block = q8_block_values(w.format);
-    const size_t blocks = (w.cols + block - 1) / block;
-    std::vector<int8_t> q(n_x * blocks * block);
-    std::vector<float> scales(n_x * blocks);
-    std::vector<int16_t> sums(block == kQ8KBlock ? n_x * blocks * block / kQ8SumValues : 0);
-    quantize_q8(x, n_x, w.cols, w.cols, block, q.data(), scales.data(), sums.empty() ? nullptr : sums.data());
-    const Q8Rows rows{q.data(), scales.data(), n_x, w.cols, blocks, block, sums.empty() ? nullptr : sums.data()};
-    split_rows(c, w, n_x, [&](size_t o_begin, size_t o_end) { fn(w, rows, y, w.rows, o_begin, o_end); });
+    const QuantizedRows q(x, n_x, w.cols, q8_block_values(w.format));
+    split_rows(c, w, n_x, [&](size_t o_begin, size_t o_end) { fn(w, q.rows(), y, w.rows, o_begin, o_end); });
 }
 
+void poison(const WeightView& w, size_t n_x, float* y) {
+    // No kernel exists for this (format, layout) (MXFP4 in_out, which no loader builds). There is
+    // no error channel here, so poison the output: NaN logits fail every check.
+    std::fill(y, y + n_x * w.rows, std::numeric_limits<float>::quiet_NaN());
+}
+
+// One matrix of matmul_many: its kernel, and its first unit in the call's unit range.
+struct ManyPart {
+    const MatmulOut* out = nullptr;
+    MatmulFn fn = nullptr;
+    MatmulQ8Fn q8 = nullptr;
+    const Q8Rows* q = nullptr;
+    size_t first_unit = 0;
+};
+
 }  // namespace
+
+void matmul_many(const Compute& c, std::span<const MatmulOut> outs, const float* x, size_t n_x) {
+    bool one_by_one = outs.size() < 2 || c.pool == nullptr || c.pool->size() == 1 || n_x == 0;
+    for (const MatmulOut& o : outs) one_by_one = one_by_one || o.w.layout != Layout::out_in || o.w.cols != outs[0].w.cols;
+    if (one_by_one) {
+        for (const MatmulOut& o : outs) matmul(c, o.w, x, n_x, o.y);
+        return;
+    }
+    std::deque<QuantizedRows> quantized;  // one per activation block size; parts point into it
+    std::vector<ManyPart> parts;
+    size_t units = 0;
+    for (const MatmulOut& o : outs) {
+        ManyPart p{&o, nullptr, find_q8_kernel(c, o.w), nullptr, units};
+        if (p.q8 != nullptr) {
+            const size_t block = q8_block_values(o.w.format);
+            auto it = std::find_if(quantized.begin(), quantized.end(), [&](const QuantizedRows& q) { return q.rows().block == block; });
+            p.q = it != quantized.end() ? &it->rows() : &quantized.emplace_back(x, n_x, o.w.cols, block).rows();
+        } else {
+            p.fn = find_kernel(c, o.w);
+            if (p.fn == nullptr) {
+                poison(o.w, n_x, o.y);
+                continue;
+            }
+        }
+        parts.push_back(p);
+        units += (o.w.rows + kRowUnit - 1) / kRowUnit;
+    }
+    const size_t work_per_unit = std::max<size_t>(1, kRowUnit * std::max<size_t>(outs[0].w.cols, 1) * n_x);
+    const size_t grain = std::max({size_t{1}, kMinChunkWork / work_per_unit, kMinOutInUnits});
+    c.pool->parallel_for(units, grain, [&](size_t begin, size_t end) {
+        for (size_t i = 0; i < parts.size(); ++i) {
+            const ManyPart& p = parts[i];
+            const size_t part_end = i + 1 < parts.size() ? parts[i + 1].first_unit : units;
+            if (end <= p.first_unit || begin >= part_end) continue;
+            const WeightView& w = p.out->w;
+            const size_t o_begin = (std::max(begin, p.first_unit) - p.first_unit) * kRowUnit;
+            const size_t o_end = std::min((std::min(end, part_end) - p.first_unit) * kRowUnit, w.rows);
+            if (p.q8 != nullptr) p.q8(w, *p.q, p.out->y, w.rows, o_begin, o_end);
+            else p.fn(w, x, n_x, w.cols, p.out->y, w.rows, o_begin, o_end);
+        }
+    });
+}
 
 void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, float* y) {
     if (n_x == 0 || w.rows == 0) return;
@@ -84,9 +158,7 @@ void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, f
     }
     const MatmulFn fn = find_kernel(c, w);
     if (fn == nullptr) {
-        // No kernel exists for this (format, layout) (MXFP4 in_out, which no loader builds).
-        // There is no error channel here, so poison the output: NaN logits fail every check.
-        std::fill(y, y + n_x * w.rows, std::numeric_limits<float>::quiet_NaN());
+        poison(w, n_x, y);
         return;
     }
     split_rows(c, w, n_x, [&](size_t o_begin, size_t o_end) {
