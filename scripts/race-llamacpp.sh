@@ -37,6 +37,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+exec 3>&2  # the group's figures reach the terminal while each run's stderr goes to its file
 LOAD_MODE=none
 if [ -n "$CAP" ]; then
     mkdir "$GROUP"
@@ -53,7 +54,7 @@ measured() {
         echo 0 > "$GROUP/memory.max_usage_in_bytes"
         echo 0 > "$GROUP/memory.failcnt"
         sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$GROUP" /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
-        echo "race: $name: cgroup peak usage $(cat "$GROUP/memory.max_usage_in_bytes") bytes, failcnt $(cat "$GROUP/memory.failcnt")" >&2
+        echo "race: $name: cgroup peak usage $(cat "$GROUP/memory.max_usage_in_bytes") bytes, failcnt $(cat "$GROUP/memory.failcnt")" >&3
     else
         /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
     fi

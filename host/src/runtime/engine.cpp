@@ -43,6 +43,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     engine->store_ = std::move(store);
     engine->pipeline_ = std::make_unique<Pipeline>(*engine->model_, *engine->store_, options.pipeline);
     if (engine->compact_head_) engine->pipeline_->use_bounded_head(&*engine->compact_head_, engine->compute());
+    engine->pipeline_->run_experts_on(engine->compute().pool);
     return engine;
 }
 

@@ -304,6 +304,51 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     return {};
 }
 
+namespace {
+
+// Rows an expert may have for the expert-parallel path: a decode step's experts have one each.
+// With more, one expert's matrices are worth splitting over the pool, and experts chosen by
+// different numbers of rows would leave threads idle.
+constexpr size_t kExpertParallelRows = 2;
+
+}  // namespace
+
+bool Pipeline::expert_parallel(std::span<const int32_t> group, const std::vector<std::vector<size_t>>& users,
+                               bool tracing) const {
+    // Tracing records from one thread; a streaming store's experts arrive one by one, and computing
+    // each as it arrives (async_compute) hides the reads better than waiting for the whole wave.
+    if (expert_pool_ == nullptr || expert_pool_->size() < 2 || group.size() < 2 || tracing || store_.streams()) return false;
+    for (int32_t e : group)
+        if (users[static_cast<size_t>(e)].size() > kExpertParallelRows) return false;
+    return true;
+}
+
+// One expert per chunk of the pool; each expert's matmuls, called from inside the pool's job, run
+// inline on the thread that holds it (a nested parallel_for runs inline). Every expert writes only
+// its own rows' slots of `contributions`; errors are reported in the wave's order.
+Expected<void> Pipeline::run_experts_in_parallel(int layer, ExpertBatch& batch, std::span<const int32_t> group,
+                                                 const std::vector<std::vector<size_t>>& users, const Rows& normed,
+                                                 size_t k, std::vector<float>& contributions) {
+    const size_t width = normed.width;
+    std::vector<Expected<void>> results(group.size());
+    expert_pool_->parallel_for(group.size(), 1, [&](size_t begin, size_t end) {
+        std::vector<float> in, result;
+        for (size_t i = begin; i < end; ++i) {
+            const auto& rows = users[static_cast<size_t>(group[i])];
+            in.resize(rows.size() * width);
+            result.resize(rows.size() * width);
+            for (size_t r = 0; r < rows.size(); ++r) std::copy_n(normed.row(rows[r] / k), width, in.data() + r * width);
+            results[i] = model_.expert_ffn(layer, batch.view(i), Rows{in.data(), rows.size(), width},
+                                           Rows{result.data(), rows.size(), width});
+            if (!results[i]) continue;
+            for (size_t r = 0; r < rows.size(); ++r)
+                std::copy_n(result.data() + r * width, width, contributions.data() + rows[r] * width);
+        }
+    });
+    for (auto& r : results) STORMO_TRY(r);
+    return {};
+}
+
 // Runs each chosen expert over the rows that chose it, writing per-(row, slot) outputs. When the
 // union is larger than the store can pin at once it goes in waves; the order experts are computed
 // in never matters, since each writes only its own rows' slots.
@@ -349,7 +394,10 @@ Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, cons
                 predicted_[static_cast<size_t>(next_layer)] = std::move(guess);
             }
         }
-        if (settings_.async_compute) {
+        if (expert_parallel(group, users, tracing)) {
+            for (size_t i = 0; i < count; ++i) STORMO_TRY(batch->next());
+            STORMO_TRY(run_experts_in_parallel(layer, *batch, group, users, normed, k, contributions));
+        } else if (settings_.async_compute) {
             for (size_t i = 0; i < count; ++i) {
                 STORMO_TRY_ASSIGN(auto ready, batch->next());
                 STORMO_TRY(run_expert(batch->view(ready), group[ready]));

@@ -79,6 +79,11 @@ public:
         head_compute_ = compute;
     }
     const CompactHead* bounded_head() const { return compact_head_; }
+    // Small waves of resident experts (a decode step's top-k) run one expert per thread of `pool`,
+    // each expert's matrices inline on its thread, instead of one expert at a time split over the
+    // pool: one call of the pool per wave instead of two or three per expert. Each expert's
+    // output is computed by the same kernels in the same order either way. nullptr: never.
+    void run_experts_on(ThreadPool* pool) { expert_pool_ = pool; }
     // Records every layer's chosen experts per block (a route trace, for eviction studies).
     void record_routes(std::vector<RouteStep>* trace) { route_trace_ = trace; }
 
@@ -100,6 +105,11 @@ private:
     Expected<void> compute_experts(int layer, const StepContext& ctx, const Rows& normed, const Routing& routing,
                                    const std::vector<int32_t>& chosen, const std::vector<std::vector<size_t>>& users,
                                    const Rows& residual, std::vector<float>& contributions);
+    // Whether a wave of experts runs one expert per thread (run_experts_on).
+    bool expert_parallel(std::span<const int32_t> group, const std::vector<std::vector<size_t>>& users, bool tracing) const;
+    Expected<void> run_experts_in_parallel(int layer, ExpertBatch& batch, std::span<const int32_t> group,
+                                           const std::vector<std::vector<size_t>>& users, const Rows& normed, size_t k,
+                                           std::vector<float>& contributions);
 
     const Model& model_;
     ExpertStore& store_;
@@ -109,6 +119,7 @@ private:
     std::vector<std::vector<int32_t>> predicted_;  // per layer: the last prediction made for it
     const CompactHead* compact_head_ = nullptr;
     Compute head_compute_;
+    ThreadPool* expert_pool_ = nullptr;
 };
 
 }  // namespace stormo
