@@ -1,0 +1,290 @@
+// GGUF block formats on the float road, 512-bit out_in matmuls (AVX512F/BW/VL). The avx2 kernels
+// (kernels_avx2/isa/matmul_gguf.cpp) decode 8 weights a vector with a widening, a conversion and
+// a multiply (and a subtract for Q4_K/Q5_K) per 8; here the formats whose weights take at most 16
+// (32 for Q5_K) values per scale build those values once as a 16-float table and let each code
+// pick its weight with vpermps (vpermt2ps for Q5_K's 5-bit codes), as the 512-bit MXFP4 kernel of
+// matmul_out_in.cpp does:
+//   MXFP4  table = doubled E2M1 (ggml's, code 8 is +0) * 2^(e-128)  per block,
+//   Q4_0   table = d * (k - 8)                                       per block,
+//   Q4_K   table = (d * sc) * k - dmin * m                           per sub-block of 32,
+//   Q5_K   the same over k = 0..31, two tables                       per sub-block of 32;
+// each entry is computed by the reference's own operations (host/sdk/kernels/gguf_dequant.cpp)
+// on the same operands, so every weight picked is the reference's value bit for bit. Q8_0 and Q6_K
+// (64 values per scale) convert: float(q) * d and (d * sc) * float(q - 32).
+//
+// The blocks' own element order is kept: a 32-value unit's elements 0-15 are one vector and
+// 16-31 the next (Q4_0's and MXFP4's low and high nibbles), so x needs no rearranging. Per
+// (output, row) accumulator a takes the first 16 of every unit and b the last 16, with FMAs,
+// ascending; the value is the fixed-order sum of a + b, the same in every tile shape, so the
+// contract of docs/kernels.md holds. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
+// Compiled with -ffp-contract=off: a table's multiply and subtract must stay two roundings.
+#include "avx512_float_kernels.hpp"
+#include "gguf_scales.hpp"  // gguf::e8m0_half, gguf::scales_mins_k4
+#include "simd.hpp"         // prefetch_l2
+#include "simd512.hpp"
+#include "tiles512.hpp"     // drive
+
+namespace stormo::simd::avx512 {
+namespace {
+namespace gguf512 {
+
+[[gnu::always_inline]] inline float half_at(const uint8_t* p) {
+    uint16_t v;
+    __builtin_memcpy(&v, p, 2);
+    return _cvtsh_ss(v);
+}
+
+[[gnu::always_inline]] inline __m512 iota16() {
+    return _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f, 10.0f, 11.0f, 12.0f, 13.0f,
+                          14.0f, 15.0f);
+}
+
+// 16 consecutive bytes widened to dword lanes (zero- or sign-extended).
+[[gnu::always_inline]] inline __m512i u8x16(const uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+[[gnu::always_inline]] inline __m512i i8x16(const uint8_t* p) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// A format F gives kValues and kBytes per block, kUnit values per unit (32 or 64, a multiple of
+// 32), a Header decoded once per block and output, and unit(block, header, u, v) writing the
+// unit's kUnit / 16 vectors of weights in element order.
+
+struct OneTable {
+    __m512 table;
+};
+
+// GGUF's MXFP4: E8M0 byte, then 16 bytes (elements 0-15 low nibbles, 16-31 high).
+struct Mxfp4 {
+    static constexpr size_t kValues = 32, kBytes = 17, kUnit = 32;
+    using Header = OneTable;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        // ggml's kvalues_mxfp4 (code 8 is +0, where transformers' MXFP4 has -0), times 2^(e-128)
+        // as the reference multiplies them (e = 255 is 2^127, not NaN).
+        const __m512 doubled = _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 6.0f, 8.0f, 12.0f, 0.0f, -1.0f, -2.0f,
+                                              -3.0f, -4.0f, -6.0f, -8.0f, -12.0f);
+        return {_mm512_mul_ps(_mm512_set1_ps(gguf::e8m0_half(b[0])), doubled)};
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        // vpermps reads an index's low four bits: the low nibble needs no mask.
+        const __m512i codes = u8x16(b + 1);
+        v[0] = _mm512_permutexvar_ps(codes, h.table);
+        v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), h.table);
+    }
+};
+
+// Q4_0: f16 d, then 16 bytes of nibbles; x = d * (q - 8).
+struct Q4_0 {
+    static constexpr size_t kValues = 32, kBytes = 18, kUnit = 32;
+    using Header = OneTable;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        return {_mm512_mul_ps(_mm512_set1_ps(half_at(b)), _mm512_sub_ps(iota16(), _mm512_set1_ps(8.0f)))};
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        const __m512i codes = u8x16(b + 2);
+        v[0] = _mm512_permutexvar_ps(codes, h.table);
+        v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), h.table);
+    }
+};
+
+// Q8_0: f16 d, then 32 int8; x = q * d.
+struct Q8_0 {
+    static constexpr size_t kValues = 32, kBytes = 34, kUnit = 32;
+    struct Header {
+        __m512 d;
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {_mm512_set1_ps(half_at(b))}; }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        v[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(i8x16(b + 2)), h.d);
+        v[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(i8x16(b + 18)), h.d);
+    }
+};
+
+// Q4_K (FifthBit false) and Q5_K: unit c = sub-blocks 2c and 2c + 1, whose 4-bit parts are the
+// low and high nibbles of the same 32 bytes; x = (d * sc) * q - dmin * m per sub-block.
+template <bool FifthBit>
+struct K45 {
+    static constexpr size_t kValues = 256, kBytes = FifthBit ? 176 : 144, kUnit = 64;
+    struct Header {
+        float ds[8];
+        float dm[8];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        uint8_t sc[8], m[8];
+        gguf::scales_mins_k4(b, sc, m);
+        const float d = half_at(b), dmin = half_at(b + 2);
+        Header h;
+        for (int s = 0; s < 8; ++s) {
+            h.ds[s] = d * static_cast<float>(sc[s]);
+            h.dm[s] = dmin * static_cast<float>(m[s]);
+        }
+        return h;
+    }
+    // Bit s of each dword lane moved to bit 4, every other bit cleared.
+    [[gnu::always_inline]] static __m512i bit_to_4(__m512i v, size_t s) {
+        const __m512i moved = s <= 4 ? _mm512_sll_epi32(v, _mm_cvtsi32_si128(static_cast<int>(4 - s)))
+                                     : _mm512_srl_epi32(v, _mm_cvtsi32_si128(static_cast<int>(s - 4)));
+        return _mm512_and_si512(moved, _mm512_set1_epi32(0x10));
+    }
+    // Sub-block s's weights for codes k (and k + 16 in `high`): ds * k - dm, two roundings.
+    [[gnu::always_inline]] static __m512 table(const Header& h, size_t s, float offset) {
+        const __m512 k = offset == 0.0f ? iota16() : _mm512_add_ps(iota16(), _mm512_set1_ps(offset));
+        return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(h.ds[s]), k), _mm512_set1_ps(h.dm[s]));
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t c, __m512 v[4]) {
+        const uint8_t* qs = b + (FifthBit ? 48 : 16) + 32 * c;
+        const __m512i q0 = u8x16(qs), q1 = u8x16(qs + 16);  // elements 0-15, 16-31 of both sub-blocks
+        if constexpr (!FifthBit) {
+            const __m512 t0 = table(h, 2 * c, 0.0f), t1 = table(h, 2 * c + 1, 0.0f);
+            v[0] = _mm512_permutexvar_ps(q0, t0);
+            v[1] = _mm512_permutexvar_ps(q1, t0);
+            v[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(q0, 4), t1);
+            v[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(q1, 4), t1);
+        } else {
+            // 5-bit codes: the nibble, and bit s of qh's byte l as bit 4; vpermt2ps reads five bits.
+            const __m512i h0 = u8x16(b + 16), h1 = u8x16(b + 32);
+            const __m512i low4 = _mm512_set1_epi32(0x0F);
+            const size_t s1 = 2 * c + 1;
+            const __m512i i0 = _mm512_or_si512(_mm512_and_si512(q0, low4), bit_to_4(h0, 2 * c));
+            const __m512i i1 = _mm512_or_si512(_mm512_and_si512(q1, low4), bit_to_4(h1, 2 * c));
+            const __m512i j0 = _mm512_or_si512(_mm512_srli_epi32(q0, 4), bit_to_4(h0, s1));
+            const __m512i j1 = _mm512_or_si512(_mm512_srli_epi32(q1, 4), bit_to_4(h1, s1));
+            const __m512 a0 = table(h, 2 * c, 0.0f), a1 = table(h, 2 * c, 16.0f);
+            const __m512 b0 = table(h, s1, 0.0f), b1 = table(h, s1, 16.0f);
+            v[0] = _mm512_permutex2var_ps(a0, i0, a1);
+            v[1] = _mm512_permutex2var_ps(a0, i1, a1);
+            v[2] = _mm512_permutex2var_ps(b0, j0, b1);
+            v[3] = _mm512_permutex2var_ps(b0, j1, b1);
+        }
+    }
+};
+using Q4_K = K45<false>;
+using Q5_K = K45<true>;
+
+// Q6_K: ql[128], qh[64], 16 int8 scales, f16 d. Unit u (64 values) = half c = u / 2, groups
+// g = u % 2 and g + 2, which share their ql bytes (low and high nibbles); x = (d * sc) * (q - 32).
+struct Q6_K {
+    static constexpr size_t kValues = 256, kBytes = 210, kUnit = 64;
+    struct Header {
+        float ds[16];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const float d = half_at(b + 208);
+        const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
+        Header h;
+        for (int g = 0; g < 16; ++g) h.ds[g] = d * static_cast<float>(scales[g]);
+        return h;
+    }
+    // Unit u holds groups g and g + 2 of its half, not 64 consecutive elements.
+    [[gnu::always_inline]] static size_t offset(size_t u, size_t j) {
+        return 128 * (u / 2) + 32 * (u % 2 + 2 * (j / 2)) + 16 * (j % 2);
+    }
+    // 16 weights from the widened low bits (already shifted into place), high bits and scale.
+    [[gnu::always_inline]] static __m512 values(__m512i low, __m512i qh, int high_shift, float ds) {
+        const __m512i hi = _mm512_and_si512(_mm512_srl_epi32(qh, _mm_cvtsi32_si128(high_shift)), _mm512_set1_epi32(3));
+        const __m512i q = _mm512_or_si512(_mm512_and_si512(low, _mm512_set1_epi32(0x0F)), _mm512_slli_epi32(hi, 4));
+        return _mm512_mul_ps(_mm512_set1_ps(ds), _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(32))));
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m512 v[4]) {
+        const size_t c = u / 2, g = u % 2;
+        const uint8_t* ql = b + 64 * c + 32 * g;
+        const __m512i l0 = u8x16(ql), l1 = u8x16(ql + 16);
+        const __m512i h0 = u8x16(b + 128 + 32 * c), h1 = u8x16(b + 128 + 32 * c + 16);
+        const size_t first = 8 * c + 2 * g;        // scale group of elements 0-15 of group g
+        const size_t second = 8 * c + 2 * (g + 2);  // of group g + 2
+        v[0] = values(l0, h0, static_cast<int>(2 * g), h.ds[first]);
+        v[1] = values(l1, h1, static_cast<int>(2 * g), h.ds[first + 1]);
+        v[2] = values(_mm512_srli_epi32(l0, 4), h0, static_cast<int>(2 * g + 4), h.ds[second]);
+        v[3] = values(_mm512_srli_epi32(l1, 4), h1, static_cast<int>(2 * g + 4), h.ds[second + 1]);
+    }
+};
+
+// Where vector j of unit u starts in the block's elements: in order, unless F says otherwise.
+template <class F>
+[[gnu::always_inline]] inline size_t where(size_t u, size_t j) {
+    if constexpr (requires { F::offset(u, j); }) return F::offset(u, j);
+    else return F::kUnit * u + 16 * j;
+}
+
+template <class F, int O, int R>
+void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+    const size_t n_blocks = w.cols / F::kValues;
+    const size_t row_bytes = n_blocks * F::kBytes;
+    const uint8_t* data = static_cast<const uint8_t*>(w.data);
+    constexpr size_t kUnits = F::kValues / F::kUnit;
+    constexpr size_t kVecs = F::kUnit / 16;
+    __m512 a[O][R];
+    __m512 b[O][R];
+    #pragma GCC unroll 8
+    for (int k = 0; k < O; ++k)
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) a[k][r] = b[k][r] = _mm512_setzero_ps();
+    size_t next_prefetch = 0;  // bytes of the next tile's rows asked for so far
+    for (size_t blk = 0; blk < n_blocks; ++blk) {
+        for (; next_prefetch < (blk + 1) * F::kBytes && next_prefetch < row_bytes; next_prefetch += 64)
+            #pragma GCC unroll 8
+            for (int k = 0; k < O; ++k) prefetch_l2(data, (o + O + k) * row_bytes + next_prefetch);
+        typename F::Header header[O];
+        #pragma GCC unroll 8
+        for (int k = 0; k < O; ++k) header[k] = F::header(data + (o + k) * row_bytes + blk * F::kBytes);
+        for (size_t u = 0; u < kUnits; ++u) {
+            #pragma GCC unroll 8
+            for (int k = 0; k < O; ++k) {
+                __m512 v[kVecs];
+                F::unit(data + (o + k) * row_bytes + blk * F::kBytes, header[k], u, v);
+                #pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) {
+                    const float* xr = x + r * xs + blk * F::kValues;
+                    #pragma GCC unroll 4
+                    for (size_t j = 0; j < kVecs; j += 2) {
+                        a[k][r] = _mm512_fmadd_ps(v[j], _mm512_loadu_ps(xr + where<F>(u, j)), a[k][r]);
+                        b[k][r] = _mm512_fmadd_ps(v[j + 1], _mm512_loadu_ps(xr + where<F>(u, j + 1)), b[k][r]);
+                    }
+                }
+            }
+        }
+    }
+    #pragma GCC unroll 8
+    for (int k = 0; k < O; ++k)
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) y[r * ys + o + k] = hsum16(_mm512_add_ps(a[k][r], b[k][r]));
+}
+
+template <class F>
+struct Kernel {
+    template <int O, int R>
+    static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+        gguf512::tile<F, O, R>(w, o, x, xs, y, ys);
+    }
+};
+
+}  // namespace gguf512
+}  // namespace
+
+void matmul_gguf_q8_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q8_0>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q4_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q4_0>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q4_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q4_K>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q5_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q5_K>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q6_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q6_K>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                              size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Mxfp4>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+
+}  // namespace stormo::simd::avx512
