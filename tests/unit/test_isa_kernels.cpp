@@ -10,6 +10,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cfloat>
 #include <cstdio>
@@ -208,8 +209,32 @@ void check_all_matmuls(const KernelTable& table, Worst& worst) {
     }
 }
 
+// The weights a matrix kernel decodes, read back exactly: against the rows of the identity
+// (x = e_i), output o of row i is 1 * W[o, i] plus products of zeros, whatever the order of the
+// sum, so every weight the kernel uses must equal the reference's (`bits`, row-major), a zero of
+// either sign matching a zero. Rows holding a non-finite weight are skipped: there 0 * inf is NaN.
+void check_gguf_weights_exact(MatmulFn isa, const testing::TestMatrix& m, const std::vector<uint32_t>& bits) {
+    const size_t rows = m.rows, cols = m.cols;
+    std::vector<float> eye(cols * cols, 0.0f), y(cols * rows, -1.0f);
+    for (size_t i = 0; i < cols; ++i) eye[i * cols + i] = 1.0f;
+    isa(m.view(), eye.data(), cols, cols, y.data(), rows, 0, rows);
+    size_t checked = 0;
+    for (size_t o = 0; o < rows; ++o) {
+        bool finite = true;
+        for (size_t i = 0; i < cols; ++i) finite = finite && std::isfinite(std::bit_cast<float>(bits[o * cols + i]));
+        if (!finite) continue;
+        for (size_t i = 0; i < cols; ++i) {
+            const float want = std::bit_cast<float>(bits[o * cols + i]);
+            ASSERT_EQ(y[i * rows + o], want) << weight_format_name(m.format) << " weight [" << o << ", " << i << "]";
+        }
+        ++checked;
+    }
+    EXPECT_GT(checked, 0u) << weight_format_name(m.format) << ": no finite row to check";
+}
+
 // GGUF's block formats, with every tile shape around 1, 2, 3 and 5 blocks per row; row decoders
-// bit for bit on the same matrices; the pooled matmul the same bits over 1, 2 and 3 threads.
+// bit for bit on the same matrices; every weight the matmul decodes exactly the reference's; the
+// pooled matmul the same bits over 1, 2 and 3 threads.
 constexpr WeightFormat kGgufFormats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_K,
                                          WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4};
 
@@ -246,6 +271,15 @@ void check_gguf(const KernelTable& table, Worst& worst) {
             table.row_to_f32[static_cast<size_t>(f)](gp.m.view(), o, row.data());
             ASSERT_EQ(std::memcmp(row.data(), gp.value_bits.data() + o * gp.m.cols, gp.m.cols * 4), 0)
                 << weight_format_name(f) << " gguf-py row " << o;
+        }
+        check_gguf_weights_exact(isa, gp.m, gp.value_bits);
+        {
+            const testing::TestMatrix r = testing::random_matrix(f, Layout::out_in, 9, 2 * block, rng);
+            std::vector<float> w(r.rows * r.cols);
+            for (size_t o = 0; o < r.rows; ++o) ref.row_to_f32[static_cast<size_t>(f)](r.view(), o, w.data() + o * r.cols);
+            std::vector<uint32_t> bits(w.size());
+            std::memcpy(bits.data(), w.data(), w.size() * 4);
+            check_gguf_weights_exact(isa, r, bits);
         }
         const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, 1031, 2 * block, rng);
         for (size_t n_x : {size_t{1}, size_t{3}}) {
