@@ -1,6 +1,6 @@
-// libstormo-kernels-vnni.so: the avx2 float kernels plus the integer road on VPDPBUSD, in two
-// flavours picked at run time by CPUID: AVX-VNNI (Alder Lake, Zen 5 and later) or AVX512-VNNI
-// with AVX512VL/BW (Ice Lake, Zen 4 and later). Baseline code: discovery calls describe and
+// libstormo-kernels-vnni.so: the avx2 float kernels plus the integer road (MXFP4 and GGUF's block
+// formats) on VPDPBUSD, in two flavours picked at run time by CPUID: AVX-VNNI (Alder Lake, Zen 5
+// and later) or AVX512-VNNI with AVX512VL/BW (Ice Lake, Zen 4 and later). Baseline code: discovery calls describe and
 // score on any CPU. Where the CPU has AVX-512 (F, BW, VL), 512-bit float kernels replace the avx2
 // ones for the out_in matrix layouts, whichever flavour runs the integer road.
 //
@@ -14,7 +14,6 @@
 #include "cpu_requirements.hpp"
 #include "float_kernels.hpp"
 #include "isa_avx512_float/avx512_float_kernels.hpp"
-#include "q8_kernels.hpp"
 #include "stormo/kernels_plugin.hpp"
 #include "vnni_variant.hpp"
 
@@ -29,8 +28,8 @@ const stormo::PluginDescription& description() {
         kName,
         stormo::PluginKind::kernels,
         "0.2.0",
-        "AVX-VNNI or AVX512-VNNI (+VL, BW), picked at run time: the avx2 float kernels, and the "
-        "integer road (u8 x s8 dot, MXFP4 x int8 matmul) on VPDPBUSD",
+        "AVX-VNNI or AVX512-VNNI (+VL, BW), picked at run time: the avx2 float kernels (512-bit ones "
+        "where AVX-512 is usable), and the integer road (u8 x s8 dot, MXFP4 and GGUF blocks x int8) on VPDPBUSD",
         "",
         stormo::simd::vnni_description_features(stormo::detect_cpu_features()),
     };
@@ -45,10 +44,7 @@ public:
     void install(stormo::KernelTable& table) const override {
         stormo::simd::install_float_kernels(table);
         if (wide_float_) stormo::simd::avx512::install_float_kernels(table);
-        table.dot_u8i8 = variant_.dot_u8i8;
-        const size_t mxfp4 = static_cast<size_t>(stormo::WeightFormat::MXFP4);
-        table.matmul_q8[mxfp4] = variant_.matmul_q8_mxfp4;
-        stormo::simd::install_q8_gguf_kernels(table);
+        stormo::simd::install_vnni_variant(variant_, table);
     }
 
 private:

@@ -11,7 +11,12 @@ struct VnniVariant {
     const char* features;  // every CPU feature its code needs, comma-separated
     DotI8Fn dot_u8i8;
     MatmulQ8Fn matmul_q8_mxfp4;
+    // GGUF's block formats, by format.
+    MatmulQ8Fn gguf_q8_0, gguf_q4_0, gguf_mxfp4, gguf_q4_k, gguf_q5_k, gguf_q6_k;
 };
+
+// Stores `v`'s integer-road kernels in `table`.
+void install_vnni_variant(const VnniVariant& v, KernelTable& table);
 
 // The variant `cpu` runs: AVX512-VNNI with AVX512VL and AVX512BW when present (its MXFP4 kernel
 // holds four blocks a register), else AVX-VNNI; nullptr when neither is usable.

@@ -39,6 +39,9 @@
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx2.h>
 #include <simde/x86/avx512/dpbusd.h>
+#include <simde/x86/avx512/dpwssd.h>
+
+#include "kernels/gguf_blocks.hpp"
 
 namespace stormo::simd {
 namespace {
@@ -61,10 +64,21 @@ struct SimdeVnni {
         return dpbusd(dpbusd(zero(), u_even, s_even), u_odd, s_odd);
     }
     [[gnu::always_inline]] static V dot1(V u, V s) { return dpbusd(zero(), u, s); }
+    static constexpr bool kAnyUnsigned = true;
+    [[gnu::always_inline]] static V scaled(V acc, V u, V s, V w16) {
+        return simde_mm256_dpwssd_epi32(acc, simde_mm256_maddubs_epi16(u, s), w16);
+    }
 };
+
+// What q8_gguf.hpp takes from the ISA files' gguf_decode.hpp (which includes <immintrin.h>, as
+// this baseline file cannot): a block's f16 scale, here through the SDK's conversion.
+namespace gguf {
+[[gnu::always_inline]] inline float f16(const uint8_t* p) { return stormo::gguf::f16_at(reinterpret_cast<const std::byte*>(p)); }
+}  // namespace gguf
 }  // namespace
 }  // namespace stormo::simd
 
+#include "../../plugins/kernels_avx2/isa/q8_gguf.hpp"
 #include "../../plugins/kernels_avx2/isa/q8_mxfp4.hpp"
 #include "../../plugins/kernels_vnni/dot_u8i8_blocks.hpp"
 
@@ -74,6 +88,19 @@ namespace {
 void simde_matmul_q8_mxfp4(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                            size_t o_end) {
     q8::matmul_q8_mxfp4<SimdeVnni>(w, x, y, y_stride, o_begin, o_end);
+}
+
+// The reference table with the vnni plugin's GGUF integer-road kernels on SIMDe's VPDPBUSD and
+// VPDPWSSD, the loops both flavours compile natively.
+KernelTable simde_q8_gguf_table(const KernelTable& reference) {
+    KernelTable t = reference;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q8_0)] = q8g::matmul_q8_0<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q4_0)] = q8g::matmul_q4_0<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_MXFP4)] = q8g::matmul_mxfp4<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q4_K)] = q8g::matmul_q4_k<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q5_K)] = q8g::matmul_q5_k<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q6_K)] = q8g::matmul_q6_k<SimdeVnni>;
+    return t;
 }
 }  // namespace
 }  // namespace stormo::simd
@@ -995,6 +1022,10 @@ TEST(IsaKernelsAvx2, GgufIntegerRoadIsBitExact) {
 TEST(IsaKernelsVnni, GgufIntegerRoadIsBitExact) {
     if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
     check_q8_gguf_of("vnni");
+}
+
+TEST(IsaKernelsVnni, GgufIntegerRoadUnderSimdeIsBitExact) {
+    check_q8_gguf(simd::simde_q8_gguf_table(reference_kernels()), "vnni GGUF loops on SIMDe");
 }
 
 TEST(IsaKernelsAvx2, IntegerRoadIsBitExact) {
