@@ -321,7 +321,7 @@ template <class Dot, bool FifthBit>
 struct SuperK45 {
     static constexpr size_t kBytes = FifthBit ? 176 : 144;
     __m256i u[8];
-    int16_t sc[8];
+    __m256i sc16[8];  // each sub-block's scale in every int16 lane
     __m256i m16;  // [m0, m0, m1, m1, ..., m7, m7] as int16: pmaddwd with the 16 sums gives m_s * (bs_2s + bs_2s+1)
     float d, dmin;
 
@@ -343,7 +343,7 @@ struct SuperK45 {
         }
         uint8_t scv[8], mv[8];
         gguf::scales_mins_k4(b, scv, mv);
-        for (size_t s = 0; s < 8; ++s) sc[s] = scv[s];
+        for (size_t s = 0; s < 8; ++s) sc16[s] = _mm256_set1_epi16(static_cast<int16_t>(scv[s]));
         const __m128i m8 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mv)));
         m16 = _mm256_set_m128i(_mm_unpackhi_epi16(m8, m8), _mm_unpacklo_epi16(m8, m8));
         d = gguf::f16(b);
@@ -352,9 +352,10 @@ struct SuperK45 {
 
     // The block's float term against one activation block (q, its scale dx, its 16 per-16 sums).
     [[gnu::always_inline]] float term(const int8_t* q, float dx, const int16_t* bs) const {
-        __m256i acc = _mm256_setzero_si256();
-        for (int s = 0; s < 8; ++s) acc = Dot::scaled(acc, u[s], load32(q + 32 * s), _mm256_set1_epi16(sc[s]));
-        const int32_t isum = hsum_i32(acc);
+        // Two chains: vpdpwssd's latency would otherwise bound a chain of eight.
+        __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        for (int s = 0; s < 8; ++s) acc[s % 2] = Dot::scaled(acc[s % 2], u[s], load32(q + 32 * s), sc16[s]);
+        const int32_t isum = hsum_i32(_mm256_add_epi32(acc[0], acc[1]));
         const int32_t imin = hsum_i32(_mm256_madd_epi16(load32(bs), m16));
         return static_cast<float>(isum) * (dx * d) - static_cast<float>(imin) * (dx * dmin);
     }
@@ -389,10 +390,10 @@ struct SuperQ6K {
     }
 
     [[gnu::always_inline]] float term(const int8_t* q, float dx, const int16_t* bs) const {
-        __m256i acc = _mm256_setzero_si256();
-        for (int k = 0; k < 8; ++k) acc = Dot::scaled(acc, u[k], load32(q + 32 * k), scales16[k]);
+        __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        for (int k = 0; k < 8; ++k) acc[k % 2] = Dot::scaled(acc[k % 2], u[k], load32(q + 32 * k), scales16[k]);
         const int32_t offset = hsum_i32(_mm256_madd_epi16(load32(bs), sc16));
-        const int32_t isum = hsum_i32(acc) - 32 * offset;
+        const int32_t isum = hsum_i32(_mm256_add_epi32(acc[0], acc[1])) - 32 * offset;
         return static_cast<float>(isum) * (dx * d);
     }
 };
