@@ -1,6 +1,6 @@
-// The int8 dot and GGUF's block formats (q8_gguf.hpp) on AVX512-VNNI (EVEX vpdpbusd and vpdpwssd
-// on 256-bit registers through AVX512VL: Ice Lake, Zen 4 and later); the MXFP4 matrix kernel of
-// this flavour is q8_mxfp4_512.cpp. Compiled with -mavx2 -mfma -mf16c -mavx512f -mavx512bw
+// The int8 dot and GGUF's K-quants (q8_gguf.hpp) on AVX512-VNNI (EVEX vpdpbusd and vpdpwssd on
+// 256-bit registers through AVX512VL: Ice Lake, Zen 4 and later); the 32-value block formats of
+// this flavour (MXFP4, GGUF's Q8_0, Q4_0, MXFP4) are q8_mxfp4_512.cpp and q8_gguf_512.cpp. Compiled with -mavx2 -mfma -mf16c -mavx512f -mavx512bw
 // -mavx512vl -mavx512vnni -ffp-contract=off; selected only where the CPU and OS enable all of them.
 #include "avx512_intrinsics.hpp"
 
@@ -24,13 +24,8 @@ struct Avx512Vnni {
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
         return _mm_cvtsi128_si32(s);
     }
-    // q8_gguf.hpp's steps: vpdpbusd has no int16 stage, so any unsigned byte is exact; the
-    // K-quants' pair sums times their scales go through vpdpwssd (pmaddwd and the add in one).
-    static constexpr bool kAnyUnsigned = true;
-    [[gnu::always_inline]] static V dot1(V u, V s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
-    [[gnu::always_inline]] static V dot2(V u0, V s0, V u1, V s1) {
-        return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u0, s0), u1, s1);
-    }
+    // q8_gguf.hpp's K-quant step: the pair sums times their scales through vpdpwssd (pmaddwd and
+    // the add in one).
     [[gnu::always_inline]] static V scaled(V acc, V u, V s, V w16) {
         return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(u, s), w16);
     }
@@ -42,18 +37,6 @@ int32_t dot_u8i8_avx512_vnni(const uint8_t* a, const int8_t* b, size_t n) {
     return dot_u8i8_blocks<Avx512Vnni>(a, b, n);
 }
 
-void matmul_q8_gguf_q8_0_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
-                                     size_t o_end) {
-    q8g::matmul_q8_0<Avx512Vnni>(w, x, y, ys, o_begin, o_end);
-}
-void matmul_q8_gguf_q4_0_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
-                                     size_t o_end) {
-    q8g::matmul_q4_0<Avx512Vnni>(w, x, y, ys, o_begin, o_end);
-}
-void matmul_q8_gguf_mxfp4_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
-                                      size_t o_end) {
-    q8g::matmul_mxfp4<Avx512Vnni>(w, x, y, ys, o_begin, o_end);
-}
 void matmul_q8_gguf_q4_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
                                      size_t o_end) {
     q8g::matmul_q4_k<Avx512Vnni>(w, x, y, ys, o_begin, o_end);
