@@ -8,6 +8,7 @@
 // AVX-VNNI when it can run neither), so the host's own CPUID check, `stormo plugins` and the
 // "missing" column tell the truth about this machine; the score follows the flavour of the CPU
 // it is asked about, so it is 0 where neither flavour is usable.
+#include <cstdlib>
 #include <new>
 #include <string>
 
@@ -21,6 +22,10 @@ namespace {
 
 constexpr const char* kName = "vnni";
 constexpr const char* kBaseline = "avx2,fma,f16c";
+// Names the flavour to run (avx_vnni or avx512_vnni) instead of CPUID's preference, where the CPU
+// can run it: a CPU with both (Sapphire Rapids, Zen 5, some Zen 4 VMs) would otherwise never run
+// the AVX-VNNI code, which the tests and bench-kernels then could not reach.
+constexpr const char* kFlavourVariable = "STORMO_VNNI_FLAVOUR";
 
 const stormo::PluginDescription& description() {
     // Built once, on first use, from this machine's CPU; immutable afterwards.
@@ -69,15 +74,26 @@ STORMO_PLUGIN_EXPORT int stormo_plugin_score(const stormo::ScoreQuery* query) {
 STORMO_PLUGIN_EXPORT stormo::PluginObject* stormo_plugin_create(stormo::Error* error) {
     if (!stormo::simd::cpu_meets(kName, kBaseline, error)) return nullptr;
     const stormo::CpuFeatureSet cpu = stormo::detect_cpu_features();
-    const stormo::simd::VnniVariant* variant = stormo::simd::pick_vnni_variant(cpu);
-    if (variant == nullptr) {
-        if (error != nullptr)
-            *error = stormo::Error{stormo::ErrorKind::unsupported,
-                                   "vnni kernels need avx_vnni, or avx512_vnni with avx512vl and avx512bw; "
-                                   "this CPU has neither"};
-        return nullptr;
-    }
-    try {
+    try {  // the messages allocate too
+        const char* forced = std::getenv(kFlavourVariable);
+        const bool by_name = forced != nullptr && *forced != '\0';
+        const stormo::simd::VnniVariant* variant =
+            by_name ? stormo::simd::find_vnni_variant(forced) : stormo::simd::pick_vnni_variant(cpu);
+        if (by_name && (variant == nullptr || !stormo::simd::features_available(variant->features, cpu))) {
+            if (error != nullptr)
+                *error = stormo::Error{stormo::ErrorKind::unsupported,
+                                       std::string(kFlavourVariable) + "=" + forced +
+                                           (variant == nullptr ? ": not a vnni flavour (avx_vnni, avx512_vnni)"
+                                                               : ": this CPU lacks some of " + std::string(variant->features))};
+            return nullptr;
+        }
+        if (variant == nullptr) {
+            if (error != nullptr)
+                *error = stormo::Error{stormo::ErrorKind::unsupported,
+                                       "vnni kernels need avx_vnni, or avx512_vnni with avx512vl and avx512bw; "
+                                       "this CPU has neither"};
+            return nullptr;
+        }
         return new VnniKernels(*variant, stormo::simd::features_available(stormo::simd::avx512::kFloatFeatures, cpu));
     } catch (const std::bad_alloc&) {
         if (error != nullptr) *error = stormo::Error{stormo::ErrorKind::resource, "vnni kernels: out of memory"};

@@ -25,6 +25,12 @@ const VnniVariant* pick_vnni_variant(CpuFeatureSet cpu) {
     return nullptr;
 }
 
+const VnniVariant* find_vnni_variant(const char* name) {
+    for (const VnniVariant& v : kVariants)
+        if (__builtin_strcmp(v.name, name) == 0) return &v;
+    return nullptr;
+}
+
 void install_vnni_variant(const VnniVariant& v, KernelTable& t) {
     t.dot_u8i8 = v.dot_u8i8;
     t.matmul_q8[static_cast<size_t>(WeightFormat::MXFP4)] = v.matmul_q8_mxfp4;

@@ -22,6 +22,10 @@ void install_vnni_variant(const VnniVariant& v, KernelTable& table);
 // holds four blocks a register), else AVX-VNNI; nullptr when neither is usable.
 const VnniVariant* pick_vnni_variant(CpuFeatureSet cpu);
 
+// The variant called `name` ("avx_vnni" or "avx512_vnni"), usable on `cpu` or not; nullptr for
+// another name.
+const VnniVariant* find_vnni_variant(const char* name);
+
 // What the plugin's description publishes on this machine: the usable variant's features, or
 // AVX-VNNI's (the smaller requirement) when neither is, so `stormo plugins` names what is missing.
 const char* vnni_description_features(CpuFeatureSet cpu);

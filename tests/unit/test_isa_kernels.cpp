@@ -21,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -1026,6 +1027,58 @@ TEST(IsaKernelsVnni, GgufIntegerRoadIsBitExact) {
 
 TEST(IsaKernelsVnni, GgufIntegerRoadUnderSimdeIsBitExact) {
     check_q8_gguf(simd::simde_q8_gguf_table(reference_kernels()), "vnni GGUF loops on SIMDe");
+}
+
+// STORMO_VNNI_FLAVOUR set for the scope of one test, restored after.
+class ScopedFlavour {
+public:
+    explicit ScopedFlavour(const char* value) {
+        if (const char* old = std::getenv("STORMO_VNNI_FLAVOUR")) saved_ = std::string(old);
+        setenv("STORMO_VNNI_FLAVOUR", value, 1);
+    }
+    ~ScopedFlavour() {
+        if (saved_) setenv("STORMO_VNNI_FLAVOUR", saved_->c_str(), 1);
+        else unsetenv("STORMO_VNNI_FLAVOUR");
+    }
+
+private:
+    std::optional<std::string> saved_;
+};
+
+// Each flavour this CPU can run, named by STORMO_VNNI_FLAVOUR, natively against the reference:
+// a CPU with both (this project's machine has AVX512-VNNI and AVX-VNNI) otherwise runs only the
+// preferred one. A flavour the CPU lacks, or an unknown name, is refused with the reason.
+TEST(IsaKernelsVnni, EachFlavourNamedRunsNativelyBitExact) {
+    std::map<std::string, MatmulQ8Fn> q8_0_by_flavour;
+    for (const char* flavour : {"avx_vnni", "avx512_vnni"}) {
+        const bool usable = std::string(flavour) == "avx_vnni" ? avx_vnni_usable() : avx512_vnni_usable();
+        const ScopedFlavour scoped(flavour);
+        const auto k = load_kernels("vnni");
+        if (!usable) {
+            EXPECT_EQ(k->object, nullptr) << flavour;
+            EXPECT_NE(k->create_error.message.find("lacks"), std::string::npos) << k->create_error.message;
+            continue;
+        }
+        ASSERT_NE(k->plugin(), nullptr) << flavour << ": " << k->create_error.message;
+        KernelTable table = reference_kernels();
+        k->plugin()->install(table);
+        const std::string name = std::string("vnni (") + flavour + ", named)";
+        for (const auto& [a, b] : int8_cases())
+            EXPECT_EQ(table.dot_u8i8(a.data(), b.data(), a.size()), reference_kernels().dot_u8i8(a.data(), b.data(), a.size()))
+                << name << " n " << a.size();
+        const size_t mx = static_cast<size_t>(WeightFormat::MXFP4);
+        check_q8_random(table.matmul_q8[mx], name.c_str());
+        check_q8_edges(table.matmul_q8[mx], name.c_str());
+        check_q8_gguf(table, name.c_str());
+        q8_0_by_flavour[flavour] = table.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q8_0)];
+    }
+    if (q8_0_by_flavour.size() == 2)
+        EXPECT_NE(q8_0_by_flavour["avx_vnni"], q8_0_by_flavour["avx512_vnni"]) << "the variable changed no kernel";
+    const ScopedFlavour unknown("avx9000");
+    const auto k = load_kernels("vnni");
+    EXPECT_EQ(k->object, nullptr);
+    if (cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c}))  // else refused before the name is read
+        EXPECT_NE(k->create_error.message.find("not a vnni flavour"), std::string::npos) << k->create_error.message;
 }
 
 TEST(IsaKernelsAvx2, IntegerRoadIsBitExact) {
