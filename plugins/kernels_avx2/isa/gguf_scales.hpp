@@ -18,14 +18,22 @@ namespace gguf {
 // 12 bytes at b + 4), four at a time in 32-bit words: bytes 0-3 hold scales 0-3 in their low six
 // bits, bytes 4-7 mins 0-3, and bytes 8-11 the low four bits of scales 4-7 (low nibble) and mins
 // 4-7 (high nibble), whose top two bits are the top bits of bytes 0-3 and 4-7.
-[[gnu::always_inline]] inline void scales_mins_k4(const uint8_t* b, uint8_t sc[8], uint8_t m[8]) {
+[[gnu::always_inline]] inline void scales_mins_k4(const uint8_t* b, uint64_t& sc, uint64_t& m) {
     uint32_t w[3];
     __builtin_memcpy(w, b + 4, 12);
     const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
     const uint32_t s[2] = {w[0] & low6, (w[2] & low4) | (((w[0] >> 6) & low2) << 4)};
     const uint32_t n[2] = {w[1] & low6, ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)};
-    __builtin_memcpy(sc, s, 8);
-    __builtin_memcpy(m, n, 8);
+    // In registers, little-endian: byte j is scale (min) j. A vector load of a pair of 32-bit
+    // stores would wait for store forwarding to fail.
+    sc = uint64_t{s[0]} | uint64_t{s[1]} << 32;
+    m = uint64_t{n[0]} | uint64_t{n[1]} << 32;
+}
+[[gnu::always_inline]] inline void scales_mins_k4(const uint8_t* b, uint8_t sc[8], uint8_t m[8]) {
+    uint64_t s, n;
+    scales_mins_k4(b, s, n);
+    __builtin_memcpy(sc, &s, 8);
+    __builtin_memcpy(m, &n, 8);
 }
 
 }  // namespace gguf

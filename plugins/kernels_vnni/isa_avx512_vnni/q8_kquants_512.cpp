@@ -55,9 +55,9 @@ struct SuperK45 {
     [[gnu::always_inline]] void decode(const uint8_t* b) {
         const __m256i low4 = _mm256_set1_epi8(0x0F);
         const uint8_t* qs = b + (FifthBit ? 48 : 16);
-        uint8_t scv[8], mv[8];
+        uint64_t scv, mv;
         gguf::scales_mins_k4(b, scv, mv);
-        const __m512i sc8 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scv))));
+        const __m512i sc8 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(scv))));
         __m512i qh2 = _mm512_setzero_si512();
         if constexpr (FifthBit) qh2 = _mm512_broadcast_i64x4(load32(b + 16));
 #pragma GCC unroll 4
@@ -71,7 +71,7 @@ struct SuperK45 {
             }
             sc[c] = _mm512_permutexvar_epi16(halves16(2 * c, 2 * c + 1), sc8);
         }
-        const __m128i m8 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mv)));
+        const __m128i m8 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mv)));
         m16 = _mm256_set_m128i(_mm_unpackhi_epi16(m8, m8), _mm_unpacklo_epi16(m8, m8));
         d = gguf::f16(b);
         dmin = gguf::f16(b + 2);
