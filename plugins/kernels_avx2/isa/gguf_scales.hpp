@@ -9,10 +9,21 @@ namespace {
 namespace gguf {
 
 // 2^(e - 128) as ggml_e8m0_to_fp32_half builds it (e = 255 is 2^127).
-[[gnu::always_inline]] inline float e8m0_half(uint8_t e8) {
+[[gnu::always_inline]] constexpr float e8m0_half(uint8_t e8) {
     const uint32_t e = e8;
     return __builtin_bit_cast(float, e < 2 ? uint32_t{0x00200000} << e : (e - 1u) << 23);
 }
+
+// e8m0_half of every byte, for a broadcast from memory (the 512-bit float kernel's per-block scale).
+struct E8m0HalfTable {
+    float value[256];
+};
+constexpr E8m0HalfTable make_e8m0_half_table() {
+    E8m0HalfTable t{};
+    for (unsigned e = 0; e < 256; ++e) t.value[e] = e8m0_half(static_cast<uint8_t>(e));
+    return t;
+}
+constexpr E8m0HalfTable kE8m0Half = make_e8m0_half_table();
 
 // The 8 six-bit scales and 8 mins of a Q4_K / Q5_K super-block (ggml's get_scale_min_k4 on the
 // 12 bytes at b + 4), four at a time in 32-bit words: bytes 0-3 hold scales 0-3 in their low six

@@ -19,7 +19,7 @@
 // contract of docs/kernels.md holds. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
 // Compiled with -ffp-contract=off: a table's multiply and subtract must stay two roundings.
 #include "avx512_float_kernels.hpp"
-#include "gguf_scales.hpp"  // gguf::e8m0_half, gguf::scales_mins_k4
+#include "gguf_scales.hpp"  // gguf::kE8m0Half, gguf::scales_mins_k4
 #include "simd.hpp"         // prefetch_l2
 #include "simd512.hpp"
 #include "tiles512.hpp"     // drive
@@ -64,7 +64,7 @@ struct Mxfp4 {
         // as the reference multiplies them (e = 255 is 2^127, not NaN).
         const __m512 doubled = _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 6.0f, 8.0f, 12.0f, 0.0f, -1.0f, -2.0f,
                                               -3.0f, -4.0f, -6.0f, -8.0f, -12.0f);
-        return {_mm512_mul_ps(_mm512_set1_ps(gguf::e8m0_half(b[0])), doubled)};
+        return {_mm512_mul_ps(_mm512_set1_ps(gguf::kE8m0Half.value[b[0]]), doubled)};
     }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
         // vpermps reads an index's low four bits: the low nibble needs no mask.
