@@ -1072,13 +1072,15 @@ TEST(IsaKernelsVnni, EachFlavourNamedRunsNativelyBitExact) {
         check_q8_gguf(table, name.c_str());
         q8_0_by_flavour[flavour] = table.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q8_0)];
     }
-    if (q8_0_by_flavour.size() == 2)
+    if (q8_0_by_flavour.size() == 2) {
         EXPECT_NE(q8_0_by_flavour["avx_vnni"], q8_0_by_flavour["avx512_vnni"]) << "the variable changed no kernel";
+    }
     const ScopedFlavour unknown("avx9000");
     const auto k = load_kernels("vnni");
     EXPECT_EQ(k->object, nullptr);
-    if (cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c}))  // else refused before the name is read
+    if (cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c})) {  // else refused before the name is read
         EXPECT_NE(k->create_error.message.find("not a vnni flavour"), std::string::npos) << k->create_error.message;
+    }
 }
 
 TEST(IsaKernelsAvx2, IntegerRoadIsBitExact) {
