@@ -17,7 +17,7 @@ namespace stormo::simd {
 namespace {
 namespace gguf {
 
-inline float f16(const uint8_t* p) {
+[[gnu::always_inline]] inline float f16(const uint8_t* p) {
     uint16_t v;
     __builtin_memcpy(&v, p, 2);
     return _cvtsh_ss(v);

@@ -19,7 +19,7 @@
 // contract of docs/kernels.md holds. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
 // Compiled with -ffp-contract=off: a table's multiply and subtract must stay two roundings.
 #include "avx512_float_kernels.hpp"
-#include "gguf_scales.hpp"  // gguf::kE8m0Half, gguf::scales_mins_k4
+#include "gguf_decode.hpp"  // gguf::f16, the K-quants' headers; gguf_scales.hpp's kE8m0Half
 #include "simd.hpp"         // prefetch_l2
 #include "simd512.hpp"
 #include "tiles512.hpp"     // drive
@@ -27,12 +27,6 @@
 namespace stormo::simd::avx512 {
 namespace {
 namespace gguf512 {
-
-[[gnu::always_inline]] inline float half_at(const uint8_t* p) {
-    uint16_t v;
-    __builtin_memcpy(&v, p, 2);
-    return _cvtsh_ss(v);
-}
 
 [[gnu::always_inline]] inline __m512 iota16() {
     return _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f, 10.0f, 11.0f, 12.0f, 13.0f,
@@ -79,7 +73,7 @@ struct Q4_0 {
     static constexpr size_t kValues = 32, kBytes = 18, kUnit = 32;
     using Header = OneTable;
     [[gnu::always_inline]] static Header header(const uint8_t* b) {
-        return {_mm512_mul_ps(_mm512_set1_ps(half_at(b)), _mm512_sub_ps(iota16(), _mm512_set1_ps(8.0f)))};
+        return {_mm512_mul_ps(_mm512_set1_ps(gguf::f16(b)), _mm512_sub_ps(iota16(), _mm512_set1_ps(8.0f)))};
     }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
         const __m512i codes = u8x16(b + 2);
@@ -94,7 +88,7 @@ struct Q8_0 {
     struct Header {
         __m512 d;
     };
-    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {_mm512_set1_ps(half_at(b))}; }
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {_mm512_set1_ps(gguf::f16(b))}; }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
         v[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(i8x16(b + 2)), h.d);
         v[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(i8x16(b + 18)), h.d);
@@ -106,21 +100,9 @@ struct Q8_0 {
 template <bool FifthBit>
 struct K45 {
     static constexpr size_t kValues = 256, kBytes = FifthBit ? 176 : 144, kUnit = 64;
-    struct Header {
-        float ds[8];
-        float dm[8];
-    };
-    [[gnu::always_inline]] static Header header(const uint8_t* b) {
-        uint8_t sc[8], m[8];
-        gguf::scales_mins_k4(b, sc, m);
-        const float d = half_at(b), dmin = half_at(b + 2);
-        Header h;
-        for (int s = 0; s < 8; ++s) {
-            h.ds[s] = d * static_cast<float>(sc[s]);
-            h.dm[s] = dmin * static_cast<float>(m[s]);
-        }
-        return h;
-    }
+    // d * sc and dmin * m per sub-block, as the avx2 decoder computes them.
+    using Header = typename gguf::K45<FifthBit>::Header;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return gguf::K45<FifthBit>::header(b); }
     // Bit s of each dword lane moved to bit 4, every other bit cleared.
     [[gnu::always_inline]] static __m512i bit_to_4(__m512i v, size_t s) {
         const __m512i moved = s <= 4 ? _mm512_sll_epi32(v, _mm_cvtsi32_si128(static_cast<int>(4 - s)))
@@ -166,16 +148,8 @@ using Q5_K = K45<true>;
 // g = u % 2 and g + 2, which share their ql bytes (low and high nibbles); x = (d * sc) * (q - 32).
 struct Q6_K {
     static constexpr size_t kValues = 256, kBytes = 210, kUnit = 64;
-    struct Header {
-        float ds[16];
-    };
-    [[gnu::always_inline]] static Header header(const uint8_t* b) {
-        const float d = half_at(b + 208);
-        const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
-        Header h;
-        for (int g = 0; g < 16; ++g) h.ds[g] = d * static_cast<float>(scales[g]);
-        return h;
-    }
+    using Header = gguf::Q6_K::Header;  // d * sc per group of 16
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return gguf::Q6_K::header(b); }
     // Unit u holds groups g and g + 2 of its half, not 64 consecutive elements.
     [[gnu::always_inline]] static size_t offset(size_t u, size_t j) {
         return 128 * (u / 2) + 32 * (u % 2 + 2 * (j / 2)) + 16 * (j % 2);
