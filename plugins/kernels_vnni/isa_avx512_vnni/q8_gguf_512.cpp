@@ -53,6 +53,14 @@ namespace q8w {
     return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(half[1]), static_cast<long long>(half[0])));
 }
 
+// A full group's 8 scales without a scalar loop: 16-bit words of the 128 bytes at p picked by
+// vpermw, word index w[k] into word position pos(k) (the other positions take word 0).
+[[gnu::always_inline]] inline __m512i pick_words(const uint8_t* p, const int16_t (&w)[8], bool spread) {
+    alignas(64) int16_t idx[32] = {};
+    for (int k = 0; k < 8; ++k) idx[spread ? 2 * k : k] = w[k];
+    return _mm512_permutex2var_epi16(_mm512_loadu_si512(p), _mm512_load_si512(idx), _mm512_loadu_si512(p + 64));
+}
+
 // A GGUF format's blocks as quads512.hpp's weight layout. B gives kBytes, kOffset, scales8 and
 // quad (the unsigned weights of up to 4 blocks from p).
 template <class B>
@@ -98,21 +106,34 @@ struct Nibbles {
 };
 
 struct Q4_0 : Nibbles<18, 2, 8, false> {
-    [[gnu::always_inline]] static __m256 scales8(const uint8_t* p, size_t n) { return f16_scales(p, kBytes, n); }
+    [[gnu::always_inline]] static __m256 scales8(const uint8_t* p, size_t n) {
+        if (n < 8) return f16_scales(p, kBytes, n);
+        // The f16 d of block k is word 9k of the group (144 bytes; the 8th at bytes 126-127).
+        return _mm256_cvtph_ps(_mm512_castsi512_si128(pick_words(p, {0, 9, 18, 27, 36, 45, 54, 63}, false)));
+    }
 };
 
 struct Mxfp4 : Nibbles<17, 1, 12, true> {
-    // 2^(e - 128) as gguf::e8m0_half builds it, 8 at a time (e = 255 is 2^127; 127 past n).
-    [[gnu::always_inline]] static __m256 scales8(const uint8_t* p, size_t n) {
-        uint64_t bytes = 0x7F7F7F7F7F7F7F7Full;
-#pragma GCC unroll 8
-        for (size_t k = 0; k < n; ++k)
-            bytes = (bytes & ~(uint64_t{0xFF} << (8 * k))) | (uint64_t{p[k * kBytes]} << (8 * k));
-        const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes)));
+    // 2^(e - 128) as gguf::e8m0_half builds it, 8 at a time (e = 255 is 2^127).
+    [[gnu::always_inline]] static __m256 half_scales(__m256i e) {
         const __m256i one = _mm256_set1_epi32(1);
         const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, one), 23);
         const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
         return _mm256_castsi256_ps(_mm256_mask_blend_epi32(_mm256_cmpgt_epi32_mask(e, one), tiny, normal));
+    }
+    [[gnu::always_inline]] static __m256 scales8(const uint8_t* p, size_t n) {
+        if (n == 8) {
+            // Block k's E8M0 byte is byte 17k of the group: the low (even k) or high byte of word
+            // 17k / 2, which lands in the low word of dword lane k.
+            const __m256i words = _mm512_castsi512_si256(pick_words(p, {0, 8, 17, 25, 34, 42, 51, 59}, true));
+            const __m256i e = _mm256_and_si256(_mm256_srlv_epi32(words, _mm256_setr_epi32(0, 8, 0, 8, 0, 8, 0, 8)),
+                                               _mm256_set1_epi32(0xFF));
+            return half_scales(e);
+        }
+        uint64_t bytes = 0x7F7F7F7F7F7F7F7Full;  // 127 past n: a finite scale for the padding lanes
+        for (size_t k = 0; k < n; ++k)
+            bytes = (bytes & ~(uint64_t{0xFF} << (8 * k))) | (uint64_t{p[k * kBytes]} << (8 * k));
+        return half_scales(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes))));
     }
 };
 
@@ -125,7 +146,14 @@ struct Q8_0 {
         low = _mm512_xor_si512(lanes4(p + 2, kBytes, count), flip);
         high = _mm512_xor_si512(lanes4(p + 18, kBytes, count), flip);
     }
-    [[gnu::always_inline]] static __m256 scales8(const uint8_t* p, size_t n) { return f16_scales(p, kBytes, n); }
+    [[gnu::always_inline]] static __m256 scales8(const uint8_t* p, size_t n) {
+        if (n < 8) return f16_scales(p, kBytes, n);
+        // The f16 d of block k is word 17k from the group's start: blocks 0-3 from its first 128
+        // bytes, blocks 4-7 from block 4's.
+        const __m512i first = pick_words(p, {0, 17, 34, 51, 0, 0, 0, 0}, false);
+        const __m512i second = pick_words(p + 4 * kBytes, {0, 0, 0, 0, 0, 17, 34, 51}, false);
+        return _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_mask_blend_epi16(0xF0, first, second)));
+    }
 };
 
 // Activations quantized for another block size (the reference's q8_rows_fit): NaN, loudly.
