@@ -9,13 +9,12 @@
 //   Q4_K   table = (d * sc) * k - dmin * m                           per sub-block of 32,
 //   Q5_K   the same over k = 0..31, two tables                       per sub-block of 32;
 // each entry is computed by the reference's own operations (host/sdk/kernels/gguf_dequant.cpp)
-// on the same operands, so every weight picked is the reference's value bit for bit. Q8_0 and Q6_K
-// (64 values per scale) convert: float(q) * d and (d * sc) * float(q - 32).
+// on the same operands, so every weight picked is the reference's value bit for bit. Q8_0 (256
+// values) and Q6_K (64) convert: float(q) * d and (d * sc) * float(q - 32).
 //
-// The blocks' own element order is kept: a 32-value unit's elements 0-15 are one vector and
-// 16-31 the next (Q4_0's and MXFP4's low and high nibbles), so x needs no rearranging. Per
-// (output, row) accumulator a takes the first 16 of every unit and b the last 16, with FMAs,
-// ascending; the value is the fixed-order sum of a + b, the same in every tile shape, so the
+// The blocks' own element order is kept: elements 0-15 of every 32 are one vector and 16-31 the
+// next (Q4_0's and MXFP4's low and high nibbles), so x needs no rearranging. Per (output, row)
+// accumulator a takes elements 0-15 of every 32 and b elements 16-31, with FMAs, ascending; the value is the fixed-order sum of a + b, the same in every tile shape, so the
 // contract of docs/kernels.md holds. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
 // Compiled with -ffp-contract=off: a table's multiply and subtract must stay two roundings.
 #include "avx512_float_kernels.hpp"
@@ -109,7 +108,7 @@ struct K45 {
                                      : _mm512_srl_epi32(v, _mm_cvtsi32_si128(static_cast<int>(s - 4)));
         return _mm512_and_si512(moved, _mm512_set1_epi32(0x10));
     }
-    // Sub-block s's weights for codes k (and k + 16 in `high`): ds * k - dm, two roundings.
+    // Sub-block s's weights for codes offset + k (k < 16): ds * code - dm, two roundings.
     [[gnu::always_inline]] static __m512 table(const Header& h, size_t s, float offset) {
         const __m512 k = offset == 0.0f ? iota16() : _mm512_add_ps(iota16(), _mm512_set1_ps(offset));
         return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(h.ds[s]), k), _mm512_set1_ps(h.dm[s]));

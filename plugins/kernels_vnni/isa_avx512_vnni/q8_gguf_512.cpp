@@ -54,7 +54,8 @@ namespace q8w {
 }
 
 // A full group's 8 scales without a scalar loop: 16-bit words of the 128 bytes at p picked by
-// vpermw, word index w[k] into word position pos(k) (the other positions take word 0).
+// vpermw, word w[k] into word position k (2k when spread, the low word of dword lane k); the
+// other positions take word 0. The indices are constants once inlined.
 [[gnu::always_inline]] inline __m512i pick_words(const uint8_t* p, const int16_t (&w)[8], bool spread) {
     alignas(64) int16_t idx[32] = {};
     for (int k = 0; k < 8; ++k) idx[spread ? 2 * k : k] = w[k];
