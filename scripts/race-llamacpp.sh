@@ -1,46 +1,86 @@
 #!/usr/bin/env bash
 # The race against llama.cpp on the same weights, in the same run, on an otherwise idle machine:
-# stormo on a safetensors checkpoint, llama.cpp on the GGUF that llama.cpp's own converter made
-# from it, both with the same thread count, prefill 64 tokens and decode 32, then a table of both
-# engines' figures, their ratios, and the RAM read bound of this run.
+# both engines with the same thread count, prefill 64 tokens and decode 32, then a table of both
+# engines' figures (tok/s, peak RSS), their ratios, and the RAM read bound of this run.
 #
-#   scripts/race-llamacpp.sh STORMO LLAMA_BIN_DIR MODEL_DIR MODEL.gguf [THREADS] [REPEATS]
+#   scripts/race-llamacpp.sh STORMO LLAMA_BIN_DIR MODEL MODEL.gguf [THREADS] [REPEATS]
 #
-# STORMO: the stormo binary; LLAMA_BIN_DIR: a llama.cpp build's bin/ (llama-bench); MODEL_DIR:
-# e.g. `stormo synth --preset gpt-oss-20b --out MODEL_DIR`; MODEL.gguf: convert_hf_to_gguf.py's
-# output for MODEL_DIR (MXFP4 experts kept as MXFP4, the rest as stored). THREADS defaults to 2,
-# REPEATS (runs per engine and road, interleaved; medians reported) to 3. LLAMA_LABEL names the
-# llama.cpp source in the output (a build from a source archive reports no commit of its own).
+# STORMO: the stormo binary; LLAMA_BIN_DIR: a llama.cpp build's bin/ (llama-bench); MODEL: what
+# stormo runs, either the GGUF file itself (the same file as llama.cpp: the race of docs/gguf.md)
+# or a Hugging Face directory such as `stormo synth --preset gpt-oss-20b --out MODEL_DIR`;
+# MODEL.gguf: what llama.cpp runs (for a directory, convert_hf_to_gguf.py's output for it, MXFP4
+# experts kept as MXFP4). THREADS defaults to 2, REPEATS (runs per engine and road, interleaved;
+# medians reported) to 3. LLAMA_LABEL names the llama.cpp source in the output (a build from a
+# source archive reports no commit of its own).
 # stormo runs on the exact float road (default) and on the int8 road (`--activations int8`), greedy,
-# with the head read by bound (its default); llama.cpp with its defaults (`-lm none`: weights read
-# into RAM, as stormo does with every expert resident).
+# with the head read by bound (its default). llama.cpp reads its weights into RAM (`-lm none`), as
+# stormo does with every expert resident.
+#
+# CAP=8G (or any size cgroup v1 takes) runs both engines inside a fresh cgroup v1 memory group
+# whose memory.limit_in_bytes is CAP (page cache included; needs root and
+# /sys/fs/cgroup/memory): stormo with its default expert budget (auto: what the cap leaves), and
+# llama.cpp with its default load mode (mmap: its way to run a model larger than RAM). The
+# group's peak usage and failcnt are printed after each run.
 set -euo pipefail
 
 if [ $# -lt 4 ]; then
-    sed -n '2,16p' "$0" >&2
+    sed -n '2,23p' "$0" >&2
     exit 2
 fi
 STORMO=$1 LLAMA=$2 MODEL=$3 GGUF=$4 THREADS=${5:-2} REPEATS=${6:-3}
 OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
+CAP=${CAP:-}
+GROUP=/sys/fs/cgroup/memory/stormo-race-$$
+cleanup() {
+    rm -rf "$OUT"
+    if [ -n "$CAP" ] && [ -d "$GROUP" ]; then rmdir "$GROUP" || true; fi
+}
+trap cleanup EXIT
+
+LOAD_MODE=none
+if [ -n "$CAP" ]; then
+    mkdir "$GROUP"
+    echo "$CAP" > "$GROUP/memory.limit_in_bytes"
+    LOAD_MODE=mmap
+    echo "race: under a cgroup v1 memory cap of $CAP ($GROUP)" >&2
+fi
+
+# Runs "$@" (inside the capped group when CAP is set) with its peak RSS written to $1.rss.
+measured() {
+    local name=$1
+    shift
+    if [ -n "$CAP" ]; then
+        echo 0 > "$GROUP/memory.max_usage_in_bytes"
+        echo 0 > "$GROUP/memory.failcnt"
+        sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$GROUP" /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
+        echo "race: $name: cgroup peak usage $(cat "$GROUP/memory.max_usage_in_bytes") bytes, failcnt $(cat "$GROUP/memory.failcnt")" >&2
+    else
+        /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
+    fi
+}
 
 for r in $(seq 1 "$REPEATS"); do
     echo "race: round $r of $REPEATS" >&2
-    "$LLAMA/llama-bench" -m "$GGUF" -p 64 -n 32 -t "$THREADS" -r 1 -lm none -o json > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
-    "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" --json > "$OUT/f32.$r.json" 2> "$OUT/f32.$r.err"
-    "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" --activations int8 --json > "$OUT/int8.$r.json" 2> "$OUT/int8.$r.err"
+    measured "llama.$r" "$LLAMA/llama-bench" -m "$GGUF" -p 64 -n 32 -t "$THREADS" -r 1 -lm "$LOAD_MODE" -o json \
+        > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
+    measured "f32.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" --json \
+        > "$OUT/f32.$r.json" 2> "$OUT/f32.$r.err"
+    measured "int8.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" \
+        --activations int8 --json > "$OUT/int8.$r.json" 2> "$OUT/int8.$r.err"
 done
 
-LLAMA_LABEL=${LLAMA_LABEL:-} /usr/bin/env python3 - "$OUT" "$REPEATS" <<'PY'
+LLAMA_LABEL=${LLAMA_LABEL:-} CAP=$CAP /usr/bin/env python3 - "$OUT" "$REPEATS" <<'PY'
 import json, os, statistics, sys
 out, repeats = sys.argv[1], int(sys.argv[2])
 def load(name, r): return json.load(open(f"{out}/{name}.{r}.json"))
+def rss(name, r): return int(open(f"{out}/{name}.{r}.rss").read().split()[-1]) * 1024  # /usr/bin/time's %M: KiB
 med = statistics.median
 llama_pp, llama_tg, llama_commit = [], [], ""
 for r in range(1, repeats + 1):
     for t in load("llama", r):
         llama_commit = f"{t.get('build_number', '?')} ({t.get('build_commit', '?')})"
         (llama_pp if t["n_prompt"] > 0 else llama_tg).append(t["avg_ts"])
+llama_rss = med(rss("llama", r) for r in range(1, repeats + 1))
 rows = {}
 for road in ("f32", "int8"):
     runs = [load(road, r) for r in range(1, repeats + 1)]
@@ -49,16 +89,19 @@ for road in ("f32", "int8"):
     rows[road]["bytes_per_token"] = med(x["bytes_touched_per_token"] for x in runs)
     rows[road]["head_bytes"] = med(x.get("head_bytes_read_per_token", 0) for x in runs)
     rows[road]["ram_gbs"] = med(x.get("ram_read_bytes_per_s", 0) for x in runs) / 1e9
+    rows[road]["process_rss"] = med(rss(road, r) for r in range(1, repeats + 1))
 lp, lt = med(llama_pp), med(llama_tg)
-print(f"llama.cpp {os.environ.get('LLAMA_LABEL') or llama_commit}; medians of {repeats} interleaved runs")
+cap = os.environ.get("CAP")
+print(f"llama.cpp {os.environ.get('LLAMA_LABEL') or llama_commit}; medians of {repeats} interleaved runs"
+      + (f"; both under a {cap} memory cap (cgroup v1)" if cap else ""))
 print("| engine | prefill tok/s | decode tok/s | prefill vs llama.cpp | decode vs llama.cpp | decode / memory bound | peak RSS GiB |")
 print("|---|---|---|---|---|---|---|")
-print(f"| llama.cpp | {lp:.2f} | {lt:.2f} | 1.00 | 1.00 | | |")
+print(f"| llama.cpp | {lp:.2f} | {lt:.2f} | 1.00 | 1.00 | | {llama_rss / 2**30:.2f} |")
 for road, name in (("f32", "stormo, float road (exact)"), ("int8", "stormo, int8 road")):
     r = rows[road]
     print(f"| {name} | {r['prefill_tokens_per_s']:.2f} | {r['decode_tokens_per_s']:.2f} | "
           f"{r['prefill_tokens_per_s'] / lp:.2f}x | {r['decode_tokens_per_s'] / lt:.2f}x | "
-          f"{r['decode_tokens_per_s'] / r['memory_bound_tokens_per_s']:.2f} | {r['peak_rss_bytes'] / 2**30:.2f} |")
+          f"{r['decode_tokens_per_s'] / r['memory_bound_tokens_per_s']:.2f} | {r['process_rss'] / 2**30:.2f} |")
 for road in ("f32", "int8"):
     r = rows[road]
     print(f"{road}: {r['bytes_per_token'] / 1e9:.3f} GB read per token (head {r['head_bytes'] / 1e9:.3f} GB), "

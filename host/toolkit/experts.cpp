@@ -2,6 +2,7 @@
 #include "stormo/toolkit/experts.hpp"
 
 #include "stormo/toolkit/dense.hpp"
+#include "stormo/toolkit/loading.hpp"
 
 namespace stormo::toolkit {
 namespace {
@@ -30,7 +31,7 @@ std::vector<ExpertPartDecl> swiglu_expert_parts(const LoadContext& ctx,
     for (size_t p = 0; p < kProjectionCount; ++p) {
         const std::string weight = pattern(kProjections[p]);
         parts.push_back(ExpertPartDecl{kProjections[p], weight, false,
-                                       fp8 ? std::vector<DType>{DType::F8_E4M3} : dtypes, shapes[p]});
+                                       fp8 ? std::vector<DType>{DType::F8_E4M3} : with_gguf_blocks(dtypes), shapes[p]});
         if (fp8)
             parts.push_back(ExpertPartDecl{std::string(kProjections[p]) + "_scale", fp8_scale_name(weight), false,
                                            fp8_scale_dtypes(), fp8_scale_grid(shapes[p][0], shapes[p][1], blocks)});

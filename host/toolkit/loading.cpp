@@ -1,9 +1,24 @@
 // Resident tensor loading (see stormo/toolkit/loading.hpp).
 #include "stormo/toolkit/loading.hpp"
 
+#include <algorithm>
 #include <cstring>
 
+#include "stormo/gguf_types.hpp"
+
 namespace stormo::toolkit {
+
+const std::vector<DType>& gguf_block_dtypes() {
+    static const std::vector<DType> kBlocks = {DType::GGUF_Q8_0, DType::GGUF_Q4_0, DType::GGUF_Q4_K,
+                                               DType::GGUF_Q5_K, DType::GGUF_Q6_K, DType::GGUF_MXFP4};
+    return kBlocks;
+}
+
+std::vector<DType> with_gguf_blocks(std::vector<DType> dtypes) {
+    for (DType d : gguf_block_dtypes())
+        if (std::find(dtypes.begin(), dtypes.end(), d) == dtypes.end()) dtypes.push_back(d);
+    return dtypes;
+}
 
 Expected<WeightFormat> matrix_format(DType dtype, const std::string& tensor) {
     switch (dtype) {
@@ -12,6 +27,8 @@ Expected<WeightFormat> matrix_format(DType dtype, const std::string& tensor) {
         case DType::F16: return WeightFormat::F16;
         default: break;
     }
+    if (const std::optional<GgufType> gguf = gguf_type_of(dtype); gguf && is_block_dtype(dtype))
+        if (const std::optional<WeightFormat> f = gguf_weight_format(*gguf)) return *f;
     return fail(ErrorKind::unsupported, "tensor \"" + tensor + "\": dtype " + std::string(dtype_name(dtype)) +
                                             " is not a matrix format stormo computes with");
 }

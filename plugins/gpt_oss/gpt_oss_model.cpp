@@ -11,10 +11,10 @@
 namespace stormo::gpt_oss {
 namespace {
 
-// Every GPT-OSS checkpoint stores its non-quantized tensors in BF16; a GGUF file is dequantized
-// to F32 on load (host/src/model/gguf_source.hpp). Another dtype means a different (or damaged)
-// checkpoint and is refused by name.
-const std::vector<DType> kFloat = {DType::BF16, DType::F32};
+// Every GPT-OSS checkpoint stores its non-quantized tensors in BF16; a GGUF file holds F32, F16
+// or BF16 (and its block types, which the toolkit's loader adds for matrices). Another dtype
+// means a different (or damaged) checkpoint and is refused by name.
+const std::vector<DType> kFloat = {DType::BF16, DType::F32, DType::F16};
 
 toolkit::TensorLoader loader(LoadContext& ctx, std::vector<Tensor>& keep) { return {ctx, keep, kFloat, kFloat}; }
 
@@ -68,7 +68,7 @@ Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {
     STORMO_TRY_ASSIGN(w.attn.sinks, load.vector(names::attention(l, "sinks"), TensorRole::attention, cfg_.n_heads));
     STORMO_TRY_ASSIGN(w.router.weight, load.matrix(names::router(l, "weight"), TensorRole::router, experts, hidden));
     STORMO_TRY_ASSIGN(w.router.bias, load.vector(names::router(l, "bias"), TensorRole::router, experts));
-    STORMO_TRY_ASSIGN(w.mxfp4_experts, layer_experts_mxfp4(cfg_, ctx, l));
+    STORMO_TRY_ASSIGN(w.experts, layer_expert_form(cfg_, ctx, l));
 
     LayerPlan& plan = plans_[static_cast<size_t>(l)];
     plan.kv = toolkit::gqa_kv_buffers(attention_options_[static_cast<size_t>(l)].shape, cfg_.window_of(l));
@@ -76,7 +76,7 @@ Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {
     plan.n_experts = static_cast<int>(cfg_.n_experts);
     plan.top_k = static_cast<int>(cfg_.top_k);
     plan.shared_experts = false;
-    plan.expert_parts = expert_part_decls(cfg_, l, w.mxfp4_experts);
+    plan.expert_parts = expert_part_decls(cfg_, l, w.experts);
     return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
 }
 

@@ -19,10 +19,17 @@
 
 namespace stormo::gpt_oss {
 
+// How a checkpoint stores a layer's experts (experts.cpp).
+enum class ExpertForm {
+    dense,   // transformers' BF16 gate_up_proj [E, in, 2 * inter] (gate and up interleaved), down_proj [E, inter, hidden]
+    mxfp4,   // transformers' MXFP4: *_blocks + *_scales, [E, out, in / 32], gate and up interleaved
+    linear,  // stacked nn.Linear matrices gate_proj/up_proj/down_proj.weight [E, out, in] + .bias (a GGUF file's form)
+};
+
 struct LayerWeights {
     toolkit::GqaWeights attn;                // q/k/v/o with biases, sinks
     toolkit::RouterWeights router;           // [experts, hidden] + bias
-    bool mxfp4_experts = false;              // expert parts are blocks + scales (else BF16 [in, out])
+    ExpertForm experts = ExpertForm::dense;
 };
 
 class GptOssModel final : public toolkit::DecoderModel {
@@ -52,8 +59,8 @@ private:
 };
 
 // Expert parts of one layer, in the order expert_ffn reads them (experts.cpp).
-std::vector<ExpertPartDecl> expert_part_decls(const GptOssConfig& cfg, int layer, bool mxfp4);
-// Whether a layer's experts are MXFP4, from quantization_config and the checkpoint's tensors.
-Expected<bool> layer_experts_mxfp4(const GptOssConfig& cfg, const LoadContext& ctx, int layer);
+std::vector<ExpertPartDecl> expert_part_decls(const GptOssConfig& cfg, int layer, ExpertForm form);
+// How a layer's experts are stored, from quantization_config and the checkpoint's tensors.
+Expected<ExpertForm> layer_expert_form(const GptOssConfig& cfg, const LoadContext& ctx, int layer);
 
 }  // namespace stormo::gpt_oss

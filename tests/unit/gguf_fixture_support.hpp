@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "checkpoint_rewrite.hpp"
 #include "kernels/mxfp4.hpp"
@@ -78,11 +79,114 @@ inline std::string json_text(const Json& j) {
     return "null";
 }
 
+// A tensor's values as float32, whatever its dtype (the GGUF block types decoded as the reference
+// dequantizer decodes them).
 inline std::vector<float> read_floats(const ModelSource& source, const TensorInfo& t) {
-    std::vector<float> v(t.nbytes / sizeof(float));
-    auto r = source.read(t, 0, t.nbytes, v.data());
+    std::string bytes(t.nbytes, '\0');
+    auto r = source.read(t, 0, t.nbytes, bytes.data());
     EXPECT_TRUE(r) << r.error().message;
-    return v;
+    return to_f32(t.dtype, reinterpret_cast<const std::byte*>(bytes.data()), static_cast<size_t>(element_count(t.shape)));
+}
+
+// The dtype a case's expert matrices keep in the mapped model: the file's own.
+inline DType expert_dtype(const GgufCase& c) {
+    if (c.fixture.ends_with("mxfp4")) return DType::GGUF_MXFP4;
+    return c.rounding == GgufCase::Rounding::f16 ? DType::F16 : DType::GGUF_Q8_0;
+}
+
+// `name` is handed to the family as a byte range of the GGUF file in `dtype`, the range the
+// streaming store would read (file and offset), not as values made in memory.
+inline void expect_in_file(const ModelSource& source, const std::string& name, DType dtype) {
+    const TensorInfo* t = source.find(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_FALSE(source.in_memory(*t)) << name;
+    EXPECT_EQ(t->dtype, dtype) << name << " is " << dtype_name(t->dtype);
+    ASSERT_TRUE(t->file.ends_with(".gguf")) << t->file;
+    std::string via_source(t->nbytes, '\0'), via_file(t->nbytes, '\0');
+    ASSERT_TRUE(source.read(*t, 0, t->nbytes, via_source.data()));
+    std::FILE* f = std::fopen(t->file.c_str(), "rb");
+    ASSERT_NE(f, nullptr) << t->file;
+    ASSERT_EQ(std::fseek(f, static_cast<long>(t->offset), SEEK_SET), 0);
+    EXPECT_EQ(std::fread(via_file.data(), 1, via_file.size(), f), via_file.size());
+    std::fclose(f);
+    EXPECT_TRUE(via_source == via_file) << name << ": read() and the file's bytes at its offset differ";
+}
+
+// A fixture tensor as the mapped model holds it: its name, shape and values, and how they may
+// differ (exactly for decoded MXFP4; vectors stay F32 in the file).
+struct ExpectedTensor {
+    std::string name;
+    Shape shape;
+    std::vector<float> values;
+    bool exact = false;
+};
+
+// Rows r0, r0 + step, ... of each of the `n` [rows, cols] matrices in `v`.
+inline std::vector<float> every_other_row(const std::vector<float>& v, int64_t n, int64_t rows, int64_t cols, int64_t first) {
+    std::vector<float> out;
+    for (int64_t e = 0; e < n; ++e)
+        for (int64_t r = first; r < rows; r += 2)
+            out.insert(out.end(), v.begin() + (e * rows + r) * cols, v.begin() + (e * rows + r + 1) * cols);
+    return out;
+}
+
+// Each of the `n` [rows, cols] matrices in `v` transposed.
+inline std::vector<float> transposed(const std::vector<float>& v, int64_t n, int64_t rows, int64_t cols) {
+    std::vector<float> out(v.size());
+    for (int64_t e = 0; e < n; ++e)
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c) out[static_cast<size_t>((e * cols + c) * rows + r)] = v[static_cast<size_t>((e * rows + r) * cols + c)];
+    return out;
+}
+
+// What a fixture tensor is in the mapped model. GPT-OSS's experts change form: transformers'
+// gate_up_proj [E, in, 2 * inter] (or MXFP4 blocks [E, 2 * inter, in / 32, 16], gate and up
+// interleaved) and down_proj [E, inter, hidden] are llama.cpp's stacked nn.Linear matrices
+// gate_proj/up_proj/down_proj.weight [E, out, in] with .bias beside them.
+inline std::vector<ExpectedTensor> expected_in_mapping(const ModelSource& fixture, const TensorInfo& want) {
+    std::string name = want.name;
+    std::string raw(want.nbytes, '\0');
+    EXPECT_TRUE(fixture.read(want, 0, want.nbytes, raw.data()));
+    const auto split_gate_up = [](const std::string& base, const std::vector<float>& v, int64_t E, int64_t rows, int64_t cols, bool exact) {
+        const std::string module = base.substr(0, base.size() - std::string("gate_up_proj").size());
+        return std::vector<ExpectedTensor>{{module + "gate_proj" + (cols == 1 ? ".bias" : ".weight"), cols == 1 ? Shape{E, rows / 2} : Shape{E, rows / 2, cols}, every_other_row(v, E, rows, cols, 0), exact},
+                                           {module + "up_proj" + (cols == 1 ? ".bias" : ".weight"), cols == 1 ? Shape{E, rows / 2} : Shape{E, rows / 2, cols}, every_other_row(v, E, rows, cols, 1), exact}};
+    };
+    if (name.ends_with("_blocks")) {
+        // blocks [E, out, in/32, 16] and scales [E, out, in/32], decoded to [E, out, in].
+        const std::string base = name.substr(0, name.size() - 7);
+        const TensorInfo* scales_info = fixture.find(base + "_scales");
+        EXPECT_NE(scales_info, nullptr);
+        if (scales_info == nullptr) return {};
+        std::string scales(scales_info->nbytes, '\0');
+        EXPECT_TRUE(fixture.read(*scales_info, 0, scales_info->nbytes, scales.data()));
+        const int64_t E = want.shape[0], out = want.shape[1], in = want.shape[2] * 32;
+        std::vector<float> v(static_cast<size_t>(E * out * in));
+        for (int64_t e = 0; e < E; ++e)
+            for (int64_t o = 0; o < out; ++o)
+                for (int64_t i = 0; i < in; ++i) {
+                    const auto byte = static_cast<uint8_t>(raw[static_cast<size_t>(((e * out + o) * in + i) / 2)]);
+                    const uint8_t code = i % 2 == 0 ? byte & 0x0F : byte >> 4;
+                    const auto scale = static_cast<uint8_t>(scales[static_cast<size_t>((e * out + o) * (in / 32) + i / 32)]);
+                    v[static_cast<size_t>((e * out + o) * in + i)] = mxfp4::decode(code, scale);
+                }
+        if (base.ends_with("gate_up_proj")) return split_gate_up(base, v, E, out, in, true);
+        return {{base + ".weight", {E, out, in}, std::move(v), true}};
+    }
+    const size_t count = static_cast<size_t>(element_count(want.shape));
+    std::vector<float> v = to_f32(want.dtype, reinterpret_cast<const std::byte*>(raw.data()), count);
+    if (name.ends_with("mlp.experts.gate_up_proj")) {  // [E, in, 2 * inter]
+        const int64_t E = want.shape[0], in = want.shape[1], out = want.shape[2];
+        return split_gate_up(name, transposed(v, E, in, out), E, out, in, false);
+    }
+    if (name.ends_with("mlp.experts.gate_up_proj_bias"))
+        return split_gate_up(name.substr(0, name.size() - 5), v, want.shape[0], want.shape[1], 1, false);
+    if (name.ends_with("mlp.experts.down_proj")) {  // [E, inter, hidden]
+        const int64_t E = want.shape[0], in = want.shape[1], out = want.shape[2];
+        return {{name + ".weight", {E, out, in}, transposed(v, E, in, out), false}};
+    }
+    if (name.ends_with("mlp.experts.down_proj_bias")) return {{name.substr(0, name.size() - 5) + ".bias", want.shape, std::move(v), false}};
+    return {{name, want.shape, std::move(v), false}};
 }
 
 // One GGUF fixture file opened as a model source, per test.
@@ -107,76 +211,49 @@ inline void expect_tensors_are_the_fixtures(const ModelSource& source, const Ggu
     ASSERT_TRUE(fixture) << fixture.error().message;
     size_t compared = 0;
     for (const TensorInfo& want : (*fixture)->tensors()) {
-        std::string name = want.name;
-        const bool mxfp4 = name.ends_with("_blocks");
-        if (name.ends_with("_scales")) continue;  // compared with their blocks
-        if (mxfp4) name = name.substr(0, name.size() - 7);
-        const TensorInfo* got = source.find(name);
-        ASSERT_NE(got, nullptr) << name << " is missing from the mapped GGUF";
-        const std::vector<float> values = read_floats(source, *got);
-        std::vector<float> expected;
-        if (mxfp4) {
-            // blocks [E, out, in/32, 16] and scales [E, out, in/32] of the [E, in, out] matrix.
-            const TensorInfo* scales_info = (*fixture)->find(want.name.substr(0, want.name.size() - 7) + "_scales");
-            ASSERT_NE(scales_info, nullptr);
-            std::string blocks(want.nbytes, '\0'), scales(scales_info->nbytes, '\0');
-            ASSERT_TRUE((*fixture)->read(want, 0, want.nbytes, blocks.data()));
-            ASSERT_TRUE((*fixture)->read(*scales_info, 0, scales_info->nbytes, scales.data()));
-            const int64_t E = want.shape[0], out = want.shape[1], in = want.shape[2] * 32;
-            ASSERT_EQ(got->shape, (Shape{E, in, out})) << name;
-            expected.resize(static_cast<size_t>(E * in * out));
-            for (int64_t e = 0; e < E; ++e)
-                for (int64_t o = 0; o < out; ++o)
-                    for (int64_t i = 0; i < in; ++i) {
-                        const auto byte = static_cast<uint8_t>(blocks[static_cast<size_t>(((e * out + o) * in + i) / 2)]);
-                        const uint8_t code = i % 2 == 0 ? byte & 0x0F : byte >> 4;
-                        const auto scale = static_cast<uint8_t>(scales[static_cast<size_t>((e * out + o) * (in / 32) + i / 32)]);
-                        expected[static_cast<size_t>((e * in + i) * out + o)] = mxfp4::decode(code, scale);
-                    }
-            // Equal as values: the E2M1 code 8 is -0 in transformers' table and +0 in ggml's.
-            size_t differ = 0;
-            for (size_t i = 0; i < values.size(); ++i)
-                if (values[i] != expected[i] && ++differ <= 3)
-                    ADD_FAILURE() << name << "[" << i << "]: " << values[i] << " vs the fixture's " << expected[i];
-            EXPECT_EQ(differ, 0u) << name;
-            ++compared;
-            continue;
-        }
-        ASSERT_EQ(got->shape, want.shape) << name;
-        std::string raw(want.nbytes, '\0');
-        ASSERT_TRUE((*fixture)->read(want, 0, want.nbytes, raw.data()));
-        expected = to_f32(want.dtype, reinterpret_cast<const std::byte*>(raw.data()), values.size());
-        float scale = 0;
-        for (float v : expected) scale = std::max(scale, std::fabs(v));
-        const bool vector = want.shape.size() == 1 || name.ends_with("_bias");
-        size_t outside = 0;
-        for (size_t i = 0; i < values.size(); ++i) {
-            const float err = std::fabs(values[i] - expected[i]);
-            float bound = 0;  // vectors (norms, biases, sinks) and the router stay F32 in the file
-            if (!vector) {
-                if (c.rounding == GgufCase::Rounding::f16)
-                    bound = std::max(std::fabs(expected[i]) * 0x1p-11f, 0x1p-25f);
-                else  // half a step of amax / 127, plus the step's own rounding to f16 (127 * 2^-11)
-                    bound = scale / 127.0f * (0.5f + 127.0f * 0x1p-11f) * 1.0001f;
+        if (want.name.ends_with("_scales")) continue;  // compared with their blocks
+        for (const ExpectedTensor& expected : expected_in_mapping(**fixture, want)) {
+            const std::string& name = expected.name;
+            const TensorInfo* got = source.find(name);
+            ASSERT_NE(got, nullptr) << name << " is missing from the mapped GGUF";
+            ASSERT_EQ(got->shape, expected.shape) << name;
+            const std::vector<float> values = read_floats(source, *got);
+            ASSERT_EQ(values.size(), expected.values.size()) << name;
+            float scale = 0;
+            for (float v : expected.values) scale = std::max(scale, std::fabs(v));
+            const bool vector = expected.shape.size() == 1 || name.ends_with("bias");
+            size_t outside = 0;
+            for (size_t i = 0; i < values.size(); ++i) {
+                // Equal as values when exact: the E2M1 code 8 is -0 in transformers' table and +0 in ggml's.
+                const float err = std::fabs(values[i] - expected.values[i]);
+                float bound = 0;  // vectors (norms, biases, sinks) and the router stay F32 in the file
+                if (!vector && !expected.exact) {
+                    if (c.rounding == GgufCase::Rounding::f16)
+                        bound = std::max(std::fabs(expected.values[i]) * 0x1p-11f, 0x1p-25f);
+                    else  // half a step of amax / 127, plus the step's own rounding to f16 (127 * 2^-11)
+                        bound = scale / 127.0f * (0.5f + 127.0f * 0x1p-11f) * 1.0001f;
+                }
+                if (!(err <= bound) && ++outside <= 3)
+                    ADD_FAILURE() << name << "[" << i << "]: " << values[i] << " vs the fixture's " << expected.values[i];
             }
-            if (err > bound && ++outside <= 3)
-                ADD_FAILURE() << name << "[" << i << "]: " << values[i] << " vs the fixture's " << expected[i];
+            EXPECT_EQ(outside, 0u) << name;
+            ++compared;
         }
-        EXPECT_EQ(outside, 0u) << name;
-        ++compared;
     }
     EXPECT_GE(compared, at_least);
 }
 
 // The GGUF road and a safetensors checkpoint holding the same dequantized weights (written from
 // the mapped tensors, with the mapped config) give the same logits bits: the GGUF source adds
-// nothing between the file and the family's float road.
+// nothing between the file and the family's float road, and the reference kernels on the file's
+// blocks give the bits of the float32 matrix of their values.
 inline void expect_logits_bits_of_a_safetensors_checkpoint(const ModelSource& source, const GgufCase& c) {
     test::TempDir dir;
     std::vector<test::SyntheticTensor> tensors;
     for (const TensorInfo& t : source.tensors()) {
-        std::string bytes(t.nbytes, '\0');
-        ASSERT_TRUE(source.read(t, 0, t.nbytes, bytes.data()));
+        const std::vector<float> values = read_floats(source, t);
+        std::string bytes(values.size() * sizeof(float), '\0');
+        std::memcpy(bytes.data(), values.data(), bytes.size());
         tensors.push_back({t.name, "F32", t.shape, std::move(bytes)});
     }
     test::write_safetensors(dir.file("model.safetensors"), tensors);

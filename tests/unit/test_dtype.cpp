@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include "stormo/dtype.hpp"
 #include "stormo/tensor.hpp"
@@ -27,6 +29,40 @@ TEST(DtypeNames, RoundTripAndSizes) {
     EXPECT_FALSE(dtype_from_name("bf16"));
     EXPECT_FALSE(dtype_from_name("F4"));
     EXPECT_FALSE(dtype_from_name(""));
+}
+
+// ggml's block types as GGUF files hold them: sized per block, never a safetensors dtype.
+TEST(DtypeNames, BlockTypesAreSizedPerBlockAndNotSafetensors) {
+    const std::vector<std::tuple<DType, const char*, size_t, size_t>> blocks = {
+        {DType::GGUF_Q8_0, "Q8_0", 32, 34},   {DType::GGUF_Q4_0, "Q4_0", 32, 18},  {DType::GGUF_Q4_K, "Q4_K", 256, 144},
+        {DType::GGUF_Q5_K, "Q5_K", 256, 176}, {DType::GGUF_Q6_K, "Q6_K", 256, 210}, {DType::GGUF_MXFP4, "MXFP4", 32, 17},
+    };
+    for (const auto& [type, name, values, bytes] : blocks) {
+        EXPECT_EQ(dtype_name(type), name);
+        EXPECT_FALSE(dtype_from_name(name)) << name << " is no safetensors dtype";
+        EXPECT_TRUE(is_block_dtype(type)) << name;
+        EXPECT_EQ(dtype_size(type), 0u) << name;
+        EXPECT_EQ(dtype_block(type).values, values) << name;
+        EXPECT_EQ(dtype_block(type).bytes, bytes) << name;
+        EXPECT_EQ(dtype_bytes(type, {3, static_cast<int64_t>(2 * values)}), 3 * 2 * bytes) << name;
+        EXPECT_FALSE(dtype_bytes(type, {3, static_cast<int64_t>(values + 1)})) << name << ": a row of part of a block";
+    }
+    EXPECT_FALSE(is_block_dtype(DType::BF16));
+    EXPECT_EQ(dtype_bytes(DType::BF16, {3, 5}), 30u);
+    EXPECT_FALSE(dtype_bytes(DType::F32, {int64_t{1} << 62, 8})) << "the product overflows";
+}
+
+// A block type widens as the GGUF reference dequantizer decodes it: Q8_0 is d * q.
+TEST(DtypeWidening, BlockTypesDecodeWholeBlocks) {
+    std::vector<std::byte> block(34);
+    const uint16_t half_two = 0x4000;  // 2.0 in IEEE half
+    std::memcpy(block.data(), &half_two, 2);
+    for (int i = 0; i < 32; ++i) block[static_cast<size_t>(2 + i)] = static_cast<std::byte>(static_cast<int8_t>(i - 16));
+    const std::vector<float> v = to_f32(DType::GGUF_Q8_0, block.data(), 32);
+    ASSERT_EQ(v.size(), 32u);
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(v[static_cast<size_t>(i)], 2.0f * static_cast<float>(i - 16)) << i;
+    const std::vector<float> first = to_f32(DType::GGUF_Q8_0, block.data(), 5);
+    EXPECT_EQ(first, std::vector<float>(v.begin(), v.begin() + 5));
 }
 
 TEST(DtypeConvert, Bf16) {

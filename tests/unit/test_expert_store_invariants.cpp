@@ -92,13 +92,17 @@ class PlacementInvariant : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
         const bool demo = GetParam().ends_with("-demo");
-        dir_ = demo ? demo_dir(GetParam()) : fixture_dir(GetParam());
+        const bool gguf = GetParam().ends_with(".gguf");
+        // A GGUF file converted from a fixture ("qwen3_moe-q8_0.gguf"): its experts stream from
+        // the file's own blocks.
+        const std::string fixture = gguf ? GetParam().substr(0, GetParam().find('-')) : GetParam();
+        dir_ = demo ? demo_dir(GetParam()) : gguf ? std::string(STORMO_TEST_DATA_DIR) + "/gguf/" + GetParam() : fixture_dir(fixture);
         if (demo) {  // the demos share a character vocabulary: "120+348=468<|end|>..." and "123+456="
             sequence_ = {1, 2, 0, 40, 3, 4, 8, 45, 4, 6, 8, 48, 27, 14, 31, 44, 20, 32, 18, 45};
             prompt_ = {1, 2, 3, 40, 4, 5, 6, 45};
         } else {
-            sequence_ = int_list(*read_json_file(dir_ + "/reference/greedy.json").find("full_sequence"));
-            prompt_ = int_list(*read_json_file(dir_ + "/reference/input_ids.json").find("input_ids"));
+            sequence_ = int_list(*read_json_file(fixture_dir(fixture) + "/reference/greedy.json").find("full_sequence"));
+            prompt_ = int_list(*read_json_file(fixture_dir(fixture) + "/reference/input_ids.json").find("input_ids"));
         }
         // The store's shape: the total from an all-resident engine, the slot size from one that
         // streams with a budget just under the total.
@@ -216,6 +220,8 @@ TEST_P(PlacementInvariant, FailedOrShortReadFailsOnlyThatRequest) {
 std::vector<std::string> placement_models() {
     std::vector<std::string> models = fixture_names();
     for (const std::string& d : demo_names()) models.push_back(d);
+    // GGUF files whose experts are MXFP4, Q8_0 and F16 blocks of the file, one per family.
+    for (const char* f : {"gpt_oss_mxfp4-f16.gguf", "qwen3_moe-q8_0.gguf", "glm_moe_dsa-f16.gguf"}) models.push_back(f);
     return models;
 }
 

@@ -49,7 +49,12 @@ TEST_P(GgufGlmDsa, ConfigMatchesTheFixtures) {
     const ModelConfig got_rope = *got.object("rope_parameters"), want_rope = *want.object("rope_parameters");
     EXPECT_EQ(*got_rope.number("rope_theta"), *want_rope.number("rope_theta"));
     EXPECT_EQ(*got_rope.string("rope_type"), *want_rope.string("rope_type"));
-    EXPECT_TRUE(source_->tensors_in_memory());
+    for (const char* part : {"gate_proj", "up_proj", "down_proj"})
+        expect_in_file(*source_, std::string("model.layers.1.mlp.experts.3.") + part + ".weight", expert_dtype(GetParam()));
+    // llama.cpp's converter split MLA's kv_b_proj; the mapping joins it back, in memory.
+    const TensorInfo* kv_b = source_->find("model.layers.0.self_attn.kv_b_proj.weight");
+    ASSERT_NE(kv_b, nullptr);
+    EXPECT_TRUE(source_->in_memory(*kv_b));
 }
 
 // 4 layers of 2 norms, 7 attention and 5 indexer tensors; the dense layer 3 MLP matrices, each

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "stormo/dtype.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
 #include "stormo/kernels.hpp"
@@ -45,5 +46,10 @@ STORMO_API Expected<void> dequantize_gguf(GgufType type, const std::byte* blocks
 // The weight format the kernels run a tensor of this type in, without dequantizing (F32, F16,
 // BF16 and the GGUF_* block formats); nothing for a type without kernels.
 STORMO_API std::optional<WeightFormat> gguf_weight_format(GgufType type);
+
+// The tensor dtype a family is handed a GGUF tensor of this type in (F32, F16, BF16 and the
+// DType::GGUF_* block types: the types with kernels), and back; nothing for the others.
+STORMO_API std::optional<DType> gguf_dtype(GgufType type);
+STORMO_API std::optional<GgufType> gguf_type_of(DType dtype);
 
 }  // namespace stormo

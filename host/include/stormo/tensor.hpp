@@ -51,7 +51,8 @@ struct Tensor {
     int64_t dim(size_t i) const { return shape.at(i); }
 };
 
-// Widens a small resident tensor (norm weights, biases, sinks) to float32.
+// Widens a small resident tensor (norm weights, biases, sinks) to float32; a block type (GGUF_*)
+// decodes whole blocks as stormo/gguf_types.hpp's reference dequantizer does.
 STORMO_API std::vector<float> to_f32(const Tensor& t);
 STORMO_API std::vector<float> to_f32(DType dtype, const std::byte* data, size_t count);
 

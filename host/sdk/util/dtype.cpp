@@ -13,23 +13,31 @@ namespace {
 struct DTypeEntry {
     DType type;
     std::string_view name;
-    size_t size;
+    size_t block_values;  // 1 for the element types
+    size_t block_bytes;   // the element size for the element types
 };
 
-// One row per dtype; the names are the ones safetensors headers use.
-constexpr std::array<DTypeEntry, 12> kDTypes{{
-    {DType::F64, "F64", 8},
-    {DType::F32, "F32", 4},
-    {DType::F16, "F16", 2},
-    {DType::BF16, "BF16", 2},
-    {DType::I64, "I64", 8},
-    {DType::I32, "I32", 4},
-    {DType::I16, "I16", 2},
-    {DType::I8, "I8", 1},
-    {DType::U8, "U8", 1},
-    {DType::BOOL, "BOOL", 1},
-    {DType::F8_E4M3, "F8_E4M3", 1},
-    {DType::F8_E5M2, "F8_E5M2", 1},
+// One row per dtype; the element types' names are the ones safetensors headers use, the block
+// types' (ggml's layouts, as stormo/gguf_types.hpp describes them) llama.cpp's.
+constexpr std::array<DTypeEntry, 18> kDTypes{{
+    {DType::F64, "F64", 1, 8},
+    {DType::F32, "F32", 1, 4},
+    {DType::F16, "F16", 1, 2},
+    {DType::BF16, "BF16", 1, 2},
+    {DType::I64, "I64", 1, 8},
+    {DType::I32, "I32", 1, 4},
+    {DType::I16, "I16", 1, 2},
+    {DType::I8, "I8", 1, 1},
+    {DType::U8, "U8", 1, 1},
+    {DType::BOOL, "BOOL", 1, 1},
+    {DType::F8_E4M3, "F8_E4M3", 1, 1},
+    {DType::F8_E5M2, "F8_E5M2", 1, 1},
+    {DType::GGUF_Q8_0, "Q8_0", 32, 34},
+    {DType::GGUF_Q4_0, "Q4_0", 32, 18},
+    {DType::GGUF_Q4_K, "Q4_K", 256, 144},
+    {DType::GGUF_Q5_K, "Q5_K", 256, 176},
+    {DType::GGUF_Q6_K, "Q6_K", 256, 210},
+    {DType::GGUF_MXFP4, "MXFP4", 32, 17},
 }};
 
 const DTypeEntry* entry(DType t) {
@@ -49,13 +57,33 @@ std::string_view dtype_name(DType t) {
 
 std::optional<DType> dtype_from_name(std::string_view name) {
     for (const auto& e : kDTypes)
-        if (e.name == name) return e.type;
+        if (e.name == name && e.block_values == 1) return e.type;
     return std::nullopt;
 }
 
 size_t dtype_size(DType t) {
     const DTypeEntry* e = entry(t);
-    return e ? e->size : 0;
+    return e && e->block_values == 1 ? e->block_bytes : 0;
+}
+
+DTypeBlock dtype_block(DType t) {
+    const DTypeEntry* e = entry(t);
+    return e ? DTypeBlock{e->block_values, e->block_bytes} : DTypeBlock{1, 0};
+}
+
+bool is_block_dtype(DType t) { return dtype_block(t).values > 1; }
+
+std::optional<uint64_t> dtype_bytes(DType t, const std::vector<int64_t>& shape) {
+    const DTypeBlock b = dtype_block(t);
+    uint64_t values = 1;
+    for (int64_t d : shape) {
+        if (d < 0 || __builtin_mul_overflow(values, static_cast<uint64_t>(d), &values)) return std::nullopt;
+    }
+    const uint64_t last = shape.empty() ? 1 : static_cast<uint64_t>(shape.back());
+    if (last % b.values != 0) return std::nullopt;
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(values / b.values, static_cast<uint64_t>(b.bytes), &bytes)) return std::nullopt;
+    return bytes;
 }
 
 // IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.

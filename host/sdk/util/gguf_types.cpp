@@ -1,5 +1,6 @@
 // The GGUF (ggml) tensor types and their block layouts, as gguf-py's GGML_QUANT_SIZES lists them.
 #include <array>
+#include <utility>
 
 #include "stormo/gguf_types.hpp"
 
@@ -48,7 +49,32 @@ constexpr std::array<GgufTypeInfo, 35> kTypes{{
     {GgufType::Q2_0, "Q2_0", 64, 2 + 16, false},
 }};
 
+// The GGUF types a tensor dtype stands for, one to one.
+constexpr std::array<std::pair<GgufType, DType>, 9> kDtypes{{
+    {GgufType::F32, DType::F32},
+    {GgufType::F16, DType::F16},
+    {GgufType::BF16, DType::BF16},
+    {GgufType::Q8_0, DType::GGUF_Q8_0},
+    {GgufType::Q4_0, DType::GGUF_Q4_0},
+    {GgufType::Q4_K, DType::GGUF_Q4_K},
+    {GgufType::Q5_K, DType::GGUF_Q5_K},
+    {GgufType::Q6_K, DType::GGUF_Q6_K},
+    {GgufType::MXFP4, DType::GGUF_MXFP4},
+}};
+
 }  // namespace
+
+std::optional<DType> gguf_dtype(GgufType type) {
+    for (const auto& [g, d] : kDtypes)
+        if (g == type) return d;
+    return std::nullopt;
+}
+
+std::optional<GgufType> gguf_type_of(DType dtype) {
+    for (const auto& [g, d] : kDtypes)
+        if (d == dtype) return g;
+    return std::nullopt;
+}
 
 std::optional<GgufTypeInfo> gguf_type_info(uint32_t id) {
     for (const GgufTypeInfo& t : kTypes)

@@ -1,6 +1,8 @@
 // Tensor helpers: element counts, shape text, aligned host buffers, widening to float32.
 #include "stormo/tensor.hpp"
 
+#include "stormo/gguf_types.hpp"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -82,6 +84,15 @@ void widen(const std::byte* data, size_t count, std::vector<float>& out, Convert
 std::vector<float> to_f32(DType dtype, const std::byte* data, size_t count) {
     std::vector<float> out(count);
     if (count == 0) return out;
+    if (is_block_dtype(dtype)) {
+        // Whole blocks only: a count inside a block decodes that block's leading values.
+        const DTypeBlock b = dtype_block(dtype);
+        const size_t whole = (count + b.values - 1) / b.values * b.values;
+        std::vector<float> blocks(whole);
+        if (!dequantize_gguf(*gguf_type_of(dtype), data, whole, blocks.data())) return {};
+        std::copy_n(blocks.begin(), count, out.begin());
+        return out;
+    }
     switch (dtype) {
         case DType::F32: std::memcpy(out.data(), data, count * sizeof(float)); break;
         case DType::F64: widen<double>(data, count, out, [](double v) { return static_cast<float>(v); }); break;
@@ -98,17 +109,23 @@ std::vector<float> to_f32(DType dtype, const std::byte* data, size_t count) {
         case DType::I8: widen<int8_t>(data, count, out, [](int8_t v) { return static_cast<float>(v); }); break;
         case DType::U8: widen<uint8_t>(data, count, out, [](uint8_t v) { return static_cast<float>(v); }); break;
         case DType::BOOL: widen<uint8_t>(data, count, out, [](uint8_t v) { return v ? 1.0f : 0.0f; }); break;
+        case DType::GGUF_Q8_0:
+        case DType::GGUF_Q4_0:
+        case DType::GGUF_Q4_K:
+        case DType::GGUF_Q5_K:
+        case DType::GGUF_Q6_K:
+        case DType::GGUF_MXFP4: break;  // decoded above
     }
     return out;
 }
 
 std::vector<float> to_f32(const Tensor& t) {
-    const size_t size = dtype_size(t.dtype);
+    const DTypeBlock block = dtype_block(t.dtype);
     const int64_t declared = element_count(t.shape);
     // Never read past the buffer, even if shape and buffer disagree.
     size_t count = declared > 0 ? static_cast<size_t>(declared) : 0;
-    if (size == 0) return {};
-    count = std::min(count, t.nbytes() / size);
+    if (block.bytes == 0) return {};
+    count = std::min(count, t.nbytes() / block.bytes * block.values);
     return to_f32(t.dtype, t.bytes(), count);
 }
 

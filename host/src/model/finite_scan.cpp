@@ -2,7 +2,10 @@
 #include "model/finite_scan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+
+#include "stormo/gguf_types.hpp"
 
 namespace stormo {
 namespace {
@@ -54,8 +57,17 @@ bool can_hold_non_finite(const TensorInfo& t) {
     switch (t.dtype) {
         case DType::F64: case DType::F32: case DType::F16: case DType::BF16: case DType::F8_E4M3: case DType::F8_E5M2:
             return true;
-        default: return is_e8m0_scales(t);
+        default: return is_block_dtype(t.dtype) || is_e8m0_scales(t);
     }
+}
+
+// A GGUF block type's scales are F16 (NaN or Inf reaches every value they scale), so its blocks
+// are decoded as the kernels decode them and the values counted.
+Expected<uint64_t> count_non_finite_blocks(DType dtype, const unsigned char* p, size_t n_blocks, std::vector<float>& values) {
+    const DTypeBlock b = dtype_block(dtype);
+    values.resize(n_blocks * b.values);
+    STORMO_TRY(dequantize_gguf(*gguf_type_of(dtype), reinterpret_cast<const std::byte*>(p), values.size(), values.data()));
+    return static_cast<uint64_t>(std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); }));
 }
 
 }  // namespace
@@ -64,17 +76,23 @@ Expected<FiniteScan> scan_non_finite(const ModelSource& source) {
     // Read in chunks of whole elements, so a 10 GiB tensor needs 16 MiB of memory.
     constexpr uint64_t kChunk = uint64_t{16} << 20;
     std::vector<unsigned char> buffer;
+    std::vector<float> decoded;
     FiniteScan scan;
     for (const TensorInfo& t : source.tensors()) {
         if (!can_hold_non_finite(t)) continue;
-        const size_t element = dtype_size(t.dtype);
+        const size_t element = dtype_block(t.dtype).bytes;  // an element, or a block of the block types
         const uint64_t chunk = kChunk / element * element;
         uint64_t bad = 0;
         for (uint64_t offset = 0; offset < t.nbytes; offset += chunk) {
             const uint64_t size = std::min(chunk, t.nbytes - offset);
             buffer.resize(size);
             STORMO_TRY(source.read(t, offset, size, buffer.data()));
-            bad += count_non_finite(t.dtype, is_e8m0_scales(t), buffer.data(), size / element);
+            if (is_block_dtype(t.dtype)) {
+                STORMO_TRY_ASSIGN(const uint64_t n, count_non_finite_blocks(t.dtype, buffer.data(), size / element, decoded));
+                bad += n;
+            } else {
+                bad += count_non_finite(t.dtype, is_e8m0_scales(t), buffer.data(), size / element);
+            }
         }
         ++scan.tensors_scanned;
         scan.bytes_scanned += t.nbytes;

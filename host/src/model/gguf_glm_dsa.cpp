@@ -177,9 +177,8 @@ Expected<void> map_attention(const GgufModel& model, MappedModel& m, const Dims&
     STORMO_TRY(plain("attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight", {d.kv_lora}));
     STORMO_TRY_ASSIGN(const auto k_b, dequantized(model, blk(l, "attn_k_b.weight"), {d.nope, d.kv_lora, d.heads}));
     STORMO_TRY_ASSIGN(const auto v_b, dequantized(model, blk(l, "attn_v_b.weight"), {d.kv_lora, d.v, d.heads}));
-    m.tensors.push_back({hf(l, "self_attn.kv_b_proj.weight"),
-                         {static_cast<int64_t>(d.heads * (d.nope + d.v)), static_cast<int64_t>(d.kv_lora)},
-                         join_kv_b(k_b, v_b, d)});
+    add_values(m, hf(l, "self_attn.kv_b_proj.weight"),
+               {static_cast<int64_t>(d.heads * (d.nope + d.v)), static_cast<int64_t>(d.kv_lora)}, join_kv_b(k_b, v_b, d));
     STORMO_TRY(plain("attn_output.weight", "self_attn.o_proj.weight", {d.heads * d.v, H}));
     STORMO_TRY(plain("indexer.attn_q_b.weight", "self_attn.indexer.wq_b.weight", {d.q_lora, d.index_heads * d.index_dim}));
     STORMO_TRY(plain("indexer.attn_k.weight", "self_attn.indexer.wk.weight", {H, d.index_dim}));

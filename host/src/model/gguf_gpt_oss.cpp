@@ -1,7 +1,10 @@
 // llama.cpp's "gpt-oss" architecture (its openai-moe model) onto the gpt_oss family: the config
 // transformers' GptOssConfig would hold, and the tensors under transformers' names and layouts.
 // llama.cpp's converter (conversion/gpt_oss.py) split the interleaved gate_up experts into
-// ffn_gate_exps / ffn_up_exps and transposed the expert matrices to [E, out, in]; this undoes both.
+// ffn_gate_exps / ffn_up_exps and transposed the expert matrices to [E, out, in]. The family
+// takes that form as it is (stacked nn.Linear experts "mlp.experts.{gate,up,down}_proj.weight"
+// [E, out, in] with ".bias" [E, out], plugins/gpt_oss/experts.cpp), so the experts are handed
+// over in the file's own blocks and stream from the file like a safetensors checkpoint's.
 #include <string>
 
 #include "model/gguf_mapping.hpp"
@@ -69,31 +72,6 @@ Expected<std::string> config_json(const GgufModel& model, const Keys& k, const D
     return j.str();
 }
 
-// gate_up [E, hidden, 2 * inter] ([in, out], gate at even columns, up at odd) from gate and up
-// [E, inter, hidden] ([out, in]); biases [E, 2 * inter] from [E, inter] each.
-std::vector<float> interleave_gate_up(const std::vector<float>& gate, const std::vector<float>& up, uint64_t experts,
-                                      uint64_t hidden, uint64_t inter) {
-    std::vector<float> out(gate.size() * 2);
-    for (uint64_t e = 0; e < experts; ++e)
-        for (uint64_t j = 0; j < inter; ++j)
-            for (uint64_t i = 0; i < hidden; ++i) {
-                const uint64_t from = (e * inter + j) * hidden + i;
-                const uint64_t to = (e * hidden + i) * 2 * inter + 2 * j;
-                out[to] = gate[from];
-                out[to + 1] = up[from];
-            }
-    return out;
-}
-
-std::vector<float> interleave_bias(const std::vector<float>& gate, const std::vector<float>& up) {
-    std::vector<float> out(gate.size() * 2);
-    for (size_t i = 0; i < gate.size(); ++i) {
-        out[2 * i] = gate[i];
-        out[2 * i + 1] = up[i];
-    }
-    return out;
-}
-
 }  // namespace
 
 Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& k) {
@@ -102,7 +80,6 @@ Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& k) {
 
     const auto H = d.hidden, V = d.vocab, E = d.experts, I = d.inter;
     const auto q_width = d.heads * d.head_dim, kv_width = d.kv_heads * d.head_dim;
-    const auto s = [](uint64_t v) { return static_cast<int64_t>(v); };
     STORMO_TRY(copy_ends(model, m, H, V));
     const bool bias = model.find(blk(0, "attn_q.bias")) != nullptr;
     for (int l = 0; l < static_cast<int>(d.layers); ++l) {
@@ -120,15 +97,13 @@ Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& k) {
         STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_gate_inp.weight"), hf(l, "mlp.router.weight"), {H, E}));
         STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_gate_inp.bias"), hf(l, "mlp.router.bias"), {E}));
 
-        STORMO_TRY_ASSIGN(auto gate, dequantized(model, blk(l, "ffn_gate_exps.weight"), {H, I, E}));
-        STORMO_TRY_ASSIGN(auto up, dequantized(model, blk(l, "ffn_up_exps.weight"), {H, I, E}));
-        m.tensors.push_back({hf(l, "mlp.experts.gate_up_proj"), {s(E), s(H), s(2 * I)}, interleave_gate_up(gate, up, E, H, I)});
-        STORMO_TRY_ASSIGN(auto gate_b, dequantized(model, blk(l, "ffn_gate_exps.bias"), {I, E}));
-        STORMO_TRY_ASSIGN(auto up_b, dequantized(model, blk(l, "ffn_up_exps.bias"), {I, E}));
-        m.tensors.push_back({hf(l, "mlp.experts.gate_up_proj_bias"), {s(E), s(2 * I)}, interleave_bias(gate_b, up_b)});
-        STORMO_TRY_ASSIGN(auto down, dequantized(model, blk(l, "ffn_down_exps.weight"), {I, H, E}));
-        m.tensors.push_back({hf(l, "mlp.experts.down_proj"), {s(E), s(I), s(H)}, transpose_each(down, E, H, I)});
-        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_down_exps.bias"), hf(l, "mlp.experts.down_proj_bias"), {H, E}));
+        for (const char* projection : {"gate", "up"}) {
+            const std::string g = std::string("ffn_") + projection + "_exps", h = std::string("mlp.experts.") + projection + "_proj";
+            STORMO_TRY(copy_tensor(model, m, blk(l, g + ".weight"), hf(l, h + ".weight"), {H, I, E}));
+            STORMO_TRY(copy_tensor(model, m, blk(l, g + ".bias"), hf(l, h + ".bias"), {I, E}));
+        }
+        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_down_exps.weight"), hf(l, "mlp.experts.down_proj.weight"), {I, H, E}));
+        STORMO_TRY(copy_tensor(model, m, blk(l, "ffn_down_exps.bias"), hf(l, "mlp.experts.down_proj.bias"), {H, E}));
     }
     return m;
 }

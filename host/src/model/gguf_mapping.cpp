@@ -59,12 +59,11 @@ Error Keys::refuse(std::string_view key, const std::string& what, ErrorKind kind
 std::string blk(int layer, std::string_view name) { return "blk." + std::to_string(layer) + "." + std::string(name); }
 std::string hf(int layer, std::string_view name) { return "model.layers." + std::to_string(layer) + "." + std::string(name); }
 
-Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne) {
+Expected<GgufTensorRef> checked_ne(const GgufModel& model, const std::string& name, const std::vector<uint64_t>& ne) {
     const GgufTensorRef* t = model.find(name);
     const std::string& first = model.parts().front()->path();
     if (t == nullptr) return fail(ErrorKind::missing, first + ": tensor " + in_quotes(name) + " is missing");
     const GgufTensorInfo& info = *t->info;
-    const std::string where = t->file->path() + ": tensor " + in_quotes(name);
     bool same = info.n_dims == ne.size();
     for (size_t d = 0; same && d < ne.size(); ++d) same = info.ne[d] == ne[d];
     if (!same) {
@@ -73,22 +72,51 @@ Expected<std::vector<float>> dequantized(const GgufModel& model, const std::stri
             for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
             return s + "]";
         };
-        return fail(ErrorKind::mismatch, where + ": has ne " + dims(info.ne.data(), info.n_dims) + ", the metadata needs " +
-                                             dims(ne.data(), ne.size()));
+        return fail(ErrorKind::mismatch, t->file->path() + ": tensor " + in_quotes(name) + ": has ne " +
+                                             dims(info.ne.data(), info.n_dims) + ", the metadata needs " + dims(ne.data(), ne.size()));
     }
-    std::vector<float> values(static_cast<size_t>(info.elements));
-    if (auto r = dequantize_gguf(info.type, t->bytes().data(), values.size(), values.data()); !r)
-        return tl::unexpected(with_context(r.error(), where));
+    return *t;
+}
+
+Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne) {
+    STORMO_TRY_ASSIGN(const GgufTensorRef t, checked_ne(model, name, ne));
+    std::vector<float> values(static_cast<size_t>(t.info->elements));
+    if (auto r = dequantize_gguf(t.info->type, t.bytes().data(), values.size(), values.data()); !r)
+        return tl::unexpected(with_context(r.error(), t.file->path() + ": tensor " + in_quotes(name)));
     return values;
 }
 
-Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
-                           std::vector<uint64_t> ne) {
-    STORMO_TRY_ASSIGN(auto values, dequantized(model, gguf_name, ne));
+namespace {
+
+// Whether a family is handed the file's bytes of `t` (copy_tensor's rule), and as which dtype.
+std::optional<DType> in_file_dtype(const GgufTensorInfo& t) {
+    const std::optional<DType> dtype = gguf_dtype(t.type);
+    if (!dtype || (t.n_dims < 2 && *dtype != DType::F32)) return std::nullopt;
+    return dtype;
+}
+
+Shape row_major(const std::vector<uint64_t>& ne) {
     Shape shape;
     for (auto it = ne.rbegin(); it != ne.rend(); ++it) shape.push_back(static_cast<int64_t>(*it));
-    m.tensors.push_back({std::move(hf_name), std::move(shape), std::move(values)});
+    return shape;
+}
+
+}  // namespace
+
+Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
+                           std::vector<uint64_t> ne) {
+    STORMO_TRY_ASSIGN(const GgufTensorRef t, checked_ne(model, gguf_name, ne));
+    if (const std::optional<DType> dtype = in_file_dtype(*t.info)) {
+        m.tensors.push_back({std::move(hf_name), row_major(ne), *dtype, t, 0, t.info->nbytes, {}});
+        return {};
+    }
+    STORMO_TRY_ASSIGN(auto values, dequantized(model, gguf_name, ne));
+    add_values(m, std::move(hf_name), row_major(ne), std::move(values));
     return {};
+}
+
+void add_values(MappedModel& m, std::string hf_name, Shape shape, std::vector<float> values) {
+    m.tensors.push_back({std::move(hf_name), std::move(shape), DType::F32, std::nullopt, 0, 0, std::move(values)});
 }
 
 Expected<void> copy_ends(const GgufModel& model, MappedModel& m, uint64_t hidden, uint64_t vocab) {
@@ -105,15 +133,25 @@ Expected<void> copy_layer_norms(const GgufModel& model, MappedModel& m, int l, u
 
 Expected<void> unstack_experts(const GgufModel& model, MappedModel& m, const std::string& gguf_name,
                                const std::string& hf_pattern, uint64_t in, uint64_t out, uint64_t experts) {
-    STORMO_TRY_ASSIGN(const auto values, dequantized(model, gguf_name, {in, out, experts}));
+    STORMO_TRY_ASSIGN(const GgufTensorRef t, checked_ne(model, gguf_name, {in, out, experts}));
+    const std::optional<DType> dtype = in_file_dtype(*t.info);
+    std::vector<float> values;
+    if (!dtype) {
+        STORMO_TRY_ASSIGN(values, dequantized(model, gguf_name, {in, out, experts}));
+    }
     const size_t slot = hf_pattern.find("{e}");
     const auto per_expert = static_cast<std::ptrdiff_t>(in * out);
+    const uint64_t slice = t.info->nbytes / experts;  // ne[0] is whole blocks, so every slice is
     for (uint64_t e = 0; e < experts; ++e) {
         std::string name = hf_pattern;
         name.replace(slot, 3, std::to_string(e));
-        const auto first = values.begin() + static_cast<std::ptrdiff_t>(e) * per_expert;
-        m.tensors.push_back({std::move(name), {static_cast<int64_t>(out), static_cast<int64_t>(in)},
-                             std::vector<float>(first, first + per_expert)});
+        const Shape shape{static_cast<int64_t>(out), static_cast<int64_t>(in)};
+        if (dtype) {
+            m.tensors.push_back({std::move(name), shape, *dtype, t, slice * e, slice, {}});
+        } else {
+            const auto first = values.begin() + static_cast<std::ptrdiff_t>(e) * per_expert;
+            add_values(m, std::move(name), shape, std::vector<float>(first, first + per_expert));
+        }
     }
     return {};
 }

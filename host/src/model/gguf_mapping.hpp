@@ -1,8 +1,9 @@
 #pragma once
 // What maps one GGUF architecture onto a family (host-internal): metadata reads that name the
-// file and key when they fail, tensor dequantization with a shape check, the pieces every
-// architecture's mapping shares (gguf_mapping.cpp), and the result each mapping returns (a
-// config.json text and the family's tensors as float32). One file per architecture holds the rest.
+// file and key when they fail, tensors with a shape check, the pieces every architecture's
+// mapping shares (gguf_mapping.cpp), and the result each mapping returns (a config.json text and
+// the family's tensors: byte ranges of the file where the file's layout is the family's, float32
+// values where llama.cpp's converter reordered them). One file per architecture holds the rest.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,11 +17,16 @@
 namespace stormo::gguf_mapping {
 
 // A tensor as the family will read it: its checkpoint name and shape (row-major, PyTorch's order),
-// float32 values.
+// and either bytes of the file as they are (`in_file`: the GGUF tensor's own type, or one
+// expert's slice of a stacked tensor) or float32 values made when the model opened.
 struct FamilyTensor {
     std::string name;
     Shape shape;
-    std::vector<float> values;
+    DType dtype = DType::F32;
+    std::optional<GgufTensorRef> in_file;
+    uint64_t slice_offset = 0;  // in_file: where the bytes start inside the GGUF tensor
+    uint64_t slice_bytes = 0;
+    std::vector<float> values;  // otherwise
 };
 
 struct MappedModel {
@@ -63,7 +69,17 @@ std::string hf(int layer, std::string_view name);
 // fastest dimension first); errors name the file and the tensor.
 Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne);
 
-// One tensor copied as it is (ggml's ne reversed is the row-major shape) into `m` under `hf_name`.
+// A tensor the mapping computed (reordered from the file), as float32 values.
+void add_values(MappedModel& m, std::string hf_name, Shape shape, std::vector<float> values);
+
+// The GGUF tensor `name` after checking that it exists with exactly `ne`; errors name the file
+// and the tensor.
+Expected<GgufTensorRef> checked_ne(const GgufModel& model, const std::string& name, const std::vector<uint64_t>& ne);
+
+// One tensor as it is (ggml's ne reversed is the row-major shape) into `m` under `hf_name`: the
+// file's bytes when the family can take its type (gguf_dtype: F32, F16, BF16 and the block types
+// with kernels; a one-dimensional tensor only when F32, since families take small vectors as
+// float32), float32 values otherwise.
 Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
                            std::vector<uint64_t> ne);
 
@@ -77,7 +93,8 @@ Expected<void> copy_layer_norms(const GgufModel& model, MappedModel& m, int l, u
 
 // A stacked expert tensor, ne {in, out, experts} ([E, out, in] row-major, as llama.cpp's converter
 // stacks transformers' per-expert [out, in] matrices), as one [out, in] tensor per expert named
-// by `hf_pattern` with "{e}" replaced by the expert id (the hub checkpoints' layout).
+// by `hf_pattern` with "{e}" replaced by the expert id (the hub checkpoints' layout): each
+// expert's slice of the file, or float32 values as copy_tensor decides.
 Expected<void> unstack_experts(const GgufModel& model, MappedModel& m, const std::string& gguf_name,
                                const std::string& hf_pattern, uint64_t in, uint64_t out, uint64_t experts);
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "model/gguf_mapping.hpp"
+#include "util/file.hpp"
 #include "util/quote.hpp"
 
 namespace stormo {
@@ -12,25 +13,38 @@ namespace {
 
 using gguf_mapping::FamilyTensor;
 
-// The family's tensors, float32 in RAM; reads are copies out of them.
+// The family's tensors: byte ranges of the GGUF file, or float32 values the mapping made, held in
+// RAM. The file's bytes are read with pread, not copied out of the mapping the header was parsed
+// from: pages of a mapping count in the process's resident set as long as it lives, pages read
+// into the page cache do not, so a model loaded into RAM does not count twice.
 class GgufSource final : public ModelSource {
 public:
-    GgufSource(GgufModel model, ModelConfig config, std::optional<ModelConfig> generation, std::vector<FamilyTensor> tensors)
-        : model_(std::move(model)), path_(model_.parts().front()->path()), config_(std::move(config)),
-          generation_(std::move(generation)), values_(std::move(tensors)) {
-        std::sort(values_.begin(), values_.end(), [](const FamilyTensor& a, const FamilyTensor& b) { return a.name < b.name; });
-        // TensorInfo::file names no file the bytes could be read from, so nothing that opens
-        // files (the streaming store) can mistake these tensors for byte ranges of the GGUF file.
+    GgufSource(GgufModel model, std::vector<FileDescriptor> parts, ModelConfig config, std::optional<ModelConfig> generation,
+               std::vector<FamilyTensor> tensors)
+        : model_(std::move(model)), parts_(std::move(parts)), path_(model_.parts().front()->path()), config_(std::move(config)),
+          generation_(std::move(generation)), tensors_(std::move(tensors)) {
+        std::sort(tensors_.begin(), tensors_.end(), [](const FamilyTensor& a, const FamilyTensor& b) { return a.name < b.name; });
+        // An in-memory tensor's TensorInfo::file names no file the bytes could be read from, so
+        // nothing that opens files (the streaming store) can mistake it for a range of the file.
         const std::string origin = path_ + " (dequantized in memory)";
-        for (const FamilyTensor& t : values_)
-            infos_.push_back(TensorInfo{t.name, DType::F32, t.shape, origin, 0, t.values.size() * sizeof(float)});
+        for (const FamilyTensor& t : tensors_) {
+            if (t.in_file)
+                infos_.push_back(TensorInfo{t.name, t.dtype, t.shape, t.in_file->file->path(), t.in_file->info->offset + t.slice_offset,
+                                            t.slice_bytes});
+            else
+                infos_.push_back(TensorInfo{t.name, DType::F32, t.shape, origin, 0, t.values.size() * sizeof(float)});
+        }
     }
 
     const std::string& directory() const override { return path_; }
     const ModelConfig& config() const override { return config_; }
     const std::optional<ModelConfig>& generation_config() const override { return generation_; }
     const std::vector<TensorInfo>& tensors() const override { return infos_; }
-    bool tensors_in_memory() const override { return true; }
+
+    bool in_memory(const TensorInfo& t) const override {
+        const TensorInfo* own = find(t.name);
+        return own != nullptr && !tensors_[static_cast<size_t>(own - infos_.data())].in_file;
+    }
 
     const TensorInfo* find(std::string_view name) const override {
         auto it = std::lower_bound(infos_.begin(), infos_.end(), name,
@@ -47,17 +61,25 @@ public:
             return fail(ErrorKind::invalid_argument, what + ": read of " + std::to_string(size) + " bytes at offset " +
                                                          std::to_string(offset) + " runs past the tensor's " +
                                                          std::to_string(own->nbytes) + " bytes");
-        const auto& values = values_[static_cast<size_t>(own - infos_.data())].values;
-        std::memcpy(dst, reinterpret_cast<const std::byte*>(values.data()) + offset, size);
+        const FamilyTensor& held = tensors_[static_cast<size_t>(own - infos_.data())];
+        if (held.in_file) {
+            const auto& files = model_.parts();
+            size_t part = 0;
+            while (part < files.size() && files[part].get() != held.in_file->file) ++part;
+            if (part == files.size()) return fail(ErrorKind::internal, what + ": its file is not a part of the model");
+            return pread_exact(parts_[part].get(), dst, size, own->offset + offset, what);
+        }
+        std::memcpy(dst, reinterpret_cast<const std::byte*>(held.values.data()) + offset, size);
         return {};
     }
 
 private:
-    GgufModel model_;  // kept open: later steps read blocks from it in place
+    GgufModel model_;  // the parsed headers; in-file tensors refer to its parts
+    std::vector<FileDescriptor> parts_;  // one per part of model_, in its order
     std::string path_;
     ModelConfig config_;
     std::optional<ModelConfig> generation_;
-    std::vector<FamilyTensor> values_;  // sorted by name, parallel to infos_
+    std::vector<FamilyTensor> tensors_;  // sorted by name, parallel to infos_
     std::vector<TensorInfo> infos_;
 };
 
@@ -88,7 +110,13 @@ Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path)
         STORMO_TRY_ASSIGN(generation, ModelConfig::parse(*mapped.generation_config_json,
                                                          h.path + " (metadata as generation_config.json)"));
     }
-    return std::make_unique<GgufSource>(std::move(model), std::move(config), std::move(generation), std::move(mapped.tensors));
+    std::vector<FileDescriptor> parts;
+    for (const auto& part : model.parts()) {
+        STORMO_TRY_ASSIGN(auto fd, FileDescriptor::open_read(part->path()));
+        parts.push_back(std::move(fd));
+    }
+    return std::make_unique<GgufSource>(std::move(model), std::move(parts), std::move(config), std::move(generation),
+                                        std::move(mapped.tensors));
 }
 
 }  // namespace stormo

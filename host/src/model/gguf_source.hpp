@@ -4,12 +4,12 @@
 // checkpoint names and layouts the family reads (transformers' names), built from llama.cpp's
 // (blk.N.ffn_gate_exps.weight, attn_q, token_embd, output, ...).
 //
-// First step, on the float road: every tensor is dequantized to float32 when the model opens
-// (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4: stormo/gguf_types.hpp) and held in RAM,
-// reordered where llama.cpp's converter reordered it (the gate and up experts it split, the
-// matrices it transposed). The source therefore needs four bytes of RAM per parameter and its
-// experts are always resident (tensors_in_memory()); running GGUF blocks in place through the
-// kernels and streaming GGUF experts from the file are later steps (docs/gguf.md).
+// A tensor whose layout in the file is the family's (every plain matrix, and each expert's slice
+// of a stacked expert tensor) is handed over as the file's bytes in the file's type: F32, F16,
+// BF16, or a block type the kernels run in place (stormo/gguf_types.hpp, gguf_dtype), so the
+// experts stream from the file through the expert store. A tensor llama.cpp's converter reordered
+// (GLM's split kv_b), a type without kernels, and a one-dimensional non-F32 tensor are
+// dequantized to float32 when the model opens and held in RAM (in_memory()).
 #include <memory>
 #include <string>
 

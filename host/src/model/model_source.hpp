@@ -34,9 +34,9 @@ public:
     virtual const TensorInfo* find(std::string_view name) const = 0;
     // Reads bytes [offset, offset + size) of a tensor's data into caller memory with pread.
     virtual Expected<void> read(const TensorInfo& t, uint64_t offset, uint64_t size, void* dst) const = 0;
-    // True when the tensors are already held in RAM (a GGUF model dequantized on load) rather
-    // than byte ranges of files: the experts are then resident, never streamed.
-    virtual bool tensors_in_memory() const { return false; }
+    // True when the tensor is held in RAM (a GGUF tensor dequantized on load) rather than a byte
+    // range of a file: it can be read, never streamed from its file.
+    virtual bool in_memory(const TensorInfo&) const { return false; }
 };
 
 // Opens and validates a Hugging Face model directory (one model.safetensors, or shards with

@@ -85,8 +85,15 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     STORMO_TRY(check_budget_fits(options.expert_budget, budget_, total, available, options.expert_budget_origin));
 
     std::unique_ptr<ExpertStore> store;
-    // A source whose tensors are already in RAM (GGUF dequantized on load) has nothing to stream.
-    if (budget_.all || layouts.empty() || setup_.source->tensors_in_memory()) {
+    // Experts already in RAM (a GGUF tensor dequantized on load) have no file to stream from.
+    const auto in_memory = [&] {
+        for (const auto& layout : layouts)
+            for (const auto& expert : layout.locations)
+                for (const auto& part : expert)
+                    if (setup_.source->in_memory(*part.tensor)) return true;
+        return false;
+    };
+    if (budget_.all || layouts.empty() || in_memory()) {
         store = make_resident_expert_store(*setup_.source);
     } else {
         std::vector<std::string> files;

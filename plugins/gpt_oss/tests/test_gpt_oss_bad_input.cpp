@@ -97,12 +97,12 @@ TEST(GptOssBadCheckpoint, WrongDtypeIsRefusedNamingTheTensor) {
     const std::string dir = write_copy(tmp, "gpt_oss", [&](auto& ts) {
         for (auto& t : ts)
             if (t.name == name) {
-                t.dtype = "F16";  // same size as BF16, so only the dtype check can catch it
+                t.dtype = "I16";  // same size as BF16, so only the dtype check can catch it
             }
     });
     const Error e = open_error(dir);
     EXPECT_NE(e.message.find(name), std::string::npos) << e.message;
-    EXPECT_NE(e.message.find("F16"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("I16"), std::string::npos) << e.message;
 }
 
 TEST(GptOssBadCheckpoint, MissingShardIsRefusedNamingIt) {

@@ -16,7 +16,8 @@ namespace stormo::toolkit {
 // The parts of one layer's experts, in the order build_swiglu_expert reads them. `pattern` gives
 // a projection's tensor name with "{e}" for the expert id ("model.layers.3.mlp.experts.{e}.up_proj.weight").
 // The experts are FP8 (each weight with its scale) when the checkpoint is (`blocks` enabled) and
-// holds expert 0's gate scale: an FP8 file may keep some layers in a float format.
+// holds expert 0's gate scale: an FP8 file may keep some layers in a float format. Otherwise a
+// part is one of `dtypes` or a GGUF block type (gguf_block_dtypes, loading.hpp).
 std::vector<ExpertPartDecl> swiglu_expert_parts(const LoadContext& ctx,
                                                 const std::function<std::string(const char* projection)>& pattern,
                                                 int64_t hidden, int64_t inter, const std::vector<DType>& dtypes,

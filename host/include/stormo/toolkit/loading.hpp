@@ -16,8 +16,16 @@
 
 namespace stormo::toolkit {
 
-// The matrix format of a checkpoint dtype, or an error naming the tensor.
+// The matrix format of a checkpoint dtype (F32, BF16, F16, or a GGUF block type run in place),
+// or an error naming the tensor.
 Expected<WeightFormat> matrix_format(DType dtype, const std::string& tensor);
+
+// The GGUF block types (DType::GGUF_*) a matrix may come in from a GGUF file, whatever the
+// family's own checkpoints use: no safetensors file holds them, so accepting them costs nothing,
+// and every matrix kernel runs them (WeightFormat::GGUF_*).
+const std::vector<DType>& gguf_block_dtypes();
+// `dtypes` and the block types.
+std::vector<DType> with_gguf_blocks(std::vector<DType> dtypes);
 
 class TensorLoader;
 
@@ -43,12 +51,12 @@ Expected<void> load_layer_norms(TensorLoader& load, const std::string& layer_pre
 class TensorLoader {
 public:
     // `keep` owns the loaded bytes: the model holds it as long as its weight views live.
-    // With `fp8` enabled, a matrix may also be F8_E4M3 with its weight_scale_inv beside it.
+    // A matrix may also come in a GGUF block type (gguf_block_dtypes). With `fp8` enabled, a matrix may also be F8_E4M3 with its weight_scale_inv beside it.
     TensorLoader(LoadContext& ctx, std::vector<Tensor>& keep, std::vector<DType> matrix_dtypes,
                  std::vector<DType> vector_dtypes, Fp8Blocks fp8 = {})
         : ctx_(ctx),
           keep_(keep),
-          matrix_dtypes_(std::move(matrix_dtypes)),
+          matrix_dtypes_(with_gguf_blocks(std::move(matrix_dtypes))),
           vector_dtypes_(std::move(vector_dtypes)),
           fp8_(fp8) {
         if (fp8_.enabled()) matrix_dtypes_.push_back(DType::F8_E4M3);
