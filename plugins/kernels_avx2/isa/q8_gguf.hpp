@@ -404,19 +404,27 @@ void matmul_super(const WeightView& w, const Q8Rows& x, float* y, size_t ys, siz
     const size_t nb = w.cols / 256;
     const size_t row_bytes = nb * S::kBytes;
     S block;
+    // A block type may take the activations in its own order, rearranged once per call
+    // (S::reorder; only for rows of 256-blocks: others make per_output write NaN).
+    const int8_t* q = x.q;
+    Scratch<int8_t> reordered;
+    if constexpr (requires { S::reorder(x, reordered); })
+        if (x.block == kQ8KBlock) {
+            S::reorder(x, reordered);
+            q = reordered.data();
+        }
     per_output<Dot>(w, row_bytes, x, y, ys, o_begin, o_end, [&](const uint8_t* row, float* lanes) {
         for (size_t b = 0; b < nb; ++b) {
             prefetch_next(row, row_bytes, b * S::kBytes, (b + 1) * S::kBytes);
             block.decode(row + b * S::kBytes);
             for (size_t r = 0; r < x.n_x; ++r) {
                 float& lane = lanes[r * 8 + b % 8];
-                lane = lane + block.term(x.q + (r * x.blocks + b) * 256, x.scales[r * x.blocks + b],
+                lane = lane + block.term(q + (r * x.blocks + b) * 256, x.scales[r * x.blocks + b],
                                          x.sums + (r * x.blocks + b) * 16);
             }
         }
     });
 }
-
 
 // The MatmulQ8Fn of each format on Dot.
 template <class Dot>

@@ -4,12 +4,13 @@
 // vpdpwssd (the pair sums times the sub-block scales, added) in two chains, and one horizontal
 // sum, where the 256-bit shape needs eight of each.
 //
-// A register holds 64 consecutive elements, so the activations are read as they are:
-//   Q4_K, Q5_K: register c = sub-blocks 2c and 2c + 1, the low and high nibbles of the same 32
-//     bytes put in the two 256-bit halves (plus, for Q5_K, bit 2c or 2c + 1 of qh's bytes as
-//     bit 4: one variable shift of [qh | qh] by [2c | 2c + 1]);
-//   Q6_K: register k = scale groups 4k .. 4k + 3: 64 bytes of ql (low or high nibbles) and two
-//     bits of [qh | qh] shifted by [4h | 4h + 2].
+// A register holds 64 values:
+//   Q4_K, Q5_K: sub-blocks [0 | 2], [1 | 3], [4 | 6], [5 | 7], the low and high nibbles of 64
+//     consecutive bytes (plus, for Q5_K, bit s of qh's bytes as bit 4: one variable shift of
+//     [qh | qh] by the halves' sub-block numbers); the activations are rearranged once per call to
+//     that order (q8_gguf.hpp's driver asks the block type);
+//   Q6_K: register k = scale groups 4k .. 4k + 3 (64 consecutive values, activations as they
+//     are): 64 bytes of ql (low or high nibbles) and two bits of [qh | qh] shifted by [4h | 4h + 2].
 // The sub-block scales are spread over each register's int16 lanes by vpermw. Bit-exact against
 // host/sdk/kernels/reference_q8_gguf.cpp: exact integer sums (pmaddubsw pairs at most
 // 2 * 63 * 128 < 2^15; vpdpwssd adds in int32), then the reference's float term.
@@ -43,33 +44,52 @@ using q8g::load32;
     return _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1));
 }
 
-// Q4_K / Q5_K: term = float(isum) * (dx * d) - float(imin) * (dx * dmin).
+// Q4_K / Q5_K: term = float(isum) * (dx * d) - float(imin) * (dx * dmin). Register j holds two
+// sub-blocks: [0 | 2], [1 | 3], [4 | 6], [5 | 7] (kOrder), the low or high nibbles of 64
+// consecutive bytes, so a super-block decodes in two loads, two shifts and four masks; the
+// activations are rearranged once per call to match (reorder).
 template <bool FifthBit>
 struct SuperK45 {
     static constexpr size_t kBytes = FifthBit ? 176 : 144;
+    static constexpr int kOrder[8] = {0, 2, 1, 3, 4, 6, 5, 7};
     __m512i u[4];
-    __m512i sc[4];  // int16 lanes: [scale 2c x 16 | scale 2c + 1 x 16]
+    __m512i sc[4];  // int16 lanes: [scale of the low sub-block x 16 | of the high one x 16]
     __m256i m16;    // [m0, m0, m1, m1, ..., m7, m7] as int16: pmaddwd with the 16 sums gives m_s * (bs_2s + bs_2s+1)
     float d, dmin;
 
+    // Every row's 256-blocks with their 32-value sub-blocks in kOrder.
+    static void reorder(const Q8Rows& x, Scratch<int8_t>& out) {
+        const size_t blocks = x.n_x * x.blocks;
+        out.resize(blocks * 256);
+        for (size_t b = 0; b < blocks; ++b)
+            for (int s = 0; s < 8; ++s)
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.data() + b * 256 + 32 * s),
+                                    load32(x.q + b * 256 + 32 * kOrder[s]));
+    }
+
     [[gnu::always_inline]] void decode(const uint8_t* b) {
-        const __m256i low4 = _mm256_set1_epi8(0x0F);
+        const __m512i low4 = _mm512_set1_epi8(0x0F);
         const uint8_t* qs = b + (FifthBit ? 48 : 16);
         uint64_t scv, mv;
         gguf::scales_mins_k4(b, scv, mv);
         const __m512i sc8 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(scv))));
         __m512i qh2 = _mm512_setzero_si512();
         if constexpr (FifthBit) qh2 = _mm512_broadcast_i64x4(load32(b + 16));
+#pragma GCC unroll 2
+        for (int c = 0; c < 2; ++c) {
+            const __m512i v = load64(qs + 64 * c);  // chunks 2c, 2c + 1: sub-blocks 4c, 4c + 2 low, 4c + 1, 4c + 3 high
+            u[2 * c] = _mm512_and_si512(v, low4);
+            u[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        }
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-            const __m256i v = load32(qs + 32 * c);
-            u[c] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, low4)),
-                                      _mm256_and_si256(_mm256_srli_epi16(v, 4), low4), 1);
+        for (int j = 0; j < 4; ++j) {
+            const __m512i pair = halves16(kOrder[2 * j], kOrder[2 * j + 1]);
             if constexpr (FifthBit) {
-                const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh2, halves16(2 * c, 2 * c + 1)), _mm512_set1_epi8(1));
-                u[c] = _mm512_or_si512(u[c], _mm512_slli_epi16(bit, 4));
+                // Bit s of qh's byte l is sub-block s's fifth bit: one variable shift per half.
+                const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh2, pair), _mm512_set1_epi8(1));
+                u[j] = _mm512_or_si512(u[j], _mm512_slli_epi16(bit, 4));
             }
-            sc[c] = _mm512_permutexvar_epi16(halves16(2 * c, 2 * c + 1), sc8);
+            sc[j] = _mm512_permutexvar_epi16(pair, sc8);
         }
         const __m128i m8 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mv)));
         m16 = _mm256_set_m128i(_mm_unpackhi_epi16(m8, m8), _mm_unpacklo_epi16(m8, m8));
