@@ -11,8 +11,8 @@ namespace stormo::simd {
 void matmul_q8_mxfp4_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                           size_t o_end);
 
-// GGUF's block formats x int8 on AVX2 (matmul_q8_gguf.cpp): bit-identical to the reference. The
-// vnni plugin installs them too (pmaddubsw is exact here; its VPDPBUSD loops cover MXFP4).
+// GGUF's block formats x int8 on AVX2 (matmul_q8_gguf.cpp, q8_gguf.hpp over pmaddubsw): bit-identical
+// to the reference. The vnni plugin runs q8_gguf.hpp's loops over vpdpbusd instead.
 void matmul_q8_gguf_q8_0_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
 void matmul_q8_gguf_q4_0_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
 void matmul_q8_gguf_mxfp4_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);

@@ -20,4 +20,18 @@ void matmul_q8_mxfp4_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, si
 void matmul_q8_mxfp4_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride,
                                  size_t o_begin, size_t o_end);
 
+// MatmulQ8Fn for GGUF's block formats (q8_gguf.hpp over each flavour's vpdpbusd and vpdpwssd).
+void matmul_q8_gguf_q8_0_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q4_0_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_mxfp4_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q4_k_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q5_k_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q6_k_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q8_0_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q4_0_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_mxfp4_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q4_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q5_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+void matmul_q8_gguf_q6_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end);
+
 }  // namespace stormo::simd

@@ -1,6 +1,6 @@
-// libstormo-kernels-vnni.so: the avx2 float kernels plus the integer road on VPDPBUSD, in two
-// flavours picked at run time by CPUID: AVX-VNNI (Alder Lake, Zen 5 and later) or AVX512-VNNI
-// with AVX512VL/BW (Ice Lake, Zen 4 and later). Baseline code: discovery calls describe and
+// libstormo-kernels-vnni.so: the avx2 float kernels plus the integer road (MXFP4 and GGUF's block
+// formats) on VPDPBUSD, in two flavours picked at run time by CPUID: AVX-VNNI (Alder Lake, Zen 5
+// and later) or AVX512-VNNI with AVX512VL/BW (Ice Lake, Zen 4 and later). Baseline code: discovery calls describe and
 // score on any CPU. Where the CPU has AVX-512 (F, BW, VL), 512-bit float kernels replace the avx2
 // ones for the out_in matrix layouts, whichever flavour runs the integer road.
 //
@@ -8,13 +8,13 @@
 // AVX-VNNI when it can run neither), so the host's own CPUID check, `stormo plugins` and the
 // "missing" column tell the truth about this machine; the score follows the flavour of the CPU
 // it is asked about, so it is 0 where neither flavour is usable.
+#include <cstdlib>
 #include <new>
 #include <string>
 
 #include "cpu_requirements.hpp"
 #include "float_kernels.hpp"
 #include "isa_avx512_float/avx512_float_kernels.hpp"
-#include "q8_kernels.hpp"
 #include "stormo/kernels_plugin.hpp"
 #include "vnni_variant.hpp"
 
@@ -22,6 +22,10 @@ namespace {
 
 constexpr const char* kName = "vnni";
 constexpr const char* kBaseline = "avx2,fma,f16c";
+// Names the flavour to run (avx_vnni or avx512_vnni) instead of CPUID's preference, where the CPU
+// can run it: a CPU with both (Sapphire Rapids, Zen 5, some Zen 4 VMs) would otherwise never run
+// the AVX-VNNI code, which the tests and bench-kernels then could not reach.
+constexpr const char* kFlavourVariable = "STORMO_VNNI_FLAVOUR";
 
 const stormo::PluginDescription& description() {
     // Built once, on first use, from this machine's CPU; immutable afterwards.
@@ -29,8 +33,8 @@ const stormo::PluginDescription& description() {
         kName,
         stormo::PluginKind::kernels,
         "0.2.0",
-        "AVX-VNNI or AVX512-VNNI (+VL, BW), picked at run time: the avx2 float kernels, and the "
-        "integer road (u8 x s8 dot, MXFP4 x int8 matmul) on VPDPBUSD",
+        "AVX-VNNI or AVX512-VNNI (+VL, BW), picked at run time: the avx2 float kernels (512-bit ones "
+        "where AVX-512 is usable), and the integer road (u8 x s8 dot, MXFP4 and GGUF blocks x int8) on VPDPBUSD",
         "",
         stormo::simd::vnni_description_features(stormo::detect_cpu_features()),
     };
@@ -45,10 +49,7 @@ public:
     void install(stormo::KernelTable& table) const override {
         stormo::simd::install_float_kernels(table);
         if (wide_float_) stormo::simd::avx512::install_float_kernels(table);
-        table.dot_u8i8 = variant_.dot_u8i8;
-        const size_t mxfp4 = static_cast<size_t>(stormo::WeightFormat::MXFP4);
-        table.matmul_q8[mxfp4] = variant_.matmul_q8_mxfp4;
-        stormo::simd::install_q8_gguf_kernels(table);
+        stormo::simd::install_vnni_variant(variant_, table);
     }
 
 private:
@@ -73,15 +74,26 @@ STORMO_PLUGIN_EXPORT int stormo_plugin_score(const stormo::ScoreQuery* query) {
 STORMO_PLUGIN_EXPORT stormo::PluginObject* stormo_plugin_create(stormo::Error* error) {
     if (!stormo::simd::cpu_meets(kName, kBaseline, error)) return nullptr;
     const stormo::CpuFeatureSet cpu = stormo::detect_cpu_features();
-    const stormo::simd::VnniVariant* variant = stormo::simd::pick_vnni_variant(cpu);
-    if (variant == nullptr) {
-        if (error != nullptr)
-            *error = stormo::Error{stormo::ErrorKind::unsupported,
-                                   "vnni kernels need avx_vnni, or avx512_vnni with avx512vl and avx512bw; "
-                                   "this CPU has neither"};
-        return nullptr;
-    }
-    try {
+    try {  // the messages allocate too
+        const char* forced = std::getenv(kFlavourVariable);
+        const bool by_name = forced != nullptr && *forced != '\0';
+        const stormo::simd::VnniVariant* variant =
+            by_name ? stormo::simd::find_vnni_variant(forced) : stormo::simd::pick_vnni_variant(cpu);
+        if (by_name && (variant == nullptr || !stormo::simd::features_available(variant->features, cpu))) {
+            if (error != nullptr)
+                *error = stormo::Error{stormo::ErrorKind::unsupported,
+                                       std::string(kFlavourVariable) + "=" + forced +
+                                           (variant == nullptr ? ": not a vnni flavour (avx_vnni, avx512_vnni)"
+                                                               : ": this CPU lacks some of " + std::string(variant->features))};
+            return nullptr;
+        }
+        if (variant == nullptr) {
+            if (error != nullptr)
+                *error = stormo::Error{stormo::ErrorKind::unsupported,
+                                       "vnni kernels need avx_vnni, or avx512_vnni with avx512vl and avx512bw; "
+                                       "this CPU has neither"};
+            return nullptr;
+        }
         return new VnniKernels(*variant, stormo::simd::features_available(stormo::simd::avx512::kFloatFeatures, cpu));
     } catch (const std::bad_alloc&) {
         if (error != nullptr) *error = stormo::Error{stormo::ErrorKind::resource, "vnni kernels: out of memory"};

@@ -10,6 +10,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cfloat>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -38,6 +40,9 @@
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx2.h>
 #include <simde/x86/avx512/dpbusd.h>
+#include <simde/x86/avx512/dpwssd.h>
+
+#include "kernels/gguf_blocks.hpp"
 
 namespace stormo::simd {
 namespace {
@@ -60,10 +65,21 @@ struct SimdeVnni {
         return dpbusd(dpbusd(zero(), u_even, s_even), u_odd, s_odd);
     }
     [[gnu::always_inline]] static V dot1(V u, V s) { return dpbusd(zero(), u, s); }
+    static constexpr bool kAnyUnsigned = true;
+    [[gnu::always_inline]] static V scaled(V acc, V u, V s, V w16) {
+        return simde_mm256_dpwssd_epi32(acc, simde_mm256_maddubs_epi16(u, s), w16);
+    }
 };
+
+// What q8_gguf.hpp takes from the ISA files' gguf_decode.hpp (which includes <immintrin.h>, as
+// this baseline file cannot): a block's f16 scale, here through the SDK's conversion.
+namespace gguf {
+[[gnu::always_inline]] inline float f16(const uint8_t* p) { return stormo::gguf::f16_at(reinterpret_cast<const std::byte*>(p)); }
+}  // namespace gguf
 }  // namespace
 }  // namespace stormo::simd
 
+#include "../../plugins/kernels_avx2/isa/q8_gguf.hpp"
 #include "../../plugins/kernels_avx2/isa/q8_mxfp4.hpp"
 #include "../../plugins/kernels_vnni/dot_u8i8_blocks.hpp"
 
@@ -73,6 +89,19 @@ namespace {
 void simde_matmul_q8_mxfp4(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                            size_t o_end) {
     q8::matmul_q8_mxfp4<SimdeVnni>(w, x, y, y_stride, o_begin, o_end);
+}
+
+// The reference table with the vnni plugin's GGUF integer-road kernels on SIMDe's VPDPBUSD and
+// VPDPWSSD, the loops both flavours compile natively.
+KernelTable simde_q8_gguf_table(const KernelTable& reference) {
+    KernelTable t = reference;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q8_0)] = q8g::matmul_q8_0<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q4_0)] = q8g::matmul_q4_0<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_MXFP4)] = q8g::matmul_mxfp4<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q4_K)] = q8g::matmul_q4_k<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q5_K)] = q8g::matmul_q5_k<SimdeVnni>;
+    t.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q6_K)] = q8g::matmul_q6_k<SimdeVnni>;
+    return t;
 }
 }  // namespace
 }  // namespace stormo::simd
@@ -208,8 +237,32 @@ void check_all_matmuls(const KernelTable& table, Worst& worst) {
     }
 }
 
+// The weights a matrix kernel decodes, read back exactly: against the rows of the identity
+// (x = e_i), output o of row i is 1 * W[o, i] plus products of zeros, whatever the order of the
+// sum, so every weight the kernel uses must equal the reference's (`bits`, row-major), a zero of
+// either sign matching a zero. Rows holding a non-finite weight are skipped: there 0 * inf is NaN.
+void check_gguf_weights_exact(MatmulFn isa, const testing::TestMatrix& m, const std::vector<uint32_t>& bits) {
+    const size_t rows = m.rows, cols = m.cols;
+    std::vector<float> eye(cols * cols, 0.0f), y(cols * rows, -1.0f);
+    for (size_t i = 0; i < cols; ++i) eye[i * cols + i] = 1.0f;
+    isa(m.view(), eye.data(), cols, cols, y.data(), rows, 0, rows);
+    size_t checked = 0;
+    for (size_t o = 0; o < rows; ++o) {
+        bool finite = true;
+        for (size_t i = 0; i < cols; ++i) finite = finite && std::isfinite(std::bit_cast<float>(bits[o * cols + i]));
+        if (!finite) continue;
+        for (size_t i = 0; i < cols; ++i) {
+            const float want = std::bit_cast<float>(bits[o * cols + i]);
+            ASSERT_EQ(y[i * rows + o], want) << weight_format_name(m.format) << " weight [" << o << ", " << i << "]";
+        }
+        ++checked;
+    }
+    EXPECT_GT(checked, 0u) << weight_format_name(m.format) << ": no finite row to check";
+}
+
 // GGUF's block formats, with every tile shape around 1, 2, 3 and 5 blocks per row; row decoders
-// bit for bit on the same matrices; the pooled matmul the same bits over 1, 2 and 3 threads.
+// bit for bit on the same matrices; every weight the matmul decodes exactly the reference's; the
+// pooled matmul the same bits over 1, 2 and 3 threads.
 constexpr WeightFormat kGgufFormats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_K,
                                          WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4};
 
@@ -246,6 +299,15 @@ void check_gguf(const KernelTable& table, Worst& worst) {
             table.row_to_f32[static_cast<size_t>(f)](gp.m.view(), o, row.data());
             ASSERT_EQ(std::memcmp(row.data(), gp.value_bits.data() + o * gp.m.cols, gp.m.cols * 4), 0)
                 << weight_format_name(f) << " gguf-py row " << o;
+        }
+        check_gguf_weights_exact(isa, gp.m, gp.value_bits);
+        {
+            const testing::TestMatrix r = testing::random_matrix(f, Layout::out_in, 9, 2 * block, rng);
+            std::vector<float> w(r.rows * r.cols);
+            for (size_t o = 0; o < r.rows; ++o) ref.row_to_f32[static_cast<size_t>(f)](r.view(), o, w.data() + o * r.cols);
+            std::vector<uint32_t> bits(w.size());
+            std::memcpy(bits.data(), w.data(), w.size() * 4);
+            check_gguf_weights_exact(isa, r, bits);
         }
         const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, 1031, 2 * block, rng);
         for (size_t n_x : {size_t{1}, size_t{3}}) {
@@ -961,6 +1023,64 @@ TEST(IsaKernelsAvx2, GgufIntegerRoadIsBitExact) {
 TEST(IsaKernelsVnni, GgufIntegerRoadIsBitExact) {
     if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
     check_q8_gguf_of("vnni");
+}
+
+TEST(IsaKernelsVnni, GgufIntegerRoadUnderSimdeIsBitExact) {
+    check_q8_gguf(simd::simde_q8_gguf_table(reference_kernels()), "vnni GGUF loops on SIMDe");
+}
+
+// STORMO_VNNI_FLAVOUR set for the scope of one test, restored after.
+class ScopedFlavour {
+public:
+    explicit ScopedFlavour(const char* value) {
+        if (const char* old = std::getenv("STORMO_VNNI_FLAVOUR")) saved_ = std::string(old);
+        setenv("STORMO_VNNI_FLAVOUR", value, 1);
+    }
+    ~ScopedFlavour() {
+        if (saved_) setenv("STORMO_VNNI_FLAVOUR", saved_->c_str(), 1);
+        else unsetenv("STORMO_VNNI_FLAVOUR");
+    }
+
+private:
+    std::optional<std::string> saved_;
+};
+
+// Each flavour this CPU can run, named by STORMO_VNNI_FLAVOUR, natively against the reference:
+// a CPU with both (this project's machine has AVX512-VNNI and AVX-VNNI) otherwise runs only the
+// preferred one. A flavour the CPU lacks, or an unknown name, is refused with the reason.
+TEST(IsaKernelsVnni, EachFlavourNamedRunsNativelyBitExact) {
+    std::map<std::string, MatmulQ8Fn> q8_0_by_flavour;
+    for (const char* flavour : {"avx_vnni", "avx512_vnni"}) {
+        const bool usable = std::string(flavour) == "avx_vnni" ? avx_vnni_usable() : avx512_vnni_usable();
+        const ScopedFlavour scoped(flavour);
+        const auto k = load_kernels("vnni");
+        if (!usable) {
+            EXPECT_EQ(k->object, nullptr) << flavour;
+            EXPECT_NE(k->create_error.message.find("lacks"), std::string::npos) << k->create_error.message;
+            continue;
+        }
+        ASSERT_NE(k->plugin(), nullptr) << flavour << ": " << k->create_error.message;
+        KernelTable table = reference_kernels();
+        k->plugin()->install(table);
+        const std::string name = std::string("vnni (") + flavour + ", named)";
+        for (const auto& [a, b] : int8_cases())
+            EXPECT_EQ(table.dot_u8i8(a.data(), b.data(), a.size()), reference_kernels().dot_u8i8(a.data(), b.data(), a.size()))
+                << name << " n " << a.size();
+        const size_t mx = static_cast<size_t>(WeightFormat::MXFP4);
+        check_q8_random(table.matmul_q8[mx], name.c_str());
+        check_q8_edges(table.matmul_q8[mx], name.c_str());
+        check_q8_gguf(table, name.c_str());
+        q8_0_by_flavour[flavour] = table.matmul_q8[static_cast<size_t>(WeightFormat::GGUF_Q8_0)];
+    }
+    if (q8_0_by_flavour.size() == 2) {
+        EXPECT_NE(q8_0_by_flavour["avx_vnni"], q8_0_by_flavour["avx512_vnni"]) << "the variable changed no kernel";
+    }
+    const ScopedFlavour unknown("avx9000");
+    const auto k = load_kernels("vnni");
+    EXPECT_EQ(k->object, nullptr);
+    if (cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c})) {  // else refused before the name is read
+        EXPECT_NE(k->create_error.message.find("not a vnni flavour"), std::string::npos) << k->create_error.message;
+    }
 }
 
 TEST(IsaKernelsAvx2, IntegerRoadIsBitExact) {

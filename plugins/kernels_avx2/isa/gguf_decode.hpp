@@ -11,11 +11,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gguf_scales.hpp"  // gguf::e8m0_half, gguf::scales_mins_k4
+
 namespace stormo::simd {
 namespace {
 namespace gguf {
 
-inline float f16(const uint8_t* p) {
+[[gnu::always_inline]] inline float f16(const uint8_t* p) {
     uint16_t v;
     __builtin_memcpy(&v, p, 2);
     return _cvtsh_ss(v);
@@ -69,12 +71,6 @@ struct Q4_0 {
     }
 };
 
-// 2^(e - 128) as ggml_e8m0_to_fp32_half builds it (e = 255 is 2^127).
-[[gnu::always_inline]] inline float e8m0_half(uint8_t e8) {
-    const uint32_t e = e8;
-    return __builtin_bit_cast(float, e < 2 ? uint32_t{0x00200000} << e : (e - 1u) << 23);
-}
-
 // GGUF's MXFP4: x = 2^(e - 128) * doubled E2M1.
 struct Mxfp4 {
     static constexpr size_t kValues = 32, kBytes = 17;
@@ -87,20 +83,6 @@ struct Mxfp4 {
         scale_all(w, h.d);
     }
 };
-
-// The 8 six-bit scales and 8 mins of a Q4_K / Q5_K super-block (ggml's get_scale_min_k4 on the
-// 12 bytes at b + 4), four at a time in 32-bit words: bytes 0-3 hold scales 0-3 in their low six
-// bits, bytes 4-7 mins 0-3, and bytes 8-11 the low four bits of scales 4-7 (low nibble) and mins
-// 4-7 (high nibble), whose top two bits are the top bits of bytes 0-3 and 4-7.
-[[gnu::always_inline]] inline void scales_mins_k4(const uint8_t* b, uint8_t sc[8], uint8_t m[8]) {
-    uint32_t w[3];
-    __builtin_memcpy(w, b + 4, 12);
-    const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
-    const uint32_t s[2] = {w[0] & low6, (w[2] & low4) | (((w[0] >> 6) & low2) << 4)};
-    const uint32_t n[2] = {w[1] & low6, ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)};
-    __builtin_memcpy(sc, s, 8);
-    __builtin_memcpy(m, n, 8);
-}
 
 // Q4_K (FifthBit false) and Q5_K: sub-block s, x = (d * sc) * q - dmin * m.
 template <bool FifthBit>

@@ -5,23 +5,11 @@
 // add, as in the reference.
 #include <immintrin.h>
 
+#include "avx2_dot.hpp"
 #include "q8_kernels.hpp"
 #include "q8_mxfp4.hpp"
 
 namespace stormo::simd {
-namespace {
-
-struct Avx2Dot {
-    static __m256i dot2(__m256i u_even, __m256i s_even, __m256i u_odd, __m256i s_odd) {
-        const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u_even, s_even), _mm256_maddubs_epi16(u_odd, s_odd));
-        return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-    }
-    static __m256i dot1(__m256i u, __m256i s) {
-        return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-    }
-};
-
-}  // namespace
 
 void matmul_q8_mxfp4_avx2(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                           size_t o_end) {

@@ -24,13 +24,28 @@ void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x
 void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                          size_t y_stride, size_t o_begin, size_t o_end);
 
+// GGUF's block formats (matmul_gguf_512.cpp): each weight decoded to the reference's exact value
+// (table lookups with vpermps for the nibble formats, conversions for Q8_0 and Q6_K), FMAs.
+void matmul_gguf_q8_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_q4_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_q4_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_q5_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_q6_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                              size_t y_stride, size_t o_begin, size_t o_end);
+
 // DotRowsI8Fn: the bounded head's cheap pass (any summation order; docs/head_bound.md).
 void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end);
 
 // XorReduceFn: the RAM read probe's loop (n a multiple of 256, p 64-byte aligned).
 uint64_t xor_reduce(const void* p, size_t n);
 
-// Replaces the out_in float matmuls, the head's cheap pass and the RAM probe's loop of `table`
+// Replaces the out_in float matmuls (the GGUF formats' included), the head's cheap pass and the RAM probe's loop of `table`
 // with the ones above. Baseline code: it only stores
 // function addresses.
 void install_float_kernels(KernelTable& table);

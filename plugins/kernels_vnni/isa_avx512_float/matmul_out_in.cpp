@@ -17,6 +17,7 @@
 #include "scratch.hpp"
 #include "simd.hpp"  // Dense, dense_bytes, input_row_block, prefetch_l2, kHalfScales
 #include "simd512.hpp"
+#include "tiles512.hpp"  // drive
 
 namespace stormo::simd::avx512 {
 namespace {
@@ -166,40 +167,6 @@ struct Mxfp4Kernel {
         mxfp4_tile<O, R>(w, o, x, xs, y, ys);
     }
 };
-
-// Outputs [o_begin, o_end) for the rows r and r + 1 (R = 2) or row r (R = 1): tiles of 4 outputs,
-// single outputs for the rest.
-template <class K, int R>
-void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys, size_t o_begin, size_t o_end) {
-    size_t o = o_begin;
-    for (; o + 4 <= o_end; o += 4) K::template tile<4, R>(w, o, x, xs, y, ys);
-    for (; o < o_end; ++o) K::template tile<1, R>(w, o, x, xs, y, ys);
-}
-
-// Outputs per chunk: their weights stay in L2 while every row pair of a block reads them.
-constexpr size_t kOutputChunk = 32;
-
-// Row blocks outermost (about 256 KiB of x, in L2), then chunks of 32 outputs, then pairs of rows
-// (a lone last row), then tiles of 4 outputs x 2 rows. A tile's input loads serve 4 outputs and
-// its weight decodes 2 rows; a row pair stays in L1 while the chunk's tiles read it, and the
-// chunk's weights stay in L2 while every pair reads them, so the matrix is read from RAM once per
-// row block. Row groups of 8 x 1 output were slower: each multiply-add then needed its own load of
-// x from L2, and those loads bounded the loop (MXFP4 64 x 2880 x 8 rows: 45 us a call against 27).
-template <class K>
-void drive(const WeightView& w, const float* x, size_t n_x, size_t xs, float* y, size_t ys,
-           size_t o_begin, size_t o_end) {
-    if (n_x == 0 || o_begin >= o_end) return;
-    const size_t block = input_row_block(w.cols, n_x, 2);
-    for (size_t r0 = 0; r0 < n_x; r0 += block) {
-        const size_t r_end = r0 + block < n_x ? r0 + block : n_x;
-        for (size_t c0 = o_begin; c0 < o_end; c0 += kOutputChunk) {
-            const size_t c1 = c0 + kOutputChunk < o_end ? c0 + kOutputChunk : o_end;
-            size_t r = r0;
-            for (; r + 2 <= r_end; r += 2) outputs<K, 2>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
-            if (r < r_end) outputs<K, 1>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
-        }
-    }
-}
 
 }  // namespace
 

@@ -1,7 +1,8 @@
 // The int8 dot on AVX512-VNNI (EVEX vpdpbusd on 256-bit registers through AVX512VL: Ice Lake,
-// Zen 4 and later); the MXFP4 matrix kernel of this flavour is q8_mxfp4_512.cpp. Compiled with
-// -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -ffp-contract=off; selected
-// only where the CPU and OS enable all of them.
+// Zen 4 and later); this flavour's matrix kernels are q8_mxfp4_512.cpp (MXFP4), q8_gguf_512.cpp
+// (GGUF's Q8_0, Q4_0, MXFP4) and q8_kquants_512.cpp (Q4_K, Q5_K, Q6_K). Compiled with -mavx2 -mfma
+// -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -ffp-contract=off; selected only where the
+// CPU and OS enable all of them.
 #include <immintrin.h>
 
 #include "dot_u8i8_blocks.hpp"

@@ -1,0 +1,256 @@
+// GGUF block formats on the float road, 512-bit out_in matmuls (AVX512F/BW/VL). The avx2 kernels
+// (kernels_avx2/isa/matmul_gguf.cpp) decode 8 weights a vector with a widening, a conversion and
+// a multiply (and a subtract for Q4_K/Q5_K) per 8; here the formats whose weights take at most 16
+// (32 for Q5_K) values per scale build those values once as a 16-float table and let each code
+// pick its weight with vpermps (vpermt2ps for Q5_K's 5-bit codes), as the 512-bit MXFP4 kernel of
+// matmul_out_in.cpp does:
+//   MXFP4  table = doubled E2M1 (ggml's, code 8 is +0) * 2^(e-128)  per block,
+//   Q4_0   table = d * (k - 8)                                       per block,
+//   Q4_K   table = (d * sc) * k - dmin * m                           per sub-block of 32,
+//   Q5_K   the same over k = 0..31, two tables                       per sub-block of 32;
+// each entry is computed by the reference's own operations (host/sdk/kernels/gguf_dequant.cpp)
+// on the same operands, so every weight picked is the reference's value bit for bit. Q8_0 (256
+// values) and Q6_K (64) convert: float(q) * d and (d * sc) * float(q - 32).
+//
+// The blocks' own element order is kept: elements 0-15 of every 32 are one vector and 16-31 the
+// next (Q4_0's and MXFP4's low and high nibbles), so x needs no rearranging. Per (output, row)
+// accumulator a takes elements 0-15 of every 32 and b elements 16-31, with FMAs, ascending; the value is the fixed-order sum of a + b, the same in every tile shape, so the
+// contract of docs/kernels.md holds. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
+// Compiled with -ffp-contract=off: a table's multiply and subtract must stay two roundings.
+#include "avx512_float_kernels.hpp"
+#include "gguf_decode.hpp"  // gguf::f16, the K-quants' headers; gguf_scales.hpp's kE8m0Half
+#include "simd.hpp"         // prefetch_l2
+#include "simd512.hpp"
+#include "tiles512.hpp"     // drive
+
+namespace stormo::simd::avx512 {
+namespace {
+namespace gguf512 {
+
+[[gnu::always_inline]] inline __m512 iota16() {
+    return _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f, 10.0f, 11.0f, 12.0f, 13.0f,
+                          14.0f, 15.0f);
+}
+
+// 16 consecutive bytes widened to dword lanes (zero- or sign-extended).
+[[gnu::always_inline]] inline __m512i u8x16(const uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+[[gnu::always_inline]] inline __m512i i8x16(const uint8_t* p) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// A format F gives kValues and kBytes per block, kUnit values per unit (32 or 64, a multiple of
+// 32), a Header decoded once per block and output, and unit(block, header, u, v) writing the
+// unit's kUnit / 16 vectors of weights in element order.
+
+struct OneTable {
+    __m512 table;
+};
+
+// GGUF's MXFP4: E8M0 byte, then 16 bytes (elements 0-15 low nibbles, 16-31 high).
+struct Mxfp4 {
+    static constexpr size_t kValues = 32, kBytes = 17, kUnit = 32;
+    using Header = OneTable;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        // ggml's kvalues_mxfp4 (code 8 is +0, where transformers' MXFP4 has -0), times 2^(e-128)
+        // as the reference multiplies them (e = 255 is 2^127, not NaN).
+        const __m512 doubled = _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 6.0f, 8.0f, 12.0f, 0.0f, -1.0f, -2.0f,
+                                              -3.0f, -4.0f, -6.0f, -8.0f, -12.0f);
+        return {_mm512_mul_ps(_mm512_set1_ps(gguf::kE8m0Half.value[b[0]]), doubled)};
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        // vpermps reads an index's low four bits: the low nibble needs no mask.
+        const __m512i codes = u8x16(b + 1);
+        v[0] = _mm512_permutexvar_ps(codes, h.table);
+        v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), h.table);
+    }
+};
+
+// Q4_0: f16 d, then 16 bytes of nibbles; x = d * (q - 8).
+struct Q4_0 {
+    static constexpr size_t kValues = 32, kBytes = 18, kUnit = 32;
+    using Header = OneTable;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        return {_mm512_mul_ps(_mm512_set1_ps(gguf::f16(b)), _mm512_sub_ps(iota16(), _mm512_set1_ps(8.0f)))};
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        const __m512i codes = u8x16(b + 2);
+        v[0] = _mm512_permutexvar_ps(codes, h.table);
+        v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), h.table);
+    }
+};
+
+// Q8_0: f16 d, then 32 int8; x = q * d.
+struct Q8_0 {
+    static constexpr size_t kValues = 32, kBytes = 34, kUnit = 32;
+    struct Header {
+        __m512 d;
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {_mm512_set1_ps(gguf::f16(b))}; }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        v[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(i8x16(b + 2)), h.d);
+        v[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(i8x16(b + 18)), h.d);
+    }
+};
+
+// Q4_K (FifthBit false) and Q5_K: unit c = sub-blocks 2c and 2c + 1, whose 4-bit parts are the
+// low and high nibbles of the same 32 bytes; x = (d * sc) * q - dmin * m per sub-block.
+template <bool FifthBit>
+struct K45 {
+    static constexpr size_t kValues = 256, kBytes = FifthBit ? 176 : 144, kUnit = 64;
+    // d * sc and dmin * m per sub-block, as the avx2 decoder computes them.
+    using Header = typename gguf::K45<FifthBit>::Header;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return gguf::K45<FifthBit>::header(b); }
+    // Bit s of each dword lane moved to bit 4, every other bit cleared.
+    [[gnu::always_inline]] static __m512i bit_to_4(__m512i v, size_t s) {
+        const __m512i moved = s <= 4 ? _mm512_sll_epi32(v, _mm_cvtsi32_si128(static_cast<int>(4 - s)))
+                                     : _mm512_srl_epi32(v, _mm_cvtsi32_si128(static_cast<int>(s - 4)));
+        return _mm512_and_si512(moved, _mm512_set1_epi32(0x10));
+    }
+    // Sub-block s's weights for codes offset + k (k < 16): ds * code - dm, two roundings.
+    [[gnu::always_inline]] static __m512 table(const Header& h, size_t s, float offset) {
+        const __m512 k = offset == 0.0f ? iota16() : _mm512_add_ps(iota16(), _mm512_set1_ps(offset));
+        return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(h.ds[s]), k), _mm512_set1_ps(h.dm[s]));
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t c, __m512 v[4]) {
+        const uint8_t* qs = b + (FifthBit ? 48 : 16) + 32 * c;
+        const __m512i q0 = u8x16(qs), q1 = u8x16(qs + 16);  // elements 0-15, 16-31 of both sub-blocks
+        if constexpr (!FifthBit) {
+            const __m512 t0 = table(h, 2 * c, 0.0f), t1 = table(h, 2 * c + 1, 0.0f);
+            v[0] = _mm512_permutexvar_ps(q0, t0);
+            v[1] = _mm512_permutexvar_ps(q1, t0);
+            v[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(q0, 4), t1);
+            v[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(q1, 4), t1);
+        } else {
+            // 5-bit codes: the nibble, and bit s of qh's byte l as bit 4; vpermt2ps reads five bits.
+            const __m512i h0 = u8x16(b + 16), h1 = u8x16(b + 32);
+            const __m512i low4 = _mm512_set1_epi32(0x0F);
+            const size_t s1 = 2 * c + 1;
+            const __m512i i0 = _mm512_or_si512(_mm512_and_si512(q0, low4), bit_to_4(h0, 2 * c));
+            const __m512i i1 = _mm512_or_si512(_mm512_and_si512(q1, low4), bit_to_4(h1, 2 * c));
+            const __m512i j0 = _mm512_or_si512(_mm512_srli_epi32(q0, 4), bit_to_4(h0, s1));
+            const __m512i j1 = _mm512_or_si512(_mm512_srli_epi32(q1, 4), bit_to_4(h1, s1));
+            const __m512 a0 = table(h, 2 * c, 0.0f), a1 = table(h, 2 * c, 16.0f);
+            const __m512 b0 = table(h, s1, 0.0f), b1 = table(h, s1, 16.0f);
+            v[0] = _mm512_permutex2var_ps(a0, i0, a1);
+            v[1] = _mm512_permutex2var_ps(a0, i1, a1);
+            v[2] = _mm512_permutex2var_ps(b0, j0, b1);
+            v[3] = _mm512_permutex2var_ps(b0, j1, b1);
+        }
+    }
+};
+using Q4_K = K45<false>;
+using Q5_K = K45<true>;
+
+// Q6_K: ql[128], qh[64], 16 int8 scales, f16 d. Unit u (64 consecutive values) = half c = u / 2,
+// groups 2h and 2h + 1 (h = u % 2): the low (h = 0) or high nibbles of the half's 64 ql bytes, and
+// bits 4h, 4h + 1 (group 2h) or 4h + 2, 4h + 3 (group 2h + 1) of its 32 qh bytes. The 6-bit codes
+// are put together in bytes, 64 at a time (shifting dword lanes instead cost twice the
+// instructions), then widened 16 at a time; x = (d * sc) * (q - 32) per group of 16.
+struct Q6_K {
+    static constexpr size_t kValues = 256, kBytes = 210, kUnit = 64;
+    using Header = gguf::Q6_K::Header;  // d * sc per group of 16
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return gguf::Q6_K::header(b); }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m512 v[4]) {
+        const size_t c = u / 2;
+        const int hh = static_cast<int>(u % 2);
+        __m512i ql = _mm512_loadu_si512(b + 64 * c);
+        if (hh != 0) ql = _mm512_srli_epi16(ql, 4);
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * c)));
+        // int16 shift counts [4h x 16 | 4h + 2 x 16]: a byte's bits move within its word, and the
+        // masks below keep only the two (four) wanted in each byte.
+        const __m512i counts = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(static_cast<int16_t>(4 * hh))),
+                                                  _mm256_set1_epi16(static_cast<int16_t>(4 * hh + 2)), 1);
+        const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, counts), _mm512_set1_epi8(0x03));
+        const __m512i q = _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(ql, _mm512_set1_epi8(0x0F)), _mm512_slli_epi16(high, 4)),
+                                          _mm512_set1_epi8(32));
+        const size_t group = 8 * c + 4 * static_cast<size_t>(hh);  // of the unit's first 16 values
+        v[0] = _mm512_mul_ps(_mm512_set1_ps(h.ds[group]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_castsi512_si128(q))));
+        v[1] = _mm512_mul_ps(_mm512_set1_ps(h.ds[group + 1]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 1))));
+        v[2] = _mm512_mul_ps(_mm512_set1_ps(h.ds[group + 2]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 2))));
+        v[3] = _mm512_mul_ps(_mm512_set1_ps(h.ds[group + 3]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 3))));
+    }
+};
+
+template <class F, int O, int R>
+void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+    const size_t n_blocks = w.cols / F::kValues;
+    const size_t row_bytes = n_blocks * F::kBytes;
+    const uint8_t* data = static_cast<const uint8_t*>(w.data);
+    constexpr size_t kUnits = F::kValues / F::kUnit;
+    constexpr size_t kVecs = F::kUnit / 16;
+    __m512 a[O][R];
+    __m512 b[O][R];
+    #pragma GCC unroll 8
+    for (int k = 0; k < O; ++k)
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) a[k][r] = b[k][r] = _mm512_setzero_ps();
+    size_t next_prefetch = 0;  // bytes of the next tile's rows asked for so far
+    for (size_t blk = 0; blk < n_blocks; ++blk) {
+        for (; next_prefetch < (blk + 1) * F::kBytes && next_prefetch < row_bytes; next_prefetch += 64)
+            #pragma GCC unroll 8
+            for (int k = 0; k < O; ++k) prefetch_l2(data, (o + O + k) * row_bytes + next_prefetch);
+        typename F::Header header[O];
+        #pragma GCC unroll 8
+        for (int k = 0; k < O; ++k) header[k] = F::header(data + (o + k) * row_bytes + blk * F::kBytes);
+        for (size_t u = 0; u < kUnits; ++u) {
+            #pragma GCC unroll 8
+            for (int k = 0; k < O; ++k) {
+                __m512 v[kVecs];
+                F::unit(data + (o + k) * row_bytes + blk * F::kBytes, header[k], u, v);
+                #pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) {
+                    const float* xr = x + r * xs + blk * F::kValues;
+                    #pragma GCC unroll 4
+                    for (size_t j = 0; j < kVecs; j += 2) {
+                        a[k][r] = _mm512_fmadd_ps(v[j], _mm512_loadu_ps(xr + F::kUnit * u + 16 * j), a[k][r]);
+                        b[k][r] = _mm512_fmadd_ps(v[j + 1], _mm512_loadu_ps(xr + F::kUnit * u + 16 * (j + 1)), b[k][r]);
+                    }
+                }
+            }
+        }
+    }
+    #pragma GCC unroll 8
+    for (int k = 0; k < O; ++k)
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) y[r * ys + o + k] = hsum16(_mm512_add_ps(a[k][r], b[k][r]));
+}
+
+template <class F>
+struct Kernel {
+    template <int O, int R>
+    static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+        gguf512::tile<F, O, R>(w, o, x, xs, y, ys);
+    }
+};
+
+}  // namespace gguf512
+}  // namespace
+
+void matmul_gguf_q8_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q8_0>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q4_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q4_0>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q4_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q4_K>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q5_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q5_K>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q6_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Q6_K>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                              size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<gguf512::Kernel<gguf512::Mxfp4>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+
+}  // namespace stormo::simd::avx512

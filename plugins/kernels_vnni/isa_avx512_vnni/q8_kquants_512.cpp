@@ -1,0 +1,168 @@
+// GGUF's K-quants (Q4_K, Q5_K, Q6_K) x int8 on 512-bit registers (AVX512-VNNI, BW): q8_gguf.hpp's
+// driver (per output row, one super-block decoded once, then its term against every row) with
+// super-blocks of 64 values a register: per row and super-block, four pmaddubsw and four
+// vpdpwssd (the pair sums times the sub-block scales, added) in two chains, and one horizontal
+// sum, where the 256-bit shape needs eight of each.
+//
+// A register holds 64 values:
+//   Q4_K, Q5_K: sub-blocks [0 | 2], [1 | 3], [4 | 6], [5 | 7], the low and high nibbles of 64
+//     consecutive bytes (plus, for Q5_K, bit s of qh's bytes as bit 4: one variable shift of
+//     [qh | qh] by the halves' sub-block numbers); the activations are rearranged once per call to
+//     that order (q8_gguf.hpp's driver asks the block type);
+//   Q6_K: register k = scale groups 4k .. 4k + 3 (64 consecutive values, activations as they
+//     are): 64 bytes of ql (low or high nibbles) and two bits of [qh | qh] shifted by [4h | 4h + 2].
+// The sub-block scales are spread over each register's int16 lanes by vpermw. Bit-exact against
+// host/sdk/kernels/reference_q8_gguf.cpp: exact integer sums (pmaddubsw pairs at most
+// 2 * 63 * 128 < 2^15; vpdpwssd adds in int32), then the reference's float term.
+#include "avx512_intrinsics.hpp"
+
+#include "gguf_decode.hpp"  // gguf::f16, gguf::scales_mins_k4
+#include "int8_kernels.hpp"
+#include "q8_gguf.hpp"  // q8g::matmul_super, hsum_i32, load32
+
+namespace stormo::simd {
+namespace avx512 {
+namespace {
+namespace q8k {
+
+using q8g::load32;
+
+[[gnu::always_inline]] inline __m512i load64(const void* p) { return _mm512_loadu_si512(p); }
+
+// int16 lanes [a x 16 | b x 16].
+[[gnu::always_inline]] inline __m512i halves16(int a, int b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(static_cast<int16_t>(a))),
+                              _mm256_set1_epi16(static_cast<int16_t>(b)), 1);
+}
+
+// Per row: sum over the four registers of (u * q pair sums) * scales, two chains.
+[[gnu::always_inline]] inline int32_t scaled_sum(const __m512i u[4], const __m512i sc[4], const int8_t* q) {
+    __m512i acc0 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(u[0], load64(q)), sc[0]);
+    __m512i acc1 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(u[1], load64(q + 64)), sc[1]);
+    acc0 = _mm512_dpwssd_epi32(acc0, _mm512_maddubs_epi16(u[2], load64(q + 128)), sc[2]);
+    acc1 = _mm512_dpwssd_epi32(acc1, _mm512_maddubs_epi16(u[3], load64(q + 192)), sc[3]);
+    return _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1));
+}
+
+// Q4_K / Q5_K: term = float(isum) * (dx * d) - float(imin) * (dx * dmin). Register j holds two
+// sub-blocks: [0 | 2], [1 | 3], [4 | 6], [5 | 7] (kOrder), the low or high nibbles of 64
+// consecutive bytes, so a super-block decodes in two loads, two shifts and four masks; the
+// activations are rearranged once per call to match (reorder).
+template <bool FifthBit>
+struct SuperK45 {
+    static constexpr size_t kBytes = FifthBit ? 176 : 144;
+    static constexpr int kOrder[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+    __m512i u[4];
+    __m512i sc[4];  // int16 lanes: [scale of the low sub-block x 16 | of the high one x 16]
+    __m256i m16;    // [m0, m0, m1, m1, ..., m7, m7] as int16: pmaddwd with the 16 sums gives m_s * (bs_2s + bs_2s+1)
+    float d, dmin;
+
+    // Every row's 256-blocks with their 32-value sub-blocks in kOrder.
+    static void reorder(const Q8Rows& x, Scratch<int8_t>& out) {
+        const size_t blocks = x.n_x * x.blocks;
+        out.resize(blocks * 256);
+        for (size_t b = 0; b < blocks; ++b)
+            for (int s = 0; s < 8; ++s)
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.data() + b * 256 + 32 * s),
+                                    load32(x.q + b * 256 + 32 * kOrder[s]));
+    }
+
+    [[gnu::always_inline]] void decode(const uint8_t* b) {
+        const __m512i low4 = _mm512_set1_epi8(0x0F);
+        const uint8_t* qs = b + (FifthBit ? 48 : 16);
+        uint64_t scv, mv;
+        gguf::scales_mins_k4(b, scv, mv);
+        const __m512i sc8 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(scv))));
+        __m512i qh2 = _mm512_setzero_si512();
+        if constexpr (FifthBit) qh2 = _mm512_broadcast_i64x4(load32(b + 16));
+#pragma GCC unroll 2
+        for (int c = 0; c < 2; ++c) {
+            const __m512i v = load64(qs + 64 * c);  // chunks 2c, 2c + 1: sub-blocks 4c, 4c + 2 low, 4c + 1, 4c + 3 high
+            u[2 * c] = _mm512_and_si512(v, low4);
+            u[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+            const __m512i pair = halves16(kOrder[2 * j], kOrder[2 * j + 1]);
+            if constexpr (FifthBit) {
+                // Bit s of qh's byte l is sub-block s's fifth bit: one variable shift per half.
+                const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh2, pair), _mm512_set1_epi8(1));
+                u[j] = _mm512_or_si512(u[j], _mm512_slli_epi16(bit, 4));
+            }
+            sc[j] = _mm512_permutexvar_epi16(pair, sc8);
+        }
+        const __m128i m8 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mv)));
+        m16 = _mm256_set_m128i(_mm_unpackhi_epi16(m8, m8), _mm_unpacklo_epi16(m8, m8));
+        d = gguf::f16(b);
+        dmin = gguf::f16(b + 2);
+    }
+
+    [[gnu::always_inline]] float term(const int8_t* q, float dx, const int16_t* bs) const {
+        const int32_t isum = scaled_sum(u, sc, q);
+        const int32_t imin = q8g::hsum_i32(_mm256_madd_epi16(load32(bs), m16));
+        return static_cast<float>(isum) * (dx * d) - static_cast<float>(imin) * (dx * dmin);
+    }
+};
+
+// Q6_K: term = float(isum - 32 * sum_g sc_g * bs_g) * (dx * d).
+struct SuperQ6K {
+    static constexpr size_t kBytes = 210;
+    __m512i u[4];
+    __m512i sc[4];  // int16 lanes: scale 4k + j in lanes 8j .. 8j + 7 (16 bytes each)
+    __m256i sc16;   // the 16 scales as int16: pmaddwd with the 16 sums gives sum_g sc_g * bs_g
+    float d;
+
+    [[gnu::always_inline]] void decode(const uint8_t* b) {
+        const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
+        sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)));
+        const __m512i scz = _mm512_castsi256_si512(sc16);
+#pragma GCC unroll 2
+        for (int c = 0; c < 2; ++c) {
+            const __m512i ql = load64(b + 64 * c);  // low nibbles: groups 0, 1 of half c; high: 2, 3
+            const __m512i qh2 = _mm512_broadcast_i64x4(load32(b + 128 + 32 * c));
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+                const int k = 2 * c + h;
+                const __m512i lo = h == 0 ? _mm512_and_si512(ql, low4) : _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4);
+                const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh2, halves16(4 * h, 4 * h + 2)), low2);
+                u[k] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+                const __m512i idx = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(4 * k + 1)),
+                                                            _mm_set1_epi16(static_cast<int16_t>(4 * k)))),
+                    _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(4 * k + 3)), _mm_set1_epi16(static_cast<int16_t>(4 * k + 2))),
+                    1);
+                sc[k] = _mm512_permutexvar_epi16(idx, scz);
+            }
+        }
+        d = gguf::f16(b + 208);
+    }
+
+    [[gnu::always_inline]] float term(const int8_t* q, float dx, const int16_t* bs) const {
+        const int32_t offset = q8g::hsum_i32(_mm256_madd_epi16(load32(bs), sc16));
+        const int32_t isum = scaled_sum(u, sc, q) - 32 * offset;
+        return static_cast<float>(isum) * (dx * d);
+    }
+};
+
+// q8_gguf.hpp's driver takes a Dot type for its names only here (the blocks above do their own dot
+// steps); this one carries the flavour's name into the instantiations.
+struct Avx512Vnni {};
+
+}  // namespace q8k
+}  // namespace
+}  // namespace avx512
+
+void matmul_q8_gguf_q4_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
+                                     size_t o_end) {
+    q8g::matmul_super<avx512::q8k::Avx512Vnni, avx512::q8k::SuperK45<false>>(w, x, y, ys, o_begin, o_end);
+}
+void matmul_q8_gguf_q5_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
+                                     size_t o_end) {
+    q8g::matmul_super<avx512::q8k::Avx512Vnni, avx512::q8k::SuperK45<true>>(w, x, y, ys, o_begin, o_end);
+}
+void matmul_q8_gguf_q6_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
+                                     size_t o_end) {
+    q8g::matmul_super<avx512::q8k::Avx512Vnni, avx512::q8k::SuperQ6K>(w, x, y, ys, o_begin, o_end);
+}
+
+}  // namespace stormo::simd
