@@ -47,7 +47,6 @@ void expect_same_values(const EngineConfig& a, const EngineConfig& b) {
     EXPECT_EQ(a.direct_io, b.direct_io);
     EXPECT_EQ(a.hotness_decay, b.hotness_decay);
     EXPECT_EQ(a.async_compute, b.async_compute);
-    EXPECT_EQ(a.expert_parallel, b.expert_parallel);
     EXPECT_EQ(a.io_threads, b.io_threads);
     EXPECT_EQ(a.activations, b.activations);
     EXPECT_EQ(a.head, b.head);
@@ -144,7 +143,7 @@ TEST(EngineConfig, UnknownKeyNamesTheKeyTheFileAndTheKnownKeys) {
     const std::string m = error_of("kernel: avx2\n", "my.yaml");
     EXPECT_EQ(m, "my.yaml: unknown key 'kernel' (known keys: kernels, family, threads, expert_budget, "
                  "plugins_dirs, context, eviction, hotness_decay, prefetch, async_compute, direct_io, io_threads, "
-                 "activations, head, pin_threads, expert_parallel)");
+                 "activations, head, pin_threads)");
 }
 
 TEST(EngineConfig, WrongTypeNamesTheKeyAndTheExpectedType) {

@@ -18,13 +18,12 @@ struct Placement {
     bool async = true;
     size_t threads = 2;
     bool direct_io = true;
-    bool expert_parallel = true;
 };
 
 std::string describe(const Placement& p) {
     return "budget=" + p.budget + " policy=" + eviction_policy_name(p.policy) + " prefetch=" + std::to_string(p.prefetch) +
            " async=" + std::to_string(p.async) + " threads=" + std::to_string(p.threads) +
-           " direct_io=" + std::to_string(p.direct_io) + " expert_parallel=" + std::to_string(p.expert_parallel);
+           " direct_io=" + std::to_string(p.direct_io);
 }
 
 // Bytes of one slot and the number of experts, read off an engine that streams.
@@ -41,7 +40,6 @@ EngineOptions options_for(const std::string& dir, const Placement& p, const Stor
     o.eviction.policy = p.policy;
     o.pipeline.prefetch = p.prefetch;
     o.pipeline.async_compute = p.async;
-    o.pipeline.expert_parallel = p.expert_parallel;
     o.direct_io = p.direct_io;
     if (p.budget == "all") {
         o.expert_budget.kind = SizeSpec::Kind::all;
@@ -154,9 +152,6 @@ TEST_P(PlacementInvariant, EveryPlacementGivesTheSameBitsAndTokens) {
     for (size_t threads : {1, 3}) placements.push_back({"min", EvictionPolicy::hotness, true, true, threads, true});
     placements.push_back({"min+1", EvictionPolicy::lru, true, true, 1, false});
     placements.push_back({"half", EvictionPolicy::hotness, true, false, 3, false});
-    // Every expert resident, one expert at a time over the pool instead of one per thread.
-    placements.push_back({"all", EvictionPolicy::hotness, true, true, 2, true, false});
-    placements.push_back({"all", EvictionPolicy::hotness, true, true, 3, true, false});
     for (const Placement& p : placements) {
         auto engine = Engine::open(options_for(dir_, p, shape_));
         ASSERT_TRUE(engine.has_value()) << describe(p) << ": " << engine.error().message;

@@ -37,7 +37,6 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
     eo.io_threads = static_cast<size_t>(config.io_threads);
     eo.pipeline.prefetch = config.prefetch;
     eo.pipeline.async_compute = config.async_compute;
-    eo.pipeline.expert_parallel = config.expert_parallel;
     eo.context = context_for(config, run_need);
     eo.context_origin = context_origin_for(config, run_need, run_need_origin);
     eo.activations = config.activations;

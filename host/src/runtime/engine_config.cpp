@@ -141,7 +141,7 @@ const std::vector<std::string>& engine_config_keys() {
     static const std::vector<std::string> keys{"kernels", "family", "threads", "expert_budget",
                                                "plugins_dirs", "context", "eviction", "hotness_decay",
                                                "prefetch", "async_compute", "direct_io", "io_threads",
-                                               "activations", "head", "pin_threads", "expert_parallel"};
+                                               "activations", "head", "pin_threads"};
     return keys;
 }
 
@@ -265,15 +265,13 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         auto v = r.string();
         if (!v || (*v != "lru" && *v != "hotness")) return tl::unexpected(r.wrong("lru or hotness"));
         cfg.eviction = *v == "lru" ? EvictionPolicy::lru : EvictionPolicy::hotness;
-    } else if (key == "prefetch" || key == "direct_io" || key == "async_compute" || key == "pin_threads" ||
-               key == "expert_parallel") {
+    } else if (key == "prefetch" || key == "direct_io" || key == "async_compute" || key == "pin_threads") {
         auto v = r.boolean();
         if (!v) return tl::unexpected(v.error());
-        (key == "prefetch"          ? cfg.prefetch
-         : key == "direct_io"       ? cfg.direct_io
-         : key == "async_compute"   ? cfg.async_compute
-         : key == "expert_parallel" ? cfg.expert_parallel
-                                    : cfg.pin_threads) = *v;
+        (key == "prefetch"        ? cfg.prefetch
+         : key == "direct_io"     ? cfg.direct_io
+         : key == "async_compute" ? cfg.async_compute
+                                  : cfg.pin_threads) = *v;
     } else if (key == "io_threads") {
         auto v = r.positive_integer();
         if (!v) return tl::unexpected(v.error());

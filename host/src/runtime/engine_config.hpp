@@ -59,7 +59,6 @@ struct STORMO_API EngineConfig {
     double hotness_decay = 0.95;            // heat kept per step of an expert's layer (hotness)
     bool prefetch = true;
     bool async_compute = true;              // compute experts as their reads land
-    bool expert_parallel = true;            // a decode step's resident experts run one per thread
     bool direct_io = true;
     int io_threads = 4;                     // expert reads in flight
     ActivationRoad activations = ActivationRoad::f32;  // the matrix kernels' activation road

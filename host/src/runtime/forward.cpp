@@ -317,9 +317,7 @@ bool Pipeline::expert_parallel(std::span<const int32_t> group, const std::vector
                                bool tracing) const {
     // Tracing records from one thread; a streaming store's experts arrive one by one, and computing
     // each as it arrives (async_compute) hides the reads better than waiting for the whole wave.
-    if (!settings_.expert_parallel || expert_pool_ == nullptr || expert_pool_->size() < 2 || group.size() < 2 || tracing ||
-        store_.streams())
-        return false;
+    if (expert_pool_ == nullptr || expert_pool_->size() < 2 || group.size() < 2 || tracing || store_.streams()) return false;
     for (int32_t e : group)
         if (users[static_cast<size_t>(e)].size() > kExpertParallelRows) return false;
     return true;

@@ -53,9 +53,6 @@ struct PipelineSettings {
     bool prefetch = true;
     // Compute each expert as soon as its bytes are there (else wait for all of a layer's first).
     bool async_compute = true;
-    // A wave of resident experts with at most two rows each (a decode step's top-k) runs one
-    // expert per thread (Pipeline::run_experts_on); false: one expert at a time over the pool.
-    bool expert_parallel = true;
 };
 
 class Pipeline {
