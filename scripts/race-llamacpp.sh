@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The race against llama.cpp on the same weights, in the same run, on an otherwise idle machine:
-# both engines with the same thread count, prefill 64 tokens and decode 32, then a table of both
+# both engines with the same thread count, prefill 64 tokens and decode 32 (by default), then a table of both
 # engines' figures (tok/s, peak RSS), their ratios, and the RAM read bound of this run.
 #
 #   scripts/race-llamacpp.sh STORMO LLAMA_BIN_DIR MODEL MODEL.gguf [THREADS] [REPEATS]
@@ -21,13 +21,16 @@
 # /sys/fs/cgroup/memory): stormo with its default expert budget (auto: what the cap leaves), and
 # llama.cpp with its default load mode (mmap: its way to run a model larger than RAM). The
 # group's peak usage and failcnt are printed after each run.
+# PROMPT_TOKENS and GEN_TOKENS (64 and 32) set both engines' prefill and decode lengths (a capped
+# llama.cpp re-reads its pages from disk on every token, so a shorter run keeps it in minutes).
 set -euo pipefail
 
 if [ $# -lt 4 ]; then
-    sed -n '2,23p' "$0" >&2
+    sed -n '2,25p' "$0" >&2
     exit 2
 fi
 STORMO=$1 LLAMA=$2 MODEL=$3 GGUF=$4 THREADS=${5:-2} REPEATS=${6:-3}
+PP=${PROMPT_TOKENS:-64} TG=${GEN_TOKENS:-32}
 OUT=$(mktemp -d)
 CAP=${CAP:-}
 GROUP=/sys/fs/cgroup/memory/stormo-race-$$
@@ -62,11 +65,11 @@ measured() {
 
 for r in $(seq 1 "$REPEATS"); do
     echo "race: round $r of $REPEATS" >&2
-    measured "llama.$r" "$LLAMA/llama-bench" -m "$GGUF" -p 64 -n 32 -t "$THREADS" -r 1 -lm "$LOAD_MODE" -o json \
+    measured "llama.$r" "$LLAMA/llama-bench" -m "$GGUF" -p "$PP" -n "$TG" -t "$THREADS" -r 1 -lm "$LOAD_MODE" -o json \
         > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
-    measured "f32.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" --json \
+    measured "f32.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens "$PP" --gen-tokens "$TG" --threads "$THREADS" --json \
         > "$OUT/f32.$r.json" 2> "$OUT/f32.$r.err"
-    measured "int8.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens 64 --gen-tokens 32 --threads "$THREADS" \
+    measured "int8.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens "$PP" --gen-tokens "$TG" --threads "$THREADS" \
         --activations int8 --json > "$OUT/int8.$r.json" 2> "$OUT/int8.$r.err"
 done
 
