@@ -18,15 +18,18 @@
 #
 # CAP=8G (or any size cgroup v1 takes) runs both engines inside a fresh cgroup v1 memory group
 # whose memory.limit_in_bytes is CAP (page cache included; needs root and
-# /sys/fs/cgroup/memory): stormo with its default expert budget (auto: what the cap leaves), and
-# llama.cpp with its default load mode (mmap: its way to run a model larger than RAM). The
-# group's peak usage and failcnt are printed after each run.
+# /sys/fs/cgroup/memory), after dropping the page cache (pages another group read in first would
+# not count against the cap): stormo with its default expert budget (auto: what the cap leaves),
+# and llama.cpp with its mmap load mode (its way to run a model larger than RAM) through
+# llama-batched-bench with --no-repack: llama-bench always repacks MXFP4 and Q4_0 experts into
+# anonymous memory (9.7 GiB for gpt-oss-20b), which a cap smaller than that kills. The group's
+# peak usage and failcnt are printed after each run.
 # PROMPT_TOKENS and GEN_TOKENS (64 and 32) set both engines' prefill and decode lengths (a capped
 # llama.cpp re-reads its pages from disk on every token, so a shorter run keeps it in minutes).
 set -euo pipefail
 
 if [ $# -lt 4 ]; then
-    sed -n '2,25p' "$0" >&2
+    sed -n '2,28p' "$0" >&2
     exit 2
 fi
 STORMO=$1 LLAMA=$2 MODEL=$3 GGUF=$4 THREADS=${5:-2} REPEATS=${6:-3}
@@ -41,11 +44,9 @@ cleanup() {
 trap cleanup EXIT
 
 exec 3>&2  # the group's figures reach the terminal while each run's stderr goes to its file
-LOAD_MODE=none
 if [ -n "$CAP" ]; then
     mkdir "$GROUP"
     echo "$CAP" > "$GROUP/memory.limit_in_bytes"
-    LOAD_MODE=mmap
     echo "race: under a cgroup v1 memory cap of $CAP ($GROUP)" >&2
 fi
 
@@ -54,6 +55,8 @@ measured() {
     local name=$1
     shift
     if [ -n "$CAP" ]; then
+        sync
+        echo 3 > /proc/sys/vm/drop_caches
         echo 0 > "$GROUP/memory.max_usage_in_bytes"
         echo 0 > "$GROUP/memory.failcnt"
         sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$GROUP" /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
@@ -65,8 +68,13 @@ measured() {
 
 for r in $(seq 1 "$REPEATS"); do
     echo "race: round $r of $REPEATS" >&2
-    measured "llama.$r" "$LLAMA/llama-bench" -m "$GGUF" -p "$PP" -n "$TG" -t "$THREADS" -r 1 -lm "$LOAD_MODE" -o json \
-        > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
+    if [ -n "$CAP" ]; then
+        measured "llama.$r" "$LLAMA/llama-batched-bench" -m "$GGUF" -c $((PP + TG + 16)) -b "$PP" -ub "$PP" -npp "$PP" \
+            -ntg "$TG" -npl 1 -t "$THREADS" -nr --output-format jsonl > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
+    else
+        measured "llama.$r" "$LLAMA/llama-bench" -m "$GGUF" -p "$PP" -n "$TG" -t "$THREADS" -r 1 -lm none -o json \
+            > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
+    fi
     measured "f32.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens "$PP" --gen-tokens "$TG" --threads "$THREADS" --json \
         > "$OUT/f32.$r.json" 2> "$OUT/f32.$r.err"
     measured "int8.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens "$PP" --gen-tokens "$TG" --threads "$THREADS" \
@@ -76,7 +84,12 @@ done
 LLAMA_LABEL=${LLAMA_LABEL:-} CAP=$CAP /usr/bin/env python3 - "$OUT" "$REPEATS" <<'PY'
 import json, os, statistics, sys
 out, repeats = sys.argv[1], int(sys.argv[2])
-def load(name, r): return json.load(open(f"{out}/{name}.{r}.json"))
+def load(name, r):
+    text = open(f"{out}/{name}.{r}.json").read()
+    if name == "llama" and text.lstrip().startswith("{"):  # llama-batched-bench's jsonl, one line
+        b = json.loads(text.strip().splitlines()[-1])
+        return [{"n_prompt": b["pp"], "avg_ts": b["speed_pp"]}, {"n_prompt": 0, "avg_ts": b["speed_tg"]}]
+    return json.loads(text)
 def rss(name, r): return int(open(f"{out}/{name}.{r}.rss").read().split()[-1]) * 1024  # /usr/bin/time's %M: KiB
 med = statistics.median
 llama_pp, llama_tg, llama_commit = [], [], ""
