@@ -41,6 +41,12 @@ MatmulQ8Fn find_q8_kernel(const Compute& c, const WeightView& w) {
     return c.table->matmul_q8[f];
 }
 
+// The smallest chunk, in units, worth a thread for rows of `cols` inputs times n_x activation rows.
+size_t min_chunk_units(size_t cols, size_t n_x) {
+    const size_t work_per_unit = std::max<size_t>(1, kRowUnit * std::max<size_t>(cols, 1) * n_x);
+    return std::max<size_t>(1, kMinChunkWork / work_per_unit);
+}
+
 // Runs kernel(begin_row, end_row) over the output rows, split over the pool when worth it.
 template <class Kernel>
 void split_rows(const Compute& c, const WeightView& w, size_t n_x, const Kernel& kernel) {
@@ -49,8 +55,7 @@ void split_rows(const Compute& c, const WeightView& w, size_t n_x, const Kernel&
         return;
     }
     const size_t units = (w.rows + kRowUnit - 1) / kRowUnit;
-    const size_t work_per_unit = std::max<size_t>(1, kRowUnit * std::max<size_t>(w.cols, 1) * n_x);
-    size_t grain = std::max<size_t>(1, kMinChunkWork / work_per_unit);
+    size_t grain = min_chunk_units(w.cols, n_x);
     // in_out matrices are read along their rows: a chunk of outputs reads a segment of every
     // row, so one chunk per thread keeps those segments long (fewer, longer DRAM streams: 30
     // instead of 25 GB/s with 2 threads, docs/kernels.md). out_in chunks are contiguous rows
@@ -134,8 +139,7 @@ void matmul_many(const Compute& c, std::span<const MatmulOut> outs, const float*
         parts.push_back(p);
         units += (o.w.rows + kRowUnit - 1) / kRowUnit;
     }
-    const size_t work_per_unit = std::max<size_t>(1, kRowUnit * std::max<size_t>(outs[0].w.cols, 1) * n_x);
-    const size_t grain = std::max({size_t{1}, kMinChunkWork / work_per_unit, kMinOutInUnits});
+    const size_t grain = std::max(min_chunk_units(outs[0].w.cols, n_x), kMinOutInUnits);
     c.pool->parallel_for(units, grain, [&](size_t begin, size_t end) {
         for (size_t i = 0; i < parts.size(); ++i) {
             const ManyPart& p = parts[i];

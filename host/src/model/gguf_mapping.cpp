@@ -78,15 +78,15 @@ Expected<GgufTensorRef> checked_ne(const GgufModel& model, const std::string& na
     return *t;
 }
 
-Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne) {
-    STORMO_TRY_ASSIGN(const GgufTensorRef t, checked_ne(model, name, ne));
+namespace {
+
+// A tensor already found and checked, as float32.
+Expected<std::vector<float>> dequantize(const GgufTensorRef& t) {
     std::vector<float> values(static_cast<size_t>(t.info->elements));
     if (auto r = dequantize_gguf(t.info->type, t.bytes().data(), values.size(), values.data()); !r)
-        return tl::unexpected(with_context(r.error(), t.file->path() + ": tensor " + in_quotes(name)));
+        return tl::unexpected(with_context(r.error(), t.file->path() + ": tensor " + in_quotes(t.info->name)));
     return values;
 }
-
-namespace {
 
 // Whether a family is handed the file's bytes of `t` (copy_tensor's rule), and as which dtype.
 std::optional<DType> in_file_dtype(const GgufTensorInfo& t) {
@@ -103,6 +103,11 @@ Shape row_major(const std::vector<uint64_t>& ne) {
 
 }  // namespace
 
+Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne) {
+    STORMO_TRY_ASSIGN(const GgufTensorRef t, checked_ne(model, name, ne));
+    return dequantize(t);
+}
+
 Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
                            std::vector<uint64_t> ne) {
     STORMO_TRY_ASSIGN(const GgufTensorRef t, checked_ne(model, gguf_name, ne));
@@ -110,7 +115,7 @@ Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::st
         m.tensors.push_back({std::move(hf_name), row_major(ne), *dtype, t, 0, t.info->nbytes, {}});
         return {};
     }
-    STORMO_TRY_ASSIGN(auto values, dequantized(model, gguf_name, ne));
+    STORMO_TRY_ASSIGN(auto values, dequantize(t));
     add_values(m, std::move(hf_name), row_major(ne), std::move(values));
     return {};
 }
@@ -137,7 +142,7 @@ Expected<void> unstack_experts(const GgufModel& model, MappedModel& m, const std
     const std::optional<DType> dtype = in_file_dtype(*t.info);
     std::vector<float> values;
     if (!dtype) {
-        STORMO_TRY_ASSIGN(values, dequantized(model, gguf_name, {in, out, experts}));
+        STORMO_TRY_ASSIGN(values, dequantize(t));
     }
     const size_t slot = hf_pattern.find("{e}");
     const auto per_expert = static_cast<std::ptrdiff_t>(in * out);
