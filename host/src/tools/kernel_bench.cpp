@@ -5,6 +5,8 @@
 #include "kernels/worker_pool.hpp"
 #include "tools/kernel_bench.hpp"
 
+#include "stormo/tensor.hpp"  // AlignedBuffer
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -29,10 +31,22 @@ struct Random {
     }
 };
 
+// Bytes of a matrix in the engine's own allocation: AlignedBuffer, which asks for huge pages at
+// 2 MiB and more as the engine's weights and expert slots do. A std::vector got 4 KiB pages, and
+// streaming an 8 GiB set through them measured several times slower than a 256 MiB one: the
+// bench then measured page walks that the engine does not pay.
+struct Bytes {
+    AlignedBuffer buffer;
+    void resize(size_t n) { buffer = AlignedBuffer(n); }
+    uint8_t* data() { return reinterpret_cast<uint8_t*>(buffer.data()); }
+    size_t size() const { return buffer.size(); }
+    bool empty() const { return buffer.size() == 0; }
+};
+
 // One weight matrix of the set: its bytes and the view over them.
 struct BenchMatrix {
-    std::vector<uint8_t> data;
-    std::vector<uint8_t> scales;
+    Bytes data;
+    Bytes scales;
     WeightView view;
 };
 
@@ -113,7 +127,7 @@ void fill(BenchMatrix& m, const BenchMatrixCase& c, Random& rng) {
             std::memcpy(m.data.data() + i, &v, 8);
         }
         m.scales.resize(n / 32);
-        for (uint8_t& s : m.scales) s = static_cast<uint8_t>(118 + rng.next() % 13);
+        for (size_t i = 0; i < m.scales.size(); ++i) m.scales.data()[i] = static_cast<uint8_t>(118 + rng.next() % 13);
         return;
     }
     m.data.resize(n * element_bytes(c.format));
