@@ -219,6 +219,9 @@ void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, si
 
 template <class F>
 struct Kernel {
+    // 8 outputs a lone row's tile for the 32-value blocks; the K-quants' 4-vector units keep 4
+    // (tiles512.hpp has the figures).
+    static constexpr int kRowOutputs = F::kValues == 32 ? 8 : 4;
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         gguf512::tile<F, O, R>(w, o, x, xs, y, ys);

@@ -155,6 +155,7 @@ void prepare_mxfp4_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scra
 
 template <Dense F>
 struct DenseKernel {
+    static constexpr int kRowOutputs = 4;  // tiles512.hpp
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         dense_tile<F, O, R>(w, o, x, xs, y, ys);
@@ -162,6 +163,7 @@ struct DenseKernel {
 };
 
 struct Mxfp4Kernel {
+    static constexpr int kRowOutputs = 8;  // tiles512.hpp
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         mxfp4_tile<O, R>(w, o, x, xs, y, ys);
