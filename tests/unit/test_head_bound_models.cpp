@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli_runner.hpp"
+#include "gguf_fixture_support.hpp"  // gguf_path
 #include "oracle_support.hpp"
 #include "runtime/sampler.hpp"
 
@@ -201,6 +202,62 @@ TEST(HeadBoundModels, CompactCopyIsAboutAHalfOfABf16Head) {
     ASSERT_TRUE(off);
     EXPECT_EQ(off->compact_head(), nullptr);
     EXPECT_EQ(off->head_note(), "exact-only (--head)");
+}
+
+// The copy costs rows * (cols + 16) bytes; a head whose own rows are no larger is read in full
+// (the bound would read the copy and then exact rows on top). BF16 rows are twice the copy's
+// values; GGUF Q8_0 rows of 64 values are 68 bytes against 80; Q6_K rows of 256, 210 against 272.
+TEST(HeadBoundModels, OwnBytesAgainstTheCopy) {
+    WeightView w;
+    w.rows = 10;
+    w.cols = 256;
+    w.format = WeightFormat::BF16;
+    EXPECT_EQ(CompactHead::bytes_for(w), 10u * (256 + sizeof(CompactRowBound)));
+    EXPECT_EQ(CompactHead::own_bytes(w), std::optional<uint64_t>(10u * 256 * 2));
+    w.format = WeightFormat::F32;
+    EXPECT_EQ(CompactHead::own_bytes(w), std::optional<uint64_t>(10u * 256 * 4));
+    w.format = WeightFormat::GGUF_Q6_K;
+    EXPECT_EQ(CompactHead::own_bytes(w), std::optional<uint64_t>(10u * 210));
+    w.format = WeightFormat::GGUF_Q8_0;
+    EXPECT_EQ(CompactHead::own_bytes(w), std::optional<uint64_t>(10u * 8 * 34));
+    w.cols = 100;  // not a whole number of blocks: no size claimed
+    EXPECT_EQ(CompactHead::own_bytes(w), std::nullopt);
+    w.format = WeightFormat::MXFP4;
+    EXPECT_EQ(CompactHead::own_bytes(w), std::nullopt);
+}
+
+// On whole GGUF files: the Q8_0 file's head (64 values a row, 68 bytes) is read in full and no
+// copy is made, and the tokens are the exact-only engine's; the F16 file's head gets the copy.
+TEST(HeadBoundModels, AHeadNoLargerThanTheCopyIsReadInFull) {
+    auto q8 = open_head(gguf_path("qwen3_moe-q8_0.gguf"), HeadRead::bounded);
+    ASSERT_TRUE(q8);
+    EXPECT_EQ(q8->compact_head(), nullptr);
+    EXPECT_EQ(q8->head_note().rfind("full head: its GGUF_Q8_0 rows", 0), 0u) << q8->head_note();
+    auto f16 = open_head(gguf_path("qwen3_moe-f16.gguf"), HeadRead::bounded);
+    ASSERT_TRUE(f16);
+    EXPECT_NE(f16->compact_head(), nullptr) << f16->head_note();
+    EXPECT_EQ(f16->head_note(), "bounded");
+
+    auto exact = open_head(gguf_path("qwen3_moe-q8_0.gguf"), HeadRead::exact_only);
+    ASSERT_TRUE(exact);
+    const std::vector<int32_t> prompt = {1, 5, 9, 2};
+    std::vector<int32_t> tokens[2];
+    Engine* engines[2] = {q8.get(), exact.get()};
+    for (int k = 0; k < 2; ++k) {
+        auto session = engines[k]->new_session(prompt.size() + 6);
+        ASSERT_TRUE(session);
+        int32_t token = -1;
+        ForwardOptions greedy;
+        greedy.argmax_out = &token;
+        std::vector<int32_t> feed = prompt;
+        for (int step = 0; step < 6; ++step) {
+            auto ran = engines[k]->pipeline().forward(**session, feed, greedy);
+            ASSERT_TRUE(ran) << ran.error().message;
+            tokens[k].push_back(token);
+            feed = {token};
+        }
+    }
+    EXPECT_EQ(tokens[0], tokens[1]);
 }
 
 using stormo::test::run_cli;

@@ -96,9 +96,11 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
     MemoryPlan p;
     p.dense_resident = c.dense_bytes();
     // The engine makes the copy before it plans the expert budget: int8 rows plus 16 bytes of
-    // constants a row (CompactHead::bytes()).
-    if (s.config.head == HeadRead::bounded)
-        p.compact_head = static_cast<uint64_t>(summary.vocab_size) * (summary.hidden_size + sizeof(CompactRowBound));
+    // constants a row (CompactHead::bytes()), unless the head's own tensor is no larger (a GGUF
+    // Q6_K or Q8_0 head, read in full: Engine::make_compact_head).
+    const uint64_t copy = static_cast<uint64_t>(summary.vocab_size) * (summary.hidden_size + sizeof(CompactRowBound));
+    const uint64_t own_head = c.by_role[static_cast<size_t>(TensorRole::head)].bytes;
+    if (s.config.head == HeadRead::bounded && !(own_head > 0 && own_head <= copy)) p.compact_head = copy;
     p.experts = c.expert_bytes();
     p.kv_per_token = static_cast<uint64_t>(summary.kv_floats_per_token) * sizeof(float);
     p.context = s.config.context;
@@ -193,8 +195,9 @@ void print_text(const Report& r) {
     std::cout << "\nmemory plan\n";
     std::cout << "  dense resident        " << bytes_text(p.dense_resident) << "\n";
     std::cout << "  compact head          " << bytes_text(p.compact_head)
-              << (p.compact_head > 0 ? " (int8 copy of the head for greedy steps; --head exact-only: none)"
-                                     : " (--head exact-only)")
+              << (p.compact_head > 0                       ? " (int8 copy of the head for greedy steps; --head exact-only: none)"
+                  : r.setup.config.head == HeadRead::exact_only ? " (--head exact-only)"
+                                                                : " (none: the head's own rows are no larger than an int8 copy)")
               << "\n";
     std::cout << "  routed experts        " << bytes_text(p.experts) << "\n";
     std::cout << "  expert budget         " << bytes_text(p.expert_budget)

@@ -1,5 +1,6 @@
 #include "kernels/kernel_table.hpp"
 #include "runtime/engine.hpp"
+#include "util/format_bytes.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -59,6 +60,11 @@ Expected<void> Engine::make_compact_head(HeadRead head) {
     }
     if (auto why = CompactHead::unsupported(*weight, compute())) {
         head_note_ = "full head: " + *why;
+        return {};
+    }
+    if (const auto own = CompactHead::own_bytes(*weight); own && *own <= CompactHead::bytes_for(*weight)) {
+        head_note_ = std::string("full head: its ") + weight_format_name(weight->format) + " rows (" + format_bytes(*own) +
+                     ") are no larger than an int8 copy (" + format_bytes(CompactHead::bytes_for(*weight)) + ")";
         return {};
     }
     STORMO_TRY_ASSIGN(auto compact, CompactHead::build(*weight, compute()));
