@@ -95,12 +95,12 @@ uint64_t slot_bytes_upper_bound(const ModelSetup& s, const ModelSummary& summary
 Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary) {
     MemoryPlan p;
     p.dense_resident = c.dense_bytes();
-    // The engine makes the copy before it plans the expert budget: int8 rows plus 16 bytes of
-    // constants a row (CompactHead::bytes()), unless the head's own tensor is no larger (a GGUF
-    // Q6_K or Q8_0 head, read in full: Engine::make_compact_head).
-    const uint64_t copy = static_cast<uint64_t>(summary.vocab_size) * (summary.hidden_size + sizeof(CompactRowBound));
+    // The engine makes the copy before it plans the expert budget, where it saves bytes over the
+    // head's own tensor (Engine::make_compact_head).
+    const auto vocab = static_cast<size_t>(summary.vocab_size), hidden = static_cast<size_t>(summary.hidden_size);
     const uint64_t own_head = c.by_role[static_cast<size_t>(TensorRole::head)].bytes;
-    if (s.config.head == HeadRead::bounded && !(own_head > 0 && own_head <= copy)) p.compact_head = copy;
+    if (s.config.head == HeadRead::bounded && CompactHead::copy_saves_bytes(own_head, vocab, hidden))
+        p.compact_head = CompactHead::bytes_for(vocab, hidden);
     p.experts = c.expert_bytes();
     p.kv_per_token = static_cast<uint64_t>(summary.kv_floats_per_token) * sizeof(float);
     p.context = s.config.context;

@@ -1,5 +1,7 @@
 #include "runtime/compact_head.hpp"
 
+#include "kernels/matrix_bytes.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -85,31 +87,21 @@ std::optional<std::string> CompactHead::unsupported(const WeightView& head, cons
     return std::nullopt;
 }
 
-uint64_t CompactHead::bytes_for(const WeightView& head) {
-    return static_cast<uint64_t>(head.rows) * head.cols + static_cast<uint64_t>(head.rows) * sizeof(CompactRowBound);
+uint64_t CompactHead::bytes_for(size_t rows, size_t cols) {
+    return static_cast<uint64_t>(rows) * cols + static_cast<uint64_t>(rows) * sizeof(CompactRowBound);
 }
 
+uint64_t CompactHead::bytes_for(const WeightView& head) { return bytes_for(head.rows, head.cols); }
+
 std::optional<uint64_t> CompactHead::own_bytes(const WeightView& head) {
-    const uint64_t rows = head.rows, cols = head.cols;
-    switch (head.format) {
-        case WeightFormat::F32: return rows * cols * 4;
-        case WeightFormat::BF16:
-        case WeightFormat::F16: return rows * cols * 2;
-        case WeightFormat::FP8_E4M3: return rows * cols;  // its block scales on top
-        case WeightFormat::GGUF_Q8_0:
-        case WeightFormat::GGUF_Q4_0:
-        case WeightFormat::GGUF_Q4_K:
-        case WeightFormat::GGUF_Q5_K:
-        case WeightFormat::GGUF_Q6_K:
-        case WeightFormat::GGUF_MXFP4: {
-            const WeightBlock b = gguf_weight_block(head.format);
-            if (b.values == 0 || cols % b.values != 0) return std::nullopt;
-            return rows * (cols / b.values) * b.bytes;
-        }
-        case WeightFormat::MXFP4:
-        case WeightFormat::count: break;
-    }
-    return std::nullopt;
+    // An MXFP4 head is never copied (unsupported() says why), so no size is claimed for it.
+    if (head.format == WeightFormat::MXFP4) return std::nullopt;
+    const uint64_t bytes = matrix_bytes(head.format, head.rows, head.cols);
+    return bytes == 0 ? std::nullopt : std::optional<uint64_t>(bytes);
+}
+
+bool CompactHead::copy_saves_bytes(uint64_t own_bytes, size_t rows, size_t cols) {
+    return own_bytes == 0 || own_bytes > bytes_for(rows, cols);
 }
 
 Expected<CompactHead> CompactHead::build(const WeightView& head, const Compute& compute) {

@@ -38,12 +38,15 @@ public:
     // activations, which the bound does not cover).
     static std::optional<std::string> unsupported(const WeightView& head, const Compute& compute);
 
-    // What a copy of `head` would cost (bytes() of the built copy), and what one pass over the head
-    // in its own format reads (nullopt for a format whose rows have no fixed size here). A head
-    // whose own rows are no larger than the copy (a GGUF Q6_K or Q8_0 head) is read in full:
-    // the bound would read more, and then the exact rows on top.
+    // What a copy of a rows x cols head would cost (bytes() of the built copy), and what one pass
+    // over the head in its own format reads (nullopt where no size is claimed).
+    static uint64_t bytes_for(size_t rows, size_t cols);
     static uint64_t bytes_for(const WeightView& head);
     static std::optional<uint64_t> own_bytes(const WeightView& head);
+    // Whether a copy is smaller than the head's own `own_bytes` (0: unknown, copy). A head whose
+    // rows are no larger (a GGUF Q6_K or Q8_0 head) is read in full: the bound would read more,
+    // and then the exact rows on top. The engine and `stormo inspect` both decide by this.
+    static bool copy_saves_bytes(uint64_t own_bytes, size_t rows, size_t cols);
 
     // Quantizes every row of `head` (decoded exactly by the reference row decoder), split over
     // the pool. Fails when unsupported() names a reason or memory runs out.

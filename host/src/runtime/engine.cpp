@@ -62,8 +62,9 @@ Expected<void> Engine::make_compact_head(HeadRead head) {
         head_note_ = "full head: " + *why;
         return {};
     }
-    if (const auto own = CompactHead::own_bytes(*weight); own && *own <= CompactHead::bytes_for(*weight)) {
-        head_note_ = std::string("full head: its ") + weight_format_name(weight->format) + " rows (" + format_bytes(*own) +
+    if (const uint64_t own = CompactHead::own_bytes(*weight).value_or(0);
+        !CompactHead::copy_saves_bytes(own, weight->rows, weight->cols)) {
+        head_note_ = std::string("full head: its ") + weight_format_name(weight->format) + " rows (" + format_bytes(own) +
                      ") are no larger than an int8 copy (" + format_bytes(CompactHead::bytes_for(*weight)) + ")";
         return {};
     }

@@ -2,6 +2,7 @@
 // pseudo-random values (identical pages could be merged by the hypervisor and then served from
 // cache), and read round-robin; the RAM probe runs first, with the same pools, so both figures
 // come from the same machine state.
+#include "kernels/matrix_bytes.hpp"
 #include "kernels/worker_pool.hpp"
 #include "tools/kernel_bench.hpp"
 
@@ -50,32 +51,7 @@ struct BenchMatrix {
     WeightView view;
 };
 
-size_t element_bytes(WeightFormat f) {
-    switch (f) {
-        case WeightFormat::F32: return 4;
-        case WeightFormat::BF16:
-        case WeightFormat::F16: return 2;
-        case WeightFormat::FP8_E4M3: return 1;
-        case WeightFormat::MXFP4:
-        case WeightFormat::GGUF_Q8_0:
-        case WeightFormat::GGUF_Q4_0:
-        case WeightFormat::GGUF_Q4_K:
-        case WeightFormat::GGUF_Q5_K:
-        case WeightFormat::GGUF_Q6_K:
-        case WeightFormat::GGUF_MXFP4:
-        case WeightFormat::count: break;
-    }
-    return 0;
-}
-
 bool is_gguf(WeightFormat f) { return gguf_weight_block(f).values != 0; }
-
-uint64_t matrix_bytes(const BenchMatrixCase& c, size_t rows, size_t cols) {
-    const uint64_t n = static_cast<uint64_t>(rows) * cols;
-    if (c.format == WeightFormat::MXFP4) return n / 2 + n / 32;
-    if (const WeightBlock b = gguf_weight_block(c.format); b.values != 0) return n / b.values * b.bytes;
-    return n * element_bytes(c.format);
-}
 
 // The inputs a case's matrices get: --cols rounded down to whole blocks (the K-quants' 256-value
 // super-blocks do not divide GPT-OSS's 2880; 2816 is the nearest).
@@ -130,7 +106,7 @@ void fill(BenchMatrix& m, const BenchMatrixCase& c, Random& rng) {
         for (size_t i = 0; i < m.scales.size(); ++i) m.scales.data()[i] = static_cast<uint8_t>(118 + rng.next() % 13);
         return;
     }
-    m.data.resize(n * element_bytes(c.format));
+    m.data.resize(matrix_bytes(c.format, m.view.rows, m.view.cols));
     for (size_t k = 0; k < n; ++k) {
         const uint64_t r = rng.next();
         if (c.format == WeightFormat::F32) {
@@ -151,7 +127,7 @@ Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const Kern
     if (cols == 0)
         return fail(ErrorKind::invalid_argument, "bench-kernels: --cols " + std::to_string(o.cols) + " holds no whole " +
                                                      std::string(weight_format_name(c.format)) + " block");
-    const uint64_t per_matrix = matrix_bytes(c, o.rows, cols);
+    const uint64_t per_matrix = matrix_bytes(c.format, o.rows, cols);
     const size_t count = static_cast<size_t>(std::max<uint64_t>(2, (o.set_bytes + per_matrix - 1) / per_matrix));
     std::vector<BenchMatrix> set;
     try {
@@ -181,7 +157,7 @@ KernelBenchRow measure(const BenchKernels& kernels, ThreadPool& pool, const std:
     const Compute compute{kernels.table, &pool, kernels.int8_activations};
     matmul(compute, set[next++ % set.size()].view, x.data(), n_x, y.data());  // warm the code and the pool
     const double window_seconds = o.min_seconds / std::max(1, o.windows);
-    const uint64_t bytes = matrix_bytes({set.front().view.format, set.front().view.layout}, o.rows, set.front().view.cols);
+    const uint64_t bytes = matrix_bytes(set.front().view.format, o.rows, set.front().view.cols);
     std::vector<double> rates;
     KernelBenchRow row;
     for (int w = 0; w < std::max(1, o.windows); ++w) {
