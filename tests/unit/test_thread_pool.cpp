@@ -106,8 +106,9 @@ double process_cpu_seconds() {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// Between calls the workers sleep: a pool of 3 kept alive (idle) for 300 ms right after a burst of
-// calls uses almost no CPU. A spinning worker would burn about 600 ms of CPU time here.
+// Between calls the workers spin for at most a fraction of a millisecond, then sleep: a pool of 3
+// kept alive (idle) for 300 ms right after a burst of calls uses almost no CPU. A worker that
+// kept spinning would burn about 600 ms of CPU time here.
 TEST(ThreadPool, WorkersDoNotSpinBetweenCalls) {
     WorkerPool pool(3);
     std::atomic<size_t> sum{0};

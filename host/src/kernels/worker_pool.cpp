@@ -1,7 +1,13 @@
-// The persistent pool behind every parallel kernel call. Workers sleep on a condition variable
-// between calls (nothing spins while the engine is idle). A call cuts [0, n) into contiguous
+// The persistent pool behind every parallel kernel call. A call cuts [0, n) into contiguous
 // chunks that the workers and the calling thread claim one at a time from an atomic counter, so
 // a slow or preempted thread on a shared machine delays only the chunk it holds.
+//
+// Between calls a worker first spins for a short while (kSpin) watching for the next job, then
+// sleeps on a condition variable, so nothing spins while the engine is idle. The spin is there
+// because a decode step makes hundreds of calls of 50-500 us each, and waking a sleeping thread
+// costs tens of microseconds under a hypervisor: with workers that slept between calls, two
+// threads ran a 768 x 2048 Q4_K expert matrix no faster than one (docs/kernels.md has the
+// figures). The caller waits for the last worker the same way: a spin, then the condition variable.
 //
 // Workers are not pinned by default: under a hypervisor the vCPU numbers map to nothing stable,
 // and on a machine shared with other processes a pinned worker waits for its one vCPU where an
@@ -10,10 +16,11 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include <cstring>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <system_error>
@@ -28,6 +35,29 @@ namespace {
 // Chunks per thread: enough to rebalance around a preempted thread, few enough to keep the
 // per-chunk cost (one atomic claim, one call) negligible.
 constexpr size_t kChunksPerThread = 4;
+
+// How long a thread spins for a change before it sleeps: longer than the serial work between
+// two kernel calls of a decode step, short enough that an idle engine leaves the CPU at once.
+constexpr std::chrono::microseconds kSpin{300};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// Spins until done() or kSpin has passed; done()'s last value.
+template <class Done>
+bool spin_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + kSpin;
+    for (;;) {
+        for (int k = 0; k < 64; ++k) {
+            if (done()) return true;
+            cpu_relax();
+        }
+        if (std::chrono::steady_clock::now() >= deadline) return done();
+    }
+}
 }  // namespace
 
 struct WorkerPool::State {
@@ -35,15 +65,18 @@ struct WorkerPool::State {
     std::condition_variable wake;  // workers: a new job or shutdown
     std::condition_variable idle;  // caller: the last active worker left the job
     std::vector<std::thread> workers;
-    bool stopping = false;
-    uint64_t generation = 0;  // bumped for every job posted to the workers
+    std::atomic<bool> stopping{false};
+    std::atomic<uint64_t> generation{0};  // bumped (under the mutex) for every job posted
+    size_t sleepers = 0;                  // workers waiting on `wake` (under the mutex)
+    bool caller_waiting = false;          // the caller waits on `idle` (under the mutex)
 
-    // The current job. Workers read it only while counted in `active`.
+    // The current job, written under the mutex while no worker is active. Workers read it only
+    // while counted in `active`.
     const std::function<void(size_t, size_t)>* fn = nullptr;
     size_t n = 0;
     size_t n_chunks = 0;
     std::atomic<size_t> next_chunk{0};
-    size_t active = 0;
+    std::atomic<size_t> active{0};
     std::atomic<bool> failed{false};
     std::exception_ptr error;
 
@@ -54,13 +87,14 @@ struct WorkerPool::State {
     std::string pin_error;
 
     void run_chunks();
+    void leave_job();
     void worker_loop();
 };
 
 // Claims chunks until none is left. After a failure the remaining chunks are claimed but skipped.
 void WorkerPool::State::run_chunks() {
     for (;;) {
-        const size_t k = next_chunk.fetch_add(1, std::memory_order_relaxed);
+        const size_t k = next_chunk.fetch_add(1);
         if (k >= n_chunks) return;
         if (failed.load(std::memory_order_relaxed)) continue;
         const size_t begin = n * k / n_chunks;
@@ -75,21 +109,36 @@ void WorkerPool::State::run_chunks() {
     }
 }
 
+// A worker stops counting in `active`; the last one wakes a caller that sleeps.
+void WorkerPool::State::leave_job() {
+    if (active.fetch_sub(1) != 1) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (caller_waiting) idle.notify_one();
+}
+
 void WorkerPool::State::worker_loop() {
     uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-        wake.wait(lock, [&] { return stopping || generation != seen; });
-        if (stopping) return;
-        seen = generation;
-        // A worker that wakes after the caller drained every chunk stays out of the job, so the
-        // caller never waits for a thread that has nothing to do.
-        if (next_chunk.load(std::memory_order_relaxed) >= n_chunks) continue;
-        ++active;
+        spin_until([&] { return generation.load(std::memory_order_acquire) != seen || stopping.load(); });
+        std::unique_lock<std::mutex> lock(mutex);
+        if (generation.load() == seen && !stopping.load()) {
+            ++sleepers;
+            wake.wait(lock, [&] { return stopping.load() || generation.load() != seen; });
+            --sleepers;
+        }
+        if (stopping.load()) return;
+        seen = generation.load();
+        // Counted before looking: a caller that saw no active worker after draining every chunk
+        // has left, and this worker then sees the chunks drained and never touches the job.
+        active.fetch_add(1);
+        if (next_chunk.load() >= n_chunks) {
+            active.fetch_sub(1);
+            if (caller_waiting && active.load() == 0) idle.notify_one();
+            continue;
+        }
         lock.unlock();
         run_chunks();
-        lock.lock();
-        if (--active == 0) idle.notify_one();
+        leave_job();
     }
 }
 
@@ -139,7 +188,7 @@ const std::string& WorkerPool::pin_error() const { return state_->pin_error; }
 WorkerPool::~WorkerPool() {
     {
         std::lock_guard<std::mutex> lock(state_->mutex);
-        state_->stopping = true;
+        state_->stopping.store(true);
     }
     state_->wake.notify_all();
     for (std::thread& t : state_->workers) t.join();
@@ -157,21 +206,27 @@ void WorkerPool::parallel_for(size_t n, size_t grain, const std::function<void(s
         return;
     }
     {
+        // No worker is active here (the last call waited for them), so the job can be rewritten.
         std::lock_guard<std::mutex> lock(s.mutex);
         s.fn = &fn;
         s.n = n;
         s.n_chunks = std::min(max_chunks, size() * kChunksPerThread);
-        s.next_chunk.store(0, std::memory_order_relaxed);
+        s.next_chunk.store(0);
         s.failed.store(false, std::memory_order_relaxed);
         s.error = nullptr;
-        ++s.generation;
+        s.generation.fetch_add(1, std::memory_order_release);
+        if (s.sleepers > 0) s.wake.notify_all();
     }
-    s.wake.notify_all();
     s.run_chunks();
+    if (!spin_until([&] { return s.active.load() == 0; })) {
+        std::unique_lock<std::mutex> lock(s.mutex);
+        s.caller_waiting = true;
+        s.idle.wait(lock, [&] { return s.active.load() == 0; });
+        s.caller_waiting = false;
+    }
     std::exception_ptr error;
     {
-        std::unique_lock<std::mutex> lock(s.mutex);
-        s.idle.wait(lock, [&] { return s.active == 0; });
+        std::lock_guard<std::mutex> lock(s.mutex);
         s.fn = nullptr;
         error = std::move(s.error);
         s.error = nullptr;
