@@ -12,13 +12,16 @@
 // on the same operands, so every weight picked is the reference's value bit for bit. Q8_0 (256
 // values) and Q6_K (64) convert: float(q) * d and (d * sc) * float(q - 32).
 //
-// The blocks' own element order is kept: elements 0-15 of every 32 are one vector and 16-31 the
-// next (Q4_0's and MXFP4's low and high nibbles), so x needs no rearranging. Per (output, row)
-// accumulator a takes elements 0-15 of every 32 and b elements 16-31, with FMAs, ascending; the value is the fixed-order sum of a + b, the same in every tile shape, so the
-// contract of docs/kernels.md holds. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
+// The blocks' own element order is kept but for Q4_K: elements 0-15 of every 32 are one vector
+// and 16-31 the next (Q4_0's and MXFP4's low and high nibbles), so x needs no rearranging. Q4_K
+// takes its codes with variable shifts instead of widening shuffles, in an order x is rearranged
+// to once per call (1.2x a core; see Q4_K). Per (output, row) accumulator a takes the first
+// vector of every 32 values and b the second, with FMAs, ascending; the value is the fixed-order
+// sum of a + b, the same in every tile shape, so the contract of docs/kernels.md holds. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
 // Compiled with -ffp-contract=off: a table's multiply and subtract must stay two roundings.
 #include "avx512_float_kernels.hpp"
 #include "gguf_decode.hpp"  // gguf::f16, the K-quants' headers; gguf_scales.hpp's kE8m0Half
+#include "scratch.hpp"
 #include "simd.hpp"         // prefetch_l2
 #include "simd512.hpp"
 #include "tiles512.hpp"     // drive
@@ -140,8 +143,66 @@ struct K45 {
         }
     }
 };
-using Q4_K = K45<false>;
 using Q5_K = K45<true>;
+
+// Q4_K with the activations rearranged (prepare_q4_k_rows): a unit's 32 bytes of codes are
+// broadcast to both 256-bit halves and each vector's indices come from one variable shift of
+// that register, with no widening shuffle: vpermps reads only an index's low four bits, so dword
+// lane j of [shift a x 8 | shift b x 8] picks the nibble at bit a (b) of bytes 4j .. 4j + 3.
+//   v0 [0 | 8]   sub-block 2c elements 4j, then 4j + 1     v1 [16 | 24]  elements 4j + 2, 4j + 3
+//   v2 [4 | 12]  sub-block 2c + 1 the same                 v3 [20 | 28]
+// The header's 16 values (d * sc of sub-blocks 0-7, then dmin * m) come out of one widening, one
+// conversion and one multiply, the reference's products of the same operands.
+struct Q4_K {
+    static constexpr size_t kValues = 256, kBytes = 144, kUnit = 64;
+    struct alignas(64) Header {
+        float v[16];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        uint64_t sc, m;
+        gguf::scales_mins_k4(b, sc, m);
+        const __m512 k = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+            _mm_set_epi64x(static_cast<long long>(m), static_cast<long long>(sc))));
+        uint32_t d_dmin;
+        __builtin_memcpy(&d_dmin, b, 4);
+        const __m512 pair = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin))));
+        const __m512 scale = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), pair);
+        Header h;
+        _mm512_store_ps(h.v, _mm512_mul_ps(scale, k));
+        return h;
+    }
+    [[gnu::always_inline]] static __m512 table(const Header& h, size_t s) {
+        return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(h.v[s]), iota16()), _mm512_set1_ps(h.v[8 + s]));
+    }
+    [[gnu::always_inline]] static __m512i shifts(int a, int b) {
+        return _mm512_inserti64x4(_mm512_set1_epi32(a), _mm256_set1_epi32(b), 1);
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t c, __m512 v[4]) {
+        const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c)));
+        const __m512 t0 = table(h, 2 * c), t1 = table(h, 2 * c + 1);
+        v[0] = _mm512_permutexvar_ps(_mm512_srlv_epi32(q, shifts(0, 8)), t0);
+        v[1] = _mm512_permutexvar_ps(_mm512_srlv_epi32(q, shifts(16, 24)), t0);
+        v[2] = _mm512_permutexvar_ps(_mm512_srlv_epi32(q, shifts(4, 12)), t1);
+        v[3] = _mm512_permutexvar_ps(_mm512_srlv_epi32(q, shifts(20, 28)), t1);
+    }
+};
+
+// Rows of x rearranged per 32 values as Q4_K's units read them: [4j | 4j + 1], then [4j + 2 | 4j + 3].
+void prepare_q4_k_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scratch<float>& out) {
+    out.resize(n_x * cols);
+    const __m512i first = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+    const __m512i second = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+    for (size_t r = 0; r < n_x; ++r) {
+        const float* src = x + r * xs;
+        float* dst = out.data() + r * cols;
+        for (size_t i = 0; i < cols; i += 32) {
+            const __m512 lo = _mm512_loadu_ps(src + i);
+            const __m512 hi = _mm512_loadu_ps(src + i + 16);
+            _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(lo, first, hi));
+            _mm512_storeu_ps(dst + i + 16, _mm512_permutex2var_ps(lo, second, hi));
+        }
+    }
+}
 
 // Q6_K: ql[128], qh[64], 16 int8 scales, f16 d. Unit u (64 consecutive values) = half c = u / 2,
 // groups 2h and 2h + 1 (h = u % 2): the low (h = 0) or high nibbles of the half's 64 ql bytes, and
@@ -241,7 +302,10 @@ void matmul_gguf_q4_0_out_in(const WeightView& w, const float* x, size_t n_x, si
 }
 void matmul_gguf_q4_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
-    drive<gguf512::Kernel<gguf512::Q4_K>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+    if (n_x == 0 || o_begin >= o_end) return;
+    Scratch<float> prepared;  // not std::vector: see scratch.hpp
+    gguf512::prepare_q4_k_rows(x, n_x, x_stride, w.cols, prepared);
+    drive<gguf512::Kernel<gguf512::Q4_K>>(w, prepared.data(), n_x, w.cols, y, y_stride, o_begin, o_end);
 }
 void matmul_gguf_q5_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
