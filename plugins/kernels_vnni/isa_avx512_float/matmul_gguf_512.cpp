@@ -211,8 +211,15 @@ void prepare_q4_k_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scrat
 // instructions), then widened 16 at a time; x = (d * sc) * (q - 32) per group of 16.
 struct Q6_K {
     static constexpr size_t kValues = 256, kBytes = 210, kUnit = 64;
-    using Header = gguf::Q6_K::Header;  // d * sc per group of 16
-    [[gnu::always_inline]] static Header header(const uint8_t* b) { return gguf::Q6_K::header(b); }
+    struct alignas(64) Header {
+        float ds[16];  // d * sc per group of 16
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
+        Header h;
+        _mm512_store_ps(h.ds, _mm512_mul_ps(_mm512_set1_ps(gguf::f16(b + 208)), sc));
+        return h;
+    }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m512 v[4]) {
         const size_t c = u / 2;
         const int hh = static_cast<int>(u % 2);
@@ -226,11 +233,14 @@ struct Q6_K {
         const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, counts), _mm512_set1_epi8(0x03));
         const __m512i q = _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(ql, _mm512_set1_epi8(0x0F)), _mm512_slli_epi16(high, 4)),
                                           _mm512_set1_epi8(32));
+        // Through memory: four widening loads cost less than three lane extracts and four widenings.
+        alignas(64) int8_t codes[64];
+        _mm512_store_si512(codes, q);
         const size_t group = 8 * c + 4 * static_cast<size_t>(hh);  // of the unit's first 16 values
-        v[0] = _mm512_mul_ps(_mm512_set1_ps(h.ds[group]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_castsi512_si128(q))));
-        v[1] = _mm512_mul_ps(_mm512_set1_ps(h.ds[group + 1]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 1))));
-        v[2] = _mm512_mul_ps(_mm512_set1_ps(h.ds[group + 2]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 2))));
-        v[3] = _mm512_mul_ps(_mm512_set1_ps(h.ds[group + 3]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 3))));
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k)
+            v[k] = _mm512_mul_ps(_mm512_set1_ps(h.ds[group + k]),
+                                 _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(codes + 16 * k)))));
     }
 };
 
