@@ -27,6 +27,10 @@ namespace q8k {
 
 using q8g::load32;
 
+// q8_gguf.hpp's driver takes a Dot type for its names only here (the blocks below do their own
+// dot steps); this one carries the flavour's name into the instantiations.
+struct Avx512Vnni {};
+
 [[gnu::always_inline]] inline __m512i load64(const void* p) { return _mm512_loadu_si512(p); }
 
 // int16 lanes [a x 16 | b x 16].
@@ -35,13 +39,32 @@ using q8g::load32;
                               _mm256_set1_epi16(static_cast<int16_t>(b)), 1);
 }
 
-// Per row: sum over the four registers of (u * q pair sums) * scales, two chains.
-[[gnu::always_inline]] inline int32_t scaled_sum(const __m512i u[4], const __m512i sc[4], const int8_t* q) {
+// Per row: over the four registers, (u * q pair sums) * scales in 16 int32 lanes, two chains.
+[[gnu::always_inline]] inline __m512i scaled_lanes(const __m512i u[4], const __m512i sc[4], const int8_t* q) {
     __m512i acc0 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(u[0], load64(q)), sc[0]);
     __m512i acc1 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(u[1], load64(q + 64)), sc[1]);
     acc0 = _mm512_dpwssd_epi32(acc0, _mm512_maddubs_epi16(u[2], load64(q + 128)), sc[2]);
     acc1 = _mm512_dpwssd_epi32(acc1, _mm512_maddubs_epi16(u[3], load64(q + 192)), sc[3]);
-    return _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1));
+    return _mm512_add_epi32(acc0, acc1);
+}
+[[gnu::always_inline]] inline int32_t scaled_sum(const __m512i u[4], const __m512i sc[4], const int8_t* q) {
+    return _mm512_reduce_add_epi32(scaled_lanes(u, sc, q));
+}
+
+// The lane sums of four outputs' vectors, [sum v0, sum v1, sum v2, sum v3] (exact integers, so
+// any order is the reference's).
+[[gnu::always_inline]] inline __m128i sums4(__m512i v0, __m512i v1, __m512i v2, __m512i v3) {
+    const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+    const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+    const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+[[gnu::always_inline]] inline __m128i sums4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+    const __m256i t0 = _mm256_add_epi32(_mm256_unpacklo_epi32(v0, v1), _mm256_unpackhi_epi32(v0, v1));
+    const __m256i t1 = _mm256_add_epi32(_mm256_unpacklo_epi32(v2, v3), _mm256_unpackhi_epi32(v2, v3));
+    const __m256i u = _mm256_add_epi32(_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1));
+    return _mm_add_epi32(_mm256_castsi256_si128(u), _mm256_extracti128_si256(u, 1));
 }
 
 // Q4_K / Q5_K: term = float(isum) * (dx * d) - float(imin) * (dx * dmin). Register j holds two
@@ -102,6 +125,16 @@ struct SuperK45 {
         const int32_t imin = q8g::hsum_i32(_mm256_madd_epi16(load32(bs), m16));
         return static_cast<float>(isum) * (dx * d) - static_cast<float>(imin) * (dx * dmin);
     }
+
+    // term() of four outputs at once (tile4): their unreduced sums, then the same float steps lane
+    // by lane.
+    [[gnu::always_inline]] __m512i sum_lanes(const int8_t* q) const { return scaled_lanes(u, sc, q); }
+    [[gnu::always_inline]] __m256i min_lanes(const int16_t* bs) const { return _mm256_madd_epi16(load32(bs), m16); }
+    [[gnu::always_inline]] static __m128 terms(__m128i isum, __m128i imin, float dx, __m128 d4, __m128 dmin4) {
+        const __m128 x = _mm_set1_ps(dx);
+        return _mm_sub_ps(_mm_mul_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(x, d4)),
+                          _mm_mul_ps(_mm_cvtepi32_ps(imin), _mm_mul_ps(x, dmin4)));
+    }
 };
 
 // Q6_K: term = float(isum - 32 * sum_g sc_g * bs_g) * (dx * d).
@@ -142,11 +175,70 @@ struct SuperQ6K {
         const int32_t isum = scaled_sum(u, sc, q) - 32 * offset;
         return static_cast<float>(isum) * (dx * d);
     }
+
+    // term() of four outputs at once (tile4); dmin is unused (Q6_K has no minimums).
+    float dmin = 0.0f;
+    [[gnu::always_inline]] __m512i sum_lanes(const int8_t* q) const { return scaled_lanes(u, sc, q); }
+    [[gnu::always_inline]] __m256i min_lanes(const int16_t* bs) const { return _mm256_madd_epi16(load32(bs), sc16); }
+    [[gnu::always_inline]] static __m128 terms(__m128i isum, __m128i offset, float dx, __m128 d4, __m128) {
+        const __m128i exact = _mm_sub_epi32(isum, _mm_slli_epi32(offset, 5));
+        return _mm_mul_ps(_mm_cvtepi32_ps(exact), _mm_mul_ps(_mm_set1_ps(dx), d4));
+    }
 };
 
-// q8_gguf.hpp's driver takes a Dot type for its names only here (the blocks above do their own dot
-// steps); this one carries the flavour's name into the instantiations.
-struct Avx512Vnni {};
+// A lone activation row (decode) against four outputs at a time: each output's super-block is
+// decoded as matmul_super does, its sums left in their lanes, and the four outputs' sums reduced
+// together (one transpose-and-add tree instead of four horizontal sums), after which the float
+// steps run four outputs to a vector, each lane the reference's scalar steps: term, lane b % 8,
+// the final lane reduction. Bits are those of matmul_super; the next four rows are prefetched.
+template <class S>
+void tile4(const uint8_t* data, size_t row_bytes, size_t nb, const int8_t* q, const Q8Rows& x, float* y, size_t o) {
+    __m128 lanes[8];
+    for (__m128& l : lanes) l = _mm_setzero_ps();
+    for (size_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k)
+            for (size_t off = 0; off < S::kBytes; off += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(data + (o + 4 + k) * row_bytes + b * S::kBytes + off), _MM_HINT_T1);
+        __m512i s[4];
+        __m256i m[4];
+        alignas(16) float d[4], dmin[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            S blk;
+            blk.decode(data + (o + k) * row_bytes + b * S::kBytes);
+            s[k] = blk.sum_lanes(q + b * 256);
+            m[k] = blk.min_lanes(x.sums + b * 16);
+            d[k] = blk.d;
+            dmin[k] = blk.dmin;
+        }
+        const __m128 t = S::terms(sums4(s[0], s[1], s[2], s[3]), sums4(m[0], m[1], m[2], m[3]), x.scales[b],
+                                  _mm_load_ps(d), _mm_load_ps(dmin));
+        lanes[b % 8] = _mm_add_ps(lanes[b % 8], t);
+    }
+    const __m128 a = _mm_add_ps(lanes[0], lanes[4]), bb = _mm_add_ps(lanes[2], lanes[6]);
+    const __m128 c = _mm_add_ps(lanes[1], lanes[5]), e = _mm_add_ps(lanes[3], lanes[7]);
+    _mm_storeu_ps(y + o, _mm_add_ps(_mm_add_ps(a, bb), _mm_add_ps(c, e)));
+}
+
+// matmul_super with tile4 for a lone row of activations quantized for the K-quants; any other
+// case (several rows, the last outputs, rows quantized for another format) is matmul_super's.
+template <class S>
+void matmul_k(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {
+    size_t o = o_begin;
+    if (x.n_x == 1 && x.block == kQ8KBlock && x.sums != nullptr) {
+        const size_t nb = w.cols / 256;
+        const int8_t* q = x.q;
+        Scratch<int8_t> reordered;
+        if constexpr (requires { S::reorder(x, reordered); }) {
+            S::reorder(x, reordered);
+            q = reordered.data();
+        }
+        for (; o + 4 <= o_end; o += 4) tile4<S>(static_cast<const uint8_t*>(w.data), nb * S::kBytes, nb, q, x, y, o);
+    }
+    if (o < o_end) q8g::matmul_super<Avx512Vnni, S>(w, x, y, ys, o, o_end);
+}
+
 
 }  // namespace q8k
 }  // namespace
@@ -154,15 +246,15 @@ struct Avx512Vnni {};
 
 void matmul_q8_gguf_q4_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
                                      size_t o_end) {
-    q8g::matmul_super<avx512::q8k::Avx512Vnni, avx512::q8k::SuperK45<false>>(w, x, y, ys, o_begin, o_end);
+    avx512::q8k::matmul_k<avx512::q8k::SuperK45<false>>(w, x, y, ys, o_begin, o_end);
 }
 void matmul_q8_gguf_q5_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
                                      size_t o_end) {
-    q8g::matmul_super<avx512::q8k::Avx512Vnni, avx512::q8k::SuperK45<true>>(w, x, y, ys, o_begin, o_end);
+    avx512::q8k::matmul_k<avx512::q8k::SuperK45<true>>(w, x, y, ys, o_begin, o_end);
 }
 void matmul_q8_gguf_q6_k_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin,
                                      size_t o_end) {
-    q8g::matmul_super<avx512::q8k::Avx512Vnni, avx512::q8k::SuperQ6K>(w, x, y, ys, o_begin, o_end);
+    avx512::q8k::matmul_k<avx512::q8k::SuperQ6K>(w, x, y, ys, o_begin, o_end);
 }
 
 }  // namespace stormo::simd
