@@ -269,6 +269,30 @@ TEST(Bench, RunGeneratesExactlyTheTokensAsked) {
     EXPECT_NE(too_short.error().message.find("--gen-tokens"), std::string::npos);
 }
 
+// The warm-up run (the default, as llama-bench's) goes before the measured one and stays out of
+// its figures: the store's counters at the start already hold the warm-up's prefill and its one
+// decode step, and the measured run still counts exactly its own lookups.
+TEST(Bench, WarmUpRunsFirstAndStaysOutOfTheFigures) {
+    TempDir tmp;
+    auto engine = open_engine(write_tiny(tmp, 9));
+    ASSERT_TRUE(engine);
+    BenchRequest cold{12, 5, 3, {}};
+    cold.warmup = false;
+    auto first = run_bench(*engine, cold);
+    ASSERT_TRUE(first.has_value()) << first.error().message;
+    EXPECT_FALSE(first->warmed_up);
+    auto warm = run_bench(*engine, BenchRequest{12, 5, 3, {}});
+    ASSERT_TRUE(warm.has_value()) << warm.error().message;
+    EXPECT_TRUE(warm->warmed_up);
+    const auto lookups = [](const ExpertStoreStats& s) { return s.hits + s.misses; };
+    // The warm-up: 12 prompt rows and 1 decode step over 4 layers, top-2 each.
+    const uint64_t warm_up = lookups(warm->before) - lookups(first->after);
+    EXPECT_GT(warm_up, 4u * 2u);
+    EXPECT_LE(warm_up, (12u + 1u) * 4u * 2u);
+    EXPECT_EQ(lookups(warm->after) - lookups(warm->after_prefill), 4u * 4u * 2u);
+    EXPECT_EQ(warm->generated_tokens, 5u);
+}
+
 using stormo::test::CommandResult;
 using stormo::test::run_cli;
 

@@ -27,6 +27,7 @@ struct BenchOptions {
     int64_t prompt_tokens = 64;
     int64_t gen_tokens = 16;
     uint64_t seed = 0;
+    bool no_warmup = false;
     bool json = false;
     std::string ram_probe = "1GiB";
     int ram_repeats = 5;
@@ -86,6 +87,7 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("load_seconds", load_seconds)
         .field("prompt_tokens", run.prompt_tokens)
         .field("gen_tokens", run.generated_tokens)
+        .field("warmup", run.warmed_up)
         .field("decode_steps", run.decode_steps)
         .field("prefill_seconds", run.prefill_seconds)
         .field("decode_seconds", run.decode_seconds)
@@ -162,7 +164,8 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
               << " threads, expert budget " << budget_text(engine.expert_budget()) << ", " << s.slots
               << " slots, " << (s.direct_io ? "O_DIRECT" : "buffered") << " expert reads\n"
               << "  prompt " << run.prompt_tokens << " tokens, " << run.generated_tokens << " generated ("
-              << run.decode_steps << " decode steps)\n\n";
+              << run.decode_steps << " decode steps)"
+              << (run.warmed_up ? ", after a warm-up run (a prompt of the same length and one token)" : ", no warm-up run") << "\n\n";
     row("", "achieved", "bound", "achieved/bound");
     row("prefill tokens/s", fixed(r.prefill_tokens_per_s, 2));
     row("decode tokens/s", fixed(r.decode_tokens_per_s, 2), fixed(r.memory_bound_tokens_per_s, 2) + " (memory)",
@@ -213,6 +216,8 @@ int run_bench(int argc, char** argv) {
         ("prompt-tokens", po::value<int64_t>(&b.prompt_tokens)->value_name("N"), "random prompt length (64)")
         ("gen-tokens", po::value<int64_t>(&b.gen_tokens)->value_name("N"), "tokens to generate, at least 2 (16)")
         ("seed", po::value<uint64_t>(&b.seed)->value_name("S"), "seed of the random prompt (0)")
+        ("no-warmup", po::bool_switch(&b.no_warmup),
+         "measure the first run after the load (default: a warm-up run first, a prompt of the same length and one token, as llama-bench does)")
         ("json", po::bool_switch(&b.json), "print one JSON object")
         ("ram-probe", po::value<std::string>(&b.ram_probe)->value_name("SIZE"), "buffer of the RAM read probe (1GiB)")
         ("ram-repeats", po::value<int>(&b.ram_repeats)->value_name("N"), "rounds of the RAM probe, one pass per stream count (1, 2, 4) each; the best pass counts (5)")
@@ -281,7 +286,7 @@ int run_bench(int argc, char** argv) {
     const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     Engine& engine = *loaded->engine;
 
-    BenchRequest request{static_cast<size_t>(b.prompt_tokens), static_cast<size_t>(b.gen_tokens), b.seed, {}};
+    BenchRequest request{static_cast<size_t>(b.prompt_tokens), static_cast<size_t>(b.gen_tokens), b.seed, {}, !b.no_warmup};
     if (progress.enabled())
         request.on_progress = [&progress](const char* stage, size_t done, size_t total) { progress.update(stage, done, total); };
     auto run = run_bench(engine, request);

@@ -90,9 +90,21 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     if (request.on_progress)
         gen.on_prefill_block = [&request](size_t done, size_t total) { request.on_progress("prefill", done, total); };
 
+    BenchRun run;
+    if (request.warmup) {
+        STORMO_TRY_ASSIGN(auto warm_session, engine.new_session(request.prompt_tokens + 2));
+        // Other random tokens than the measured prompt's, as llama-bench draws each run's afresh:
+        // a streaming store must not find the measured prompt's experts warmed on purpose.
+        GenerationRequest warm = gen;
+        for (int32_t& id : warm.prompt) id = static_cast<int32_t>(pick(rng));
+        warm.max_tokens = 2;
+        warm.on_prefill_block = nullptr;
+        if (auto warmed = generate(engine.pipeline(), *warm_session, warm, [](int32_t) {}); !warmed)
+            return tl::unexpected(warmed.error());
+        run.warmed_up = true;
+    }
     STORMO_TRY_ASSIGN(auto session, engine.new_session(request.prompt_tokens + request.gen_tokens));
 
-    BenchRun run;
     run.prompt_tokens = request.prompt_tokens;
     const ForwardTimes times_before = engine.pipeline().times();
     run.before = engine.store().stats();

@@ -52,6 +52,11 @@ struct BenchRequest {
     // Progress: ("prefill", positions done, prompt) per forward block, ("decode", tokens, gen_tokens)
     // per token. Called on the generating thread.
     std::function<void(const char* stage, size_t done, size_t total)> on_progress;
+    // A warm-up run before the measured one: a prompt of the same length (other random tokens)
+    // and one decode step in a session of its own, as llama-bench (a prompt and a token) and
+    // llama-batched-bench (16 tokens) do by default. Without it the measured prefill is the first to touch each expert's memory since
+    // the load, which on a machine whose host pages cold guest memory out cost stormo up to 3x.
+    bool warmup = true;
 };
 
 struct BenchRun {
@@ -71,6 +76,7 @@ struct BenchRun {
     uint64_t decode_head_rows_exact = 0;
     uint64_t compact_head_bytes = 0;  // the compact copy a bounded step reads whole (0: none)
     uint64_t peak_rss_bytes = 0;   // after the run
+    bool warmed_up = false;        // a warm-up run came first (BenchRequest::warmup)
 };
 
 // Random prompt ids (uniform in the vocabulary, from the seed), greedy sampling, no stop ids, so
