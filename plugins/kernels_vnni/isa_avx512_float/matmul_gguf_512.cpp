@@ -191,18 +191,8 @@ struct Q4_K {
 // Rows of x rearranged per 32 values as Q4_K's units read them: [4j | 4j + 1], then [4j + 2 | 4j + 3].
 void prepare_q4_k_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scratch<float>& out) {
     out.resize(n_x * cols);
-    const __m512i first = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
-    const __m512i second = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
-    for (size_t r = 0; r < n_x; ++r) {
-        const float* src = x + r * xs;
-        float* dst = out.data() + r * cols;
-        for (size_t i = 0; i < cols; i += 32) {
-            const __m512 lo = _mm512_loadu_ps(src + i);
-            const __m512 hi = _mm512_loadu_ps(src + i + 16);
-            _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(lo, first, hi));
-            _mm512_storeu_ps(dst + i + 16, _mm512_permutex2var_ps(lo, second, hi));
-        }
-    }
+    rearrange_rows32(x, n_x, xs, cols, _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29),
+                     _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31), out.data());
 }
 
 // Q6_K: ql[128], qh[64], 16 int8 scales, f16 d. Unit u (64 consecutive values) = half c = u / 2,

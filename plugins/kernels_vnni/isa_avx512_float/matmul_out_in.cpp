@@ -71,18 +71,8 @@ void mxfp4_tile(const WeightView& w, size_t o, const float* x, size_t xs, float*
 // Rows of x rearranged per 32-value block as [even elements | odd elements] (see mxfp4_tile).
 void prepare_mxfp4_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scratch<float>& out) {
     out.resize(n_x * cols);
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    for (size_t r = 0; r < n_x; ++r) {
-        const float* src = x + r * xs;
-        float* dst = out.data() + r * cols;
-        for (size_t i = 0; i < cols; i += 32) {
-            const __m512 lo = _mm512_loadu_ps(src + i);
-            const __m512 hi = _mm512_loadu_ps(src + i + 16);
-            _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(lo, even, hi));
-            _mm512_storeu_ps(dst + i + 16, _mm512_permutex2var_ps(lo, odd, hi));
-        }
-    }
+    rearrange_rows32(x, n_x, xs, cols, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+                     _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), out.data());
 }
 
 template <Dense F>

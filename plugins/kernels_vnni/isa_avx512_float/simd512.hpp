@@ -49,5 +49,22 @@ inline __m512 e2m1_doubled_values() {
                           -6.0f, -8.0f, -12.0f);
 }
 
+// Rows of x rearranged per 32 values into out (n_x rows of cols, cols a multiple of 32): the 16
+// elements `first` picks, then the 16 `second` picks (indices 0-31 into the 32), the order a
+// kernel's weight decoder yields its values in.
+inline void rearrange_rows32(const float* x, size_t n_x, size_t xs, size_t cols, __m512i first, __m512i second,
+                             float* out) {
+    for (size_t r = 0; r < n_x; ++r) {
+        const float* src = x + r * xs;
+        float* dst = out + r * cols;
+        for (size_t i = 0; i < cols; i += 32) {
+            const __m512 lo = _mm512_loadu_ps(src + i);
+            const __m512 hi = _mm512_loadu_ps(src + i + 16);
+            _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(lo, first, hi));
+            _mm512_storeu_ps(dst + i + 16, _mm512_permutex2var_ps(lo, second, hi));
+        }
+    }
+}
+
 }  // namespace
 }  // namespace stormo::simd::avx512
