@@ -21,7 +21,7 @@
 // Compiled with -ffp-contract=off: a table's multiply and subtract must stay two roundings.
 #include "avx512_float_kernels.hpp"
 #include "dense_tile512.hpp"  // dense_tile, for the prefill panels
-#include "gguf_decode.hpp"  // gguf::f16, the K-quants' headers; gguf_scales.hpp's kE8m0Half
+#include "gguf_decode.hpp"  // gguf::f16; gguf_scales.hpp's scales_mins_k4 and kE8m0Half
 #include "scratch.hpp"
 #include "simd.hpp"         // prefetch_l2
 #include "simd512.hpp"
@@ -98,53 +98,61 @@ struct Q8_0 {
     }
 };
 
-// Q4_K (FifthBit false) and Q5_K: unit c = sub-blocks 2c and 2c + 1, whose 4-bit parts are the
-// low and high nibbles of the same 32 bytes; x = (d * sc) * q - dmin * m per sub-block.
-template <bool FifthBit>
-struct K45 {
-    static constexpr size_t kValues = 256, kBytes = FifthBit ? 176 : 144, kUnit = 64;
-    // d * sc and dmin * m per sub-block, as the avx2 decoder computes them.
-    using Header = typename gguf::K45<FifthBit>::Header;
-    [[gnu::always_inline]] static Header header(const uint8_t* b) { return gguf::K45<FifthBit>::header(b); }
+// The sub-block scales of Q4_K and Q5_K: d * sc of sub-blocks 0-7, then dmin * m, from one
+// widening, one conversion and one multiply by [d x 8 | dmin x 8], the reference's products of
+// the same operands.
+struct alignas(64) SubScales {
+    float v[16];
+};
+[[gnu::always_inline]] inline SubScales sub_scales(const uint8_t* b) {
+    uint64_t sc, m;
+    gguf::scales_mins_k4(b, sc, m);
+    const __m512 k = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x(static_cast<long long>(m), static_cast<long long>(sc))));
+    uint32_t d_dmin;
+    __builtin_memcpy(&d_dmin, b, 4);
+    const __m512 pair = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin))));
+    const __m512 scale = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), pair);
+    SubScales h;
+    _mm512_store_ps(h.v, _mm512_mul_ps(scale, k));
+    return h;
+}
+// Sub-block s's weights for codes offset + k (k < 16): (d * sc) * code - dmin * m, two roundings.
+[[gnu::always_inline]] inline __m512 sub_table(const SubScales& h, size_t s, float offset) {
+    const __m512 k = offset == 0.0f ? iota16() : _mm512_add_ps(iota16(), _mm512_set1_ps(offset));
+    return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(h.v[s]), k), _mm512_set1_ps(h.v[8 + s]));
+}
+
+// Q5_K: unit c = sub-blocks 2c and 2c + 1, whose 4-bit parts are the low and high nibbles of the
+// same 32 bytes and whose fifth bits are bits 2c and 2c + 1 of qh's bytes.
+struct Q5_K {
+    static constexpr size_t kValues = 256, kBytes = 176, kUnit = 64;
+    using Header = SubScales;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return sub_scales(b); }
     // Bit s of each dword lane moved to bit 4, every other bit cleared.
     [[gnu::always_inline]] static __m512i bit_to_4(__m512i v, size_t s) {
         const __m512i moved = s <= 4 ? _mm512_sll_epi32(v, _mm_cvtsi32_si128(static_cast<int>(4 - s)))
                                      : _mm512_srl_epi32(v, _mm_cvtsi32_si128(static_cast<int>(s - 4)));
         return _mm512_and_si512(moved, _mm512_set1_epi32(0x10));
     }
-    // Sub-block s's weights for codes offset + k (k < 16): ds * code - dm, two roundings.
-    [[gnu::always_inline]] static __m512 table(const Header& h, size_t s, float offset) {
-        const __m512 k = offset == 0.0f ? iota16() : _mm512_add_ps(iota16(), _mm512_set1_ps(offset));
-        return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(h.ds[s]), k), _mm512_set1_ps(h.dm[s]));
-    }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t c, __m512 v[4]) {
-        const uint8_t* qs = b + (FifthBit ? 48 : 16) + 32 * c;
+        const uint8_t* qs = b + 48 + 32 * c;
         const __m512i q0 = u8x16(qs), q1 = u8x16(qs + 16);  // elements 0-15, 16-31 of both sub-blocks
-        if constexpr (!FifthBit) {
-            const __m512 t0 = table(h, 2 * c, 0.0f), t1 = table(h, 2 * c + 1, 0.0f);
-            v[0] = _mm512_permutexvar_ps(q0, t0);
-            v[1] = _mm512_permutexvar_ps(q1, t0);
-            v[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(q0, 4), t1);
-            v[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(q1, 4), t1);
-        } else {
-            // 5-bit codes: the nibble, and bit s of qh's byte l as bit 4; vpermt2ps reads five bits.
-            const __m512i h0 = u8x16(b + 16), h1 = u8x16(b + 32);
-            const __m512i low4 = _mm512_set1_epi32(0x0F);
-            const size_t s1 = 2 * c + 1;
-            const __m512i i0 = _mm512_or_si512(_mm512_and_si512(q0, low4), bit_to_4(h0, 2 * c));
-            const __m512i i1 = _mm512_or_si512(_mm512_and_si512(q1, low4), bit_to_4(h1, 2 * c));
-            const __m512i j0 = _mm512_or_si512(_mm512_srli_epi32(q0, 4), bit_to_4(h0, s1));
-            const __m512i j1 = _mm512_or_si512(_mm512_srli_epi32(q1, 4), bit_to_4(h1, s1));
-            const __m512 a0 = table(h, 2 * c, 0.0f), a1 = table(h, 2 * c, 16.0f);
-            const __m512 b0 = table(h, s1, 0.0f), b1 = table(h, s1, 16.0f);
-            v[0] = _mm512_permutex2var_ps(a0, i0, a1);
-            v[1] = _mm512_permutex2var_ps(a0, i1, a1);
-            v[2] = _mm512_permutex2var_ps(b0, j0, b1);
-            v[3] = _mm512_permutex2var_ps(b0, j1, b1);
-        }
+        // 5-bit codes: the nibble, and bit s of qh's byte l as bit 4; vpermt2ps reads five bits.
+        const __m512i h0 = u8x16(b + 16), h1 = u8x16(b + 32);
+        const __m512i low4 = _mm512_set1_epi32(0x0F);
+        const size_t s1 = 2 * c + 1;
+        const __m512i i0 = _mm512_or_si512(_mm512_and_si512(q0, low4), bit_to_4(h0, 2 * c));
+        const __m512i i1 = _mm512_or_si512(_mm512_and_si512(q1, low4), bit_to_4(h1, 2 * c));
+        const __m512i j0 = _mm512_or_si512(_mm512_srli_epi32(q0, 4), bit_to_4(h0, s1));
+        const __m512i j1 = _mm512_or_si512(_mm512_srli_epi32(q1, 4), bit_to_4(h1, s1));
+        const __m512 a0 = sub_table(h, 2 * c, 0.0f), a1 = sub_table(h, 2 * c, 16.0f);
+        const __m512 b0 = sub_table(h, s1, 0.0f), b1 = sub_table(h, s1, 16.0f);
+        v[0] = _mm512_permutex2var_ps(a0, i0, a1);
+        v[1] = _mm512_permutex2var_ps(a0, i1, a1);
+        v[2] = _mm512_permutex2var_ps(b0, j0, b1);
+        v[3] = _mm512_permutex2var_ps(b0, j1, b1);
     }
 };
-using Q5_K = K45<true>;
 
 // Q4_K with the activations rearranged (prepare_q4_k_rows): a unit's 32 bytes of codes are
 // broadcast to both 256-bit halves and each vector's indices come from one variable shift of
@@ -152,35 +160,16 @@ using Q5_K = K45<true>;
 // lane j of [shift a x 8 | shift b x 8] picks the nibble at bit a (b) of bytes 4j .. 4j + 3.
 //   v0 [0 | 8]   sub-block 2c elements 4j, then 4j + 1     v1 [16 | 24]  elements 4j + 2, 4j + 3
 //   v2 [4 | 12]  sub-block 2c + 1 the same                 v3 [20 | 28]
-// The header's 16 values (d * sc of sub-blocks 0-7, then dmin * m) come out of one widening, one
-// conversion and one multiply, the reference's products of the same operands.
 struct Q4_K {
     static constexpr size_t kValues = 256, kBytes = 144, kUnit = 64;
-    struct alignas(64) Header {
-        float v[16];
-    };
-    [[gnu::always_inline]] static Header header(const uint8_t* b) {
-        uint64_t sc, m;
-        gguf::scales_mins_k4(b, sc, m);
-        const __m512 k = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-            _mm_set_epi64x(static_cast<long long>(m), static_cast<long long>(sc))));
-        uint32_t d_dmin;
-        __builtin_memcpy(&d_dmin, b, 4);
-        const __m512 pair = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin))));
-        const __m512 scale = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), pair);
-        Header h;
-        _mm512_store_ps(h.v, _mm512_mul_ps(scale, k));
-        return h;
-    }
-    [[gnu::always_inline]] static __m512 table(const Header& h, size_t s) {
-        return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(h.v[s]), iota16()), _mm512_set1_ps(h.v[8 + s]));
-    }
+    using Header = SubScales;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return sub_scales(b); }
     [[gnu::always_inline]] static __m512i shifts(int a, int b) {
         return _mm512_inserti64x4(_mm512_set1_epi32(a), _mm256_set1_epi32(b), 1);
     }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t c, __m512 v[4]) {
         const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c)));
-        const __m512 t0 = table(h, 2 * c), t1 = table(h, 2 * c + 1);
+        const __m512 t0 = sub_table(h, 2 * c, 0.0f), t1 = sub_table(h, 2 * c + 1, 0.0f);
         v[0] = _mm512_permutexvar_ps(_mm512_srlv_epi32(q, shifts(0, 8)), t0);
         v[1] = _mm512_permutexvar_ps(_mm512_srlv_epi32(q, shifts(16, 24)), t0);
         v[2] = _mm512_permutexvar_ps(_mm512_srlv_epi32(q, shifts(4, 12)), t1);
@@ -290,13 +279,13 @@ struct Kernel {
     }
 };
 
-// Prefill: a panel of up to kPanelOutputs outputs is decoded once into F32 rows, in the order the
+// Prefill: a panel of kPanelOutputs outputs is decoded once into F32 rows, in the order the
 // tiles above read the weights (the unit vectors v[0], v[1], ... of every block, one after the
 // other), and dense_tile runs every activation row against it. dense_tile adds the first 16
 // values of every 32 into accumulator a and the next 16 into b, ascending, and sums a + b as
 // the tiles above do, so each (output, row) value has the same bits on either path, whatever
 // n_x is; the decode's cost is paid once per call instead of once per row pair. The panel lives
-// on the stack (at most kPanelFloats, 128 KiB): a heap block of that size came from fresh pages,
+// on the stack (kPanelFloats, 128 KiB, so rows of up to 8192 values): a heap block of that size came from fresh pages,
 // zeroed by the kernel, on every call.
 constexpr size_t kPanelOutputs = 4;
 constexpr size_t kPanelFloats = 32768;
@@ -337,17 +326,16 @@ struct PanelKernel {
     }
 };
 
-// The tiles for a few rows (or rows too long for a panel of 4 outputs), panels for more.
+// The tiles for a few rows (or rows too long for a panel), panels for more.
 template <class F>
 void run(const WeightView& w, const float* x, size_t n_x, size_t xs, float* y, size_t ys, size_t o_begin, size_t o_end) {
-    const size_t outputs = kPanelFloats / w.cols < kPanelOutputs ? kPanelFloats / w.cols : kPanelOutputs;
-    if (n_x < kPanelRows || outputs < 4) {
+    if (n_x < kPanelRows || kPanelOutputs * w.cols > kPanelFloats) {
         drive<Kernel<F>>(w, x, n_x, xs, y, ys, o_begin, o_end);
         return;
     }
     alignas(64) float panel[kPanelFloats];
-    for (size_t c0 = o_begin; c0 < o_end; c0 += outputs) {
-        const size_t n = o_end - c0 < outputs ? o_end - c0 : outputs;
+    for (size_t c0 = o_begin; c0 < o_end; c0 += kPanelOutputs) {
+        const size_t n = o_end - c0 < kPanelOutputs ? o_end - c0 : kPanelOutputs;
         decode_panel<F>(w, c0, n, panel);
         WeightView pw;
         pw.format = WeightFormat::F32;

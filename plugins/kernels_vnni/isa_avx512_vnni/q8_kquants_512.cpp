@@ -47,8 +47,13 @@ struct Avx512Vnni {};
     acc1 = _mm512_dpwssd_epi32(acc1, _mm512_maddubs_epi16(u[3], load64(q + 192)), sc[3]);
     return _mm512_add_epi32(acc0, acc1);
 }
-[[gnu::always_inline]] inline int32_t scaled_sum(const __m512i u[4], const __m512i sc[4], const int8_t* q) {
-    return _mm512_reduce_add_epi32(scaled_lanes(u, sc, q));
+// One output's term (q8_gguf.hpp's driver): its sums reduced, then lane 0 of the block's terms(),
+// so the float steps are written once for one output and for four.
+template <class S>
+[[gnu::always_inline]] inline float lane0_term(const S& s, const int8_t* q, float dx, const int16_t* bs) {
+    const __m128i isum = _mm_cvtsi32_si128(_mm512_reduce_add_epi32(s.sum_lanes(q)));
+    const __m128i imin = _mm_cvtsi32_si128(q8g::hsum_i32(s.min_lanes(bs)));
+    return _mm_cvtss_f32(S::terms(isum, imin, dx, _mm_set1_ps(s.d), _mm_set1_ps(s.dmin)));
 }
 
 // The lane sums of four outputs' vectors, [sum v0, sum v1, sum v2, sum v3] (exact integers, so
@@ -120,20 +125,17 @@ struct SuperK45 {
         dmin = gguf::f16(b + 2);
     }
 
-    [[gnu::always_inline]] float term(const int8_t* q, float dx, const int16_t* bs) const {
-        const int32_t isum = scaled_sum(u, sc, q);
-        const int32_t imin = q8g::hsum_i32(_mm256_madd_epi16(load32(bs), m16));
-        return static_cast<float>(isum) * (dx * d) - static_cast<float>(imin) * (dx * dmin);
-    }
-
-    // term() of four outputs at once (tile4): their unreduced sums, then the same float steps lane
-    // by lane.
+    // The integer sums, unreduced (tile4 reduces four outputs' together).
     [[gnu::always_inline]] __m512i sum_lanes(const int8_t* q) const { return scaled_lanes(u, sc, q); }
     [[gnu::always_inline]] __m256i min_lanes(const int16_t* bs) const { return _mm256_madd_epi16(load32(bs), m16); }
+    // The float steps, lane by lane, for up to four outputs (their d and dmin in d4, dmin4).
     [[gnu::always_inline]] static __m128 terms(__m128i isum, __m128i imin, float dx, __m128 d4, __m128 dmin4) {
         const __m128 x = _mm_set1_ps(dx);
         return _mm_sub_ps(_mm_mul_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(x, d4)),
                           _mm_mul_ps(_mm_cvtepi32_ps(imin), _mm_mul_ps(x, dmin4)));
+    }
+    [[gnu::always_inline]] float term(const int8_t* q, float dx, const int16_t* bs) const {
+        return lane0_term<SuperK45>(*this, q, dx, bs);
     }
 };
 
@@ -170,19 +172,16 @@ struct SuperQ6K {
         d = gguf::f16(b + 208);
     }
 
-    [[gnu::always_inline]] float term(const int8_t* q, float dx, const int16_t* bs) const {
-        const int32_t offset = q8g::hsum_i32(_mm256_madd_epi16(load32(bs), sc16));
-        const int32_t isum = scaled_sum(u, sc, q) - 32 * offset;
-        return static_cast<float>(isum) * (dx * d);
-    }
-
-    // term() of four outputs at once (tile4); dmin is unused (Q6_K has no minimums).
+    // As SuperK45's; min_lanes gives sum_g sc_g * bs_g, and dmin is unused (Q6_K has no minimums).
     float dmin = 0.0f;
     [[gnu::always_inline]] __m512i sum_lanes(const int8_t* q) const { return scaled_lanes(u, sc, q); }
     [[gnu::always_inline]] __m256i min_lanes(const int16_t* bs) const { return _mm256_madd_epi16(load32(bs), sc16); }
     [[gnu::always_inline]] static __m128 terms(__m128i isum, __m128i offset, float dx, __m128 d4, __m128) {
         const __m128i exact = _mm_sub_epi32(isum, _mm_slli_epi32(offset, 5));
         return _mm_mul_ps(_mm_cvtepi32_ps(exact), _mm_mul_ps(_mm_set1_ps(dx), d4));
+    }
+    [[gnu::always_inline]] float term(const int8_t* q, float dx, const int16_t* bs) const {
+        return lane0_term<SuperQ6K>(*this, q, dx, bs);
     }
 };
 
@@ -197,9 +196,8 @@ void tile4(const uint8_t* data, size_t row_bytes, size_t nb, const int8_t* q, co
     for (__m128& l : lanes) l = _mm_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k)
-            for (size_t off = 0; off < S::kBytes; off += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(data + (o + 4 + k) * row_bytes + b * S::kBytes + off), _MM_HINT_T1);
+        for (int k = 0; k < 4; ++k)  // the same block of the next tile's rows, 4 rows on
+            q8g::prefetch_next(data + (o + k) * row_bytes, 4 * row_bytes, b * S::kBytes, (b + 1) * S::kBytes);
         __m512i s[4];
         __m256i m[4];
         alignas(16) float d[4], dmin[4];
@@ -238,7 +236,6 @@ void matmul_k(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t 
     }
     if (o < o_end) q8g::matmul_super<Avx512Vnni, S>(w, x, y, ys, o, o_end);
 }
-
 
 }  // namespace q8k
 }  // namespace
