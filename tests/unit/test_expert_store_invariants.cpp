@@ -3,7 +3,9 @@
 // on or off, thread count and O_DIRECT on or off. And a failed or short read fails only that
 // request: the session and the store stay consistent and the next request gives the right tokens.
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "oracle_support.hpp"
 #include "runtime/generation.hpp"
@@ -167,13 +169,15 @@ TEST_P(PlacementInvariant, EveryPlacementGivesTheSameBitsAndTokens) {
     EXPECT_TRUE(same_bits(reference_.batched, reference_.stepped)) << "batched prefill differs from decode";
 }
 
-// Fails the N-th read, or returns it short, then behaves.
+// Fails every read from the N-th on, or returns it short, until the count is set high again.
+// Failing only the N-th read would race with prefetch: that read can be a speculative one of an
+// expert no request acquires, and its failure then rightly costs nothing.
 class FaultyBackend final : public ReadBackend {
 public:
     FaultyBackend(std::unique_ptr<ReadBackend> inner, std::shared_ptr<std::atomic<int>> fail_at, bool short_read)
         : inner_(std::move(inner)), fail_at_(std::move(fail_at)), short_read_(short_read) {}
     Expected<size_t> read(const std::string& file, uint64_t offset, size_t size, void* dst) override {
-        if (fail_at_->fetch_sub(1) == 1) {
+        if (fail_at_->fetch_sub(1) <= 1) {
             if (!short_read_) return fail(ErrorKind::io, file + ": injected read failure at offset " + std::to_string(offset));
             auto got = inner_->read(file, offset, size, dst);
             if (!got) return got;
@@ -204,8 +208,13 @@ TEST_P(PlacementInvariant, FailedOrShortReadFailsOnlyThatRequest) {
             GenerationRequest request;
             request.prompt = prompt_;
             request.max_tokens = 12;
-            fail_at->store(3);  // the third read from now fails
+            fail_at->store(3);  // the third read from now, and every one after it, fails
             auto failed = generate((*engine)->pipeline(), **session, request);
+            // Reads the failed request left in flight may still fail; the retry starts once they landed.
+            for (int waited_ms = 0; (*engine)->store().stats().loading > 0 && waited_ms < 10000; ++waited_ms)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            ASSERT_EQ((*engine)->store().stats().loading, 0u) << "reads still in flight 10 s after the failed request";
+            fail_at->store(1 << 30);
             ASSERT_FALSE(failed.has_value()) << "an injected read failure went unnoticed";
             EXPECT_NE(failed.error().message.find(short_read ? "short read" : "injected read failure"), std::string::npos)
                 << failed.error().message;

@@ -215,8 +215,10 @@ public:
     ExpertStoreStats stats() const override {
         std::lock_guard lock(mu_);
         ExpertStoreStats s = stats_;
-        for (const Slot& slot : slots_)
+        for (const Slot& slot : slots_) {
             if (slot.prefetched_unused) ++s.prefetch_wasted;
+            if (slot.state == SlotState::loading) ++s.loading;
+        }
         s.slots = slots_.size();
         s.slot_bytes = slot_bytes_;
         s.direct_io = backend_->direct_io();
