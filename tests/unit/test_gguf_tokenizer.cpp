@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "gguf_writer.hpp"
+#include "model/gguf_mapping.hpp"
+#include "model/gguf_split.hpp"
 #include "safetensors_writer.hpp"
 #include "text/chat_template.hpp"
 #include "text/chat_value.hpp"
@@ -156,6 +158,24 @@ TEST_P(GgufTokenizer, ChatTemplateRendersEveryReferenceCase) {
     auto from_dir = ChatTemplate::load(test::kTokenizerData + "/" + GetParam());
     ASSERT_TRUE(from_dir) << from_dir.error().message;
     EXPECT_EQ(chat_template->eos_token(), from_dir->eos_token());
+}
+
+// A GGUF file keeps one eos id; generation must still stop where the checkpoint's
+// generation_config.json says: gpt-oss's lists 200002 <|return|> and 199999 <|endoftext|> (the
+// reference tokenizer's generation_config.json), Qwen3-30B-A3B's 151645 <|im_end|> and 151643
+// <|endoftext|>. The eos id comes first, as the files' tokenizer.ggml.eos_token_id.
+TEST_P(GgufTokenizer, EndsGenerationWhereTheCheckpointsGenerationConfigDoes) {
+    auto model = GgufModel::open(vocab_gguf(GetParam()));
+    ASSERT_TRUE(model) << model.error().message;
+    const gguf_mapping::Keys keys(model->metadata(), "");
+    const uint64_t vocab = from_gguf(GetParam()).size();
+    auto eos = gguf_mapping::eos_token_id(keys, vocab);
+    ASSERT_TRUE(eos) << eos.error().message;
+    auto ids = gguf_mapping::end_of_generation_ids(keys, vocab, *eos);
+    ASSERT_TRUE(ids) << ids.error().message;
+    const std::vector<int64_t> expected =
+        GetParam() == "gpt-oss" ? std::vector<int64_t>{200002, 199999} : std::vector<int64_t>{151645, 151643};
+    EXPECT_EQ(*ids, expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, GgufTokenizer, ::testing::Values("gpt-oss", "qwen3"));

@@ -1,6 +1,9 @@
 // The pieces every GGUF architecture mapping shares: see gguf_mapping.hpp.
 #include "model/gguf_mapping.hpp"
 
+#include <algorithm>
+#include <array>
+
 #include <charconv>
 
 #include "util/quote.hpp"
@@ -185,6 +188,47 @@ Expected<std::optional<int64_t>> eos_token_id(const Keys& k, uint64_t vocab) {
     if (!id || *id < 0 || static_cast<uint64_t>(*id) >= vocab)
         return fail(ErrorKind::format, k.path() + ": tokenizer.ggml.eos_token_id must be a token id below " + std::to_string(vocab));
     return std::optional<int64_t>(*id);
+}
+
+namespace {
+
+// Control-token texts that end generation in the families' chat formats (their checkpoints'
+// generation_config.json lists these ids beside the eos): Qwen3's <|im_end|> and <|endoftext|>,
+// gpt-oss's <|return|> and <|endoftext|>, GLM's <|endoftext|>, <|user|> and <|observation|>.
+// Not gpt-oss's <|end|>, which closes a message that the reply goes on after.
+constexpr std::array<std::string_view, 5> kEndOfGenerationTexts{"<|endoftext|>", "<|im_end|>", "<|return|>",
+                                                                 "<|user|>", "<|observation|>"};
+constexpr int64_t kControlToken = 3;  // llama.cpp's token type of control tokens
+
+}  // namespace
+
+Expected<std::vector<int64_t>> end_of_generation_ids(const Keys& k, uint64_t vocab, std::optional<int64_t> eos) {
+    std::vector<int64_t> ids;
+    auto add = [&](int64_t id) {
+        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    };
+    if (eos) add(*eos);
+    for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+        const GgufValue* v = k.find(key);
+        if (v == nullptr) continue;
+        const auto id = v->as_int();
+        if (!id || *id < 0 || static_cast<uint64_t>(*id) >= vocab)
+            return fail(ErrorKind::format, k.path() + ": " + key + " must be a token id below " + std::to_string(vocab));
+        add(*id);
+    }
+    const GgufValue* tokens = k.find("tokenizer.ggml.tokens");
+    const GgufValue* types = k.find("tokenizer.ggml.token_type");
+    // A file without a token list (or a malformed one, which the tokenizer refuses by name) names
+    // no more.
+    if (tokens == nullptr || types == nullptr || !tokens->is_array() || !types->is_array() ||
+        types->count != tokens->strings.size())
+        return ids;
+    for (uint64_t id = 0; id < tokens->strings.size() && id < vocab; ++id) {
+        if (types->int_at(id) != std::optional<int64_t>(kControlToken)) continue;
+        if (std::ranges::find(kEndOfGenerationTexts, tokens->strings[id]) != kEndOfGenerationTexts.end())
+            add(static_cast<int64_t>(id));
+    }
+    return ids;
 }
 
 Expected<std::string> rope_parameters(const Keys& k, Yarn yarn) {

@@ -125,15 +125,28 @@ class JsonObject;
 // when the file names one, eos_token_id.
 Expected<void> add_common_fields(JsonObject& j, const GgufModel& model, const Keys& k, Yarn yarn, std::optional<int64_t> eos);
 
+// The ids generation stops at, as the checkpoint's generation_config.json lists them: the file's
+// eos id first, then tokenizer.ggml.eot_token_id and eom_token_id, then every control token whose
+// text ends a turn or a reply in the chat formats of the families here (kEndOfGenerationTexts in
+// gguf_mapping.cpp); each once, each checked below `vocab`. A GGUF file keeps only one eos id,
+// where Qwen3's generation_config.json stops at <|im_end|> and <|endoftext|>, gpt-oss's at
+// <|return|> and <|endoftext|>, GLM's at <|endoftext|>, <|user|> and <|observation|>.
+Expected<std::vector<int64_t>> end_of_generation_ids(const Keys& k, uint64_t vocab, std::optional<int64_t> eos);
+
 // A mapping's result so far: the config.json `config_json(eos)` writes for the file's eos id
-// (tokenizer.ggml.eos_token_id, checked below `vocab`), and a generation config holding that id
-// when the file names one.
+// (tokenizer.ggml.eos_token_id, checked below `vocab`), and a generation config holding the
+// end-of-generation ids when there are any.
 template <class ConfigJson>
 Expected<MappedModel> mapped_config(const Keys& k, uint64_t vocab, ConfigJson&& config_json) {
     STORMO_TRY_ASSIGN(const std::optional<int64_t> eos, eos_token_id(k, vocab));
+    STORMO_TRY_ASSIGN(const std::vector<int64_t> stops, end_of_generation_ids(k, vocab, eos));
     MappedModel m;
     STORMO_TRY_ASSIGN(m.config_json, config_json(eos));
-    if (eos) m.generation_config_json = "{\"eos_token_id\": " + std::to_string(*eos) + "}";
+    if (!stops.empty()) {
+        std::string list;
+        for (const int64_t id : stops) list += (list.empty() ? "" : ", ") + std::to_string(id);
+        m.generation_config_json = "{\"eos_token_id\": [" + list + "]}";
+    }
     return m;
 }
 
