@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -28,7 +29,7 @@ using text::Tokenizer;
 using text::Value;
 
 std::string vocab_gguf(const std::string& name) { return std::string(STORMO_GGUF_UNPACKED_DIR) + "/" + name + "-vocab.gguf"; }
-std::string reference(const std::string& name, const std::string& file) {
+std::string reference_path(const std::string& name, const std::string& file) {
     return test::kTokenizerData + "/" + name + "/reference/" + file;
 }
 
@@ -73,7 +74,7 @@ protected:
 TEST_P(GgufTokenizer, EncodesEveryReferenceCaseAsTheReference) {
     const Tokenizer& tok = from_gguf(GetParam());
     simdjson::dom::parser parser;
-    const auto cases = parser.load(reference(GetParam(), "encode.json")).value().get_array().value();
+    const auto cases = parser.load(reference_path(GetParam(), "encode.json")).value().get_array().value();
     size_t checked = 0;
     for (simdjson::dom::element c : cases) {
         const std::string id = test::json_text(c["id"]);
@@ -93,7 +94,7 @@ TEST_P(GgufTokenizer, DecodesEveryReferenceCaseAsTheReference) {
     const Tokenizer& tok = from_gguf(GetParam());
     const std::vector<int32_t> relabeled_ids = relabeled(tok, test::reference_tokenizer(GetParam()));
     simdjson::dom::parser parser;
-    const auto cases = parser.load(reference(GetParam(), "decode.json")).value().get_array().value();
+    const auto cases = parser.load(reference_path(GetParam(), "decode.json")).value().get_array().value();
     size_t checked = 0, touched = 0;
     for (simdjson::dom::element c : cases) {
         const auto ids = test::json_ids(c["ids"]);
@@ -144,7 +145,7 @@ TEST_P(GgufTokenizer, HasTheTokenizerJsonsVocabulary) {
 TEST_P(GgufTokenizer, ChatTemplateRendersEveryReferenceCase) {
     auto chat_template = ChatTemplate::load(vocab_gguf(GetParam()));
     ASSERT_TRUE(chat_template) << chat_template.error().message;
-    auto cases = text::parse_json_value(read_text(reference(GetParam(), "chat.json")), "chat.json");
+    auto cases = text::parse_json_value(read_text(reference_path(GetParam(), "chat.json")), "chat.json");
     ASSERT_TRUE(cases) << cases.error().message;
     size_t checked = 0;
     for (const Value& c : cases->as_list()) {
@@ -180,6 +181,72 @@ TEST_P(GgufTokenizer, EndsGenerationWhereTheCheckpointsGenerationConfigDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, GgufTokenizer, ::testing::Values("gpt-oss", "qwen3"));
 
+// `bytes` (a vocabulary-only GGUF file: no tensor offsets to move) with tokenizer.ggml.pre set to `pre`.
+std::string with_pre(const std::string& bytes, std::string_view pre) {
+    const std::string key = "tokenizer.ggml.pre";
+    const size_t value = bytes.find(key) + key.size() + 4;  // after the key and its type id
+    uint64_t length = 0;
+    std::memcpy(&length, bytes.data() + value, 8);
+    std::string out = bytes.substr(0, value);
+    test::put_u64(out, pre.size());
+    out += pre;
+    return out + bytes.substr(value + 8 + length);
+}
+
+// `from` replaced by `to` exactly once in `text`.
+std::string replaced_once(const std::string& text, std::string_view from, std::string_view to) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    EXPECT_EQ(text.find(from, at + 1), std::string::npos) << from;
+    if (at == std::string::npos) return text;
+    return text.substr(0, at) + std::string(to) + text.substr(at + from.size());
+}
+
+// GLM's files say "glm4" (older ones "chatglm-bpe"): Llama 3's split regex, no normalizer, merges
+// applied to every word. No GLM tokenizer is among the references, so the name is checked on the
+// gpt-oss vocabulary: its converter file with the name changed must encode every reference text
+// exactly as its tokenizer.json does with that regex in place of o200k's and ignore_merges off.
+// The two regexes split differently (o200k splits "camelCase" words, GLM's does not), so the
+// check also counts the cases whose ids changed.
+TEST(GgufTokenizerPreNames, Glm4IsLlama3sSplitWithoutNormalizer) {
+    test::TempDir dir;
+    const std::string source = test::kTokenizerData + "/gpt-oss";
+    for (const char* f : {"tokenizer_config.json", "special_tokens_map.json"})
+        std::filesystem::copy_file(source + "/" + f, dir.file(f));
+    std::string json = read_text(source + "/tokenizer.json");
+    const std::string o200k =
+        R"([^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)";
+    const std::string glm4 =
+        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)";
+    json = replaced_once(replaced_once(json, o200k, glm4), R"("ignore_merges": true)", R"("ignore_merges": false)");
+    std::ofstream(dir.file("tokenizer.json"), std::ios::binary) << json;
+    auto reference = Tokenizer::load(dir.path());
+    ASSERT_TRUE(reference) << reference.error().message;
+
+    const std::string vocab = read_text(vocab_gguf("gpt-oss"));
+    simdjson::dom::parser parser;
+    const auto cases = parser.load(reference_path("gpt-oss", "encode.json")).value().get_array().value();
+    for (const char* name : {"glm4", "chatglm-bpe"}) {
+        std::ofstream(dir.file(std::string(name) + ".gguf"), std::ios::binary) << with_pre(vocab, name);
+        auto tok = Tokenizer::load(dir.file(std::string(name) + ".gguf"));
+        ASSERT_TRUE(tok) << tok.error().message;
+        size_t checked = 0, changed = 0;
+        for (simdjson::dom::element c : cases) {
+            const std::string text = test::json_text(c["text"]);
+            for (bool specials : {true, false}) {
+                const auto ids = tok->encode(text, specials);
+                EXPECT_EQ(test::ids_to_string(ids), test::ids_to_string(reference->encode(text, specials)))
+                    << name << " case " << test::json_text(c["id"]) << (specials ? " (specials matched)" : " (plain)");
+                if (test::ids_to_string(ids) != test::ids_to_string(test::json_ids(c[specials ? "ids" : "ids_plain"]))) ++changed;
+            }
+            ++checked;
+        }
+        EXPECT_GT(checked, 200u);
+        EXPECT_GT(changed, 0u) << "no case tells GLM's split from o200k's";
+        std::printf("[ %s ] %zu cases, %zu encodings differ from o200k's\n", name, checked, changed);
+    }
+}
+
 TEST(GgufTokenizerErrors, RefusesFilesWithoutAUsableTokenizer) {
     test::TempDir dir;
     test::GgufBuilder none;
@@ -202,7 +269,7 @@ TEST(GgufTokenizerErrors, RefusesFilesWithoutAUsableTokenizer) {
     pre.write(dir.file("pre.gguf"));
     auto p = Tokenizer::load(dir.file("pre.gguf"));
     ASSERT_FALSE(p);
-    EXPECT_THAT(p.error().message, HasSubstr("tokenizer.ggml.pre \"falcon\" is not supported (known: gpt-4o, qwen2)"));
+    EXPECT_THAT(p.error().message, HasSubstr("tokenizer.ggml.pre \"falcon\" is not supported (known: gpt-4o, qwen2, glm4, chatglm-bpe)"));
 
     test::GgufBuilder lengths;
     lengths.kv_str("tokenizer.ggml.model", "gpt2").kv_str("tokenizer.ggml.pre", "qwen2");
