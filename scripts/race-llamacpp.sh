@@ -16,6 +16,9 @@
 # with the head read by bound (its default). llama.cpp reads its weights into RAM (`-lm none`), as
 # stormo does with every expert resident.
 #
+# Each round's figures follow the table, one line per engine and road, so a round that ran in a
+# slow spell of the machine shows. KEEP=DIR keeps every run's JSON and stderr in DIR.
+#
 # CAP=8G (or any size cgroup v1 takes) runs both engines inside a fresh cgroup v1 memory group
 # whose memory.limit_in_bytes is CAP (page cache included; needs root and
 # /sys/fs/cgroup/memory), after dropping the page cache (pages another group read in first would
@@ -37,7 +40,9 @@ PP=${PROMPT_TOKENS:-64} TG=${GEN_TOKENS:-32}
 OUT=$(mktemp -d)
 CAP=${CAP:-}
 GROUP=/sys/fs/cgroup/memory/stormo-race-$$
+KEEP=${KEEP:-}
 cleanup() {
+    if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && cp -a "$OUT"/. "$KEEP"/; fi
     rm -rf "$OUT"
     if [ -n "$CAP" ] && [ -d "$GROUP" ]; then rmdir "$GROUP" || true; fi
 }
@@ -119,6 +124,15 @@ for road, name in (("f32", "stormo, float road (exact)"), ("int8", "stormo, int8
     print(f"| {name} | {r['prefill_tokens_per_s']:.2f} | {r['decode_tokens_per_s']:.2f} | "
           f"{r['prefill_tokens_per_s'] / lp:.2f}x | {r['decode_tokens_per_s'] / lt:.2f}x | "
           f"{r['decode_tokens_per_s'] / r['memory_bound_tokens_per_s']:.2f} | {r['process_rss'] / 2**30:.2f} |")
+print("per round, prefill / decode tok/s:")
+for r in range(1, repeats + 1):
+    line = [f"llama.cpp " + " / ".join(f"{t['avg_ts']:.2f}" for t in load("llama", r))]
+    for road in ("f32", "int8"):
+        x = load(road, r)
+        line.append(f"{road} {x['prefill_tokens_per_s']:.2f} / {x['decode_tokens_per_s']:.2f} "
+                    f"(decode step: attention {1e3 * x['decode_step_attention_seconds']:.0f} ms, "
+                    f"experts {1e3 * x['decode_step_ffn_seconds']:.0f} ms, head {1e3 * x['decode_step_head_seconds']:.0f} ms)")
+    print(f"  round {r}: " + "; ".join(line))
 for road in ("f32", "int8"):
     r = rows[road]
     print(f"{road}: {r['bytes_per_token'] / 1e9:.3f} GB read per token (head {r['head_bytes'] / 1e9:.3f} GB), "
