@@ -32,6 +32,12 @@ enum class GgufValueType : uint32_t {
 };
 STORMO_API std::string_view gguf_value_type_name(GgufValueType t);
 
+// llama.cpp's token types in tokenizer.ggml.token_type (llama_token_type / gguf.TokenType).
+enum GgufTokenType : int64_t {
+    kGgufTokenNormal = 1, kGgufTokenUnknown = 2, kGgufTokenControl = 3, kGgufTokenUserDefined = 4,
+    kGgufTokenUnused = 5, kGgufTokenByte = 6,
+};
+
 // A metadata value. Strings and arrays are views into the parsed bytes: valid while they live.
 struct STORMO_API GgufValue {
     GgufValueType type = GgufValueType::u8;

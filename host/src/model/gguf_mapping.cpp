@@ -181,16 +181,17 @@ Expected<uint64_t> embedding_rows(const GgufModel& model, const Keys& k) {
     return embd->info->ne[1];
 }
 
-Expected<std::optional<int64_t>> eos_token_id(const Keys& k, uint64_t vocab) {
-    const GgufValue* v = k.find("tokenizer.ggml.eos_token_id");
+namespace {
+
+// The token id under `key` when present, checked to be below `vocab`.
+Expected<std::optional<int64_t>> token_id_key(const Keys& k, const std::string& key, uint64_t vocab) {
+    const GgufValue* v = k.find(key);
     if (v == nullptr) return std::optional<int64_t>();
     auto id = v->as_int();
     if (!id || *id < 0 || static_cast<uint64_t>(*id) >= vocab)
-        return fail(ErrorKind::format, k.path() + ": tokenizer.ggml.eos_token_id must be a token id below " + std::to_string(vocab));
+        return fail(ErrorKind::format, k.path() + ": " + key + " must be a token id below " + std::to_string(vocab));
     return std::optional<int64_t>(*id);
 }
-
-namespace {
 
 // Control-token texts that end generation in the families' chat formats (their checkpoints'
 // generation_config.json lists these ids beside the eos): Qwen3's <|im_end|> and <|endoftext|>,
@@ -198,9 +199,12 @@ namespace {
 // Not gpt-oss's <|end|>, which closes a message that the reply goes on after.
 constexpr std::array<std::string_view, 5> kEndOfGenerationTexts{"<|endoftext|>", "<|im_end|>", "<|return|>",
                                                                  "<|user|>", "<|observation|>"};
-constexpr int64_t kControlToken = 3;  // llama.cpp's token type of control tokens
 
 }  // namespace
+
+Expected<std::optional<int64_t>> eos_token_id(const Keys& k, uint64_t vocab) {
+    return token_id_key(k, "tokenizer.ggml.eos_token_id", vocab);
+}
 
 Expected<std::vector<int64_t>> end_of_generation_ids(const Keys& k, uint64_t vocab, std::optional<int64_t> eos) {
     std::vector<int64_t> ids;
@@ -209,12 +213,8 @@ Expected<std::vector<int64_t>> end_of_generation_ids(const Keys& k, uint64_t voc
     };
     if (eos) add(*eos);
     for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
-        const GgufValue* v = k.find(key);
-        if (v == nullptr) continue;
-        const auto id = v->as_int();
-        if (!id || *id < 0 || static_cast<uint64_t>(*id) >= vocab)
-            return fail(ErrorKind::format, k.path() + ": " + key + " must be a token id below " + std::to_string(vocab));
-        add(*id);
+        STORMO_TRY_ASSIGN(const std::optional<int64_t> id, token_id_key(k, key, vocab));
+        if (id) add(*id);
     }
     const GgufValue* tokens = k.find("tokenizer.ggml.tokens");
     const GgufValue* types = k.find("tokenizer.ggml.token_type");
@@ -224,7 +224,7 @@ Expected<std::vector<int64_t>> end_of_generation_ids(const Keys& k, uint64_t voc
         types->count != tokens->strings.size())
         return ids;
     for (uint64_t id = 0; id < tokens->strings.size() && id < vocab; ++id) {
-        if (types->int_at(id) != std::optional<int64_t>(kControlToken)) continue;
+        if (types->int_at(id) != std::optional<int64_t>(kGgufTokenControl)) continue;
         if (std::ranges::find(kEndOfGenerationTexts, tokens->strings[id]) != kEndOfGenerationTexts.end())
             add(static_cast<int64_t>(id));
     }

@@ -12,9 +12,6 @@
 namespace stormo::text {
 namespace {
 
-// llama.cpp's token types (llama_token_type / gguf.TokenType).
-enum TokenType : int64_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
-
 // What a tokenizer.ggml.pre name stands for: the tokenizer.json pieces llama.cpp's converter
 // recognised (by hashing the tokenizer's output) when it wrote that name. Copied from the
 // tokenizer.json files of the models named.
@@ -115,17 +112,17 @@ Expected<std::unique_ptr<TokenizerData>> load_tokenizer_gguf(const std::filesyst
         const int64_t type = *types->int_at(id);
         const std::string token_where = path + ": tokenizer.ggml.tokens[" + std::to_string(id) + "]";
         switch (type) {
-            case kNormal:
+            case kGgufTokenNormal:
                 if (text.empty()) return fail(ErrorKind::format, token_where + " is empty");
                 if (config.id_to_token.size() <= id) config.id_to_token.resize(id + 1);
                 config.id_to_token[id] = std::string(text);
                 break;
-            case kControl:
-            case kUserDefined:
+            case kGgufTokenControl:
+            case kGgufTokenUserDefined:
                 if (text.empty()) return fail(ErrorKind::format, token_where + " is empty");
-                added.push_back(AddedToken{static_cast<int32_t>(id), std::string(text), type == kControl, false});
+                added.push_back(AddedToken{static_cast<int32_t>(id), std::string(text), type == kGgufTokenControl, false});
                 break;
-            case kUnused: break;
+            case kGgufTokenUnused: break;
             default:
                 return fail(ErrorKind::unsupported, token_where + " " + quoted_printable(text) + " has token type " +
                                                         std::to_string(type) + " (byte-level BPE has normal, control, "
