@@ -65,6 +65,11 @@ template <class S>
     const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
+[[gnu::always_inline]] inline __m128i sums4(__m128i v0, __m128i v1, __m128i v2, __m128i v3) {
+    const __m128i t0 = _mm_add_epi32(_mm_unpacklo_epi32(v0, v1), _mm_unpackhi_epi32(v0, v1));
+    const __m128i t1 = _mm_add_epi32(_mm_unpacklo_epi32(v2, v3), _mm_unpackhi_epi32(v2, v3));
+    return _mm_add_epi32(_mm_unpacklo_epi64(t0, t1), _mm_unpackhi_epi64(t0, t1));
+}
 [[gnu::always_inline]] inline __m128i sums4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
     const __m256i t0 = _mm256_add_epi32(_mm256_unpacklo_epi32(v0, v1), _mm256_unpackhi_epi32(v0, v1));
     const __m256i t1 = _mm256_add_epi32(_mm256_unpacklo_epi32(v2, v3), _mm256_unpackhi_epi32(v2, v3));
@@ -83,7 +88,21 @@ struct SuperK45 {
     __m512i u[4];
     __m512i sc[4];  // int16 lanes: [scale of the low sub-block x 16 | of the high one x 16]
     __m256i m16;    // [m0, m0, m1, m1, ..., m7, m7] as int16: pmaddwd with the 16 sums gives m_s * (bs_2s + bs_2s+1)
+    __m128i m8;     // [m0, ..., m7] as int16: pmaddwd with the 8 per-32 sums gives the same products, paired
     float d, dmin;
+
+    // tile4's minimum terms take the activations' sums per 32 values (sub-block), made once per call.
+    static constexpr bool kPairSums = true;
+    // d and dmin of four outputs' blocks: their f16 pairs (bytes 0-3) converted in one instruction.
+    [[gnu::always_inline]] static void half_scales(const uint8_t* const b[4], __m128& d4, __m128& dmin4) {
+        uint32_t h[4];
+        for (int k = 0; k < 4; ++k) __builtin_memcpy(&h[k], b[k], 4);
+        const __m256 both = _mm256_cvtph_ps(_mm_setr_epi32(static_cast<int>(h[0]), static_cast<int>(h[1]),
+                                                           static_cast<int>(h[2]), static_cast<int>(h[3])));
+        const __m256 split = _mm256_permutevar8x32_ps(both, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+        d4 = _mm256_castps256_ps128(split);
+        dmin4 = _mm256_extractf128_ps(split, 1);
+    }
 
     // Every row's 256-blocks with their 32-value sub-blocks in kOrder.
     static void reorder(const Q8Rows& x, Scratch<int8_t>& out) {
@@ -119,7 +138,7 @@ struct SuperK45 {
             }
             sc[j] = _mm512_permutexvar_epi16(pair, sc8);
         }
-        const __m128i m8 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mv)));
+        m8 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mv)));
         m16 = _mm256_set_m128i(_mm_unpackhi_epi16(m8, m8), _mm_unpacklo_epi16(m8, m8));
         d = gguf::f16(b);
         dmin = gguf::f16(b + 2);
@@ -128,6 +147,9 @@ struct SuperK45 {
     // The integer sums, unreduced (tile4 reduces four outputs' together).
     [[gnu::always_inline]] __m512i sum_lanes(const int8_t* q) const { return scaled_lanes(u, sc, q); }
     [[gnu::always_inline]] __m256i min_lanes(const int16_t* bs) const { return _mm256_madd_epi16(load32(bs), m16); }
+    [[gnu::always_inline]] __m128i min_tile(const int16_t*, const int16_t* bs32) const {
+        return _mm_madd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bs32)), m8);
+    }
     // The float steps, lane by lane, for up to four outputs (their d and dmin in d4, dmin4).
     [[gnu::always_inline]] static __m128 terms(__m128i isum, __m128i imin, float dx, __m128 d4, __m128 dmin4) {
         const __m128 x = _mm_set1_ps(dx);
@@ -174,8 +196,17 @@ struct SuperQ6K {
 
     // As SuperK45's; min_lanes gives sum_g sc_g * bs_g, and dmin is unused (Q6_K has no minimums).
     float dmin = 0.0f;
+    static constexpr bool kPairSums = false;
+    [[gnu::always_inline]] static void half_scales(const uint8_t* const b[4], __m128& d4, __m128& dmin4) {
+        uint16_t h[4];
+        for (int k = 0; k < 4; ++k) __builtin_memcpy(&h[k], b[k] + 208, 2);
+        d4 = _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(h[0]), static_cast<short>(h[1]), static_cast<short>(h[2]),
+                                         static_cast<short>(h[3]), 0, 0, 0, 0));
+        dmin4 = _mm_setzero_ps();
+    }
     [[gnu::always_inline]] __m512i sum_lanes(const int8_t* q) const { return scaled_lanes(u, sc, q); }
     [[gnu::always_inline]] __m256i min_lanes(const int16_t* bs) const { return _mm256_madd_epi16(load32(bs), sc16); }
+    [[gnu::always_inline]] __m256i min_tile(const int16_t* bs, const int16_t*) const { return min_lanes(bs); }
     [[gnu::always_inline]] static __m128 terms(__m128i isum, __m128i offset, float dx, __m128 d4, __m128) {
         const __m128i exact = _mm_sub_epi32(isum, _mm_slli_epi32(offset, 5));
         return _mm_mul_ps(_mm_cvtepi32_ps(exact), _mm_mul_ps(_mm_set1_ps(dx), d4));
@@ -189,29 +220,33 @@ struct SuperQ6K {
 // decoded as matmul_super does, its sums left in their lanes, and the four outputs' sums reduced
 // together (one transpose-and-add tree instead of four horizontal sums), after which the float
 // steps run four outputs to a vector, each lane the reference's scalar steps: term, lane b % 8,
-// the final lane reduction. Bits are those of matmul_super; the next four rows are prefetched.
+// the final lane reduction. Bits are those of matmul_super.
 template <class S>
-void tile4(const uint8_t* data, size_t row_bytes, size_t nb, const int8_t* q, const Q8Rows& x, float* y, size_t o) {
+void tile4(const uint8_t* data, size_t row_bytes, size_t nb, const int8_t* q, const Q8Rows& x, const int16_t* pair_sums,
+           float* y, size_t o) {
     __m128 lanes[8];
     for (__m128& l : lanes) l = _mm_setzero_ps();
+    // The tile's four rows are contiguous, and so are the next tile's: while super-block b of these
+    // rows is read, the next tile's bytes are asked for in L2 in a straight sweep, a quarter row a step.
+    const uint8_t* next = data + (o + 4) * row_bytes;
+    constexpr size_t kSweep = 4 * S::kBytes;  // bytes of the next tile asked for per super-block
     for (size_t b = 0; b < nb; ++b) {
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k)  // the same block of the next tile's rows, 4 rows on
-            q8g::prefetch_next(data + (o + k) * row_bytes, 4 * row_bytes, b * S::kBytes, (b + 1) * S::kBytes);
+#pragma GCC unroll 16
+        for (size_t off = 0; off < kSweep; off += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b * kSweep + off), _MM_HINT_T1);
+        const uint8_t* blocks[4];
         __m512i s[4];
-        __m256i m[4];
-        alignas(16) float d[4], dmin[4];
+        decltype(S{}.min_tile(nullptr, nullptr)) m[4];
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
+            blocks[k] = data + (o + static_cast<size_t>(k)) * row_bytes + b * S::kBytes;
             S blk;
-            blk.decode(data + (o + k) * row_bytes + b * S::kBytes);
+            blk.decode(blocks[k]);
             s[k] = blk.sum_lanes(q + b * 256);
-            m[k] = blk.min_lanes(x.sums + b * 16);
-            d[k] = blk.d;
-            dmin[k] = blk.dmin;
+            m[k] = blk.min_tile(x.sums + b * 16, pair_sums + b * 8);
         }
-        const __m128 t = S::terms(sums4(s[0], s[1], s[2], s[3]), sums4(m[0], m[1], m[2], m[3]), x.scales[b],
-                                  _mm_load_ps(d), _mm_load_ps(dmin));
+        __m128 d4, dmin4;
+        S::half_scales(blocks, d4, dmin4);
+        const __m128 t = S::terms(sums4(s[0], s[1], s[2], s[3]), sums4(m[0], m[1], m[2], m[3]), x.scales[b], d4, dmin4);
         lanes[b % 8] = _mm_add_ps(lanes[b % 8], t);
     }
     const __m128 a = _mm_add_ps(lanes[0], lanes[4]), bb = _mm_add_ps(lanes[2], lanes[6]);
@@ -232,7 +267,15 @@ void matmul_k(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t 
             S::reorder(x, reordered);
             q = reordered.data();
         }
-        for (; o + 4 <= o_end; o += 4) tile4<S>(static_cast<const uint8_t*>(w.data), nb * S::kBytes, nb, q, x, y, o);
+        // Per super-block, the sums of each 32 activations (two of the per-16 sums; at most 32 * 128).
+        Scratch<int16_t> pair_sums;
+        if constexpr (S::kPairSums) {
+            pair_sums.resize(nb * 8);
+            for (size_t i = 0; i < nb * 8; ++i)
+                pair_sums.data()[i] = static_cast<int16_t>(x.sums[2 * i] + x.sums[2 * i + 1]);
+        }
+        for (; o + 4 <= o_end; o += 4)
+            tile4<S>(static_cast<const uint8_t*>(w.data), nb * S::kBytes, nb, q, x, pair_sums.data(), y, o);
     }
     if (o < o_end) q8g::matmul_super<Avx512Vnni, S>(w, x, y, ys, o, o_end);
 }
