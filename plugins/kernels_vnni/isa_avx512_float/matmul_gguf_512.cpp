@@ -21,7 +21,7 @@
 // Compiled with -ffp-contract=off: a table's multiply and subtract must stay two roundings.
 #include "avx512_float_kernels.hpp"
 #include "dense_tile512.hpp"  // dense_tile, for the prefill panels
-#include "gguf_decode.hpp"  // gguf::f16; gguf_scales.hpp's scales_mins_k4 and kE8m0Half
+#include "gguf_decode.hpp"  // gguf::f16, scales_mins_k4_vec; gguf_scales.hpp's kE8m0Half
 #include "scratch.hpp"
 #include "simd.hpp"         // prefetch_l2
 #include "simd512.hpp"
@@ -105,12 +105,8 @@ struct alignas(64) SubScales {
     float v[16];
 };
 [[gnu::always_inline]] inline SubScales sub_scales(const uint8_t* b) {
-    uint64_t sc, m;
-    gguf::scales_mins_k4(b, sc, m);
-    const __m512 k = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x(static_cast<long long>(m), static_cast<long long>(sc))));
-    uint32_t d_dmin;
-    __builtin_memcpy(&d_dmin, b, 4);
-    const __m512 pair = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin))));
+    const __m512 k = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(gguf::scales_mins_k4_vec(b)));
+    const __m512 pair = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadu_si32(b)));  // [d, dmin, ...]
     const __m512 scale = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), pair);
     SubScales h;
     _mm512_store_ps(h.v, _mm512_mul_ps(scale, k));

@@ -16,7 +16,7 @@
 // 2 * 63 * 128 < 2^15; vpdpwssd adds in int32), then the reference's float term.
 #include "avx512_intrinsics.hpp"
 
-#include "gguf_decode.hpp"  // gguf::f16, gguf::scales_mins_k4
+#include "gguf_decode.hpp"  // gguf::f16, gguf::scales_mins_k4_vec
 #include "int8_kernels.hpp"
 #include "q8_gguf.hpp"  // q8g::matmul_super, hsum_i32, load32
 
@@ -117,9 +117,8 @@ struct SuperK45 {
     [[gnu::always_inline]] void decode(const uint8_t* b) {
         const __m512i low4 = _mm512_set1_epi8(0x0F);
         const uint8_t* qs = b + (FifthBit ? 48 : 16);
-        uint64_t scv, mv;
-        gguf::scales_mins_k4(b, scv, mv);
-        const __m512i sc8 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(scv))));
+        const __m128i scales_mins = gguf::scales_mins_k4_vec(b);
+        const __m512i sc8 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scales_mins));
         __m512i qh2 = _mm512_setzero_si512();
         if constexpr (FifthBit) qh2 = _mm512_broadcast_i64x4(load32(b + 16));
 #pragma GCC unroll 2
@@ -138,7 +137,7 @@ struct SuperK45 {
             }
             sc[j] = _mm512_permutexvar_epi16(pair, sc8);
         }
-        m8 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mv)));
+        m8 = _mm_cvtepu8_epi16(_mm_srli_si128(scales_mins, 8));
         m16 = _mm256_set_m128i(_mm_unpackhi_epi16(m8, m8), _mm_unpacklo_epi16(m8, m8));
         d = gguf::f16(b);
         dmin = gguf::f16(b + 2);
