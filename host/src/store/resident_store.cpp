@@ -1,8 +1,11 @@
 // The "all experts in RAM" store: every expert is read once at load into one aligned buffer per
-// layer, each part 64-byte aligned, in its checkpoint format (never widened).
+// layer, each part 64-byte aligned, in its checkpoint format (never widened), through large
+// direct reads (range_reader.hpp) that leave no copy of the file in the page cache.
+#include <algorithm>
 #include <map>
 
 #include "store/expert_store.hpp"
+#include "store/range_reader.hpp"
 
 namespace stormo {
 namespace {
@@ -40,6 +43,7 @@ public:
             for (const auto& loc : expert) total += align_up(loc.nbytes);
         resident.buffer = AlignedBuffer(static_cast<size_t>(total), kPartAlignment);
         uint64_t at = 0;
+        std::vector<RangeCopy> from_files;
         for (size_t e = 0; e < layout.locations.size(); ++e) {
             ExpertView view;
             view.layer = layout.layer;
@@ -47,12 +51,23 @@ public:
             for (size_t p = 0; p < layout.locations[e].size(); ++p) {
                 const auto& loc = layout.locations[e][p];
                 std::byte* dst = resident.buffer.data() + at;
-                if (auto r = source_.read(*loc.tensor, loc.offset, loc.nbytes, dst); !r)
-                    return tl::unexpected(r.error());
+                const std::string what = "tensor \"" + loc.tensor->name + "\" (layer " + std::to_string(layout.layer) +
+                                         ", expert " + std::to_string(e) + ")";
+                if (loc.offset > loc.tensor->nbytes || loc.nbytes > loc.tensor->nbytes - loc.offset)
+                    return fail(ErrorKind::internal, what + ": the expert's bytes run past the tensor's");
+                if (source_.in_memory(*loc.tensor)) {
+                    if (auto r = source_.read(*loc.tensor, loc.offset, loc.nbytes, dst); !r) return tl::unexpected(r.error());
+                } else {
+                    from_files.push_back({loc.tensor->file, loc.tensor->offset + loc.offset, loc.nbytes, dst, what});
+                }
                 view.parts.push_back({loc.tensor->dtype, layout.parts[p].expert_shape, dst});
                 at += align_up(loc.nbytes);
             }
             resident.experts.push_back(std::move(view));
+        }
+        if (!from_files.empty()) {
+            STORMO_TRY_ASSIGN(ReadBackend * files, file_reader());
+            STORMO_TRY(read_ranges(*files, std::move(from_files)));
         }
         resident_bytes_ += total;
         total_bytes_ += layout.bytes_per_expert() * layout.locations.size();
@@ -91,11 +106,24 @@ public:
     uint64_t total_expert_bytes() const override { return total_bytes_; }
 
 private:
+    // Direct reads when the file system allows them (read_ranges says why), opened on first use.
+    Expected<ReadBackend*> file_reader() {
+        if (!reader_) {
+            std::vector<std::string> files;
+            for (const TensorInfo& t : source_.tensors())
+                if (!source_.in_memory(t) && std::find(files.begin(), files.end(), t.file) == files.end())
+                    files.push_back(t.file);
+            STORMO_TRY_ASSIGN(reader_, make_pread_backend(files, true));
+        }
+        return reader_.get();
+    }
+
     struct Layer {
         AlignedBuffer buffer;
         std::vector<ExpertView> experts;
     };
     const ModelSource& source_;
+    std::unique_ptr<ReadBackend> reader_;
     std::map<int, Layer> layers_;
     uint64_t hits_ = 0;
     uint64_t resident_bytes_ = 0;
