@@ -58,6 +58,12 @@ public:
         return done;
     }
 
+    void drop_cached(const std::string& file, uint64_t offset, uint64_t size) override {
+        auto it = fds_.find(file);
+        if (it != fds_.end())
+            ::posix_fadvise(it->second.get(), static_cast<off_t>(offset), static_cast<off_t>(size), POSIX_FADV_DONTNEED);
+    }
+
     bool direct_io() const override { return direct_; }
     size_t alignment() const override { return direct_ ? kDirectAlignment : 1; }
 

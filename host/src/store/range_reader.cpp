@@ -11,6 +11,10 @@ namespace stormo {
 Expected<void> read_ranges(ReadBackend& backend, std::vector<RangeCopy> ranges) {
     std::sort(ranges.begin(), ranges.end(),
               [](const RangeCopy& a, const RangeCopy& b) { return a.file != b.file ? a.file < b.file : a.offset < b.offset; });
+    // Pages of these ranges cached by an earlier reader (another engine, a previous run) would
+    // only hold memory the copies need in huge pages; the direct reads below do not use them.
+    if (backend.direct_io())
+        for (const RangeCopy& r : ranges) backend.drop_cached(r.file, r.offset, r.size);
     const uint64_t align = std::max<uint64_t>(backend.alignment(), 1);
     AlignedBuffer window(kRangeWindowBytes, 4096);
     const std::string* window_file = nullptr;

@@ -26,7 +26,8 @@ inline constexpr size_t kRangeWindowBytes = size_t{16} << 20;
 
 // Copies every range into its dst, reading each file in ascending order through windows of
 // kRangeWindowBytes aligned to the backend's alignment; ranges in any order, overlapping or not. A
-// file that ends before a range does is an error naming the range and the file.
+// file that ends before a range does is an error naming the range and the file. With direct
+// reads, the ranges' pages already in the page cache are dropped first (ReadBackend::drop_cached).
 Expected<void> read_ranges(ReadBackend& backend, std::vector<RangeCopy> ranges);
 
 }  // namespace stormo

@@ -20,6 +20,10 @@ public:
     virtual Expected<size_t> read(const std::string& file, uint64_t offset, size_t size, void* dst) = 0;
     virtual bool direct_io() const = 0;
     virtual size_t alignment() const = 0;
+    // Asks the kernel to drop its cached pages of a range that is about to be read directly (a
+    // hint: nothing is lost, the file's bytes stay on disk). A backend without a page cache has
+    // nothing to drop.
+    virtual void drop_cached(const std::string& /*file*/, uint64_t /*offset*/, uint64_t /*size*/) {}
 };
 
 // pread on descriptors opened once per file, with O_DIRECT when asked and the file system allows
