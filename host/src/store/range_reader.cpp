@@ -4,11 +4,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "stormo/tensor.hpp"  // AlignedBuffer
 
 namespace stormo {
 
-Expected<void> read_ranges(ReadBackend& backend, std::vector<RangeCopy> ranges) {
+Expected<void> read_ranges(ReadBackend& backend, std::vector<RangeCopy> ranges, AlignedBuffer& window) {
+    if (window.size() < kRangeWindowBytes)
+        return fail(ErrorKind::internal, "read_ranges: a window of " + std::to_string(window.size()) + " bytes is too small");
     std::sort(ranges.begin(), ranges.end(),
               [](const RangeCopy& a, const RangeCopy& b) { return a.file != b.file ? a.file < b.file : a.offset < b.offset; });
     // Pages of these ranges cached by an earlier reader (another engine, a previous run) would
@@ -16,7 +17,6 @@ Expected<void> read_ranges(ReadBackend& backend, std::vector<RangeCopy> ranges) 
     if (backend.direct_io())
         for (const RangeCopy& r : ranges) backend.drop_cached(r.file, r.offset, r.size);
     const uint64_t align = std::max<uint64_t>(backend.alignment(), 1);
-    AlignedBuffer window(kRangeWindowBytes, 4096);
     const std::string* window_file = nullptr;
     uint64_t window_begin = 0, window_end = 0;  // bytes [begin, end) of window_file are in `window`
     for (const RangeCopy& r : ranges) {
@@ -40,6 +40,11 @@ Expected<void> read_ranges(ReadBackend& backend, std::vector<RangeCopy> ranges) 
         }
     }
     return {};
+}
+
+Expected<void> read_ranges(ReadBackend& backend, std::vector<RangeCopy> ranges) {
+    AlignedBuffer window(kRangeWindowBytes, 4096);
+    return read_ranges(backend, std::move(ranges), window);
 }
 
 }  // namespace stormo

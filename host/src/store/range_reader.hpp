@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "store/read_backend.hpp"
+#include "stormo/tensor.hpp"  // AlignedBuffer
 
 namespace stormo {
 
@@ -28,6 +29,9 @@ inline constexpr size_t kRangeWindowBytes = size_t{16} << 20;
 // kRangeWindowBytes aligned to the backend's alignment; ranges in any order, overlapping or not. A
 // file that ends before a range does is an error naming the range and the file. With direct
 // reads, the ranges' pages already in the page cache are dropped first (ReadBackend::drop_cached).
+// `window` is the bounce buffer (at least kRangeWindowBytes), kept by a caller that reads many
+// batches so each batch does not fault in fresh pages again; the overload without one makes its own.
+Expected<void> read_ranges(ReadBackend& backend, std::vector<RangeCopy> ranges, AlignedBuffer& window);
 Expected<void> read_ranges(ReadBackend& backend, std::vector<RangeCopy> ranges);
 
 }  // namespace stormo

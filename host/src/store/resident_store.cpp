@@ -67,7 +67,7 @@ public:
         }
         if (!from_files.empty()) {
             STORMO_TRY_ASSIGN(ReadBackend * files, file_reader());
-            STORMO_TRY(read_ranges(*files, std::move(from_files)));
+            STORMO_TRY(read_ranges(*files, std::move(from_files), window_));
         }
         resident_bytes_ += total;
         total_bytes_ += layout.bytes_per_expert() * layout.locations.size();
@@ -75,7 +75,11 @@ public:
         return {};
     }
 
-    Expected<void> finish_loading() override { return {}; }
+    Expected<void> finish_loading() override {
+        reader_.reset();  // every expert is in RAM: the descriptors and the bounce buffer go
+        window_ = AlignedBuffer();
+        return {};
+    }
 
     Expected<std::unique_ptr<ExpertBatch>> acquire(int layer, std::span<const int32_t> experts) override {
         auto it = layers_.find(layer);
@@ -114,6 +118,7 @@ private:
                 if (!source_.in_memory(t) && std::find(files.begin(), files.end(), t.file) == files.end())
                     files.push_back(t.file);
             STORMO_TRY_ASSIGN(reader_, make_pread_backend(files, true));
+            window_ = AlignedBuffer(kRangeWindowBytes, 4096);
         }
         return reader_.get();
     }
@@ -124,6 +129,7 @@ private:
     };
     const ModelSource& source_;
     std::unique_ptr<ReadBackend> reader_;
+    AlignedBuffer window_;  // read_ranges' bounce buffer, one for every layer
     std::map<int, Layer> layers_;
     uint64_t hits_ = 0;
     uint64_t resident_bytes_ = 0;
