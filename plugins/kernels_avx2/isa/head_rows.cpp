@@ -3,7 +3,6 @@
 // (docs/head_bound.md), and an XOR does not depend on how the words are grouped.
 #include "float_kernels.hpp"
 #include "simd.hpp"
-#include "row_pairs.hpp"
 
 namespace stormo::simd {
 namespace {
@@ -13,43 +12,29 @@ inline __m256 i8x8(const int8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
-// Rows a and b against x: two rows per step share every load of x (x is in L1, the rows stream
-// from RAM). Four accumulators per row over 32 values a step, then 8-value steps, then scalars.
-void two_rows(const int8_t* a, const int8_t* b, size_t cols, const float* x, float* ya, float* yb) {
+// One row against x. Rows go one at a time, each read front to back, so a thread reads the copy
+// as a single stream, which the hardware prefetcher follows best (the 512-bit file has the
+// figures: two interleaved rows streamed well below one). Four accumulators over 32 values a step,
+// then 8-value steps, then scalars.
+float one_row(const int8_t* a, size_t cols, const float* x) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     size_t i = 0;
     for (; i + 32 <= cols; i += 32) {
-        const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
-        const __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
-        a0 = _mm256_fmadd_ps(i8x8(a + i), x0, a0);
-        a1 = _mm256_fmadd_ps(i8x8(a + i + 8), x1, a1);
-        a2 = _mm256_fmadd_ps(i8x8(a + i + 16), x2, a2);
-        a3 = _mm256_fmadd_ps(i8x8(a + i + 24), x3, a3);
-        b0 = _mm256_fmadd_ps(i8x8(b + i), x0, b0);
-        b1 = _mm256_fmadd_ps(i8x8(b + i + 8), x1, b1);
-        b2 = _mm256_fmadd_ps(i8x8(b + i + 16), x2, b2);
-        b3 = _mm256_fmadd_ps(i8x8(b + i + 24), x3, b3);
+        a0 = _mm256_fmadd_ps(i8x8(a + i), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(i8x8(a + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(i8x8(a + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(i8x8(a + i + 24), _mm256_loadu_ps(x + i + 24), a3);
     }
-    for (; i + 8 <= cols; i += 8) {
-        const __m256 xv = _mm256_loadu_ps(x + i);
-        a0 = _mm256_fmadd_ps(i8x8(a + i), xv, a0);
-        b0 = _mm256_fmadd_ps(i8x8(b + i), xv, b0);
-    }
-    float sa = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    float sb = hsum(_mm256_add_ps(_mm256_add_ps(b0, b1), _mm256_add_ps(b2, b3)));
-    for (; i < cols; ++i) {
-        sa += static_cast<float>(a[i]) * x[i];
-        sb += static_cast<float>(b[i]) * x[i];
-    }
-    *ya = sa;
-    *yb = sb;
+    for (; i + 8 <= cols; i += 8) a0 = _mm256_fmadd_ps(i8x8(a + i), _mm256_loadu_ps(x + i), a0);
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < cols; ++i) sum += static_cast<float>(a[i]) * x[i];
+    return sum;
 }
 
 }  // namespace
 
 void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end) {
-    dot_rows_in_pairs(two_rows, q, cols, x, y, o_begin, o_end);
+    for (size_t o = o_begin; o < o_end; ++o) y[o] = one_row(q + o * cols, cols, x);
 }
 
 uint64_t xor_reduce(const void* p, size_t n) {
