@@ -20,7 +20,8 @@ void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys
     constexpr int kWide = R == 1 ? K::kRowOutputs : 4;
     if constexpr (kWide > 4)
         for (; o + kWide <= o_end; o += kWide) K::template tile<kWide, R>(w, o, x, xs, y, ys);
-    for (; o + 4 <= o_end; o += 4) K::template tile<4, R>(w, o, x, xs, y, ys);
+    if constexpr (kWide >= 4)
+        for (; o + 4 <= o_end; o += 4) K::template tile<4, R>(w, o, x, xs, y, ys);
     for (; o < o_end; ++o) K::template tile<1, R>(w, o, x, xs, y, ys);
 }
 
