@@ -55,6 +55,23 @@ if [ -n "$CAP" ]; then
     echo "race: under a cgroup v1 memory cap of $CAP ($GROUP)" >&2
 fi
 
+# Every run starts with an empty page cache when the script may drop it (root): otherwise the
+# previous run's file (llama.cpp reads its GGUF through the page cache) fills memory, and the
+# kernel's reclaim and compaction run beside the next engine, in its time: a stormo decode step
+# took 600 ms instead of 90 right after a 13 GB file had been read, and llama.cpp had slow rounds
+# right after stormo. Without root the race warns once and runs as it is.
+DROP_WARNED=""
+drop_page_cache() {
+    if [ -w /proc/sys/vm/drop_caches ]; then
+        sync
+        echo 3 > /proc/sys/vm/drop_caches
+        sleep 2
+    elif [ -z "$DROP_WARNED" ]; then
+        echo "race: cannot drop the page cache (not root): a run may pay for the previous run's cached file" >&2
+        DROP_WARNED=1
+    fi
+}
+
 # Runs "$@" (inside the capped group when CAP is set) with its peak RSS written to $1.rss.
 measured() {
     local name=$1
@@ -67,6 +84,7 @@ measured() {
         sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$GROUP" /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
         echo "race: $name: cgroup peak usage $(cat "$GROUP/memory.max_usage_in_bytes") bytes, failcnt $(cat "$GROUP/memory.failcnt")" >&3
     else
+        drop_page_cache
         /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
     fi
 }

@@ -2,10 +2,6 @@
 // resident store loads every expert. Ranges straddle window boundaries, touch, overlap and come
 // in any order; the direct (O_DIRECT where the file system has it) and buffered backends give
 // the file's bytes; a range past the end of the file fails naming the file and the range.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "page_cache_support.hpp"
 #include "safetensors_writer.hpp"  // test::TempDir
 #include "store/range_reader.hpp"
 
@@ -88,39 +85,21 @@ TEST(RangeReader, ARangePastTheEndOfTheFileNamesTheFileAndTheRange) {
     EXPECT_NE(r.error().message.find("ends at byte 10000"), std::string::npos) << r.error().message;
 }
 
-// Pages of the file's bytes resident in the page cache, by mincore over a fresh mapping.
-size_t cached_pages(const std::string& path, uint64_t size) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    ::close(fd);
-    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> in_core((size + page - 1) / page);
-    ::mincore(map, size, in_core.data());
-    ::munmap(map, size);
-    return static_cast<size_t>(std::count_if(in_core.begin(), in_core.end(), [](unsigned char c) { return c & 1; }));
-}
-
 // Direct reads leave the ranges' pages out of the page cache, including pages an earlier buffered
 // reader left there: they would only take memory the copies need.
 TEST(RangeReader, DirectReadsDropTheRangesCachedPages) {
     test::TempDir dir;
     const uint64_t size = 8 << 20;
     const std::string path = write_file(dir, "cached.bin", size);
-    {  // written back and read once through the cache, as a buffered reader before us would
-        const int fd = ::open(path.c_str(), O_RDONLY);
-        ::fdatasync(fd);
-        std::vector<char> all(size);
-        ASSERT_EQ(::pread(fd, all.data(), size, 0), static_cast<ssize_t>(size));
-        ::close(fd);
-    }
+    test::read_through_cache(path, size);  // as a buffered reader before us would
     auto backend = make_pread_backend({path}, true);
     ASSERT_TRUE(backend) << backend.error().message;
     if (!(*backend)->direct_io()) GTEST_SKIP() << "this file system refuses O_DIRECT: reads stay buffered";
-    ASSERT_GT(cached_pages(path, size), 0u) << "the setup read did not leave the file cached";
+    ASSERT_GT(test::cached_pages(path, size), 0u) << "the setup read did not leave the file cached";
     std::vector<uint8_t> dst(size);
     auto r = read_ranges(**backend, {{path, 0, size, dst.data(), "the whole file"}});
     ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(cached_pages(path, size), 0u);
+    EXPECT_EQ(test::cached_pages(path, size), 0u);
     for (uint64_t i = 0; i < size; i += 4099) ASSERT_EQ(dst[i], byte_at(i)) << i;
 }
 

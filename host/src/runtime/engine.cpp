@@ -1,9 +1,12 @@
 #include "kernels/kernel_table.hpp"
 #include "runtime/engine.hpp"
+#include "util/file.hpp"
 #include "util/format_bytes.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "runtime/host_load_context.hpp"
 #include "runtime/memory_plan.hpp"
@@ -37,6 +40,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     if (!model) return tl::unexpected(with_context(model.error(), family.name + " could not load " + options.setup.model_dir));
     engine->model_ = bind_to_library(std::move(*model), family.library);
     for (const auto& t : context.loaded()) engine->dense_bytes_ += t.nbytes;
+    engine->drop_model_page_cache();
     // Before the expert budget is planned, so the copy's RAM is counted as the dense part is.
     STORMO_TRY(engine->make_compact_head(options.head));
 
@@ -46,6 +50,17 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     if (engine->compact_head_) engine->pipeline_->use_bounded_head(&*engine->compact_head_, engine->compute());
     engine->pipeline_->run_experts_on(engine->compute().pool);
     return engine;
+}
+
+// The dense part is in RAM now and the experts are read past the page cache (or streamed): the
+// cached copy of the files would only crowd memory. A full page cache makes the kernel reclaim
+// and compact while the experts load, so part of them lands in small pages and decode slows, and
+// the next program on the machine starts with that work ahead of it (docs/expert_store.md).
+void Engine::drop_model_page_cache() const {
+    std::vector<std::string> files;
+    for (const TensorInfo& t : source().tensors())
+        if (std::find(files.begin(), files.end(), t.file) == files.end()) files.push_back(t.file);
+    for (const std::string& f : files) drop_page_cache(f);
 }
 
 Expected<void> Engine::make_compact_head(HeadRead head) {

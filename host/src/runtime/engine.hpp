@@ -74,6 +74,7 @@ public:
 private:
     Engine() = default;
     Expected<void> make_compact_head(HeadRead head);
+    void drop_model_page_cache() const;
     Expected<std::unique_ptr<ExpertStore>> make_store(const EngineOptions& options, std::vector<ExpertLayerLayout>& layouts);
     ModelSetup setup_;
     KernelTable table_;

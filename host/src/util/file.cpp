@@ -178,6 +178,11 @@ Expected<void> check_output_path(const std::string& path, const std::string& opt
     return {};
 }
 
+void drop_page_cache(const std::string& path) {
+    auto fd = FileDescriptor::open_read(path);
+    if (fd) ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_DONTNEED);
+}
+
 Expected<void> append_file(const std::string& path, std::string_view content) {
     int fd;
     do fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

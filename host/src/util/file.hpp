@@ -65,6 +65,10 @@ STORMO_API Expected<std::string> read_stream(int fd, const std::string& name, ui
 // exists. Creates nothing. `option` names the path in errors ("--out").
 STORMO_API Expected<void> check_output_path(const std::string& path, const std::string& option);
 
+// Asks the kernel to drop the file's pages from the page cache (posix_fadvise DONTNEED over the
+// whole file). A hint: a file that cannot be opened, or pages someone maps, simply stay.
+STORMO_API void drop_page_cache(const std::string& path);
+
 // Appends to a file (created if missing); the write and the close are checked.
 STORMO_API Expected<void> append_file(const std::string& path, std::string_view content);
 
