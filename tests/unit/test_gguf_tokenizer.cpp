@@ -179,6 +179,24 @@ TEST_P(GgufTokenizer, EndsGenerationWhereTheCheckpointsGenerationConfigDoes) {
     EXPECT_EQ(*ids, expected);
 }
 
+// An end-of-turn or end-of-message id the vocabulary does not hold is refused, naming the file
+// and the key, rather than stopping on a token that can never come.
+TEST(GgufEndOfGeneration, AnIdOutsideTheVocabularyNamesTheFileAndTheKey) {
+    for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+        const uint32_t id = 64;  // one past a 64-token vocabulary
+        GgufHeader header;
+        header.path = "/models/tiny.gguf";
+        GgufValue value;
+        value.type = GgufValueType::u32;
+        value.raw = std::as_bytes(std::span<const uint32_t>(&id, 1));
+        header.metadata.emplace(key, value);
+        const gguf_mapping::Keys keys(header, "");
+        auto ids = gguf_mapping::end_of_generation_ids(keys, 64, std::optional<int64_t>(2));
+        ASSERT_FALSE(ids) << key;
+        EXPECT_EQ(ids.error().message, std::string("/models/tiny.gguf: ") + key + " must be a token id below 64");
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Vocabularies, GgufTokenizer, ::testing::Values("gpt-oss", "qwen3"));
 
 // `bytes` (a vocabulary-only GGUF file: no tensor offsets to move) with tokenizer.ggml.pre set to `pre`.

@@ -13,7 +13,7 @@ namespace stormo::simd::avx512 {
 namespace {
 
 // Outputs [o_begin, o_end) for the rows r and r + 1 (R = 2) or row r (R = 1): tiles of 4 outputs
-// (K::kRowOutputs for a lone row), single outputs for the rest.
+// (K::kRowOutputs for a lone row, then 4 when that is more than 4), single outputs for the rest.
 template <class K, int R>
 void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys, size_t o_begin, size_t o_end) {
     size_t o = o_begin;
@@ -25,13 +25,14 @@ void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys
     for (; o < o_end; ++o) K::template tile<1, R>(w, o, x, xs, y, ys);
 }
 
-// A kernel K also gives kRowOutputs, the outputs of a tile for a lone row (decode): 8 where that
-// streams faster, 4 otherwise. A decode tile is bound by the misses it keeps in flight, and 8 rows
+// A kernel K also gives kRowOutputs, the outputs of a tile for a lone row (decode): 1, 4 or 8,
+// whichever streams fastest. A decode tile is bound by the misses it keeps in flight, and 8 rows
 // of weights a tile (with 8 rows prefetched ahead) read one row of x faster than 4 for the small
 // per-weight decodes (one thread, 1 GiB set, GB/s, 4 -> 8: transformers' MXFP4 10.2-16.2 -> 20.3-21.5,
 // GGUF MXFP4 16.1-17.4 -> 19.2-20.6, Q8_0 10.0-19.9 -> 24.5-25.3, Q4_0 15.6-16.4 -> 16.1-18.7);
 // the dense formats gained nothing and the K-quants, whose units hold 4 vectors, lost (Q4_K
-// 10.3-11.2 -> 9.0-9.5, Q6_K 9.8-11.2 -> 8.7-10.1). Every (output, row) pair sees the same
+// 10.3-11.2 -> 9.0-9.5, Q6_K 9.8-11.2 -> 8.7-10.1). The dense formats take 1: a lone weight row
+// is one stream per thread, which the prefetcher follows best (docs/kernels.md). Every (output, row) pair sees the same
 // operations in either tile, so the bits do not change.
 
 // Outputs per chunk: their weights stay in L2 while every row pair of a block reads them.
