@@ -116,18 +116,18 @@ void output_tile(const W& w, size_t nb, size_t o, const Prepared& p, size_t row0
 #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) acc[k][r] = _mm256_setzero_ps();
     }
-    for (size_t b0 = 0; b0 < nb; b0 += 8) {
-        const size_t n = nb - b0 < 8 ? nb - b0 : 8;
-        const bool second = n > 4;
+    // One group of 8 blocks from b0 (n of them, 1-8); Full: n is 8, so the loads need no masks.
+    auto group = [&]<bool Full>(size_t b0, size_t n) [[gnu::always_inline]] {
+        const bool second = Full || n > 4;
         __m512i l0[O], h0[O], l1[O], h1[O];
         __m256 ws[O];
 #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) {
             const size_t ok = o + static_cast<size_t>(k);
             w.prefetch(ok + O, b0);
-            w.quad(ok, b0, n < 4 ? n : 4, l0[k], h0[k]);
-            if (second) w.quad(ok, b0 + 4, n - 4, l1[k], h1[k]);
-            ws[k] = w.template scales<Plain>(ok, b0, n);
+            w.quad(ok, b0, Full ? 4 : (n < 4 ? n : 4), l0[k], h0[k]);
+            if (second) w.quad(ok, b0 + 4, Full ? 4 : n - 4, l1[k], h1[k]);
+            ws[k] = w.template scales<Plain>(ok, b0, Full ? 8 : n);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
@@ -139,7 +139,10 @@ void output_tile(const W& w, size_t nb, size_t o, const Prepared& p, size_t row0
                 acc[k][r] = q8::add_terms(acc[k][r], quad_sums(p0, p1), xb[r] + b0, xs[r] + b0, ws[k]);
             }
         }
-    }
+    };
+    size_t b0 = 0;
+    for (; b0 + 8 <= nb; b0 += 8) group.template operator()<true>(b0, 8);
+    if (b0 < nb) group.template operator()<false>(b0, nb - b0);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
