@@ -76,15 +76,13 @@ drop_page_cache() {
 measured() {
     local name=$1
     shift
+    drop_page_cache
     if [ -n "$CAP" ]; then
-        sync
-        echo 3 > /proc/sys/vm/drop_caches
         echo 0 > "$GROUP/memory.max_usage_in_bytes"
         echo 0 > "$GROUP/memory.failcnt"
         sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$GROUP" /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
         echo "race: $name: cgroup peak usage $(cat "$GROUP/memory.max_usage_in_bytes") bytes, failcnt $(cat "$GROUP/memory.failcnt")" >&3
     else
-        drop_page_cache
         /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
     fi
 }

@@ -1,6 +1,7 @@
 #pragma once
 // A model directory as the host reads it (not part of the SDK: plugins see tensors only through
 // LoadContext): config, generation config and a validated tensor index.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,25 @@ public:
     // True when the tensor is held in RAM (a GGUF tensor dequantized on load) rather than a byte
     // range of a file: it can be read, never streamed from its file.
     virtual bool in_memory(const TensorInfo&) const { return false; }
+
+    // The distinct files its tensors live in, in the order they first appear; streamable_files:
+    // only those holding a tensor that is a byte range of its file (not in_memory).
+    // Inline: the store's standalone test builds link no model code.
+    std::vector<std::string> files() const {
+        return distinct_files([](const TensorInfo&) { return true; });
+    }
+    std::vector<std::string> streamable_files() const {
+        return distinct_files([this](const TensorInfo& t) { return !in_memory(t); });
+    }
+
+private:
+    template <class Keep>
+    std::vector<std::string> distinct_files(Keep keep) const {
+        std::vector<std::string> out;
+        for (const TensorInfo& t : tensors())
+            if (keep(t) && std::find(out.begin(), out.end(), t.file) == out.end()) out.push_back(t.file);
+        return out;
+    }
 };
 
 // Opens and validates a Hugging Face model directory (one model.safetensors, or shards with

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
-#include <vector>
 
 #include "runtime/host_load_context.hpp"
 #include "runtime/memory_plan.hpp"
@@ -57,10 +55,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
 // and compact while the experts load, so part of them lands in small pages and decode slows, and
 // the next program on the machine starts with that work ahead of it (docs/expert_store.md).
 void Engine::drop_model_page_cache() const {
-    std::vector<std::string> files;
-    for (const TensorInfo& t : source().tensors())
-        if (std::find(files.begin(), files.end(), t.file) == files.end()) files.push_back(t.file);
-    for (const std::string& f : files) drop_page_cache(f);
+    for (const std::string& f : source().files()) drop_page_cache(f);
 }
 
 Expected<void> Engine::make_compact_head(HeadRead head) {

@@ -113,11 +113,7 @@ private:
     // Direct reads when the file system allows them (read_ranges says why), opened on first use.
     Expected<ReadBackend*> file_reader() {
         if (!reader_) {
-            std::vector<std::string> files;
-            for (const TensorInfo& t : source_.tensors())
-                if (!source_.in_memory(t) && std::find(files.begin(), files.end(), t.file) == files.end())
-                    files.push_back(t.file);
-            STORMO_TRY_ASSIGN(reader_, make_pread_backend(files, true));
+            STORMO_TRY_ASSIGN(reader_, make_pread_backend(source_.streamable_files(), true));
             window_ = AlignedBuffer(kRangeWindowBytes, 4096);
         }
         return reader_.get();

@@ -32,8 +32,8 @@ void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys
 // GGUF MXFP4 16.1-17.4 -> 19.2-20.6, Q8_0 10.0-19.9 -> 24.5-25.3, Q4_0 15.6-16.4 -> 16.1-18.7);
 // the dense formats gained nothing and the K-quants, whose units hold 4 vectors, lost (Q4_K
 // 10.3-11.2 -> 9.0-9.5, Q6_K 9.8-11.2 -> 8.7-10.1). The dense formats take 1: a lone weight row
-// is one stream per thread, which the prefetcher follows best (docs/kernels.md). Every (output, row) pair sees the same
-// operations in either tile, so the bits do not change.
+// is one stream per thread, which the prefetcher follows best (docs/kernels.md). Every (output,
+// row) pair sees the same operations in any tile, so the bits do not change.
 
 // Outputs per chunk: their weights stay in L2 while every row pair of a block reads them.
 constexpr size_t kOutputChunk = 32;
