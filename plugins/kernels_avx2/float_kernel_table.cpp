@@ -45,6 +45,8 @@ void install_float_kernels(KernelTable& t) {
     t.axpy = axpy;
     t.dot_rows_i8 = dot_rows_i8;
     t.xor_reduce = xor_reduce;
+    // Not a float kernel, but it needs nothing past AVX2, so both plugins take it from here.
+    t.quantize_q8 = quantize_q8;
 }
 
 }  // namespace stormo::simd

@@ -65,6 +65,10 @@ void axpy(float a, const float* x, float* y, size_t n);
 void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end);
 uint64_t xor_reduce(const void* p, size_t n);
 
+// The integer road's activation quantizer (QuantizeQ8Fn), the reference's bits.
+void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, size_t block, int8_t* q, float* scales,
+                 int16_t* sums);
+
 // Fills the table entries above (baseline code, safe to call on any CPU); the host tells who
 // provides an entry by comparing it with the reference.
 void install_float_kernels(KernelTable& table);

@@ -1117,5 +1117,70 @@ TEST(IsaKernelsVnni, IntegerRoadNativeIsBitExact) {
     check_q8_thread_counts(table, flavour);
 }
 
+// The quantizer against the reference on rows of every shape (partial blocks, a stride past the
+// row) and every kind of block: random, NaN, infinities, all zero, subnormal (d underflows),
+// huge finite, ties at scale 1, and -0. q (padding included), scales and sums must be the same
+// bits; both outputs start from different garbage, so each implementation must write them all.
+void check_quantizer(QuantizeQ8Fn isa, const char* name) {
+    ASSERT_NE(isa, nullptr) << name;
+    ASSERT_NE(isa, reference_kernels().quantize_q8) << name << ": not replaced";
+    std::mt19937 rng(21);
+    const float inf = std::numeric_limits<float>::infinity();
+    const float specials[] = {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.0f, std::ldexp(1.0f, -149),
+                              -std::ldexp(1.0f, 127) * 1.5f, -0.0f};
+    for (const size_t block : {kQ8Block, kQ8KBlock}) {
+        for (const size_t cols : {size_t{1}, size_t{7}, size_t{8}, size_t{31}, size_t{32}, size_t{33}, size_t{40}, size_t{100},
+                                  size_t{255}, size_t{256}, size_t{257}, size_t{600}, size_t{2880}}) {
+            const size_t n_x = 3, stride = cols + 5;
+            const size_t blocks = (cols + block - 1) / block;
+            std::vector<float> x = testing::random_floats(n_x * stride, rng, -4.0f, 4.0f);
+            // Row 1: one special per block, at a block-dependent place; row 2: ties at scale 1.
+            for (size_t b = 0; b < blocks; ++b) {
+                const size_t at = b * block + (b * 7) % std::min(block, cols - b * block);
+                const float v = specials[b % std::size(specials)];
+                if (v == 0.0f || std::fabs(v) < 1e-30f || std::fabs(v) > 1e30f) {
+                    for (size_t i = b * block; i < std::min(cols, (b + 1) * block); ++i) x[stride + i] = v;
+                } else {
+                    x[stride + at] = v;
+                }
+            }
+            for (size_t i = 0; i < cols; ++i) x[2 * stride + i] = i % 9 == 0 ? 127.0f : static_cast<float>(i % 255) * 0.5f - 63.5f;
+            const bool with_sums = block == kQ8KBlock;
+            std::vector<int8_t> q_ref(n_x * blocks * block, 77), q_isa(n_x * blocks * block, -77);
+            std::vector<float> d_ref(n_x * blocks, -1.0f), d_isa(n_x * blocks, -2.0f);
+            std::vector<int16_t> s_ref(n_x * blocks * block / kQ8SumValues, 1), s_isa(s_ref.size(), 2);
+            reference_kernels().quantize_q8(x.data(), n_x, stride, cols, block, q_ref.data(), d_ref.data(),
+                                            with_sums ? s_ref.data() : nullptr);
+            isa(x.data(), n_x, stride, cols, block, q_isa.data(), d_isa.data(), with_sums ? s_isa.data() : nullptr);
+            const std::string where = std::string(name) + ", block " + std::to_string(block) + ", cols " + std::to_string(cols);
+            for (size_t i = 0; i < q_ref.size(); ++i) ASSERT_EQ(q_isa[i], q_ref[i]) << where << ", q[" << i << "]";
+            for (size_t i = 0; i < d_ref.size(); ++i)
+                ASSERT_EQ(std::bit_cast<uint32_t>(d_isa[i]), std::bit_cast<uint32_t>(d_ref[i])) << where << ", scale " << i;
+            if (with_sums) {
+                EXPECT_EQ(s_isa, s_ref) << where;
+            }
+        }
+    }
+}
+
+TEST(IsaKernelsAvx2, QuantizerIsTheReferencesBits) {
+    if (!cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c}))
+        GTEST_SKIP() << "this CPU lacks avx2/fma/f16c: the avx2 kernels cannot run here";
+    const auto k = load_kernels("avx2");
+    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
+    KernelTable table = reference_kernels();
+    k->plugin()->install(table);
+    check_quantizer(table.quantize_q8, "avx2");
+}
+
+TEST(IsaKernelsVnni, QuantizerIsTheReferencesBits) {
+    if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
+    const auto k = load_kernels("vnni");
+    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
+    KernelTable table = reference_kernels();
+    k->plugin()->install(table);
+    check_quantizer(table.quantize_q8, "vnni");
+}
+
 }  // namespace
 }  // namespace stormo

@@ -130,6 +130,10 @@ using DotRowsI8Fn = void (*)(const int8_t* q, size_t cols, const float* x, float
 // n a multiple of 256 and p 64-byte aligned. ISA versions read with the widest loads they have
 // and several independent accumulators; every version gives the same value.
 using XorReduceFn = uint64_t (*)(const void* p, size_t n);
+// The integer road's activation quantizer, quantize_q8's signature and bits (declared below): ISA
+// versions give the same q, scales and sums bit for bit.
+using QuantizeQ8Fn = void (*)(const float* x, size_t n_x, size_t x_stride, size_t cols, size_t block, int8_t* q,
+                              float* scales, int16_t* sums);
 
 struct KernelTable {
     std::array<std::array<MatmulFn, kLayoutCount>, kWeightFormatCount> matmul{};
@@ -143,6 +147,7 @@ struct KernelTable {
     // The integer road: matmul_q8[format] covers out_in matrices; nullptr leaves that format on
     // the float road. Whether the road runs at all is the host's choice (Compute::int8_activations).
     std::array<MatmulQ8Fn, kWeightFormatCount> matmul_q8{};
+    QuantizeQ8Fn quantize_q8 = nullptr;  // x for matmul_q8, once per call
     DotRowsI8Fn dot_rows_i8 = nullptr;
     XorReduceFn xor_reduce = nullptr;
 };

@@ -41,6 +41,11 @@ MatmulQ8Fn find_q8_kernel(const Compute& c, const WeightView& w) {
     return c.table->matmul_q8[f];
 }
 
+// The table's quantizer (an ISA version gives the reference's bits), else the reference.
+QuantizeQ8Fn find_quantizer(const Compute& c) {
+    return c.table != nullptr && c.table->quantize_q8 != nullptr ? c.table->quantize_q8 : quantize_q8;
+}
+
 // The smallest chunk, in units, worth a thread for rows of `cols` inputs times n_x activation rows.
 size_t min_chunk_units(size_t cols, size_t n_x) {
     const size_t work_per_unit = std::max<size_t>(1, kRowUnit * std::max<size_t>(cols, 1) * n_x);
@@ -71,13 +76,13 @@ void split_rows(const Compute& c, const WeightView& w, size_t n_x, const Kernel&
 // 256-blocks meet K-quant super-blocks, whose minimums and offsets need them.
 class QuantizedRows {
 public:
-    QuantizedRows(const float* x, size_t n_x, size_t cols, size_t block)
+    QuantizedRows(QuantizeQ8Fn quantize, const float* x, size_t n_x, size_t cols, size_t block)
         : blocks_((cols + block - 1) / block),
           q_(n_x * blocks_ * block),
           scales_(n_x * blocks_),
           sums_(block == kQ8KBlock ? n_x * blocks_ * block / kQ8SumValues : 0),
           rows_{q_.data(), scales_.data(), n_x, cols, blocks_, block, sums_.empty() ? nullptr : sums_.data()} {
-        quantize_q8(x, n_x, cols, cols, block, q_.data(), scales_.data(), sums_.empty() ? nullptr : sums_.data());
+        quantize(x, n_x, cols, cols, block, q_.data(), scales_.data(), sums_.empty() ? nullptr : sums_.data());
     }
     QuantizedRows(const QuantizedRows&) = delete;  // rows_ points into the members
     QuantizedRows& operator=(const QuantizedRows&) = delete;
@@ -92,7 +97,7 @@ private:
 };
 
 void matmul_q8(const Compute& c, MatmulQ8Fn fn, const WeightView& w, const float* x, size_t n_x, float* y) {
-    const QuantizedRows q(x, n_x, w.cols, q8_block_values(w.format));
+    const QuantizedRows q(find_quantizer(c), x, n_x, w.cols, q8_block_values(w.format));
     split_rows(c, w, n_x, [&](size_t o_begin, size_t o_end) { fn(w, q.rows(), y, w.rows, o_begin, o_end); });
 }
 
@@ -128,7 +133,7 @@ void matmul_many(const Compute& c, std::span<const MatmulOut> outs, const float*
         if (p.q8 != nullptr) {
             const size_t block = q8_block_values(o.w.format);
             auto it = std::find_if(quantized.begin(), quantized.end(), [&](const QuantizedRows& q) { return q.rows().block == block; });
-            p.q = it != quantized.end() ? &it->rows() : &quantized.emplace_back(x, n_x, o.w.cols, block).rows();
+            p.q = it != quantized.end() ? &it->rows() : &quantized.emplace_back(find_quantizer(c), x, n_x, o.w.cols, block).rows();
         } else {
             p.fn = find_kernel(c, o.w);
             if (p.fn == nullptr) {

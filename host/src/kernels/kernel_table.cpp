@@ -39,6 +39,8 @@ std::vector<KernelEntry> kernel_providers(const KernelTable& table, const Kernel
     out.push_back({"dot_u8i8", provider_of(table.dot_u8i8, ref.dot_u8i8, selection)});
     out.push_back({"dot_rows_i8 (bounded head)", provider_of(table.dot_rows_i8, ref.dot_rows_i8, selection)});
     out.push_back({"xor_reduce (RAM probe)", provider_of(table.xor_reduce, ref.xor_reduce, selection)});
+    out.push_back({std::string("quantize_q8") + (int8_activations ? "" : " (int8 road off)"),
+                   provider_of(table.quantize_q8, ref.quantize_q8, selection)});
     for (size_t f = 0; f < kWeightFormatCount; ++f) {
         if (table.matmul_q8[f] == nullptr) continue;
         out.push_back({"matmul_q8 " + format_name(f) + " out_in" + (int8_activations ? "" : " (int8 road off)"),
