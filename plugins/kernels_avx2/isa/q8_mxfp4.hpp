@@ -166,8 +166,8 @@ void prepare(const Q8Rows& x, size_t r_begin, size_t r_end, Prepared& p) {
 // 2^(s-128) for 8 scale bytes, with mxfp4::half_scale's bits (subnormals for s < 2, NaN for 255);
 // Plain: the bytes are known to be in [2, 254].
 template <bool Plain>
-[[gnu::always_inline]] inline __m256 half_scales(const uint8_t* s8) {
-    const __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8)));
+[[gnu::always_inline]] inline __m256 half_scales(__m128i bytes) {
+    const __m256i s = _mm256_cvtepu8_epi32(bytes);  // the low 8 bytes
     const __m256i one = _mm256_set1_epi32(1);
     const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(s, one), 23);
     if constexpr (Plain) {
@@ -179,6 +179,11 @@ template <bool Plain>
                                              _mm256_set1_epi32(0x7FC00000));
         return _mm256_castsi256_ps(_mm256_or_si256(bits, nan));
     }
+}
+
+template <bool Plain>
+[[gnu::always_inline]] inline __m256 half_scales(const uint8_t* s8) {
+    return half_scales<Plain>(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8)));
 }
 
 // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the reference's lane reduction.

@@ -119,24 +119,23 @@ void output_tile(const W& w, size_t nb, size_t o, const Prepared& p, size_t row0
     // One group of 8 blocks from b0 (n of them, 1-8); Full: n is 8, so the loads need no masks.
     auto group = [&]<bool Full>(size_t b0, size_t n) [[gnu::always_inline]] {
         const bool second = Full || n > 4;
-        __m512i l0[O], h0[O], l1[O], h1[O];
-        __m256 ws[O];
+        // One output's weights at a time, used by every row before the next output's are
+        // decoded: with all O outputs' decoded weights live at once (16 registers for O = 4)
+        // the compiler spilled to the stack inside this loop.
 #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) {
             const size_t ok = o + static_cast<size_t>(k);
             w.prefetch(ok + O, b0);
-            w.quad(ok, b0, Full ? 4 : (n < 4 ? n : 4), l0[k], h0[k]);
-            if (second) w.quad(ok, b0 + 4, Full ? 4 : n - 4, l1[k], h1[k]);
-            ws[k] = w.template scales<Plain>(ok, b0, Full ? 8 : n);
-        }
+            __m512i l0, h0, l1, h1;
+            w.quad(ok, b0, Full ? 4 : (n < 4 ? n : 4), l0, h0);
+            if (second) w.quad(ok, b0 + 4, Full ? 4 : n - 4, l1, h1);
+            const __m256 ws = w.template scales<Plain>(ok, b0, Full ? 8 : n);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            const int8_t* v = xv[r] + (b0 / 4) * 128;
-#pragma GCC unroll 8
-            for (int k = 0; k < O; ++k) {
-                const __m512i p0 = quad_dot(l0[k], h0[k], v);
-                const __m512i p1 = second ? quad_dot(l1[k], h1[k], v + 128) : _mm512_setzero_si512();
-                acc[k][r] = q8::add_terms(acc[k][r], quad_sums(p0, p1), xb[r] + b0, xs[r] + b0, ws[k]);
+            for (int r = 0; r < R; ++r) {
+                const int8_t* v = xv[r] + (b0 / 4) * 128;
+                const __m512i p0 = quad_dot(l0, h0, v);
+                const __m512i p1 = second ? quad_dot(l1, h1, v + 128) : _mm512_setzero_si512();
+                acc[k][r] = q8::add_terms(acc[k][r], quad_sums(p0, p1), xb[r] + b0, xs[r] + b0, ws);
             }
         }
     };
