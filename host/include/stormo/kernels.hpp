@@ -200,5 +200,11 @@ STORMO_API void matmul_many(const Compute& c, std::span<const MatmulOut> outs, c
 // sums + r * blocks * block / 16).
 STORMO_API void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, size_t block, int8_t* q,
                             float* scales, int16_t* sums);
+// quantize_q8's frame, which ISA versions share with it: the rows, their blocks (the last one
+// partial when cols is not a multiple of block) and the sums, with one block's n <= block values
+// quantized by `quantize_block` into its `block` q values (zeros past n) and its scale.
+using QuantizeBlockFn = void (*)(const float* x, size_t n, size_t block, int8_t* q, float* scale);
+STORMO_API void quantize_q8_blocks(QuantizeBlockFn quantize_block, const float* x, size_t n_x, size_t x_stride,
+                                   size_t cols, size_t block, int8_t* q, float* scales, int16_t* sums);
 
 }  // namespace stormo

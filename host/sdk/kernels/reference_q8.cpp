@@ -54,8 +54,8 @@ void quantize_block(const float* x, size_t n, size_t block, int8_t* q, float* sc
 
 }  // namespace
 
-void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, size_t block, int8_t* q,
-                 float* scales, int16_t* sums) {
+void quantize_q8_blocks(QuantizeBlockFn quantize_block, const float* x, size_t n_x, size_t x_stride, size_t cols,
+                        size_t block, int8_t* q, float* scales, int16_t* sums) {
     const size_t blocks = (cols + block - 1) / block;
     for (size_t r = 0; r < n_x; ++r) {
         const float* xr = x + r * x_stride;
@@ -73,6 +73,11 @@ void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, size_
         for (size_t k = 0; k < kQ8SumValues; ++k) sum += q[g * kQ8SumValues + k];
         sums[g] = static_cast<int16_t>(sum);
     }
+}
+
+void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, size_t block, int8_t* q,
+                 float* scales, int16_t* sums) {
+    quantize_q8_blocks(quantize_block, x, n_x, x_stride, cols, block, q, scales, sums);
 }
 
 namespace reference {

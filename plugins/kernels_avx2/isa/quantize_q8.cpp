@@ -81,23 +81,7 @@ void quantize_block(const float* x, size_t n, size_t block, int8_t* q, float* sc
 
 void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t cols, size_t block, int8_t* q, float* scales,
                  int16_t* sums) {
-    const size_t blocks = (cols + block - 1) / block;
-    for (size_t r = 0; r < n_x; ++r) {
-        const float* xr = x + r * x_stride;
-        for (size_t b = 0; b < blocks; ++b) {
-            const size_t begin = b * block;
-            const size_t n = cols - begin < block ? cols - begin : block;
-            quantize_block(xr + begin, n, block, q + (r * blocks + b) * block, scales + r * blocks + b);
-        }
-    }
-    if (sums == nullptr) return;
-    // |sum| <= 16 * 127: an int16.
-    const size_t groups = n_x * blocks * block / kQ8SumValues;
-    for (size_t g = 0; g < groups; ++g) {
-        int sum = 0;
-        for (size_t k = 0; k < kQ8SumValues; ++k) sum += q[g * kQ8SumValues + k];
-        sums[g] = static_cast<int16_t>(sum);
-    }
+    quantize_q8_blocks(quantize_block, x, n_x, x_stride, cols, block, q, scales, sums);
 }
 
 }  // namespace stormo::simd
