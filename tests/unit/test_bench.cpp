@@ -322,6 +322,13 @@ TEST(Bench, JsonHasEveryContractKey) {
     EXPECT_GT(number(j, "peak_rss_bytes"), 0.0);
     EXPECT_GT(number(j, "memory_bound_tokens_per_s"), 0.0);
     EXPECT_GT(number(j, "ram_read_bytes_per_s"), 0.0);
+    // The probe runs before loading and again after the decode (its buffer at most --ram-probe's);
+    // the bound takes the faster of the two.
+    const double before = number(j, "ram_read_before_bytes_per_s"), after = number(j, "ram_read_after_bytes_per_s");
+    EXPECT_GT(before, 0.0);
+    EXPECT_GT(after, 0.0);
+    EXPECT_EQ(number(j, "ram_read_bytes_per_s"), std::max(before, after));
+    EXPECT_EQ(number(j, "ram_probe_after_bytes"), static_cast<double>(16 << 20));
     EXPECT_GT(number(j, "disk_read_bytes_per_s"), 0.0);
     EXPECT_GT(number(j, "bytes_touched_per_token"), 0.0);
     EXPECT_GT(number(j, "memory_bound_ratio"), 0.0);
@@ -352,7 +359,7 @@ TEST(Bench, TableAndRefusals) {
     const auto table = run_cli("bench --model " + dir + " --prompt-tokens 4 --gen-tokens 2 --ram-probe 8MiB --disk-probe 0");
     ASSERT_EQ(table.status, 0) << table.err;
     for (const char* label : {"prefill tokens/s", "decode tokens/s", "(memory)", "(disk)", "expert hit rate",
-                              "RAM read bandwidth", "peak RSS"})
+                              "RAM read bandwidth", "before loading", "after the decode", "peak RSS"})
         EXPECT_NE(table.out.find(label), std::string::npos) << label << "\n" << table.out;
 
     const auto one = run_cli("bench --model " + dir + " --gen-tokens 1");
@@ -361,6 +368,21 @@ TEST(Bench, TableAndRefusals) {
     const auto probe = run_cli("bench --model " + dir + " --ram-probe lots");
     EXPECT_EQ(probe.status, 2);
     EXPECT_NE(probe.err.find("--ram-probe"), std::string::npos) << probe.err;
+    const auto after = run_cli("bench --model " + dir + " --ram-probe-after lots");
+    EXPECT_EQ(after.status, 2);
+    EXPECT_NE(after.err.find("--ram-probe-after"), std::string::npos) << after.err;
+
+    // --ram-probe-after 0: the bound is the first probe's, and the JSON says the second did not run.
+    const auto once = run_cli("bench --model " + dir +
+                              " --prompt-tokens 4 --gen-tokens 2 --ram-probe 8MiB --ram-repeats 1 --ram-probe-after 0"
+                              " --disk-probe 0 --json");
+    ASSERT_EQ(once.status, 0) << once.err;
+    auto parsed = Json::parse(once.out, "bench --json");
+    ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+    EXPECT_EQ(number(*parsed, "ram_read_bytes_per_s"), number(*parsed, "ram_read_before_bytes_per_s"));
+    const Json* none = parsed->find("ram_read_after_bytes_per_s");
+    ASSERT_NE(none, nullptr);
+    EXPECT_TRUE(none->is_null());
     const auto no_model = run_cli("bench --model " + tmp.file("absent"));
     EXPECT_NE(no_model.status, 0);
     EXPECT_NE(no_model.err.find("absent"), std::string::npos) << no_model.err;

@@ -5,6 +5,7 @@
 // Order matters: the RAM probe runs before the model loads (its buffer would otherwise compete
 // with the weights and count in the peak RSS, which is reset after it), the disk probe after the
 // generation (its reads must not warm anything the run uses).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -30,6 +31,7 @@ struct BenchOptions {
     bool no_warmup = false;
     bool json = false;
     std::string ram_probe = "1GiB";
+    std::string ram_probe_after = "256MiB";
     int ram_repeats = 5;
     std::string disk_probe = "1GiB";
     std::string disk_block = "8MiB";
@@ -38,7 +40,10 @@ struct BenchOptions {
 };
 
 struct Probes {
-    RamBandwidth ram;
+    RamBandwidth ram;          // the better of the two passes below: the bound
+    RamBandwidth ram_before;   // before the model is loaded
+    RamBandwidth ram_after;    // right after the decode, with the model resident
+    bool ram_after_measured = false;
     DiskBandwidth disk;
     bool disk_measured = false;
     uint64_t disk_block = 0;
@@ -126,6 +131,14 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("head_exact_rows_per_token", r.head_exact_rows_per_token)
         .field("ram_read_bytes_per_s", probes.ram.bytes_per_s)
         .field("ram_read_median_bytes_per_s", probes.ram.median_bytes_per_s)
+        .field("ram_read_before_bytes_per_s", probes.ram_before.bytes_per_s);
+    j.key("ram_read_after_bytes_per_s");
+    if (probes.ram_after_measured) j.value(probes.ram_after.bytes_per_s);
+    else j.null();
+    j.key("ram_read_after_median_bytes_per_s");
+    if (probes.ram_after_measured) j.value(probes.ram_after.median_bytes_per_s);
+    else j.null();
+    j.field("ram_probe_after_bytes", probes.ram_after_measured ? probes.ram_after.buffer_bytes : 0)
         .field("ram_probe_bytes", probes.ram.buffer_bytes)
         .field("ram_probe_streams", probes.ram.streams)
         .field("ram_probe_loop", probes.ram.loop);
@@ -196,6 +209,8 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
     row("RAM read bandwidth", gbps(probes.ram.bytes_per_s),
         std::to_string(probes.ram.threads) + " threads x " + std::to_string(probes.ram.streams) + " streams (best), " +
             probes.ram.loop + " loop, best of " + std::to_string(probes.ram.passes) + " passes");
+    row("", "", "before loading " + gbps(probes.ram_before.bytes_per_s) + ", after the decode " +
+                    (probes.ram_after_measured ? gbps(probes.ram_after.bytes_per_s) : std::string("not measured")));
     row("disk read bandwidth", probes.disk_measured ? gbps(probes.disk.bytes_per_s) : std::string("not measured"),
         probes.disk_measured ? (probes.disk.direct_io ? std::string("O_DIRECT, ") : std::string("buffered, ")) +
                                    format_bytes(probes.disk_block) + " reads, " + std::to_string(probes.disk_in_flight) +
@@ -221,6 +236,8 @@ int run_bench(int argc, char** argv) {
         ("json", po::bool_switch(&b.json), "print one JSON object")
         ("ram-probe", po::value<std::string>(&b.ram_probe)->value_name("SIZE"), "buffer of the RAM read probe (1GiB)")
         ("ram-repeats", po::value<int>(&b.ram_repeats)->value_name("N"), "rounds of the RAM probe, one pass per stream count (1, 2, 4) each; the best pass counts (5)")
+        ("ram-probe-after", po::value<std::string>(&b.ram_probe_after)->value_name("SIZE"),
+         "buffer of the RAM probe run again right after the decode, with the model resident (256MiB, at most --ram-probe; 0: not run); the bound takes the faster probe")
         ("disk-probe", po::value<std::string>(&b.disk_probe)->value_name("SIZE"),
          "expert bytes the disk probe reads (1GiB; 0 skips it)")
         ("disk-block", po::value<std::string>(&b.disk_block)->value_name("SIZE"), "one disk probe read (8MiB)")
@@ -240,6 +257,8 @@ int run_bench(int argc, char** argv) {
     if (b.disk_passes < 1) return usage("--disk-passes must be >= 1");
     auto ram_bytes = size_option(b.ram_probe, "--ram-probe");
     if (!ram_bytes) return report_usage_error("bench", ram_bytes.error());
+    auto ram_after_bytes = size_option(b.ram_probe_after, "--ram-probe-after");
+    if (!ram_after_bytes) return report_usage_error("bench", ram_after_bytes.error());
     auto disk_bytes = size_option(b.disk_probe, "--disk-probe");
     if (!disk_bytes) return report_usage_error("bench", disk_bytes.error());
     auto disk_block = size_option(b.disk_block, "--disk-block");
@@ -256,24 +275,29 @@ int run_bench(int argc, char** argv) {
 
     TerminalProgress progress;  // stderr, only on a terminal: the probes and the run take minutes on real models
     Probes probes;
-    progress.note("measuring the RAM read bandwidth");
-    {
+    // The loop of the kernels the engine will select (its widest loads); the registry and the
+    // table live only for the probe.
+    auto probe_ram = [&](uint64_t bytes, const char* option) -> Expected<RamBandwidth> {
         WorkerPool pool(config->threads ? static_cast<size_t>(*config->threads) : physical_core_count());
         RamProbeOptions probe;
-        probe.bytes = *ram_bytes;
+        probe.bytes = bytes;
         probe.repeats = b.ram_repeats;
-        // The loop of the kernels the engine will select (its widest loads); the registry and the
-        // table live only for the probe.
         auto registry = discover_plugins(*config, common);
-        if (!registry) return report_error(registry.error());
+        if (!registry) return tl::unexpected(registry.error());
         auto selection = select_kernels(*registry, detect_cpu_features(), PluginRequest{config->kernels, config->origin("kernels")});
-        if (!selection) return report_error(selection.error());
+        if (!selection) return tl::unexpected(selection.error());
         const KernelTable table = build_kernel_table(*selection);
         probe.reduce = table.xor_reduce;
         probe.loop = table.xor_reduce == reference_kernels().xor_reduce ? std::string("reference") : selection->name;
         auto ram = measure_ram_read_bandwidth(pool, probe);
-        if (!ram) return report_error(with_context(ram.error(), "--ram-probe"));
-        probes.ram = *ram;
+        if (!ram) return tl::unexpected(with_context(ram.error(), option));
+        return ram;
+    };
+    progress.note("measuring the RAM read bandwidth");
+    {
+        auto ram = probe_ram(*ram_bytes, "--ram-probe");
+        if (!ram) return report_error(ram.error());
+        probes.ram = probes.ram_before = *ram;
     }
     if (!reset_peak_rss())
         std::cerr << "stormo: bench: cannot reset the peak RSS; it includes the RAM probe's buffer" << std::endl;
@@ -292,6 +316,19 @@ int run_bench(int argc, char** argv) {
     auto run = run_bench(engine, request);
     progress.clear();
     if (!run) return report_error(run.error());
+
+    // The machine's memory speed drifts over minutes here (docs/benchmarks.md), so the probe runs
+    // again right after the decode; the bound is the faster of the two, since a bound is what the
+    // memory reached, and the run's peak RSS was taken before this buffer existed.
+    if (*ram_after_bytes > 0) {
+        progress.note("measuring the RAM read bandwidth again");
+        auto ram = probe_ram(std::min(*ram_after_bytes, *ram_bytes), "--ram-probe-after");
+        progress.clear();
+        if (!ram) return report_error(ram.error());
+        probes.ram_after = *ram;
+        probes.ram_after_measured = true;
+        if (probes.ram_after.bytes_per_s > probes.ram.bytes_per_s) probes.ram = probes.ram_after;
+    }
 
     auto family = engine_family(engine);
     if (!family) return report_error(family.error());
