@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include "kernels/kernel_table.hpp"
 #include "kernels/worker_pool.hpp"
@@ -49,6 +50,11 @@ struct Probes {
     uint64_t disk_block = 0;
     size_t disk_in_flight = 0;
 };
+
+// A probe's figure, or NaN, which the JSON writer prints as null, when the probe did not run.
+double measured_or_null(bool measured, double value) {
+    return measured ? value : std::numeric_limits<double>::quiet_NaN();
+}
 
 Expected<uint64_t> size_option(const std::string& text, const std::string& option) {
     STORMO_TRY_ASSIGN(auto s, parse_size(text, option));
@@ -131,24 +137,17 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("head_exact_rows_per_token", r.head_exact_rows_per_token)
         .field("ram_read_bytes_per_s", probes.ram.bytes_per_s)
         .field("ram_read_median_bytes_per_s", probes.ram.median_bytes_per_s)
-        .field("ram_read_before_bytes_per_s", probes.ram_before.bytes_per_s);
-    j.key("ram_read_after_bytes_per_s");
-    if (probes.ram_after_measured) j.value(probes.ram_after.bytes_per_s);
-    else j.null();
-    j.key("ram_read_after_median_bytes_per_s");
-    if (probes.ram_after_measured) j.value(probes.ram_after.median_bytes_per_s);
-    else j.null();
-    j.field("ram_probe_after_bytes", probes.ram_after_measured ? probes.ram_after.buffer_bytes : 0)
+        .field("ram_read_before_bytes_per_s", probes.ram_before.bytes_per_s)
+        .field("ram_read_after_bytes_per_s", measured_or_null(probes.ram_after_measured, probes.ram_after.bytes_per_s))
+        .field("ram_read_after_median_bytes_per_s",
+               measured_or_null(probes.ram_after_measured, probes.ram_after.median_bytes_per_s))
+        .field("ram_probe_after_bytes", probes.ram_after_measured ? probes.ram_after.buffer_bytes : 0)
         .field("ram_probe_bytes", probes.ram.buffer_bytes)
         .field("ram_probe_streams", probes.ram.streams)
-        .field("ram_probe_loop", probes.ram.loop);
-    j.key("disk_read_bytes_per_s");
-    if (probes.disk_measured) j.value(probes.disk.bytes_per_s);
-    else j.null();
-    j.key("disk_read_median_bytes_per_s");
-    if (probes.disk_measured) j.value(probes.disk.median_bytes_per_s);
-    else j.null();
-    j.field("disk_probe_bytes", probes.disk.bytes_read)
+        .field("ram_probe_loop", probes.ram.loop)
+        .field("disk_read_bytes_per_s", measured_or_null(probes.disk_measured, probes.disk.bytes_per_s))
+        .field("disk_read_median_bytes_per_s", measured_or_null(probes.disk_measured, probes.disk.median_bytes_per_s))
+        .field("disk_probe_bytes", probes.disk.bytes_read)
         .field("disk_probe_passes", probes.disk.passes)
         .field("disk_probe_direct_io", probes.disk.direct_io)
         .field("disk_probe_note", probes.disk.note)
