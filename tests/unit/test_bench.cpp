@@ -3,12 +3,15 @@
 // key the contract names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
+#include <thread>
 
 #include "kernels/worker_pool.hpp"
 #include "oracle_support.hpp"
@@ -237,6 +240,44 @@ TEST(Bench, ReportArithmetic) {
     EXPECT_FALSE(resident.disk_bound_ratio.has_value());
 }
 
+// The probe between steps runs before every decode step, its time stays out of the decode's, and
+// each step is paired with the probe right after it (the last step has none).
+TEST(Bench, ProbesBetweenStepsPairEachStepWithTheNextProbe) {
+    TempDir tmp;
+    auto engine = open_engine(write_tiny(tmp, 9));
+    ASSERT_TRUE(engine);
+    BenchRequest request{12, 5, 3, {}};
+    int calls = 0;
+    request.probe_between_steps = [&calls] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        return 1e9 * ++calls;  // 1, 2, 3, 4 GB/s
+    };
+    auto run = run_bench(*engine, request);
+    ASSERT_TRUE(run.has_value()) << run.error().message;
+    EXPECT_EQ(calls, 4);  // before each of the 4 decode steps
+    ASSERT_EQ(run->step_seconds.size(), 4u);
+    ASSERT_EQ(run->step_probe_bytes_per_s.size(), 3u);
+    EXPECT_EQ(run->step_probe_bytes_per_s[0], 2e9);  // the pass after step 1 (the first preceded it)
+    double steps = 0.0;
+    for (double t : run->step_seconds) {
+        EXPECT_GT(t, 0.0);
+        steps += t;
+    }
+    EXPECT_LT(run->decode_seconds, 0.120) << "the probes' 4 x 30 ms must stay out of the decode time";
+    EXPECT_LE(steps, run->decode_seconds + 1e-3);
+
+    DecodeTraffic traffic;
+    traffic.dense_bytes = 1000;
+    const BenchReport r = make_bench_report(*run, traffic, RamBandwidth{}, DiskBandwidth{});
+    ASSERT_TRUE(r.paired_bound_ratio.has_value());
+    std::vector<double> ratios;
+    for (size_t i = 0; i < 3; ++i)
+        ratios.push_back(static_cast<double>(r.bytes_touched_per_token) / run->step_seconds[i] / run->step_probe_bytes_per_s[i]);
+    std::sort(ratios.begin(), ratios.end());
+    EXPECT_DOUBLE_EQ(*r.paired_bound_ratio, ratios[1]);
+    EXPECT_DOUBLE_EQ(*r.paired_probe_median_bytes_per_s, 3e9);
+}
+
 TEST(Bench, RunGeneratesExactlyTheTokensAsked) {
     TempDir tmp;
     auto engine = open_engine(write_tiny(tmp, 9));
@@ -329,6 +370,9 @@ TEST(Bench, JsonHasEveryContractKey) {
     EXPECT_GT(after, 0.0);
     EXPECT_EQ(number(j, "ram_read_bytes_per_s"), std::max(before, after));
     EXPECT_EQ(number(j, "ram_probe_after_bytes"), static_cast<double>(16 << 20));
+    // A probe pass between every two decode steps, each step set against the pass after it.
+    EXPECT_GT(number(j, "paired_bound_ratio"), 0.0);
+    EXPECT_GT(number(j, "paired_probe_median_bytes_per_s"), 0.0);
     EXPECT_GT(number(j, "disk_read_bytes_per_s"), 0.0);
     EXPECT_GT(number(j, "bytes_touched_per_token"), 0.0);
     EXPECT_GT(number(j, "memory_bound_ratio"), 0.0);
@@ -374,15 +418,17 @@ TEST(Bench, TableAndRefusals) {
 
     // --ram-probe-after 0: the bound is the first probe's, and the JSON says the second did not run.
     const auto once = run_cli("bench --model " + dir +
-                              " --prompt-tokens 4 --gen-tokens 2 --ram-probe 8MiB --ram-repeats 1 --ram-probe-after 0"
-                              " --disk-probe 0 --json");
+                              " --prompt-tokens 4 --gen-tokens 3 --ram-probe 8MiB --ram-repeats 1 --ram-probe-after 0"
+                              " --paired-probe 0 --disk-probe 0 --json");
     ASSERT_EQ(once.status, 0) << once.err;
     auto parsed = Json::parse(once.out, "bench --json");
     ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
     EXPECT_EQ(number(*parsed, "ram_read_bytes_per_s"), number(*parsed, "ram_read_before_bytes_per_s"));
-    const Json* none = parsed->find("ram_read_after_bytes_per_s");
-    ASSERT_NE(none, nullptr);
-    EXPECT_TRUE(none->is_null());
+    for (const char* key : {"ram_read_after_bytes_per_s", "paired_bound_ratio", "paired_probe_median_bytes_per_s"}) {
+        const Json* none = parsed->find(key);
+        ASSERT_NE(none, nullptr) << key;
+        EXPECT_TRUE(none->is_null()) << key;
+    }
     const auto no_model = run_cli("bench --model " + tmp.file("absent"));
     EXPECT_NE(no_model.status, 0);
     EXPECT_NE(no_model.err.find("absent"), std::string::npos) << no_model.err;

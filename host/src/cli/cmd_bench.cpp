@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include "kernels/kernel_table.hpp"
 #include "kernels/worker_pool.hpp"
@@ -33,6 +34,7 @@ struct BenchOptions {
     bool json = false;
     std::string ram_probe = "1GiB";
     std::string ram_probe_after = "256MiB";
+    std::string paired_probe = "64MiB";
     int ram_repeats = 5;
     std::string disk_probe = "1GiB";
     std::string disk_block = "8MiB";
@@ -142,6 +144,9 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("ram_read_after_median_bytes_per_s",
                measured_or_null(probes.ram_after_measured, probes.ram_after.median_bytes_per_s))
         .field("ram_probe_after_bytes", probes.ram_after_measured ? probes.ram_after.buffer_bytes : 0)
+        .field("paired_bound_ratio", r.paired_bound_ratio.value_or(std::numeric_limits<double>::quiet_NaN()))
+        .field("paired_probe_median_bytes_per_s",
+               r.paired_probe_median_bytes_per_s.value_or(std::numeric_limits<double>::quiet_NaN()))
         .field("ram_probe_bytes", probes.ram.buffer_bytes)
         .field("ram_probe_streams", probes.ram.streams)
         .field("ram_probe_loop", probes.ram.loop)
@@ -184,6 +189,9 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
         fixed(r.memory_bound_ratio, 3));
     row("", "", (r.disk_bound_tokens_per_s ? fixed(*r.disk_bound_tokens_per_s, 2) : std::string("n/a")) + " (disk)",
         r.disk_bound_ratio ? fixed(*r.disk_bound_ratio, 3) : std::string("n/a"));
+    if (r.paired_bound_ratio)
+        row("", "", "step by step: " + gbps(*r.paired_probe_median_bytes_per_s) + " probed between steps",
+            fixed(*r.paired_bound_ratio, 3));
     row("expert hit rate (decode)", percent(r.expert_hit_rate));
     row("expert bytes read/token", bytes_text(r.expert_bytes_read_per_token));
     row("read wait share (decode)", percent(r.read_wait_share));
@@ -235,6 +243,8 @@ int run_bench(int argc, char** argv) {
         ("json", po::bool_switch(&b.json), "print one JSON object")
         ("ram-probe", po::value<std::string>(&b.ram_probe)->value_name("SIZE"), "buffer of the RAM read probe (1GiB)")
         ("ram-repeats", po::value<int>(&b.ram_repeats)->value_name("N"), "rounds of the RAM probe, one pass per stream count (1, 2, 4) each; the best pass counts (5)")
+        ("paired-probe", po::value<std::string>(&b.paired_probe)->value_name("SIZE"),
+         "buffer of the probe pass run between every two decode steps, each step set against the pass after it (64MiB, at most --ram-probe; 0: none)")
         ("ram-probe-after", po::value<std::string>(&b.ram_probe_after)->value_name("SIZE"),
          "buffer of the RAM probe run again right after the decode, with the model resident (256MiB, at most --ram-probe; 0: not run); the bound takes the faster probe")
         ("disk-probe", po::value<std::string>(&b.disk_probe)->value_name("SIZE"),
@@ -256,6 +266,8 @@ int run_bench(int argc, char** argv) {
     if (b.disk_passes < 1) return usage("--disk-passes must be >= 1");
     auto ram_bytes = size_option(b.ram_probe, "--ram-probe");
     if (!ram_bytes) return report_usage_error("bench", ram_bytes.error());
+    auto paired_bytes = size_option(b.paired_probe, "--paired-probe");
+    if (!paired_bytes) return report_usage_error("bench", paired_bytes.error());
     auto ram_after_bytes = size_option(b.ram_probe_after, "--ram-probe-after");
     if (!ram_after_bytes) return report_usage_error("bench", ram_after_bytes.error());
     auto disk_bytes = size_option(b.disk_probe, "--disk-probe");
@@ -312,6 +324,22 @@ int run_bench(int argc, char** argv) {
     BenchRequest request{static_cast<size_t>(b.prompt_tokens), static_cast<size_t>(b.gen_tokens), b.seed, {}, !b.no_warmup};
     if (progress.enabled())
         request.on_progress = [&progress](const char* stage, size_t done, size_t total) { progress.update(stage, done, total); };
+    // A pass of the probe's loop between every two decode steps, on the engine's own threads, so
+    // each step meets the memory speed of its own moment (its buffer counts in the peak RSS).
+    std::optional<RamProbeBuffer> paired;
+    const Compute compute = engine.compute();
+    if (*paired_bytes > 0 && compute.pool != nullptr) {
+        auto buffer = RamProbeBuffer::allocate(*compute.pool, std::min(*paired_bytes, *ram_bytes));
+        if (!buffer) return report_error(with_context(buffer.error(), "--paired-probe"));
+        paired.emplace(std::move(*buffer));
+        const XorReduceFn reduce = compute.table != nullptr && compute.table->xor_reduce != nullptr
+                                       ? compute.table->xor_reduce
+                                       : reference_kernels().xor_reduce;
+        request.probe_between_steps = [&paired, pool = compute.pool, reduce, streams = probes.ram.streams] {
+            uint64_t checksum = 0;
+            return paired->read(*pool, reduce, streams, checksum);
+        };
+    }
     auto run = run_bench(engine, request);
     progress.clear();
     if (!run) return report_error(run.error());

@@ -196,20 +196,10 @@ Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, uint64_t byt
     return measure_ram_read_bandwidth(pool, options);
 }
 
-Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, const RamProbeOptions& options) {
-    const uint64_t bytes = options.bytes;
-    const int repeats = options.repeats;
+Expected<RamProbeBuffer> RamProbeBuffer::allocate(ThreadPool& pool, uint64_t bytes, size_t unit) {
     if (bytes < kSlice)
         return fail(ErrorKind::invalid_argument, "RAM read probe: the buffer must be at least 1 MiB, got " +
                                                      std::to_string(bytes) + " bytes");
-    if (repeats < 1) return fail(ErrorKind::invalid_argument, "RAM read probe: repeats must be >= 1");
-    if (options.streams.empty()) return fail(ErrorKind::invalid_argument, "RAM read probe: no stream count to try");
-    size_t unit = 1;  // every stream count must cut a stripe into whole slices
-    for (const size_t s : options.streams) {
-        if (s < 1 || s > 64) return fail(ErrorKind::invalid_argument, "RAM read probe: stream counts must be in 1..64");
-        unit = std::lcm(unit, s);
-    }
-    const XorReduceFn reduce = options.reduce != nullptr ? options.reduce : reference_kernels().xor_reduce;
     const size_t threads = pool.size();
     // One stripe per thread, a whole number of `unit` slices (at least one unit).
     const size_t slices_per_thread = std::max<size_t>(1, static_cast<size_t>(bytes / kSlice) / (threads * unit)) * unit;
@@ -230,29 +220,51 @@ Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, const RamPro
         for (size_t t = b; t < e; ++t)
             fill_unique(base + t * stripe_bytes, stripe_bytes, t * (stripe_bytes / 8));
     });
+    return RamProbeBuffer(std::move(buffer), stripe_bytes);
+}
+
+double RamProbeBuffer::read(ThreadPool& pool, XorReduceFn reduce, size_t streams, uint64_t& checksum) const {
+    constexpr uint64_t kPiece = 4096;
+    const size_t threads = pool.size();
+    const std::byte* base = buffer_.data();
+    const uint64_t stream_bytes = stripe_bytes_ / streams;
     std::vector<uint64_t> partial(threads, 0);
+    const auto t0 = Clock::now();
+    // Every thread takes one stripe and reads its streams a piece each in turn.
+    pool.parallel_for(threads, 1, [&](size_t b, size_t e) {
+        for (size_t t = b; t < e; ++t) {
+            const std::byte* stripe = base + t * stripe_bytes_;
+            uint64_t acc = 0;
+            for (uint64_t at = 0; at < stream_bytes; at += kPiece)
+                for (size_t s = 0; s < streams; ++s) acc ^= reduce(stripe + s * stream_bytes + at, kPiece);
+            partial[t] = acc;
+        }
+    });
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    uint64_t pass = 0;
+    for (uint64_t v : partial) pass ^= v;
+    checksum = pass;
+    return static_cast<double>(buffer_.size()) / std::max(seconds, 1e-9);
+}
+
+Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, const RamProbeOptions& options) {
+    const int repeats = options.repeats;
+    if (repeats < 1) return fail(ErrorKind::invalid_argument, "RAM read probe: repeats must be >= 1");
+    if (options.streams.empty()) return fail(ErrorKind::invalid_argument, "RAM read probe: no stream count to try");
+    size_t unit = 1;  // every stream count must cut a stripe into whole slices
+    for (const size_t s : options.streams) {
+        if (s < 1 || s > 64) return fail(ErrorKind::invalid_argument, "RAM read probe: stream counts must be in 1..64");
+        unit = std::lcm(unit, s);
+    }
+    STORMO_TRY_ASSIGN(auto buffer, RamProbeBuffer::allocate(pool, options.bytes, unit));
+    const XorReduceFn reduce = options.reduce != nullptr ? options.reduce : reference_kernels().xor_reduce;
     std::vector<double> rates;
     RamBandwidth out;
-    constexpr uint64_t kPiece = 4096;
     for (int r = 0; r < repeats; ++r)
         for (const size_t streams : options.streams) {
-            const uint64_t stream_bytes = stripe_bytes / streams;
-            const auto t0 = Clock::now();
-            // Every thread takes one stripe and reads its streams a piece each in turn.
-            pool.parallel_for(threads, 1, [&](size_t b, size_t e) {
-                for (size_t t = b; t < e; ++t) {
-                    const std::byte* stripe = base + t * stripe_bytes;
-                    uint64_t acc = 0;
-                    for (uint64_t at = 0; at < stream_bytes; at += kPiece)
-                        for (size_t s = 0; s < streams; ++s) acc ^= reduce(stripe + s * stream_bytes + at, kPiece);
-                    partial[t] = acc;
-                }
-            });
-            const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
             uint64_t pass = 0;
-            for (uint64_t v : partial) pass ^= v;
+            const double rate = buffer.read(pool, reduce, streams, pass);
             out.checksum += pass;  // summed over passes: XOR would cancel an even number of them
-            const double rate = static_cast<double>(n_slices * kSlice) / std::max(seconds, 1e-9);
             if (rates.empty() || rate > out.bytes_per_s) {
                 out.bytes_per_s = rate;
                 out.streams = streams;
@@ -261,10 +273,10 @@ Expected<RamBandwidth> measure_ram_read_bandwidth(ThreadPool& pool, const RamPro
         }
     std::sort(rates.begin(), rates.end());
     out.median_bytes_per_s = rates[rates.size() / 2];
-    out.buffer_bytes = n_slices * kSlice;
+    out.buffer_bytes = buffer.bytes();
     out.repeats = repeats;
     out.passes = static_cast<int>(rates.size());
-    out.threads = threads;
+    out.threads = pool.size();
     out.loop = options.reduce != nullptr ? options.loop : std::string("reference");
     return out;
 }

@@ -5,11 +5,13 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
 #include "stormo/kernels.hpp"
+#include "stormo/tensor.hpp"  // AlignedBuffer
 
 namespace stormo {
 
@@ -36,6 +38,24 @@ struct RamProbeOptions {
     // The loop: the kernels plugin's xor_reduce (its widest loads), or the reference when null.
     XorReduceFn reduce = nullptr;
     std::string loop = "reference";      // who provides `reduce`, for the report
+};
+
+// The probe's buffer, kept to be read again: one stripe per pool thread, each a whole number of
+// `unit` 1 MiB slices (so every stream count dividing `unit` cuts it evenly), touched first by
+// the thread that reads it, every word distinct (pages of identical content can be merged by the
+// hypervisor or KSM and then served from the caches).
+class STORMO_API RamProbeBuffer {
+public:
+    static Expected<RamProbeBuffer> allocate(ThreadPool& pool, uint64_t bytes, size_t unit = 1);
+    // One pass of every pool thread over its stripe as `streams` sequential streams, interleaved
+    // a 4 KiB piece at a time, through `reduce`: bytes per second. `checksum` gets the XOR.
+    double read(ThreadPool& pool, XorReduceFn reduce, size_t streams, uint64_t& checksum) const;
+    uint64_t bytes() const { return buffer_.size(); }
+
+private:
+    RamProbeBuffer(AlignedBuffer buffer, uint64_t stripe_bytes) : buffer_(std::move(buffer)), stripe_bytes_(stripe_bytes) {}
+    AlignedBuffer buffer_;
+    uint64_t stripe_bytes_ = 0;
 };
 
 // Reads a buffer (touched first by the threads that read it, every word distinct) with every

@@ -1,9 +1,11 @@
 #include "tools/bench.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
@@ -14,6 +16,12 @@ namespace {
 uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 double ratio(double num, double den) { return den > 0.0 ? num / den : 0.0; }
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
 
 }  // namespace
 
@@ -113,12 +121,27 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     // split prefill from decode.
     size_t tokens = 0;
     ForwardTimes at_first_token;
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point step_start;
+    double probing_seconds = 0.0;
     auto on_token = [&](int32_t) {
-        if (request.on_progress) request.on_progress("decode", ++tokens, request.gen_tokens);
-        if (!first) return;
-        first = false;
-        run.after_prefill = engine.store().stats();
-        at_first_token = engine.pipeline().times();
+        const auto now = Clock::now();
+        ++tokens;
+        if (request.on_progress) request.on_progress("decode", tokens, request.gen_tokens);
+        if (first) {
+            first = false;
+            run.after_prefill = engine.store().stats();
+            at_first_token = engine.pipeline().times();
+        } else if (request.probe_between_steps) {
+            run.step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
+        }
+        if (request.probe_between_steps && tokens < request.gen_tokens) {
+            const auto probe_start = Clock::now();
+            if (tokens > 1) run.step_probe_bytes_per_s.push_back(request.probe_between_steps());
+            else request.probe_between_steps();  // before the first step: the same pause, no step to pair
+            probing_seconds += std::chrono::duration<double>(Clock::now() - probe_start).count();
+        }
+        step_start = Clock::now();
     };
     STORMO_TRY_ASSIGN(auto result, generate(engine.pipeline(), *session, gen, on_token));
     run.after = engine.store().stats();
@@ -138,7 +161,7 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
                                              " of " + std::to_string(request.gen_tokens) + " tokens");
     run.decode_steps = run.generated_tokens - 1;
     run.prefill_seconds = result.prefill_seconds;
-    run.decode_seconds = result.decode_seconds;
+    run.decode_seconds = result.decode_seconds - probing_seconds;
     run.peak_rss_bytes = peak_rss_bytes();
     return run;
 }
@@ -190,6 +213,17 @@ BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic,
         sub(full, traffic.head_bytes) + static_cast<uint64_t>(r.head_bytes_read_per_token + 0.5);
     r.memory_bound_tokens_per_s = ratio(ram.bytes_per_s, static_cast<double>(r.bytes_touched_per_token));
     r.memory_bound_ratio = ratio(r.decode_tokens_per_s, r.memory_bound_tokens_per_s);
+    const size_t paired = std::min(run.step_seconds.size(), run.step_probe_bytes_per_s.size());
+    if (paired > 0) {
+        std::vector<double> ratios, probes;
+        for (size_t i = 0; i < paired; ++i) {
+            const double achieved = static_cast<double>(r.bytes_touched_per_token) / run.step_seconds[i];
+            ratios.push_back(ratio(achieved, run.step_probe_bytes_per_s[i]));
+            probes.push_back(run.step_probe_bytes_per_s[i]);
+        }
+        r.paired_bound_ratio = median(ratios);
+        r.paired_probe_median_bytes_per_s = median(probes);
+    }
     if (r.expert_bytes_read_per_token > 0.0 && disk.bytes_per_s > 0.0) {
         r.disk_bound_tokens_per_s = disk.bytes_per_s / r.expert_bytes_read_per_token;
         r.disk_bound_ratio = r.decode_tokens_per_s / *r.disk_bound_tokens_per_s;

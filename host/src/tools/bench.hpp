@@ -57,6 +57,12 @@ struct BenchRequest {
     // llama-batched-bench (16 tokens) do by default. Without it the measured prefill is the first to touch each expert's memory since
     // the load, which on a machine whose host pages cold guest memory out cost stormo up to 3x.
     bool warmup = true;
+    // Called between two decode steps (after every token but the last) on the generating
+    // thread; returns the RAM read rate (bytes/s) it measured there. Its time is left out of the
+    // decode's. Each step is then set against the memory speed of its own moment: on a shared
+    // host the speed changes within seconds (docs/benchmarks.md), so one probe before the run
+    // may meet another phase than the decode did.
+    std::function<double()> probe_between_steps{};
 };
 
 struct BenchRun {
@@ -77,6 +83,10 @@ struct BenchRun {
     uint64_t compact_head_bytes = 0;  // the compact copy a bounded step reads whole (0: none)
     uint64_t peak_rss_bytes = 0;   // after the run
     bool warmed_up = false;        // a warm-up run came first (BenchRequest::warmup)
+    // With BenchRequest::probe_between_steps: each decode step's own time (the probes left out)
+    // and the probe's rate taken right after it (the last step has none).
+    std::vector<double> step_seconds;
+    std::vector<double> step_probe_bytes_per_s;
 };
 
 // Random prompt ids (uniform in the vocabulary, from the seed), greedy sampling, no stop ids, so
@@ -111,6 +121,10 @@ struct BenchReport {
     double memory_bound_tokens_per_s = 0.0;
     std::optional<double> disk_bound_tokens_per_s;
     double memory_bound_ratio = 0.0;           // achieved decode / bound
+    // With a probe between steps: the median over steps of (bytes a token reads / the step's
+    // time) / (the probe right after it), and the median of those probes; nullopt without them.
+    std::optional<double> paired_bound_ratio;
+    std::optional<double> paired_probe_median_bytes_per_s;
     std::optional<double> disk_bound_ratio;
     uint64_t decode_hits = 0;
     uint64_t decode_misses = 0;
