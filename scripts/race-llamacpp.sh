@@ -127,6 +127,8 @@ for road in ("f32", "int8"):
     rows[road]["bytes_per_token"] = med(x["bytes_touched_per_token"] for x in runs)
     rows[road]["head_bytes"] = med(x.get("head_bytes_read_per_token", 0) for x in runs)
     rows[road]["ram_gbs"] = med(x.get("ram_read_bytes_per_s", 0) for x in runs) / 1e9
+    paired = [x["paired_bound_ratio"] for x in runs if x.get("paired_bound_ratio") is not None]
+    rows[road]["paired"] = med(paired) if paired else None
     rows[road]["process_rss"] = med(rss(road, r) for r in range(1, repeats + 1))
 lp, lt = med(llama_pp), med(llama_tg)
 cap = os.environ.get("CAP")
@@ -152,5 +154,6 @@ for r in range(1, repeats + 1):
 for road in ("f32", "int8"):
     r = rows[road]
     print(f"{road}: {r['bytes_per_token'] / 1e9:.3f} GB read per token (head {r['head_bytes'] / 1e9:.3f} GB), "
-          f"RAM probe {r['ram_gbs']:.1f} GB/s, memory bound {r['memory_bound_tokens_per_s']:.2f} tok/s")
+          f"RAM probe {r['ram_gbs']:.1f} GB/s, memory bound {r['memory_bound_tokens_per_s']:.2f} tok/s"
+          + (f", each step against the probe pass after it {r['paired']:.2f} (median)" if r["paired"] is not None else ""))
 PY
