@@ -96,10 +96,12 @@ for r in $(seq 1 "$REPEATS"); do
         measured "llama.$r" "$LLAMA/llama-bench" -m "$GGUF" -p "$PP" -n "$TG" -t "$THREADS" -r 1 -lm none -o json \
             > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
     fi
-    measured "f32.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens "$PP" --gen-tokens "$TG" --threads "$THREADS" --json \
-        > "$OUT/f32.$r.json" 2> "$OUT/f32.$r.err"
+    # No probe after the decode: its buffer would count in the process's peak RSS, which this
+    # script sets beside llama.cpp's (the 64 MiB paired probe's buffer still does).
+    measured "f32.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens "$PP" --gen-tokens "$TG" --threads "$THREADS" \
+        --ram-probe-after 0 --json > "$OUT/f32.$r.json" 2> "$OUT/f32.$r.err"
     measured "int8.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens "$PP" --gen-tokens "$TG" --threads "$THREADS" \
-        --activations int8 --json > "$OUT/int8.$r.json" 2> "$OUT/int8.$r.err"
+        --ram-probe-after 0 --activations int8 --json > "$OUT/int8.$r.json" 2> "$OUT/int8.$r.err"
 done
 
 LLAMA_LABEL=${LLAMA_LABEL:-} CAP=$CAP /usr/bin/env python3 - "$OUT" "$REPEATS" <<'PY'
