@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <limits>
 #include <optional>
 
 #include "kernels/kernel_table.hpp"
@@ -43,20 +42,17 @@ struct BenchOptions {
 };
 
 struct Probes {
-    RamBandwidth ram;          // the better of the two passes below: the bound
-    RamBandwidth ram_before;   // before the model is loaded
-    RamBandwidth ram_after;    // right after the decode, with the model resident
-    bool ram_after_measured = false;
+    RamBandwidth ram_before;                 // before the model is loaded
+    std::optional<RamBandwidth> ram_after;   // right after the decode, with the model resident
+    // The bound: the faster of the two, since a bound is what the memory reached.
+    const RamBandwidth& ram() const {
+        return ram_after && ram_after->bytes_per_s > ram_before.bytes_per_s ? *ram_after : ram_before;
+    }
     DiskBandwidth disk;
     bool disk_measured = false;
     uint64_t disk_block = 0;
     size_t disk_in_flight = 0;
 };
-
-// A probe's figure, or NaN, which the JSON writer prints as null, when the probe did not run.
-double measured_or_null(bool measured, double value) {
-    return measured ? value : std::numeric_limits<double>::quiet_NaN();
-}
 
 Expected<uint64_t> size_option(const std::string& text, const std::string& option) {
     STORMO_TRY_ASSIGN(auto s, parse_size(text, option));
@@ -137,22 +133,22 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("compact_head_bytes", run.compact_head_bytes)
         .field("head_bytes_read_per_token", r.head_bytes_read_per_token)
         .field("head_exact_rows_per_token", r.head_exact_rows_per_token)
-        .field("ram_read_bytes_per_s", probes.ram.bytes_per_s)
-        .field("ram_read_median_bytes_per_s", probes.ram.median_bytes_per_s)
-        .field("ram_read_before_bytes_per_s", probes.ram_before.bytes_per_s)
-        .field("ram_read_after_bytes_per_s", measured_or_null(probes.ram_after_measured, probes.ram_after.bytes_per_s))
-        .field("ram_read_after_median_bytes_per_s",
-               measured_or_null(probes.ram_after_measured, probes.ram_after.median_bytes_per_s))
-        .field("ram_probe_after_bytes", probes.ram_after_measured ? probes.ram_after.buffer_bytes : 0)
-        .field("paired_bound_ratio", r.paired_bound_ratio.value_or(std::numeric_limits<double>::quiet_NaN()))
-        .field("paired_probe_median_bytes_per_s",
-               r.paired_probe_median_bytes_per_s.value_or(std::numeric_limits<double>::quiet_NaN()))
-        .field("ram_probe_bytes", probes.ram.buffer_bytes)
-        .field("ram_probe_streams", probes.ram.streams)
-        .field("ram_probe_loop", probes.ram.loop)
-        .field("disk_read_bytes_per_s", measured_or_null(probes.disk_measured, probes.disk.bytes_per_s))
-        .field("disk_read_median_bytes_per_s", measured_or_null(probes.disk_measured, probes.disk.median_bytes_per_s))
-        .field("disk_probe_bytes", probes.disk.bytes_read)
+        .field("ram_read_bytes_per_s", probes.ram().bytes_per_s)
+        .field("ram_read_median_bytes_per_s", probes.ram().median_bytes_per_s)
+        .field("ram_read_before_bytes_per_s", probes.ram_before.bytes_per_s);
+    const RamBandwidth* after = probes.ram_after ? &*probes.ram_after : nullptr;
+    optional(j, "ram_read_after_bytes_per_s", after ? std::optional(after->bytes_per_s) : std::nullopt);
+    optional(j, "ram_read_after_median_bytes_per_s", after ? std::optional(after->median_bytes_per_s) : std::nullopt);
+    j.field("ram_probe_after_bytes", after ? after->buffer_bytes : 0);
+    optional(j, "paired_bound_ratio", r.paired_bound_ratio);
+    optional(j, "paired_probe_median_bytes_per_s", r.paired_probe_median_bytes_per_s);
+    j.field("ram_probe_bytes", probes.ram().buffer_bytes)
+        .field("ram_probe_streams", probes.ram().streams)
+        .field("ram_probe_loop", probes.ram().loop);
+    optional(j, "disk_read_bytes_per_s", probes.disk_measured ? std::optional(probes.disk.bytes_per_s) : std::nullopt);
+    optional(j, "disk_read_median_bytes_per_s",
+             probes.disk_measured ? std::optional(probes.disk.median_bytes_per_s) : std::nullopt);
+    j.field("disk_probe_bytes", probes.disk.bytes_read)
         .field("disk_probe_passes", probes.disk.passes)
         .field("disk_probe_direct_io", probes.disk.direct_io)
         .field("disk_probe_note", probes.disk.note)
@@ -213,11 +209,12 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
             part("attention", split.attention) + ", " + part("FFN/experts", split.ffn));
         row("", "", part("head", split.head) + ", " + part("other", split.other));
     }
-    row("RAM read bandwidth", gbps(probes.ram.bytes_per_s),
-        std::to_string(probes.ram.threads) + " threads x " + std::to_string(probes.ram.streams) + " streams (best), " +
-            probes.ram.loop + " loop, best of " + std::to_string(probes.ram.passes) + " passes");
+    const RamBandwidth& ram = probes.ram();
+    row("RAM read bandwidth", gbps(ram.bytes_per_s),
+        std::to_string(ram.threads) + " threads x " + std::to_string(ram.streams) + " streams (best), " + ram.loop +
+            " loop, best of " + std::to_string(ram.passes) + " passes");
     row("", "", "before loading " + gbps(probes.ram_before.bytes_per_s) + ", after the decode " +
-                    (probes.ram_after_measured ? gbps(probes.ram_after.bytes_per_s) : std::string("not measured")));
+                    (probes.ram_after ? gbps(probes.ram_after->bytes_per_s) : std::string("not measured")));
     row("disk read bandwidth", probes.disk_measured ? gbps(probes.disk.bytes_per_s) : std::string("not measured"),
         probes.disk_measured ? (probes.disk.direct_io ? std::string("O_DIRECT, ") : std::string("buffered, ")) +
                                    format_bytes(probes.disk_block) + " reads, " + std::to_string(probes.disk_in_flight) +
@@ -270,6 +267,9 @@ int run_bench(int argc, char** argv) {
     if (!paired_bytes) return report_usage_error("bench", paired_bytes.error());
     auto ram_after_bytes = size_option(b.ram_probe_after, "--ram-probe-after");
     if (!ram_after_bytes) return report_usage_error("bench", ram_after_bytes.error());
+    // Refused before the minutes of loading and decoding, not after them.
+    for (const auto& [bytes, option] : {std::pair{*paired_bytes, "--paired-probe"}, std::pair{*ram_after_bytes, "--ram-probe-after"}})
+        if (bytes > 0 && bytes < (uint64_t{1} << 20)) return usage(std::string(option) + " must be 0 or at least 1MiB");
     auto disk_bytes = size_option(b.disk_probe, "--disk-probe");
     if (!disk_bytes) return report_usage_error("bench", disk_bytes.error());
     auto disk_block = size_option(b.disk_block, "--disk-block");
@@ -286,29 +286,24 @@ int run_bench(int argc, char** argv) {
 
     TerminalProgress progress;  // stderr, only on a terminal: the probes and the run take minutes on real models
     Probes probes;
-    // The loop of the kernels the engine will select (its widest loads); the registry and the
-    // table live only for the probe.
-    auto probe_ram = [&](uint64_t bytes, const char* option) -> Expected<RamBandwidth> {
+    progress.note("measuring the RAM read bandwidth");
+    {
         WorkerPool pool(config->threads ? static_cast<size_t>(*config->threads) : physical_core_count());
         RamProbeOptions probe;
-        probe.bytes = bytes;
+        probe.bytes = *ram_bytes;
         probe.repeats = b.ram_repeats;
+        // The loop of the kernels the engine will select (its widest loads); the registry and the
+        // table live only for the probe.
         auto registry = discover_plugins(*config, common);
-        if (!registry) return tl::unexpected(registry.error());
+        if (!registry) return report_error(registry.error());
         auto selection = select_kernels(*registry, detect_cpu_features(), PluginRequest{config->kernels, config->origin("kernels")});
-        if (!selection) return tl::unexpected(selection.error());
+        if (!selection) return report_error(selection.error());
         const KernelTable table = build_kernel_table(*selection);
         probe.reduce = table.xor_reduce;
         probe.loop = table.xor_reduce == reference_kernels().xor_reduce ? std::string("reference") : selection->name;
         auto ram = measure_ram_read_bandwidth(pool, probe);
-        if (!ram) return tl::unexpected(with_context(ram.error(), option));
-        return ram;
-    };
-    progress.note("measuring the RAM read bandwidth");
-    {
-        auto ram = probe_ram(*ram_bytes, "--ram-probe");
-        if (!ram) return report_error(ram.error());
-        probes.ram = probes.ram_before = *ram;
+        if (!ram) return report_error(with_context(ram.error(), "--ram-probe"));
+        probes.ram_before = *ram;
     }
     if (!reset_peak_rss())
         std::cerr << "stormo: bench: cannot reset the peak RSS; it includes the RAM probe's buffer" << std::endl;
@@ -326,18 +321,17 @@ int run_bench(int argc, char** argv) {
         request.on_progress = [&progress](const char* stage, size_t done, size_t total) { progress.update(stage, done, total); };
     // A pass of the probe's loop between every two decode steps, on the engine's own threads, so
     // each step meets the memory speed of its own moment (its buffer counts in the peak RSS).
+    // The later probes run on the engine's own pool and kernel table.
+    ThreadPool& pool = *engine.compute().pool;
+    const XorReduceFn reduce = engine.compute().table->xor_reduce;
     std::optional<RamProbeBuffer> paired;
-    const Compute compute = engine.compute();
-    if (*paired_bytes > 0 && compute.pool != nullptr) {
-        auto buffer = RamProbeBuffer::allocate(*compute.pool, std::min(*paired_bytes, *ram_bytes));
+    if (*paired_bytes > 0) {
+        auto buffer = RamProbeBuffer::allocate(pool, std::min(*paired_bytes, *ram_bytes));
         if (!buffer) return report_error(with_context(buffer.error(), "--paired-probe"));
         paired.emplace(std::move(*buffer));
-        const XorReduceFn reduce = compute.table != nullptr && compute.table->xor_reduce != nullptr
-                                       ? compute.table->xor_reduce
-                                       : reference_kernels().xor_reduce;
-        request.probe_between_steps = [&paired, pool = compute.pool, reduce, streams = probes.ram.streams] {
+        request.probe_between_steps = [&paired, &pool, reduce, streams = probes.ram_before.streams] {
             uint64_t checksum = 0;
-            return paired->read(*pool, reduce, streams, checksum);
+            return paired->read(pool, reduce, streams, checksum);
         };
     }
     auto run = run_bench(engine, request);
@@ -345,16 +339,19 @@ int run_bench(int argc, char** argv) {
     if (!run) return report_error(run.error());
 
     // The machine's memory speed drifts over minutes here (docs/benchmarks.md), so the probe runs
-    // again right after the decode; the bound is the faster of the two, since a bound is what the
-    // memory reached, and the run's peak RSS was taken before this buffer existed.
+    // again right after the decode (Probes::ram takes the faster); the run's peak RSS was taken
+    // before this buffer existed.
     if (*ram_after_bytes > 0) {
         progress.note("measuring the RAM read bandwidth again");
-        auto ram = probe_ram(std::min(*ram_after_bytes, *ram_bytes), "--ram-probe-after");
+        RamProbeOptions probe;
+        probe.bytes = std::min(*ram_after_bytes, *ram_bytes);
+        probe.repeats = b.ram_repeats;
+        probe.reduce = reduce;
+        probe.loop = probes.ram_before.loop;  // the same table's loop as before the load
+        auto ram = measure_ram_read_bandwidth(pool, probe);
         progress.clear();
-        if (!ram) return report_error(ram.error());
+        if (!ram) return report_error(with_context(ram.error(), "--ram-probe-after"));
         probes.ram_after = *ram;
-        probes.ram_after_measured = true;
-        if (probes.ram_after.bytes_per_s > probes.ram.bytes_per_s) probes.ram = probes.ram_after;
     }
 
     auto family = engine_family(engine);
@@ -380,7 +377,7 @@ int run_bench(int argc, char** argv) {
         probes.disk_in_flight = o.in_flight;
     }
 
-    const BenchReport report = make_bench_report(*run, *traffic, probes.ram, probes.disk);
+    const BenchReport report = make_bench_report(*run, *traffic, probes.ram(), probes.disk);
     if (b.json) print_json(*loaded, *run, *traffic, probes, report, load_seconds);
     else print_table(*loaded, *run, *traffic, probes, report);
     return 0;
