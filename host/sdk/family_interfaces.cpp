@@ -8,6 +8,7 @@ Tracer::~Tracer() = default;
 Model::~Model() = default;
 const WeightView* Model::head_weight() const { return nullptr; }
 LoadContext::~LoadContext() = default;
+std::optional<packed_bf16::Packed> LoadContext::pack_bf16(const std::string&, const WeightView&) { return std::nullopt; }
 Family::~Family() = default;
 
 const char* tensor_role_name(TensorRole r) {

@@ -34,6 +34,16 @@ Expected<WeightFormat> matrix_format(DType dtype, const std::string& tensor) {
 }
 
 Expected<WeightView> TensorLoader::matrix(const std::string& name, TensorRole role, int64_t rows, int64_t cols) {
+    return load_matrix(name, role, rows, cols, true);
+}
+
+Expected<WeightView> TensorLoader::matrix_as_stored(const std::string& name, TensorRole role, int64_t rows,
+                                                    int64_t cols) {
+    return load_matrix(name, role, rows, cols, false);
+}
+
+Expected<WeightView> TensorLoader::load_matrix(const std::string& name, TensorRole role, int64_t rows, int64_t cols,
+                                               bool may_pack) {
     STORMO_TRY_ASSIGN(Tensor t, ctx_.load(TensorDecl{name, role, matrix_dtypes_, Shape{rows, cols}}));
     if (t.dtype == DType::F8_E4M3) {
         const std::string scale_name = fp8_scale_name(name);
@@ -54,6 +64,13 @@ Expected<WeightView> TensorLoader::matrix(const std::string& name, TensorRole ro
     view.data = t.bytes();
     view.rows = static_cast<size_t>(rows);
     view.cols = static_cast<size_t>(cols);
+    if (may_pack && view.format == WeightFormat::BF16)
+        if (std::optional<packed_bf16::Packed> packed = ctx_.pack_bf16(name, view)) {
+            // The BF16 bytes go with t; the packed buffer is kept under the tensor's name.
+            const auto size = static_cast<int64_t>(packed->storage->size());
+            keep_.push_back(Tensor{name, DType::U8, Shape{size}, std::move(packed->storage)});
+            return packed->view;
+        }
     keep_.push_back(std::move(t));
     return view;
 }

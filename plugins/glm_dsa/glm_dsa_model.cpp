@@ -77,8 +77,9 @@ Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
     STORMO_TRY_ASSIGN(a.kv_a, load.matrix(attn("kv_a_proj_with_mqa.weight"), TensorRole::attention,
                                           cfg_.kv_lora_rank + rope, hidden));
     STORMO_TRY_ASSIGN(a.kv_a_norm, load.vector(attn("kv_a_layernorm.weight"), TensorRole::norm, cfg_.kv_lora_rank));
-    STORMO_TRY_ASSIGN(a.kv_b, load.matrix(attn("kv_b_proj.weight"), TensorRole::attention,
-                                          heads * (cfg_.qk_nope_head_dim + cfg_.v_head_dim), cfg_.kv_lora_rank));
+    // Sliced per head below (AbsorbedKvB), so held as stored.
+    STORMO_TRY_ASSIGN(a.kv_b, load.matrix_as_stored(attn("kv_b_proj.weight"), TensorRole::attention,
+                                                    heads * (cfg_.qk_nope_head_dim + cfg_.v_head_dim), cfg_.kv_lora_rank));
     STORMO_TRY_ASSIGN(a.o, load.matrix(attn("o_proj.weight"), TensorRole::attention, hidden, heads * cfg_.v_head_dim));
     AbsorbedKvB& kvb = w.absorbed;
     kvb.nope = static_cast<size_t>(cfg_.qk_nope_head_dim);

@@ -18,6 +18,10 @@ void matmul_f32_out_in(const WeightView& w, const float* x, size_t n_x, size_t x
                        size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_bf16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                         size_t y_stride, size_t o_begin, size_t o_end);
+// BF16_PACKED (packed_bf16.cpp): each group decoded in registers, then the BF16 kernel's own
+// steps, so its bits are that kernel's.
+void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,

@@ -9,12 +9,15 @@
 #include <fstream>
 #include <initializer_list>
 #include <iterator>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "stormo/cpu_features.hpp"
 #include "stormo/kernels.hpp"
+#include "stormo/packed_bf16.hpp"
 
 namespace stormo::testing {
 
@@ -62,6 +65,11 @@ struct TestMatrix {
             v.block_scales = block_scales.data();
             v.block_rows = kFp8BlockRows;
             v.block_cols = kFp8BlockCols;
+        }
+        if (format == WeightFormat::BF16_PACKED) {
+            // The storage packed_bf16::pack lays out: the rows, then the patch offsets and patches.
+            v.patch_begin = reinterpret_cast<const uint32_t*>(data.data() + rows * packed_bf16::row_bytes(cols));
+            v.patches = v.patch_begin + rows + 1;
         }
         return v;
     }
@@ -189,6 +197,15 @@ inline TestMatrix random_matrix(WeightFormat format, Layout layout, size_t rows,
         case WeightFormat::GGUF_Q5_K:
         case WeightFormat::GGUF_Q6_K:
         case WeightFormat::GGUF_MXFP4: fill_gguf_blocks(m, rng); break;
+        case WeightFormat::BF16_PACKED: {
+            // A BF16 matrix as above, packed (its 14 high bytes need no patch).
+            const TestMatrix bf16 = random_matrix(WeightFormat::BF16, Layout::out_in, rows, cols, rng);
+            const std::optional<packed_bf16::Packed> p = packed_bf16::pack(bf16.view(), nullptr, 100.0);
+            if (!p) throw std::runtime_error("random_matrix: a BF16 test matrix did not pack");
+            m.data.assign(reinterpret_cast<const uint8_t*>(p->storage->data()),
+                          reinterpret_cast<const uint8_t*>(p->storage->data()) + p->storage->size());
+            break;
+        }
         case WeightFormat::count: break;
     }
     return m;

@@ -216,7 +216,8 @@ void check_matmul(MatmulFn isa, MatmulFn ref, const testing::TestMatrix& m, cons
 void check_all_matmuls(const KernelTable& table, Worst& worst) {
     std::mt19937 rng(2024);
     const KernelTable& ref = reference_kernels();
-    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4}) {
+    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4,
+                           WeightFormat::BF16_PACKED}) {
         for (Layout l : {Layout::out_in, Layout::in_out}) {
             const MatmulFn isa = entry(table, f, l);
             if (isa == nullptr || isa == entry(ref, f, l)) continue;
@@ -491,7 +492,8 @@ void check_vector_ops(const KernelTable& table, Worst& worst) {
 void check_thread_counts(const KernelTable& table) {
     std::mt19937 rng(8);
     WorkerPool p1(1), p2(2), p3(3);
-    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4}) {
+    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4,
+                           WeightFormat::BF16_PACKED}) {
         for (Layout l : {Layout::out_in, Layout::in_out}) {
             if (entry(table, f, l) == nullptr) continue;
             const testing::TestMatrix m = testing::random_matrix(f, l, 1031, 160, rng);

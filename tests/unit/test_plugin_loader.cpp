@@ -300,7 +300,7 @@ TEST(PluginLifetime, AModelKeepsItsFamilysLibraryLoaded) {
     auto source = open_model_directory(std::string(STORMO_TEST_DATA_DIR) + "/fixtures/gpt_oss");
     ASSERT_TRUE(source.has_value()) << source.error().message;
     WorkerPool pool(1);
-    HostLoadContext context(**source, Compute{&reference_kernels(), &pool});
+    HostLoadContext context(**source, Compute{&reference_kernels(), &pool}, true);
     auto loaded = gpt_oss->family->load(context);
     ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
     const std::weak_ptr<const void> library = gpt_oss->library;

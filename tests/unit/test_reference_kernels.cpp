@@ -253,12 +253,14 @@ TEST(RefKernelsVector, Int8DotIsExactAndWraps) {
     EXPECT_EQ(ref().dot_u8i8(big_a.data(), big_b.data(), big_a.size()), 2010167296);
 }
 
-// The block formats (MXFP4, FP8, GGUF's) exist out_in only: checkpoints store them as nn.Linear rows.
+// The block formats (MXFP4, FP8, GGUF's) exist out_in only: checkpoints store them as nn.Linear rows;
+// BF16_PACKED is packed from out_in BF16 matrices only.
 TEST(RefKernelsTable, EveryEntryFilledExceptBlockFormatsInOut) {
     for (size_t f = 0; f < kWeightFormatCount; ++f) {
         EXPECT_NE(ref().row_to_f32[f], nullptr);
         for (size_t l = 0; l < kLayoutCount; ++l) {
             const bool block = f == static_cast<size_t>(WeightFormat::MXFP4) || f == static_cast<size_t>(WeightFormat::FP8_E4M3) ||
+                               f == static_cast<size_t>(WeightFormat::BF16_PACKED) ||
                                gguf_weight_block(static_cast<WeightFormat>(f)).values != 0;
             const bool exists = !(block && l == static_cast<size_t>(Layout::in_out));
             EXPECT_EQ(ref().matmul[f][l] != nullptr, exists) << f << "," << l;

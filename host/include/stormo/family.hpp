@@ -14,6 +14,7 @@
 #include "stormo/export.hpp"
 #include "stormo/json.hpp"
 #include "stormo/kernels.hpp"
+#include "stormo/packed_bf16.hpp"
 #include "stormo/tensor.hpp"
 
 namespace stormo {
@@ -162,6 +163,11 @@ public:
     virtual Expected<void> declare_experts(int layer, const std::vector<ExpertPartDecl>& parts,
                                            int n_experts) = 0;
     virtual Compute compute() const = 0;
+    // The resident form of a dense BF16 out_in matrix just loaded: a BF16_PACKED copy (the same
+    // values in about 0.75 of the bytes, stormo/packed_bf16_layout.hpp) and the buffer holding it,
+    // or nullopt to keep the matrix as loaded (packing turned off, or it would not pay). The host
+    // decides and counts the packed bytes as the tensor's.
+    virtual std::optional<packed_bf16::Packed> pack_bf16(const std::string& name, const WeightView& bf16);
 };
 
 // What `stormo inspect` shows of a model without loading it.

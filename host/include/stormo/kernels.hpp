@@ -29,6 +29,10 @@ enum class WeightFormat : uint8_t {
     GGUF_Q5_K,   // as Q4_K plus 32 bytes of fifth bits (176 / 256)
     GGUF_Q6_K,   // 128 bytes low nibbles, 64 of high bits, 16 int8 scales, f16 d (210 / 256)
     GGUF_MXFP4,  // E8M0 byte (255 is 2^127) + 16 bytes: elements 0-15 low nibbles, 16-31 high (17 / 32)
+    // A BF16 matrix held losslessly in about 12 bits a value (stormo/packed_bf16.hpp): per value its
+    // low byte and a 4-bit code into its row's 16 most frequent high bytes, the rare others patched.
+    // Built at load from BF16 out_in matrices; every kernel gives it the BF16 matrix's bits.
+    BF16_PACKED,
     count
 };
 constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::count);
@@ -64,6 +68,10 @@ struct WeightView {
     const float* block_scales = nullptr;
     size_t block_rows = 0;
     size_t block_cols = 0;
+    // BF16_PACKED only: row o's patches are patches[patch_begin[o] .. patch_begin[o + 1]), each
+    // (column << 8 | high byte), ascending by column (stormo/packed_bf16.hpp).
+    const uint32_t* patch_begin = nullptr;
+    const uint32_t* patches = nullptr;
 };
 
 // y[r * y_stride + o] = sum_i W[o, i] * x[r * x_stride + i] for o in [o_begin, o_end), r < n_x.
@@ -206,5 +214,18 @@ STORMO_API void quantize_q8(const float* x, size_t n_x, size_t x_stride, size_t 
 using QuantizeBlockFn = void (*)(const float* x, size_t n, size_t block, int8_t* q, float* scale);
 STORMO_API void quantize_q8_blocks(QuantizeBlockFn quantize_block, const float* x, size_t n_x, size_t x_stride,
                                    size_t cols, size_t block, int8_t* q, float* scales, int16_t* sums);
+
+// BF16_PACKED's frame, which the reference and every ISA table run with their own two pieces:
+// `decode` turns one packed row's groups of 64 values (stormo/packed_bf16.hpp) into BF16 bits, the
+// frame applies the row's patches, and `bf16` (the same table's BF16 out_in kernel) runs over a few
+// decoded rows at a time. A kernel's value for an output depends neither on the output range nor on
+// where its row lies, so the packed matrix gives exactly the BF16 matrix's bits.
+using DecodePackedGroupsFn = void (*)(const uint8_t* row, size_t groups, uint16_t* out);
+STORMO_API void matmul_packed_bf16(DecodePackedGroupsFn decode, MatmulFn bf16, const WeightView& w, const float* x,
+                                   size_t n_x, size_t x_stride, float* y, size_t y_stride, size_t o_begin,
+                                   size_t o_end);
+// Row `row` of a BF16_PACKED matrix as BF16 bits: out receives groups(cols) * 64 values, those
+// past cols unspecified.
+STORMO_API void decode_packed_bf16_row(DecodePackedGroupsFn decode, const WeightView& w, size_t row, uint16_t* out);
 
 }  // namespace stormo

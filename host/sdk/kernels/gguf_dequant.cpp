@@ -141,6 +141,7 @@ BlockFormat block_format(WeightFormat f) {
         case WeightFormat::F16:
         case WeightFormat::MXFP4:
         case WeightFormat::FP8_E4M3:
+        case WeightFormat::BF16_PACKED:
         case WeightFormat::count: break;
     }
     return {};

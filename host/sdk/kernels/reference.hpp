@@ -23,6 +23,9 @@ void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t
 // Every GGUF block format (w.format says which): the row decoded by row_gguf, then the same dot.
 void matmul_gguf_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                         size_t y_stride, size_t o_begin, size_t o_end);
+// BF16_PACKED: stormo::matmul_packed_bf16 over the reference decoder and matmul_bf16_out_in.
+void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_bf16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
@@ -55,6 +58,7 @@ void row_f16(const WeightView& w, size_t row, float* out);
 void row_mxfp4(const WeightView& w, size_t row, float* out);
 void row_fp8_e4m3(const WeightView& w, size_t row, float* out);
 void row_gguf(const WeightView& w, size_t row, float* out);  // every GGUF block format
+void row_bf16_packed(const WeightView& w, size_t row, float* out);
 
 // Vector kernels.
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);

@@ -22,6 +22,7 @@ KernelTable make_reference_table() {
     set(WeightFormat::F16, Layout::out_in, reference::matmul_f16_out_in);
     set(WeightFormat::MXFP4, Layout::out_in, reference::matmul_mxfp4_out_in);
     set(WeightFormat::FP8_E4M3, Layout::out_in, reference::matmul_fp8_e4m3_out_in);
+    set(WeightFormat::BF16_PACKED, Layout::out_in, reference::matmul_bf16_packed_out_in);
     for (WeightFormat f : kGgufFormats) set(f, Layout::out_in, reference::matmul_gguf_out_in);
     set(WeightFormat::F32, Layout::in_out, reference::matmul_f32_in_out);
     set(WeightFormat::BF16, Layout::in_out, reference::matmul_bf16_in_out);
@@ -32,6 +33,7 @@ KernelTable make_reference_table() {
     t.row_to_f32[idx(WeightFormat::F16)] = reference::row_f16;
     t.row_to_f32[idx(WeightFormat::MXFP4)] = reference::row_mxfp4;
     t.row_to_f32[idx(WeightFormat::FP8_E4M3)] = reference::row_fp8_e4m3;
+    t.row_to_f32[idx(WeightFormat::BF16_PACKED)] = reference::row_bf16_packed;
     for (WeightFormat f : kGgufFormats) t.row_to_f32[idx(f)] = reference::row_gguf;
 
     t.rmsnorm = reference::rmsnorm;

@@ -11,6 +11,7 @@ const char* weight_format_name(WeightFormat f) {
         case WeightFormat::F16: return "F16";
         case WeightFormat::MXFP4: return "MXFP4";
         case WeightFormat::FP8_E4M3: return "FP8_E4M3";
+        case WeightFormat::BF16_PACKED: return "BF16_PACKED";
         case WeightFormat::GGUF_Q8_0: return "GGUF_Q8_0";
         case WeightFormat::GGUF_Q4_0: return "GGUF_Q4_0";
         case WeightFormat::GGUF_Q4_K: return "GGUF_Q4_K";
@@ -35,6 +36,7 @@ size_t q8_block_values(WeightFormat f) {
         case WeightFormat::F16:
         case WeightFormat::MXFP4:
         case WeightFormat::FP8_E4M3:
+        case WeightFormat::BF16_PACKED:
         case WeightFormat::GGUF_Q8_0:
         case WeightFormat::GGUF_Q4_0:
         case WeightFormat::GGUF_MXFP4:

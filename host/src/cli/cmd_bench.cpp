@@ -356,7 +356,7 @@ int run_bench(int argc, char** argv) {
 
     auto family = engine_family(engine);
     if (!family) return report_error(family.error());
-    auto traffic = decode_traffic(engine.source(), **family);
+    auto traffic = decode_traffic(engine.source(), **family, engine.packed_bytes());
     if (!traffic) return report_error(traffic.error());
     const auto ranges = expert_file_ranges(engine.source(), **family);
     if (*disk_bytes > 0 && !ranges.empty()) {

@@ -64,7 +64,7 @@ Expected<std::vector<size_t>> positive_list(const std::string& text, const std::
     return out;
 }
 
-// "mxfp4", "bf16", "bf16:in_out", "f32:out_in", "f16", and GGUF's block types by ggml's names:
+// "mxfp4", "bf16", "bf16:in_out", "bf16_packed", "f32:out_in", "f16", and GGUF's block types by ggml's names:
 // "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "gguf_mxfp4" (out_in only).
 Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
     std::vector<BenchMatrixCase> out;
@@ -75,6 +75,7 @@ Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
         BenchMatrixCase c;
         if (format == "mxfp4") c.format = WeightFormat::MXFP4;
         else if (format == "bf16") c.format = WeightFormat::BF16;
+        else if (format == "bf16_packed") c.format = WeightFormat::BF16_PACKED;
         else if (format == "f16") c.format = WeightFormat::F16;
         else if (format == "f32") c.format = WeightFormat::F32;
         else if (format == "q8_0") c.format = WeightFormat::GGUF_Q8_0;
@@ -85,11 +86,12 @@ Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
         else if (format == "gguf_mxfp4") c.format = WeightFormat::GGUF_MXFP4;
         else
             return fail(ErrorKind::invalid_argument, "--formats: unknown format '" + format +
-                                                         "' (mxfp4, bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k, gguf_mxfp4)");
+                                                         "' (mxfp4, bf16, bf16_packed, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k, gguf_mxfp4)");
         if (layout == "out_in") c.layout = Layout::out_in;
         else if (layout == "in_out") c.layout = Layout::in_out;
         else return fail(ErrorKind::invalid_argument, "--formats: unknown layout '" + layout + "' (out_in, in_out)");
-        const bool blocks = c.format == WeightFormat::MXFP4 || gguf_weight_block(c.format).values != 0;
+        const bool blocks = c.format == WeightFormat::MXFP4 || c.format == WeightFormat::BF16_PACKED ||
+                            gguf_weight_block(c.format).values != 0;
         if (blocks && c.layout == Layout::in_out)
             return fail(ErrorKind::invalid_argument, "--formats: " + format + ":in_out does not exist (its blocks run along a row)");
         out.push_back(c);
@@ -197,7 +199,7 @@ int run_bench_kernels(int argc, char** argv) {
         ("threads-list", po::value(&o.threads)->value_name("LIST"), "thread counts, comma-separated (1,2)")
         ("n-x", po::value(&o.n_x)->value_name("LIST"), "activation rows per call: 1 is matrix x vector (1,8,32)")
         ("formats", po::value(&o.cases)->value_name("LIST"),
-         "format[:layout] cases: mxfp4, bf16, f16, f32, layout out_in or in_out; GGUF blocks q8_0, q4_0, q4_k, "
+         "format[:layout] cases: mxfp4, bf16, bf16_packed (out_in), f16, f32, layout out_in or in_out; GGUF blocks q8_0, q4_0, q4_k, "
          "q5_k, q6_k, gguf_mxfp4 (out_in; K-quants on --cols rounded down to 256s) (mxfp4,bf16,bf16:in_out,f32)")
         ("kernels-list", po::value(&o.kernels)->value_name("LIST"),
          "kernels to measure: reference and plugin names (default: reference and every plugin usable here)")

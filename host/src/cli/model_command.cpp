@@ -41,6 +41,7 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
     eo.context_origin = context_origin_for(config, run_need, run_need_origin);
     eo.activations = config.activations;
     eo.head = config.head;
+    eo.dense_bf16 = config.dense_bf16;
     eo.rewind_slack = rewind_slack;
     STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));
     if (options.verbose) {

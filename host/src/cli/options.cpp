@@ -29,6 +29,9 @@ po::options_description common_options(CommonOptions& out) {
         ("head", po::value<std::string>()->value_name("READ")->notifier([&out](const std::string& v) { out.head = v; }),
          "bounded (default) or exact-only: greedy decoding reads the LM head by bound from an int8 copy, or "
          "computes every logit (docs/head_bound.md)")
+        ("dense-bf16", po::value<std::string>()->value_name("FORM")->notifier([&out](const std::string& v) { out.dense_bf16 = v; }),
+         "packed (default) or plain: hold dense BF16 matrices losslessly in about 12 bits a value, or "
+         "as the checkpoint has them (docs/kernels.md)")
         ("plugins-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing()
              ->notifier([&out](const std::vector<std::string>& v) { out.plugins_dirs = v; }),
          "another directory to search for plugins (repeatable)")
@@ -145,6 +148,12 @@ Expected<EngineConfig> resolve_engine_config(const CommonOptions& o) {
         if (!head) return fail(ErrorKind::invalid_argument, "--head '" + *o.head + "': must be bounded or exact-only");
         cfg.head = *head;
         cfg.origins["head"] = "--head";
+    }
+    if (o.dense_bf16) {
+        const std::optional<DenseBf16> form = dense_bf16_from_name(*o.dense_bf16);
+        if (!form) return fail(ErrorKind::invalid_argument, "--dense-bf16 '" + *o.dense_bf16 + "': must be packed or plain");
+        cfg.dense_bf16 = *form;
+        cfg.origins["dense_bf16"] = "--dense-bf16";
     }
     if (o.expert_budget) {
         auto size = parse_size(*o.expert_budget, "--expert-budget");

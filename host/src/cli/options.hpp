@@ -38,6 +38,7 @@ struct CommonOptions {
     std::optional<int64_t> context;
     std::optional<std::string> activations;
     std::optional<std::string> head;
+    std::optional<std::string> dense_bf16;
     std::vector<std::string> plugins_dirs;
     bool verbose = false;  // the engine's set-up (family, kernels, expert budget) on stderr at start
 };

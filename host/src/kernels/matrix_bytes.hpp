@@ -13,5 +13,7 @@ namespace stormo {
 // 0 when cols is not a whole number of the format's blocks. FP8's block scales are not counted
 // (their shape is the checkpoint's, not the format's).
 STORMO_API uint64_t matrix_bytes(WeightFormat f, size_t rows, size_t cols);
+// A view's bytes: as above, and for BF16_PACKED with its patches counted.
+STORMO_API uint64_t matrix_bytes(const WeightView& w);
 
 }  // namespace stormo

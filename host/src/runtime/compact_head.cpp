@@ -96,7 +96,7 @@ uint64_t CompactHead::bytes_for(const WeightView& head) { return bytes_for(head.
 std::optional<uint64_t> CompactHead::own_bytes(const WeightView& head) {
     // An MXFP4 head is never copied (unsupported() says why), so no size is claimed for it.
     if (head.format == WeightFormat::MXFP4) return std::nullopt;
-    const uint64_t bytes = matrix_bytes(head.format, head.rows, head.cols);
+    const uint64_t bytes = matrix_bytes(head);
     return bytes == 0 ? std::nullopt : std::optional<uint64_t>(bytes);
 }
 

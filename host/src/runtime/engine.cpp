@@ -33,11 +33,14 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
         return fail(ErrorKind::resource, "pin_threads: " + engine->pool_->pin_error());
 
     const LoadedPlugin& family = *engine->setup_.family.plugin;
-    HostLoadContext context(engine->source(), engine->compute());
+    HostLoadContext context(engine->source(), engine->compute(), options.dense_bf16 == DenseBf16::packed);
     auto model = family.family->load(context);
     if (!model) return tl::unexpected(with_context(model.error(), family.name + " could not load " + options.setup.model_dir));
     engine->model_ = bind_to_library(std::move(*model), family.library);
-    for (const auto& t : context.loaded()) engine->dense_bytes_ += t.nbytes;
+    for (const auto& t : context.loaded()) {
+        engine->dense_bytes_ += t.nbytes;
+        if (t.packed) engine->packed_bytes_[t.name] = t.nbytes;
+    }
     engine->drop_model_page_cache();
     // Before the expert budget is planned, so the copy's RAM is counted as the dense part is.
     STORMO_TRY(engine->make_compact_head(options.head));

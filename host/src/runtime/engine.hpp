@@ -2,6 +2,7 @@
 // The engine wires one model run together: the plugins found, the family chosen for the model's
 // config.json, the kernels chosen for this CPU (or forced), the thread pool, the model source,
 // the expert store and the loaded model, with a pipeline over them.
+#include <map>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -38,6 +39,7 @@ struct EngineOptions {
     size_t rewind_slack = 0;       // positions sessions may rewind without a replay (Session)
     ActivationRoad activations = ActivationRoad::f32;  // int8: the integer road (Compute::int8_activations)
     HeadRead head = HeadRead::bounded;  // bounded: a compact copy of the head for greedy steps
+    DenseBf16 dense_bf16 = DenseBf16::packed;  // packed: dense BF16 matrices held as BF16_PACKED
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).
     std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
 };
@@ -61,6 +63,9 @@ public:
     size_t threads() const { return pool_->size(); }
     const std::vector<int>& pinned_cpus() const { return pool_->pinned_cpus(); }
     uint64_t dense_bytes() const { return dense_bytes_; }
+    // The dense matrices held as BF16_PACKED, by tensor name, with their bytes in RAM (what a
+    // pass over each reads instead of its checkpoint bytes).
+    const std::map<std::string, uint64_t, std::less<>>& packed_bytes() const { return packed_bytes_; }
     const ExpertBudget& expert_budget() const { return budget_; }
     // The compact copy greedy steps read the head by (nullptr with --head exact-only, or when
     // the head cannot be read by bound: head_note() says why).
@@ -84,6 +89,7 @@ private:
     LibraryBound<Model> model_;  // keeps the family's library loaded while the model lives
     std::unique_ptr<Pipeline> pipeline_;
     uint64_t dense_bytes_ = 0;
+    std::map<std::string, uint64_t, std::less<>> packed_bytes_;
     size_t rewind_slack_ = 0;
     ExpertBudget budget_;
     std::optional<CompactHead> compact_head_;

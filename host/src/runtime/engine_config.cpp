@@ -118,6 +118,15 @@ std::optional<HeadRead> head_read_from_name(std::string_view name) {
     return std::nullopt;
 }
 
+const char* dense_bf16_name(DenseBf16 d) { return d == DenseBf16::plain ? "plain" : "packed"; }
+
+std::optional<DenseBf16> dense_bf16_from_name(std::string_view name) {
+    const std::string l = lower(trim(name));
+    if (l == "packed") return DenseBf16::packed;
+    if (l == "plain") return DenseBf16::plain;
+    return std::nullopt;
+}
+
 std::string EngineConfig::origin(std::string_view key) const {
     if (auto it = origins.find(key); it != origins.end()) return it->second;
     return std::string(key) + " (default)";
@@ -141,7 +150,7 @@ const std::vector<std::string>& engine_config_keys() {
     static const std::vector<std::string> keys{"kernels", "family", "threads", "expert_budget",
                                                "plugins_dirs", "context", "eviction", "hotness_decay",
                                                "prefetch", "async_compute", "direct_io", "io_threads",
-                                               "activations", "head", "pin_threads"};
+                                               "activations", "head", "dense_bf16", "pin_threads"};
     return keys;
 }
 
@@ -287,6 +296,11 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         const std::optional<HeadRead> head = v ? head_read_from_name(*v) : std::nullopt;
         if (!head) return tl::unexpected(r.wrong("bounded or exact-only"));
         cfg.head = *head;
+    } else if (key == "dense_bf16") {
+        auto v = r.string();
+        const std::optional<DenseBf16> form = v ? dense_bf16_from_name(*v) : std::nullopt;
+        if (!form) return tl::unexpected(r.wrong("packed or plain"));
+        cfg.dense_bf16 = *form;
     } else if (key == "hotness_decay") {
         auto text = r.string();
         double d = 0.0;

@@ -45,6 +45,15 @@ STORMO_API const char* head_read_name(HeadRead h);
 // "bounded" or "exact-only" (case-insensitive; "exact_only" too); nullopt otherwise.
 STORMO_API std::optional<HeadRead> head_read_from_name(std::string_view name);
 
+// How dense BF16 matrices (attention, routers, dense FFNs, embedding and head) are held in RAM:
+// `packed` (default) as BF16_PACKED, the same values in about 0.75 of the bytes, which every
+// kernel reads back to the BF16 kernels' bits (stormo/packed_bf16_layout.hpp); `plain` as the
+// checkpoint holds them.
+enum class DenseBf16 { packed, plain };
+STORMO_API const char* dense_bf16_name(DenseBf16 d);
+// "packed" or "plain" (case-insensitive); nullopt otherwise.
+STORMO_API std::optional<DenseBf16> dense_bf16_from_name(std::string_view name);
+
 struct STORMO_API EngineConfig {
     std::string kernels = "auto";           // "auto", "reference" or a kernels plugin name
     std::string family = "auto";            // "auto" or a model plugin name
@@ -63,6 +72,7 @@ struct STORMO_API EngineConfig {
     int io_threads = 4;                     // expert reads in flight
     ActivationRoad activations = ActivationRoad::f32;  // the matrix kernels' activation road
     HeadRead head = HeadRead::bounded;      // how greedy decoding reads the LM head
+    DenseBf16 dense_bf16 = DenseBf16::packed;  // how dense BF16 matrices are held in RAM
     bool pin_threads = false;               // pin the compute pool's workers to CPUs (WorkerPool)
 
     std::string source = "built-in defaults";  // the file the values came from

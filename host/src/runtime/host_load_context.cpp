@@ -13,8 +13,29 @@ Expected<Tensor> HostLoadContext::load(const TensorDecl& decl) {
     out.shape = t->shape;
     out.buffer = std::make_shared<AlignedBuffer>(static_cast<size_t>(t->nbytes));
     STORMO_TRY(source_.read(*t, 0, t->nbytes, out.buffer->data()));
-    loaded_.push_back({decl.name, decl.role, t->nbytes});
+    loaded_.push_back({decl.name, decl.role, t->nbytes, false});
     return out;
+}
+
+namespace {
+
+// Packed only where that saves 5% of the bytes at least: a matrix whose rows need many patches
+// (values spread over many exponents), or of rows under 64 values, stays BF16.
+constexpr double kMaxPackedRatio = 0.95;
+
+}  // namespace
+
+std::optional<packed_bf16::Packed> HostLoadContext::pack_bf16(const std::string& name, const WeightView& bf16) {
+    if (!pack_bf16_) return std::nullopt;
+    std::optional<packed_bf16::Packed> packed = packed_bf16::pack(bf16, compute_.pool, kMaxPackedRatio);
+    if (!packed) return std::nullopt;
+    for (auto it = loaded_.rbegin(); it != loaded_.rend(); ++it)
+        if (it->name == name) {
+            it->nbytes = packed->storage->size();
+            it->packed = true;
+            break;
+        }
+    return packed;
 }
 
 Expected<void> HostLoadContext::declare_experts(int layer, const std::vector<ExpertPartDecl>& parts,

@@ -13,12 +13,15 @@ namespace stormo {
 struct LoadedTensorRecord {
     std::string name;
     TensorRole role;
-    uint64_t nbytes;
+    uint64_t nbytes;  // as held in RAM: a packed matrix's packed bytes
+    bool packed = false;
 };
 
 class HostLoadContext final : public LoadContext {
 public:
-    HostLoadContext(const ModelSource& source, Compute compute) : source_(source), compute_(compute) {}
+    // pack_bf16_matrices: hold dense BF16 matrices as BF16_PACKED where that saves bytes.
+    HostLoadContext(const ModelSource& source, Compute compute, bool pack_bf16_matrices)
+        : source_(source), compute_(compute), pack_bf16_(pack_bf16_matrices) {}
 
     const ModelConfig& config() const override { return source_.config(); }
     const std::optional<ModelConfig>& generation_config() const override { return source_.generation_config(); }
@@ -26,6 +29,7 @@ public:
     Expected<Tensor> load(const TensorDecl& decl) override;
     Expected<void> declare_experts(int layer, const std::vector<ExpertPartDecl>& parts, int n_experts) override;
     Compute compute() const override { return compute_; }
+    std::optional<packed_bf16::Packed> pack_bf16(const std::string& name, const WeightView& bf16) override;
 
     const std::vector<LoadedTensorRecord>& loaded() const { return loaded_; }
     // The experts every layer declared, resolved against the checkpoint; the engine hands them to
@@ -36,6 +40,7 @@ private:
     const ModelSource& source_;
     std::vector<ExpertLayerLayout> expert_layouts_;
     Compute compute_;
+    bool pack_bf16_ = true;
     std::vector<LoadedTensorRecord> loaded_;
 };
 

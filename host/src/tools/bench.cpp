@@ -30,7 +30,7 @@ uint64_t DecodeTraffic::bytes_per_token(double context) const {
     return dense_bytes + routed_bytes() + static_cast<uint64_t>(kv);
 }
 
-Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& family) {
+Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& family, const HeldBytes& held_bytes) {
     STORMO_TRY_ASSIGN(auto summary, family.summarize(source.config()));
     DecodeTraffic t;
     t.moe_layers = summary.n_moe_layers;
@@ -40,19 +40,21 @@ Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& 
     uint64_t embedding = 0, experts = 0, head = 0, dense = 0;
     bool has_head = false;
     for (const TensorInfo& info : source.tensors()) {
+        const auto held = held_bytes.find(info.name);
+        const uint64_t nbytes = held != held_bytes.end() ? held->second : info.nbytes;
         switch (family.classify(info.name)) {
             case TensorRole::embedding:
-                embedding += info.nbytes;
+                embedding += nbytes;
                 if (!info.shape.empty() && info.shape[0] > 0)
-                    t.embedding_row_bytes += info.nbytes / static_cast<uint64_t>(info.shape[0]);
+                    t.embedding_row_bytes += nbytes / static_cast<uint64_t>(info.shape[0]);
                 break;
-            case TensorRole::experts: experts += info.nbytes; break;
+            case TensorRole::experts: experts += nbytes; break;
             case TensorRole::head:
-                head += info.nbytes;
+                head += nbytes;
                 has_head = true;
                 if (!info.shape.empty()) t.head_rows += static_cast<uint64_t>(std::max<int64_t>(info.shape[0], 0));
                 break;
-            default: dense += info.nbytes; break;  // attention, norms, router, dense FFN, other
+            default: dense += nbytes; break;  // attention, norms, router, dense FFN, other
         }
     }
     // A tied head reads the whole embedding matrix; an untied one reads its own, plus one row of

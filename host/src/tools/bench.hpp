@@ -3,6 +3,7 @@
 // and the figures that say how close the engine is to this machine's limits. The limits are
 // measured, not assumed: bytes a decode token must touch (from the checkpoint's tensor census)
 // over the RAM read bandwidth, and bytes it had to read from disk over the disk's bandwidth.
+#include <map>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -37,7 +38,11 @@ struct DecodeTraffic {
 };
 
 // The census of a checkpoint through its family: roles by tensor name, dimensions from config.json.
-STORMO_API Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& family);
+// `held_bytes` gives the bytes RAM holds for tensors not held as the checkpoint has them (the
+// engine's packed BF16 matrices, Engine::packed_bytes); the others count their checkpoint bytes.
+using HeldBytes = std::map<std::string, uint64_t, std::less<>>;
+STORMO_API Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& family,
+                                                  const HeldBytes& held_bytes = {});
 
 // The byte ranges of every routed-expert tensor, for the disk read probe.
 STORMO_API std::vector<FileRange> expert_file_ranges(const ModelSource& source, const Family& family);

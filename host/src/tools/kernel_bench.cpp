@@ -6,6 +6,7 @@
 #include "kernels/worker_pool.hpp"
 #include "tools/kernel_bench.hpp"
 
+#include "stormo/packed_bf16.hpp"
 #include "stormo/tensor.hpp"  // AlignedBuffer
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 namespace stormo {
@@ -48,6 +50,7 @@ struct Bytes {
 struct BenchMatrix {
     Bytes data;
     Bytes scales;
+    std::shared_ptr<AlignedBuffer> packed;  // BF16_PACKED: the packed copy of `data`'s BF16 matrix
     WeightView view;
 };
 
@@ -106,13 +109,14 @@ void fill(BenchMatrix& m, const BenchMatrixCase& c, Random& rng) {
         for (size_t i = 0; i < m.scales.size(); ++i) m.scales.data()[i] = static_cast<uint8_t>(118 + rng.next() % 13);
         return;
     }
-    m.data.resize(matrix_bytes(c.format, m.view.rows, m.view.cols));
+    const WeightFormat stored = c.format == WeightFormat::BF16_PACKED ? WeightFormat::BF16 : c.format;
+    m.data.resize(matrix_bytes(stored, m.view.rows, m.view.cols));
     for (size_t k = 0; k < n; ++k) {
         const uint64_t r = rng.next();
         if (c.format == WeightFormat::F32) {
             const uint32_t bits = static_cast<uint32_t>(((r & 1u) << 31) | ((121u + (r >> 1) % 12u) << 23) | ((r >> 8) & 0x7FFFFFu));
             std::memcpy(m.data.data() + 4 * k, &bits, 4);
-        } else if (c.format == WeightFormat::BF16) {
+        } else if (stored == WeightFormat::BF16) {
             const uint16_t bits = static_cast<uint16_t>(((r & 1u) << 15) | ((121u + (r >> 1) % 12u) << 7) | ((r >> 8) & 0x7Fu));
             std::memcpy(m.data.data() + 2 * k, &bits, 2);
         } else {
@@ -127,7 +131,7 @@ Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const Kern
     if (cols == 0)
         return fail(ErrorKind::invalid_argument, "bench-kernels: --cols " + std::to_string(o.cols) + " holds no whole " +
                                                      std::string(weight_format_name(c.format)) + " block");
-    const uint64_t per_matrix = matrix_bytes(c.format, o.rows, cols);
+    const uint64_t per_matrix = matrix_bytes(c.format, o.rows, cols);  // a packed one: no patch
     const size_t count = static_cast<size_t>(std::max<uint64_t>(2, (o.set_bytes + per_matrix - 1) / per_matrix));
     std::vector<BenchMatrix> set;
     try {
@@ -140,6 +144,16 @@ Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const Kern
             fill(m, c, rng);
             m.view.data = m.data.data();
             m.view.scales = m.scales.empty() ? nullptr : m.scales.data();
+            if (c.format == WeightFormat::BF16_PACKED) {
+                // The engine's load step on the BF16 matrix just filled (whose 14 high bytes a
+                // row's table always holds); the BF16 bytes are dropped as the engine drops them.
+                m.view.format = WeightFormat::BF16;
+                std::optional<packed_bf16::Packed> p = packed_bf16::pack(m.view, nullptr, 1.0);
+                if (!p) return fail(ErrorKind::internal, "bench-kernels: a BF16 matrix did not pack");
+                m.packed = std::move(p->storage);
+                m.view = p->view;
+                m.data.resize(0);
+            }
         }
     } catch (const std::exception&) {  // bad_alloc, or a length beyond what a vector holds
         return fail(ErrorKind::resource, "bench-kernels: cannot allocate " + std::to_string(count) + " matrices of " +
@@ -157,7 +171,7 @@ KernelBenchRow measure(const BenchKernels& kernels, ThreadPool& pool, const std:
     const Compute compute{kernels.table, &pool, kernels.int8_activations};
     matmul(compute, set[next++ % set.size()].view, x.data(), n_x, y.data());  // warm the code and the pool
     const double window_seconds = o.min_seconds / std::max(1, o.windows);
-    const uint64_t bytes = matrix_bytes(set.front().view.format, o.rows, set.front().view.cols);
+    const uint64_t bytes = matrix_bytes(set.front().view);
     std::vector<double> rates;
     KernelBenchRow row;
     for (int w = 0; w < std::max(1, o.windows); ++w) {

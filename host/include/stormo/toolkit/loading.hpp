@@ -65,12 +65,19 @@ public:
     // An nn.Linear-shaped matrix [rows (outputs), cols (inputs)]; an FP8 one brings its scales,
     // whose grid must be exactly the block grid of its shape (a missing or misshapen
     // weight_scale_inv fails naming it).
+    // A dense BF16 one may come back packed (WeightFormat::BF16_PACKED) when the host packs such
+    // matrices (LoadContext::pack_bf16): the same values, read by every kernel.
     Expected<WeightView> matrix(const std::string& name, TensorRole role, int64_t rows, int64_t cols);
+    // As matrix(), but held exactly as the checkpoint stores it, never packed: for a matrix whose
+    // bytes the family addresses itself (slices of rows, transposed views of them).
+    Expected<WeightView> matrix_as_stored(const std::string& name, TensorRole role, int64_t rows, int64_t cols);
     Expected<std::vector<float>> vector(const std::string& name, TensorRole role, int64_t n);
     // "<base>.weight" [rows, cols] and, when with_bias, "<base>.bias" [rows].
     Expected<Linear> linear(const std::string& base, TensorRole role, int64_t rows, int64_t cols, bool with_bias);
 
 private:
+    Expected<WeightView> load_matrix(const std::string& name, TensorRole role, int64_t rows, int64_t cols, bool may_pack);
+
     LoadContext& ctx_;
     std::vector<Tensor>& keep_;
     std::vector<DType> matrix_dtypes_;

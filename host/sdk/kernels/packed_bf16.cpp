@@ -1,0 +1,187 @@
+// BF16_PACKED (stormo/packed_bf16.hpp): packing at load, the reference decoder, and the matmul
+// frame every kernel table runs with its own decoder and BF16 kernel.
+#include "stormo/packed_bf16.hpp"
+
+#include "kernels/reference.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+namespace stormo {
+namespace packed_bf16 {
+namespace {
+
+const uint16_t* bf16_row(const WeightView& w, size_t row) {
+    return static_cast<const uint16_t*>(w.data) + row * w.cols;
+}
+
+// A row's table: its high bytes by falling count (ties to the smaller byte, so packing is
+// deterministic), the first kTable of them; unused entries 0. Returns how many values it misses.
+size_t choose_table(const uint16_t* row, size_t cols, uint8_t* table) {
+    std::array<uint32_t, 256> count{};
+    for (size_t i = 0; i < cols; ++i) ++count[row[i] >> 8];
+    std::array<uint8_t, 256> order;
+    std::iota(order.begin(), order.end(), uint8_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](uint8_t a, uint8_t b) { return count[a] > count[b]; });
+    size_t covered = 0;
+    for (size_t k = 0; k < kTable; ++k) {
+        table[k] = count[order[k]] > 0 ? order[k] : 0;
+        covered += count[order[k]];
+    }
+    return cols - covered;
+}
+
+// Writes one row in the packed layout and its patches (code 0 where the table lacks the byte).
+void encode_row(const uint16_t* row, size_t cols, const uint8_t* table, uint8_t* out, uint32_t* patches) {
+    std::array<int16_t, 256> code_of;
+    code_of.fill(-1);
+    for (size_t k = kTable; k-- > 0;) code_of[table[k]] = static_cast<int16_t>(k);  // first entry wins
+    std::memset(out, 0, row_bytes(cols));
+    uint8_t* lows = out;
+    uint8_t* codes = out + codes_offset(cols);
+    std::memcpy(out + table_offset(cols), table, kTable);
+    size_t n_patches = 0;
+    for (size_t i = 0; i < cols; ++i) {
+        const size_t g = i / kGroup, s = slot_of(i % kGroup);
+        const uint8_t high = static_cast<uint8_t>(row[i] >> 8);
+        lows[g * kGroup + s] = static_cast<uint8_t>(row[i] & 0xFFu);
+        uint8_t code = 0;
+        if (code_of[high] >= 0) code = static_cast<uint8_t>(code_of[high]);
+        else patches[n_patches++] = make_patch(i, high);
+        uint8_t& byte = codes[g * (kGroup / 2) + s % 32];
+        byte = static_cast<uint8_t>(s < 32 ? (byte & 0xF0u) | code : (byte & 0x0Fu) | (code << 4));
+    }
+}
+
+void over_rows(ThreadPool* pool, size_t rows, const std::function<void(size_t, size_t)>& fn) {
+    if (pool != nullptr) pool->parallel_for(rows, 64, fn);
+    else fn(0, rows);
+}
+
+}  // namespace
+
+std::optional<Packed> pack(const WeightView& bf16, ThreadPool* pool, double max_ratio) {
+    const size_t rows = bf16.rows, cols = bf16.cols;
+    if (bf16.format != WeightFormat::BF16 || bf16.layout != Layout::out_in || rows == 0 || cols == 0 ||
+        cols > kMaxCols)
+        return std::nullopt;
+    std::vector<uint8_t> tables(rows * kTable);
+    std::vector<uint32_t> misses(rows);
+    over_rows(pool, rows, [&](size_t begin, size_t end) {
+        for (size_t o = begin; o < end; ++o)
+            misses[o] = static_cast<uint32_t>(choose_table(bf16_row(bf16, o), cols, tables.data() + o * kTable));
+    });
+    const uint64_t n_patches = std::accumulate(misses.begin(), misses.end(), uint64_t{0});
+    const uint64_t rows_bytes = static_cast<uint64_t>(rows) * row_bytes(cols);
+    const uint64_t total = rows_bytes + (rows + 1 + n_patches) * sizeof(uint32_t);
+    if (n_patches >= (uint64_t{1} << 32) ||
+        static_cast<double>(total) > max_ratio * 2.0 * static_cast<double>(rows) * static_cast<double>(cols))
+        return std::nullopt;
+
+    Packed p;
+    p.storage = std::make_shared<AlignedBuffer>(static_cast<size_t>(total));
+    std::byte* base = p.storage->data();
+    auto* begin_of = reinterpret_cast<uint32_t*>(base + rows_bytes);
+    uint32_t* patches = begin_of + rows + 1;
+    begin_of[0] = 0;
+    for (size_t o = 0; o < rows; ++o) begin_of[o + 1] = begin_of[o] + misses[o];
+    over_rows(pool, rows, [&](size_t begin, size_t end) {
+        for (size_t o = begin; o < end; ++o)
+            encode_row(bf16_row(bf16, o), cols, tables.data() + o * kTable,
+                       reinterpret_cast<uint8_t*>(base) + o * row_bytes(cols), patches + begin_of[o]);
+    });
+    p.view = WeightView{};
+    p.view.format = WeightFormat::BF16_PACKED;
+    p.view.layout = Layout::out_in;
+    p.view.data = base;
+    p.view.rows = rows;
+    p.view.cols = cols;
+    p.view.patch_begin = begin_of;
+    p.view.patches = patches;
+    return p;
+}
+
+uint64_t bytes(const WeightView& w) {
+    const uint64_t n_patches = w.patch_begin != nullptr ? w.patch_begin[w.rows] : 0;
+    return static_cast<uint64_t>(w.rows) * row_bytes(w.cols) + (w.rows + 1 + n_patches) * sizeof(uint32_t);
+}
+
+void decode_groups(const uint8_t* row, size_t n_groups, uint16_t* out) {
+    const size_t cols = n_groups * kGroup;
+    const uint8_t* lows = row;
+    const uint8_t* codes = row + codes_offset(cols);
+    const uint8_t* table = row + table_offset(cols);
+    for (size_t g = 0; g < n_groups; ++g)
+        for (size_t j = 0; j < kGroup; ++j) {
+            const size_t s = slot_of(j);
+            const uint8_t byte = codes[g * (kGroup / 2) + s % 32];
+            const uint8_t code = s < 32 ? (byte & 0x0Fu) : (byte >> 4);
+            out[g * kGroup + j] = static_cast<uint16_t>(table[code] << 8 | lows[g * kGroup + s]);
+        }
+}
+
+}  // namespace packed_bf16
+
+void decode_packed_bf16_row(DecodePackedGroupsFn decode, const WeightView& w, size_t row, uint16_t* out) {
+    const uint8_t* packed = static_cast<const uint8_t*>(w.data) + row * packed_bf16::row_bytes(w.cols);
+    decode(packed, packed_bf16::groups(w.cols), out);
+    for (uint32_t k = w.patch_begin[row]; k < w.patch_begin[row + 1]; ++k) {
+        const uint32_t p = w.patches[k];
+        uint16_t& v = out[packed_bf16::patch_column(p)];
+        v = static_cast<uint16_t>(packed_bf16::patch_high(p) << 8 | (v & 0xFFu));
+    }
+}
+
+namespace {
+
+// Decoded rows per chunk: about 64 KiB of BF16 at most, in whole tiles of 8 outputs, so a chunk
+// stays in L1/L2 while the BF16 kernel reads it once per activation row.
+constexpr size_t kChunkBytes = 24 * 1024;
+constexpr size_t kChunkRowUnit = 4;
+
+}  // namespace
+
+void matmul_packed_bf16(DecodePackedGroupsFn decode, MatmulFn bf16, const WeightView& w, const float* x,
+                        size_t n_x, size_t x_stride, float* y, size_t y_stride, size_t o_begin, size_t o_end) {
+    if (n_x == 0 || o_begin >= o_end) return;
+    const size_t cols = w.cols;
+    const size_t padded = packed_bf16::groups(cols) * packed_bf16::kGroup;
+    const size_t chunk = std::clamp<size_t>(kChunkBytes / (2 * cols) / kChunkRowUnit * kChunkRowUnit, kChunkRowUnit, 256);
+    // Rows sit cols apart, as the BF16 kernel reads them; a row's decode spills up to 63 values
+    // into the next row's start, which that row's own decode then overwrites.
+    std::unique_ptr<uint16_t[]> scratch_buffer(new uint16_t[std::min(chunk, o_end - o_begin) * cols + (padded - cols)]);
+    uint16_t* const scratch_data = scratch_buffer.get();
+    WeightView decoded{};
+    decoded.format = WeightFormat::BF16;
+    decoded.layout = Layout::out_in;
+    decoded.data = scratch_data;
+    decoded.cols = cols;
+    for (size_t o = o_begin; o < o_end; o += chunk) {
+        const size_t n = std::min(chunk, o_end - o);
+        for (size_t k = 0; k < n; ++k) decode_packed_bf16_row(decode, w, o + k, scratch_data + k * cols);
+        decoded.rows = n;
+        bf16(decoded, x, n_x, x_stride, y + o, y_stride, 0, n);
+    }
+}
+
+namespace reference {
+
+void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    matmul_packed_bf16(packed_bf16::decode_groups, matmul_bf16_out_in, w, x, n_x, x_stride, y, y_stride, o_begin,
+                       o_end);
+}
+
+void row_bf16_packed(const WeightView& w, size_t row, float* out) {
+    std::vector<uint16_t> bits(packed_bf16::groups(w.cols) * packed_bf16::kGroup);
+    decode_packed_bf16_row(packed_bf16::decode_groups, w, row, bits.data());
+    for (size_t i = 0; i < w.cols; ++i) out[i] = bf16_to_f32(bits[i]);
+}
+
+}  // namespace reference
+}  // namespace stormo

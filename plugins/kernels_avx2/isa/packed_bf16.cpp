@@ -1,0 +1,160 @@
+// BF16_PACKED on AVX2 (stormo/packed_bf16_layout.hpp), decoded inside the tile: per group of 64
+// values, the 32 code bytes split into the low and high nibbles (the codes of slots 0-31 and
+// 32-63), a byte shuffle looks each code up in the row's 16-byte table (copied into both 128-bit
+// lanes), and byte unpacks of the low bytes with those high bytes give the BF16 values in order;
+// each 8 of them widen to floats as the BF16 kernel widens them.
+//
+// The tile adds exactly what this plugin's BF16 tile adds, in its order: per 16 values, the
+// products of the first 8 into accumulator a and of the next 8 into b; over the last group, its
+// 16-steps, one 8-step into a and a masked step into b. So every (output, row) value has the
+// BF16 kernel's bits. A tile holding a row with patches (rare) decodes its rows through the
+// frame's row decoder into BF16 and runs the BF16 kernel over them.
+#include <immintrin.h>
+
+#include "float_kernels.hpp"
+#include "out_in_tiles.hpp"  // drive
+#include "scratch.hpp"
+#include "simd.hpp"  // prefetch_l2, first_lanes, hsum
+#include "stormo/packed_bf16_layout.hpp"
+
+namespace stormo::simd {
+namespace {
+
+constexpr size_t kGroup = packed_bf16::kGroup;
+
+inline __m256i row_table(const uint8_t* row, size_t cols) {
+    return _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + packed_bf16::table_offset(cols))));
+}
+
+// BF16 bits of group g, in order: out[0] values 0-15, out[1] 16-31, out[2] 32-47, out[3] 48-63.
+inline void group_bf16(const uint8_t* row, size_t cols, __m256i table, size_t g, __m256i out[4]) {
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    const __m256i c =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + packed_bf16::codes_offset(cols) + g * 32));
+    const __m256i high_a = _mm256_shuffle_epi8(table, _mm256_and_si256(c, nibble));
+    const __m256i high_b = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(c, 4), nibble));
+    const __m256i low_a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + g * kGroup));
+    const __m256i low_b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + g * kGroup + 32));
+    out[0] = _mm256_unpacklo_epi8(low_a, high_a);
+    out[1] = _mm256_unpacklo_epi8(low_b, high_b);
+    out[2] = _mm256_unpackhi_epi8(low_a, high_a);
+    out[3] = _mm256_unpackhi_epi8(low_b, high_b);
+}
+
+inline __m256 widen(__m128i bf16) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bf16), 16));
+}
+
+// Group g of a row as eight vectors of 8 floats (values 0-7, 8-15, ..., 56-63).
+inline void group_floats(const uint8_t* row, size_t cols, __m256i table, size_t g, __m256 v[8]) {
+    __m256i h[4];
+    group_bf16(row, cols, table, g, h);
+    for (int q = 0; q < 4; ++q) {
+        v[2 * q] = widen(_mm256_castsi256_si128(h[q]));
+        v[2 * q + 1] = widen(_mm256_extracti128_si256(h[q], 1));
+    }
+}
+
+// The frame's row decoder (the rows of a patched tile).
+void decode_groups(const uint8_t* row, size_t groups, uint16_t* out) {
+    const size_t cols = groups * kGroup;
+    const __m256i table = row_table(row, cols);
+    for (size_t g = 0; g < groups; ++g) {
+        __m256i h[4];
+        group_bf16(row, cols, table, g, h);
+        auto* o = reinterpret_cast<__m256i*>(out + g * kGroup);
+        for (int q = 0; q < 4; ++q) _mm256_storeu_si256(o + q, h[q]);
+    }
+}
+
+// A tile whose rows hold patches: the rows decoded into BF16, then the BF16 kernel over them.
+template <int O, int R>
+void patched_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+    const size_t cols = w.cols, padded = packed_bf16::groups(cols) * kGroup;
+    Scratch<uint16_t> rows;  // not std::vector: see scratch.hpp
+    rows.resize(O * cols + padded);
+    for (int k = 0; k < O; ++k) decode_packed_bf16_row(decode_groups, w, o + k, rows.data() + k * cols);
+    WeightView decoded = w;
+    decoded.format = WeightFormat::BF16;
+    decoded.data = rows.data();
+    decoded.rows = O;
+    matmul_bf16_out_in(decoded, x, R, xs, y + o, ys, 0, O);
+}
+
+template <int O, int R>
+void packed_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+    if (w.patch_begin[o + O] != w.patch_begin[o]) {
+        patched_tile<O, R>(w, o, x, xs, y, ys);
+        return;
+    }
+    const size_t cols = w.cols, full = cols / kGroup, row_bytes = packed_bf16::row_bytes(cols);
+    const uint8_t* base = static_cast<const uint8_t*>(w.data);
+    __m256 a[O][R];
+    __m256 b[O][R];
+    for (int k = 0; k < O; ++k)
+        for (int r = 0; r < R; ++r) a[k][r] = b[k][r] = _mm256_setzero_ps();
+    for (size_t g = 0; g < full; ++g) {
+        // The next tile's rows, 96 bytes a group, as the BF16 tile asks for its next rows.
+        for (int k = 0; k < O; ++k) {
+            prefetch_l2(base, (o + O + k) * row_bytes + g * 96);
+            prefetch_l2(base, (o + O + k) * row_bytes + g * 96 + 64);
+        }
+        for (int k = 0; k < O; ++k) {
+            const uint8_t* row = base + (o + k) * row_bytes;
+            __m256 v[8];
+            group_floats(row, cols, row_table(row, cols), g, v);
+            for (int r = 0; r < R; ++r) {
+                const float* xr = x + r * xs + g * kGroup;
+                for (int q = 0; q < 8; q += 2) {
+                    a[k][r] = _mm256_fmadd_ps(v[q], _mm256_loadu_ps(xr + 8 * q), a[k][r]);
+                    b[k][r] = _mm256_fmadd_ps(v[q + 1], _mm256_loadu_ps(xr + 8 * q + 8), b[k][r]);
+                }
+            }
+        }
+    }
+    if (const size_t rest = cols - full * kGroup; rest > 0) {
+        for (int k = 0; k < O; ++k) {
+            const uint8_t* row = base + (o + k) * row_bytes;
+            __m256 v[8];
+            group_floats(row, cols, row_table(row, cols), full, v);
+            for (int r = 0; r < R; ++r) {
+                const float* xr = x + r * xs + full * kGroup;
+                size_t j = 0, left = rest;
+                for (; left >= 16; left -= 16, j += 2) {
+                    a[k][r] = _mm256_fmadd_ps(v[j], _mm256_loadu_ps(xr + 8 * j), a[k][r]);
+                    b[k][r] = _mm256_fmadd_ps(v[j + 1], _mm256_loadu_ps(xr + 8 * j + 8), b[k][r]);
+                }
+                if (left >= 8) {
+                    a[k][r] = _mm256_fmadd_ps(v[j], _mm256_loadu_ps(xr + 8 * j), a[k][r]);
+                    left -= 8;
+                    ++j;
+                }
+                if (left > 0) {
+                    // The lanes past cols hold padding: +0 there, as the BF16 tile's partial load.
+                    const __m256i mask = first_lanes(left);
+                    const __m256 part = _mm256_and_ps(v[j], _mm256_castsi256_ps(mask));
+                    b[k][r] = _mm256_fmadd_ps(part, _mm256_maskload_ps(xr + 8 * j, mask), b[k][r]);
+                }
+            }
+        }
+    }
+    for (int k = 0; k < O; ++k)
+        for (int r = 0; r < R; ++r) y[r * ys + o + k] = hsum(_mm256_add_ps(a[k][r], b[k][r]));
+}
+
+struct PackedKernel {
+    template <int O, int R>
+    static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+        packed_tile<O, R>(w, o, x, xs, y, ys);
+    }
+};
+
+}  // namespace
+
+void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<PackedKernel>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+
+}  // namespace stormo::simd

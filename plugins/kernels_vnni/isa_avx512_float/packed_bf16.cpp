@@ -1,0 +1,181 @@
+// BF16_PACKED on 512-bit registers (stormo/packed_bf16_layout.hpp), decoded inside the tile: a
+// group of 64 values is one byte shuffle of its 64 codes through the row's table (copied into the
+// four 128-bit lanes) and two byte unpacks with its 64 low bytes, which give the BF16 values 0-31
+// and 32-63 in order; each 16 of them widen to floats as the BF16 kernel widens them. AVX512BW
+// only (no VBMI): the 16-entry table fits a lane.
+//
+// The tile adds exactly what dense_tile<bf16> adds, in its order: per 64 values, the products of
+// values 0-15 into accumulator a, 16-31 into b, 32-47 into a, 48-63 into b (two of its 32-steps),
+// then its 32-, 16- and masked steps over the last group; so every (output, row) value has the
+// BF16 kernel's bits. A tile holding a row with patches (rare) decodes its rows through the frame's
+// row decoder into BF16 and runs dense_tile itself over them.
+#include "avx512_float_kernels.hpp"
+#include "dense_tile512.hpp"  // dense_tile
+#include "scratch.hpp"
+#include "simd.hpp"  // Dense, prefetch_l2
+#include "simd512.hpp"
+#include "stormo/packed_bf16_layout.hpp"
+#include "tiles512.hpp"  // drive
+
+namespace stormo::simd::avx512 {
+namespace {
+
+constexpr size_t kGroup = packed_bf16::kGroup;
+
+// The codes' byte shuffle table of a row, in all four lanes. The masked forms here and below:
+// GCC 12's plain ones start from an "undefined" register it warns about.
+inline __m512i row_table(const uint8_t* row, size_t cols) {
+    return _mm512_maskz_broadcast_i32x4(
+        0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + packed_bf16::table_offset(cols))));
+}
+
+// The 32 code bytes of a group in both halves, shifted by 0 (slots 0-31: low nibbles) and 4
+// (slots 32-63: high nibbles), masked: the 64 slots' codes in order.
+inline __m512i group_codes(const uint8_t* codes) {
+    const __m512i shift = _mm512_set_epi64(0x0004000400040004LL, 0x0004000400040004LL, 0x0004000400040004LL,
+                                           0x0004000400040004LL, 0, 0, 0, 0);
+    const __m512i both = _mm512_maskz_broadcast_i64x4(0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)));
+    return _mm512_and_si512(_mm512_srlv_epi16(both, shift), _mm512_set1_epi8(0x0F));
+}
+
+// BF16 bits of group g: values 0-31 in lo, 32-63 in hi.
+inline void group_bf16(const uint8_t* row, size_t cols, __m512i table, size_t g, __m512i& lo, __m512i& hi) {
+    const __m512i high = _mm512_shuffle_epi8(table, group_codes(row + packed_bf16::codes_offset(cols) + g * 32));
+    const __m512i low = _mm512_loadu_si512(row + g * kGroup);
+    lo = _mm512_unpacklo_epi8(low, high);
+    hi = _mm512_unpackhi_epi8(low, high);
+}
+
+// 16 BF16 values (the low or high half of v) widened exactly to float, as bf16x16 does.
+inline __m512 widen_low(__m512i v) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
+}
+inline __m512 widen_high(__m512i v) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
+}
+
+// Group g of a row as four vectors of 16 floats (values 0-15, 16-31, 32-47, 48-63).
+inline void group_floats(const uint8_t* row, size_t cols, __m512i table, size_t g, __m512 v[4]) {
+    __m512i lo, hi;
+    group_bf16(row, cols, table, g, lo, hi);
+    v[0] = widen_low(lo);
+    v[1] = widen_high(lo);
+    v[2] = widen_low(hi);
+    v[3] = widen_high(hi);
+}
+
+// The reference's group decoder written with the same steps (the frame's row decoder here).
+void decode_groups(const uint8_t* row, size_t groups, uint16_t* out) {
+    const size_t cols = groups * kGroup;
+    const __m512i table = row_table(row, cols);
+    for (size_t g = 0; g < groups; ++g) {
+        __m512i lo, hi;
+        group_bf16(row, cols, table, g, lo, hi);
+        _mm512_storeu_si512(out + g * kGroup, lo);
+        _mm512_storeu_si512(out + g * kGroup + 32, hi);
+    }
+}
+
+// A tile whose rows hold patches: the rows decoded into BF16, then the BF16 tile over them.
+template <int O, int R>
+void patched_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+    const size_t cols = w.cols, padded = packed_bf16::groups(cols) * kGroup;
+    Scratch<uint16_t> rows;  // not std::vector: see scratch.hpp
+    rows.resize(O * cols + padded);
+    for (int k = 0; k < O; ++k) decode_packed_bf16_row(decode_groups, w, o + k, rows.data() + k * cols);
+    WeightView decoded = w;
+    decoded.format = WeightFormat::BF16;
+    decoded.data = rows.data();
+    decoded.rows = O;
+    dense_tile<Dense::bf16, O, R, false>(decoded, 0, x, xs, y + o, ys);
+}
+
+template <int O, int R>
+void packed_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+    if (w.patch_begin[o + O] != w.patch_begin[o]) {
+        patched_tile<O, R>(w, o, x, xs, y, ys);
+        return;
+    }
+    const size_t cols = w.cols, full = cols / kGroup, row_bytes = packed_bf16::row_bytes(cols);
+    const uint8_t* base = static_cast<const uint8_t*>(w.data);
+    const uint8_t* row[O];
+    __m512i table[O];
+    __m512 a[O][R];
+    __m512 b[O][R];
+    #pragma GCC unroll 8
+    for (int k = 0; k < O; ++k) {
+        row[k] = base + (o + k) * row_bytes;
+        table[k] = row_table(row[k], cols);
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) a[k][r] = b[k][r] = _mm512_setzero_ps();
+    }
+    for (size_t g = 0; g < full; ++g) {
+        const size_t i = g * kGroup;
+        // The next tile's rows, 96 bytes a group, as dense_tile asks for its next rows.
+        #pragma GCC unroll 8
+        for (int k = 0; k < O; ++k) {
+            prefetch_l2(row[k], O * row_bytes + g * 96);
+            prefetch_l2(row[k], O * row_bytes + g * 96 + 64);
+        }
+        #pragma GCC unroll 8
+        for (int k = 0; k < O; ++k) {
+            __m512 v[4];
+            group_floats(row[k], cols, table[k], g, v);
+            #pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const float* xr = x + r * xs + i;
+                a[k][r] = _mm512_fmadd_ps(v[0], _mm512_loadu_ps(xr), a[k][r]);
+                b[k][r] = _mm512_fmadd_ps(v[1], _mm512_loadu_ps(xr + 16), b[k][r]);
+                a[k][r] = _mm512_fmadd_ps(v[2], _mm512_loadu_ps(xr + 32), a[k][r]);
+                b[k][r] = _mm512_fmadd_ps(v[3], _mm512_loadu_ps(xr + 48), b[k][r]);
+            }
+        }
+    }
+    if (const size_t rest = cols - full * kGroup; rest > 0) {
+        // dense_tile's steps over the last values: whole 32s, one 16, then a masked part into b.
+        #pragma GCC unroll 8
+        for (int k = 0; k < O; ++k) {
+            __m512 v[4];
+            group_floats(row[k], cols, table[k], full, v);
+            #pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const float* xr = x + r * xs + full * kGroup;
+                size_t j = 0, left = rest;
+                for (; left >= 32; left -= 32, j += 2) {
+                    a[k][r] = _mm512_fmadd_ps(v[j], _mm512_loadu_ps(xr + 16 * j), a[k][r]);
+                    b[k][r] = _mm512_fmadd_ps(v[j + 1], _mm512_loadu_ps(xr + 16 * j + 16), b[k][r]);
+                }
+                if (left >= 16) {
+                    a[k][r] = _mm512_fmadd_ps(v[j], _mm512_loadu_ps(xr + 16 * j), a[k][r]);
+                    left -= 16;
+                    ++j;
+                }
+                if (left > 0) {
+                    const __mmask16 m = first16(left);
+                    b[k][r] = _mm512_fmadd_ps(_mm512_maskz_mov_ps(m, v[j]), _mm512_maskz_loadu_ps(m, xr + 16 * j), b[k][r]);
+                }
+            }
+        }
+    }
+    #pragma GCC unroll 8
+    for (int k = 0; k < O; ++k)
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) y[r * ys + o + k] = hsum16(_mm512_add_ps(a[k][r], b[k][r]));
+}
+
+struct PackedKernel {
+    static constexpr int kRowOutputs = 4;  // tiles512.hpp
+    template <int O, int R>
+    static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+        packed_tile<O, R>(w, o, x, xs, y, ys);
+    }
+};
+
+}  // namespace
+
+void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    drive<PackedKernel>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+
+}  // namespace stormo::simd::avx512
