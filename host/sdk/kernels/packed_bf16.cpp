@@ -25,16 +25,29 @@ const uint16_t* bf16_row(const WeightView& w, size_t row) {
 size_t choose_table(const uint16_t* row, size_t cols, uint8_t* table) {
     std::array<uint32_t, 256> count{};
     for (size_t i = 0; i < cols; ++i) ++count[row[i] >> 8];
-    std::array<uint8_t, 256> order;
-    std::iota(order.begin(), order.end(), uint8_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](uint8_t a, uint8_t b) { return count[a] > count[b]; });
+    // The bytes present as (count, 255 - byte) keys: the largest key is the most frequent byte,
+    // the smaller byte first among equals. A row holds a handful of them, so sorting them is cheap.
+    std::array<uint64_t, 256> keys;
+    size_t present = 0;
+    for (size_t b = 0; b < 256; ++b)
+        if (count[b] > 0) keys[present++] = static_cast<uint64_t>(count[b]) << 8 | (255 - b);
+    const size_t used = std::min(present, kTable);
+    std::partial_sort(keys.begin(), keys.begin() + used, keys.begin() + present, std::greater<>());
+    std::memset(table, 0, kTable);
     size_t covered = 0;
-    for (size_t k = 0; k < kTable; ++k) {
-        table[k] = count[order[k]] > 0 ? order[k] : 0;
-        covered += count[order[k]];
+    for (size_t k = 0; k < used; ++k) {
+        table[k] = static_cast<uint8_t>(255 - (keys[k] & 0xFFu));
+        covered += keys[k] >> 8;
     }
     return cols - covered;
 }
+
+// slot_of for every value of a group.
+constexpr std::array<uint8_t, kGroup> kSlots = [] {
+    std::array<uint8_t, kGroup> s{};
+    for (size_t j = 0; j < kGroup; ++j) s[j] = static_cast<uint8_t>(slot_of(j));
+    return s;
+}();
 
 // Writes one row in the packed layout and its patches (code 0 where the table lacks the byte).
 void encode_row(const uint16_t* row, size_t cols, const uint8_t* table, uint8_t* out, uint32_t* patches) {
@@ -47,7 +60,7 @@ void encode_row(const uint16_t* row, size_t cols, const uint8_t* table, uint8_t*
     std::memcpy(out + table_offset(cols), table, kTable);
     size_t n_patches = 0;
     for (size_t i = 0; i < cols; ++i) {
-        const size_t g = i / kGroup, s = slot_of(i % kGroup);
+        const size_t g = i / kGroup, s = kSlots[i % kGroup];
         const uint8_t high = static_cast<uint8_t>(row[i] >> 8);
         lows[g * kGroup + s] = static_cast<uint8_t>(row[i] & 0xFFu);
         uint8_t code = 0;
