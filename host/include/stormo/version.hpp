@@ -4,8 +4,8 @@
 #define STORMO_STRINGIFY_(x) #x
 #define STORMO_STRINGIFY(x) STORMO_STRINGIFY_(x)
 
-#define STORMO_SDK_MAJOR 5
-#define STORMO_SDK_MINOR 1
+#define STORMO_SDK_MAJOR 6
+#define STORMO_SDK_MINOR 0
 
 #if defined(__clang__)
 #define STORMO_COMPILER_ID "clang-" STORMO_STRINGIFY(__clang_major__)
