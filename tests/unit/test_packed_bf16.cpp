@@ -236,5 +236,31 @@ TEST(PackedBf16, TheOptionChoosesTheFormAndRefusesOthers) {
     EXPECT_EQ(default_engine_config().dense_bf16, DenseBf16::packed);
 }
 
+// `stormo bench` counts what a packed engine reads: the packed matrices' own bytes.
+TEST(PackedBf16, BenchCountsThePackedBytes) {
+    std::string model = "'";
+    model += testing::fixture_dir("gpt_oss");
+    model += "'";
+    const std::string args = " --prompt-tokens 8 --gen-tokens 4 --json --ram-probe 16MiB --ram-repeats 1 --disk-probe 0";
+    const auto packed = test::run_cli("bench --model " + model + args);
+    const auto plain = test::run_cli("bench --model " + model + args + " --dense-bf16 plain");
+    ASSERT_EQ(packed.status, 0) << packed.err;
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    auto a = Json::parse(packed.out, "bench");
+    auto b = Json::parse(plain.out, "bench");
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(*a->find("dense_bf16")->as_string(), "packed");
+    EXPECT_EQ(*b->find("dense_bf16")->as_string(), "plain");
+    const int64_t matrices = *a->find("dense_bf16_packed_matrices")->as_int();
+    const int64_t bytes = *a->find("dense_bf16_packed_bytes")->as_int();
+    const int64_t stored = *a->find("dense_bf16_packed_stored_bytes")->as_int();
+    EXPECT_GT(matrices, 0);
+    EXPECT_LT(bytes, stored);
+    EXPECT_EQ(*b->find("dense_bf16_packed_matrices")->as_int(), 0);
+    // Every packed byte is one fewer byte read a token (the head's share is read by bound).
+    EXPECT_LT(*a->find("dense_bytes_per_token")->as_double(), *b->find("dense_bytes_per_token")->as_double());
+    EXPECT_LT(*a->find("dense_resident_bytes")->as_double(), *b->find("dense_resident_bytes")->as_double());
+}
+
 }  // namespace
 }  // namespace stormo

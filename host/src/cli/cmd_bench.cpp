@@ -70,6 +70,23 @@ std::string percent(double share) { return fixed(100.0 * share, 1) + "%"; }
 std::string bytes_text(double bytes) { return format_bytes(static_cast<uint64_t>(bytes + 0.5)); }
 std::string budget_text(const ExpertBudget& b) { return b.all ? std::string("all") : format_bytes(b.bytes); }
 
+// The dense matrices held packed (BF16_PACKED): how many, their bytes in RAM and as stored.
+struct PackedDense {
+    size_t matrices = 0;
+    uint64_t bytes = 0;
+    uint64_t stored_bytes = 0;
+};
+
+PackedDense packed_dense(const Engine& engine) {
+    PackedDense p;
+    for (const auto& [name, bytes] : engine.packed_bytes()) {
+        ++p.matrices;
+        p.bytes += bytes;
+        if (const TensorInfo* t = engine.source().find(name)) p.stored_bytes += t->nbytes;
+    }
+    return p;
+}
+
 void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
                 const BenchReport& r, double load_seconds) {
     Engine& engine = *loaded.engine;
@@ -121,6 +138,10 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("decode_step_other_seconds", r.decode_step.other)
         .field("peak_rss_bytes", run.peak_rss_bytes)
         .field("dense_resident_bytes", engine.dense_bytes())
+        .field("dense_bf16", dense_bf16_name(loaded.config.dense_bf16))
+        .field("dense_bf16_packed_matrices", packed_dense(engine).matrices)
+        .field("dense_bf16_packed_bytes", packed_dense(engine).bytes)
+        .field("dense_bf16_packed_stored_bytes", packed_dense(engine).stored_bytes)
         .field("expert_resident_bytes", engine.store().resident_bytes())
         .field("dense_bytes_per_token", traffic.dense_bytes)
         .field("bytes_per_expert", traffic.expert_bytes)
@@ -194,6 +215,9 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
     row("bytes read/token", bytes_text(static_cast<double>(r.bytes_touched_per_token)),
         "dense " + bytes_text(static_cast<double>(traffic.dense_bytes - traffic.head_bytes)) + " + head " +
             bytes_text(r.head_bytes_read_per_token) + " + experts " + bytes_text(static_cast<double>(traffic.routed_bytes())));
+    if (const PackedDense p = packed_dense(engine); p.matrices > 0)
+        row("dense BF16 packed", bytes_text(static_cast<double>(p.bytes)),
+            std::to_string(p.matrices) + " matrices, " + bytes_text(static_cast<double>(p.stored_bytes)) + " as stored");
     row("head bytes read/token", bytes_text(r.head_bytes_read_per_token),
         "full head " + bytes_text(static_cast<double>(traffic.head_bytes)) + ", " + engine.head_note());
     if (run.compact_head_bytes > 0)
