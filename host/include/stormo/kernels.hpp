@@ -215,17 +215,10 @@ using QuantizeBlockFn = void (*)(const float* x, size_t n, size_t block, int8_t*
 STORMO_API void quantize_q8_blocks(QuantizeBlockFn quantize_block, const float* x, size_t n_x, size_t x_stride,
                                    size_t cols, size_t block, int8_t* q, float* scales, int16_t* sums);
 
-// BF16_PACKED's frame, which the reference and every ISA table run with their own two pieces:
-// `decode` turns one packed row's groups of 64 values (stormo/packed_bf16.hpp) into BF16 bits, the
-// frame applies the row's patches, and `bf16` (the same table's BF16 out_in kernel) runs over a few
-// decoded rows at a time. A kernel's value for an output depends neither on the output range nor on
-// where its row lies, so the packed matrix gives exactly the BF16 matrix's bits.
+// BF16_PACKED's row decoder, which the reference and the ISA tiles' patched rows share: `decode`
+// turns the packed row's groups of 64 values (stormo/packed_bf16_layout.hpp) into BF16 bits, then
+// the row's patches are applied. out receives groups(cols) * 64 values, those past cols unspecified.
 using DecodePackedGroupsFn = void (*)(const uint8_t* row, size_t groups, uint16_t* out);
-STORMO_API void matmul_packed_bf16(DecodePackedGroupsFn decode, MatmulFn bf16, const WeightView& w, const float* x,
-                                   size_t n_x, size_t x_stride, float* y, size_t y_stride, size_t o_begin,
-                                   size_t o_end);
-// Row `row` of a BF16_PACKED matrix as BF16 bits: out receives groups(cols) * 64 values, those
-// past cols unspecified.
 STORMO_API void decode_packed_bf16_row(DecodePackedGroupsFn decode, const WeightView& w, size_t row, uint16_t* out);
 
 }  // namespace stormo

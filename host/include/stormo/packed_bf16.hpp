@@ -24,7 +24,8 @@ struct Packed {
 // cols exceeds kMaxCols; the caller keeps the BF16 matrix then.
 STORMO_API std::optional<Packed> pack(const WeightView& bf16, ThreadPool* pool, double max_ratio);
 
-// What a packed view holds in RAM and what one pass over it reads: rows, patch offsets, patches.
+// What a packed matrix holds in RAM and what one pass over it reads: rows, patch offsets, patches.
+STORMO_API uint64_t bytes(size_t rows, size_t cols, uint64_t n_patches);
 STORMO_API uint64_t bytes(const WeightView& packed);
 
 // The reference group decoder (DecodePackedGroupsFn): slot by slot, as the layout defines.

@@ -1,5 +1,5 @@
-// BF16_PACKED (stormo/packed_bf16.hpp): packing at load, the reference decoder, and the matmul
-// frame every kernel table runs with its own decoder and BF16 kernel.
+// BF16_PACKED (stormo/packed_bf16.hpp): packing at load, and the reference decoders of groups and
+// rows (the reference matmul runs its float dot over rows decoded by row_bf16_packed).
 #include "stormo/packed_bf16.hpp"
 
 #include "kernels/reference.hpp"
@@ -8,7 +8,6 @@
 #include <array>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -91,7 +90,7 @@ std::optional<Packed> pack(const WeightView& bf16, ThreadPool* pool, double max_
     });
     const uint64_t n_patches = std::accumulate(misses.begin(), misses.end(), uint64_t{0});
     const uint64_t rows_bytes = static_cast<uint64_t>(rows) * row_bytes(cols);
-    const uint64_t total = rows_bytes + (rows + 1 + n_patches) * sizeof(uint32_t);
+    const uint64_t total = bytes(rows, cols, n_patches);
     if (n_patches >= (uint64_t{1} << 32) ||
         static_cast<double>(total) > max_ratio * 2.0 * static_cast<double>(rows) * static_cast<double>(cols))
         return std::nullopt;
@@ -119,10 +118,11 @@ std::optional<Packed> pack(const WeightView& bf16, ThreadPool* pool, double max_
     return p;
 }
 
-uint64_t bytes(const WeightView& w) {
-    const uint64_t n_patches = w.patch_begin != nullptr ? w.patch_begin[w.rows] : 0;
-    return static_cast<uint64_t>(w.rows) * row_bytes(w.cols) + (w.rows + 1 + n_patches) * sizeof(uint32_t);
+uint64_t bytes(size_t rows, size_t cols, uint64_t n_patches) {
+    return static_cast<uint64_t>(rows) * row_bytes(cols) + (rows + 1 + n_patches) * sizeof(uint32_t);
 }
+
+uint64_t bytes(const WeightView& w) { return bytes(w.rows, w.cols, w.patch_begin != nullptr ? w.patch_begin[w.rows] : 0); }
 
 void decode_groups(const uint8_t* row, size_t n_groups, uint16_t* out) {
     const size_t cols = n_groups * kGroup;
@@ -150,45 +150,7 @@ void decode_packed_bf16_row(DecodePackedGroupsFn decode, const WeightView& w, si
     }
 }
 
-namespace {
-
-// Decoded rows per chunk: about 64 KiB of BF16 at most, in whole tiles of 8 outputs, so a chunk
-// stays in L1/L2 while the BF16 kernel reads it once per activation row.
-constexpr size_t kChunkBytes = 24 * 1024;
-constexpr size_t kChunkRowUnit = 4;
-
-}  // namespace
-
-void matmul_packed_bf16(DecodePackedGroupsFn decode, MatmulFn bf16, const WeightView& w, const float* x,
-                        size_t n_x, size_t x_stride, float* y, size_t y_stride, size_t o_begin, size_t o_end) {
-    if (n_x == 0 || o_begin >= o_end) return;
-    const size_t cols = w.cols;
-    const size_t padded = packed_bf16::groups(cols) * packed_bf16::kGroup;
-    const size_t chunk = std::clamp<size_t>(kChunkBytes / (2 * cols) / kChunkRowUnit * kChunkRowUnit, kChunkRowUnit, 256);
-    // Rows sit cols apart, as the BF16 kernel reads them; a row's decode spills up to 63 values
-    // into the next row's start, which that row's own decode then overwrites.
-    std::unique_ptr<uint16_t[]> scratch_buffer(new uint16_t[std::min(chunk, o_end - o_begin) * cols + (padded - cols)]);
-    uint16_t* const scratch_data = scratch_buffer.get();
-    WeightView decoded{};
-    decoded.format = WeightFormat::BF16;
-    decoded.layout = Layout::out_in;
-    decoded.data = scratch_data;
-    decoded.cols = cols;
-    for (size_t o = o_begin; o < o_end; o += chunk) {
-        const size_t n = std::min(chunk, o_end - o);
-        for (size_t k = 0; k < n; ++k) decode_packed_bf16_row(decode, w, o + k, scratch_data + k * cols);
-        decoded.rows = n;
-        bf16(decoded, x, n_x, x_stride, y + o, y_stride, 0, n);
-    }
-}
-
 namespace reference {
-
-void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
-                               size_t y_stride, size_t o_begin, size_t o_end) {
-    matmul_packed_bf16(packed_bf16::decode_groups, matmul_bf16_out_in, w, x, n_x, x_stride, y, y_stride, o_begin,
-                       o_end);
-}
 
 void row_bf16_packed(const WeightView& w, size_t row, float* out) {
     std::vector<uint16_t> bits(packed_bf16::groups(w.cols) * packed_bf16::kGroup);

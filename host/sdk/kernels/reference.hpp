@@ -23,7 +23,7 @@ void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t
 // Every GGUF block format (w.format says which): the row decoded by row_gguf, then the same dot.
 void matmul_gguf_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                         size_t y_stride, size_t o_begin, size_t o_end);
-// BF16_PACKED: stormo::matmul_packed_bf16 over the reference decoder and matmul_bf16_out_in.
+// BF16_PACKED: rows decoded by row_bf16_packed (the BF16 values), then the same dot.
 void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                                size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,

@@ -88,6 +88,11 @@ void matmul_gguf_out_in(const WeightView& w, const float* x, size_t n_x, size_t 
     matmul_out_in(row_gguf, w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 
+void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    matmul_out_in(row_bf16_packed, w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+
 void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end) {
     matmul_in_out(load_f32, w, x, n_x, x_stride, y, y_stride, o_begin, o_end);

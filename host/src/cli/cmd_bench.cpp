@@ -90,6 +90,7 @@ PackedDense packed_dense(const Engine& engine) {
 void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
                 const BenchReport& r, double load_seconds) {
     Engine& engine = *loaded.engine;
+    const PackedDense packed = packed_dense(engine);
     const ExpertStoreStats& s = run.after;
     auto optional = [](JsonWriter& j, const char* key, const std::optional<double>& v) {
         j.key(key);
@@ -139,9 +140,9 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("peak_rss_bytes", run.peak_rss_bytes)
         .field("dense_resident_bytes", engine.dense_bytes())
         .field("dense_bf16", dense_bf16_name(loaded.config.dense_bf16))
-        .field("dense_bf16_packed_matrices", packed_dense(engine).matrices)
-        .field("dense_bf16_packed_bytes", packed_dense(engine).bytes)
-        .field("dense_bf16_packed_stored_bytes", packed_dense(engine).stored_bytes)
+        .field("dense_bf16_packed_matrices", packed.matrices)
+        .field("dense_bf16_packed_bytes", packed.bytes)
+        .field("dense_bf16_packed_stored_bytes", packed.stored_bytes)
         .field("expert_resident_bytes", engine.store().resident_bytes())
         .field("dense_bytes_per_token", traffic.dense_bytes)
         .field("bytes_per_expert", traffic.expert_bytes)

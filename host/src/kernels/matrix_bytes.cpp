@@ -12,7 +12,7 @@ uint64_t matrix_bytes(WeightFormat f, size_t rows, size_t cols) {
         case WeightFormat::F16: return n * 2;
         case WeightFormat::FP8_E4M3: return n;
         // The rows and their patch offsets; the patches themselves only a view knows.
-        case WeightFormat::BF16_PACKED: return rows * packed_bf16::row_bytes(cols) + (rows + 1) * sizeof(uint32_t);
+        case WeightFormat::BF16_PACKED: return packed_bf16::bytes(rows, cols, 0);
         case WeightFormat::MXFP4: return cols % 32 == 0 ? n / 2 + n / 32 : 0;
         case WeightFormat::GGUF_Q8_0:
         case WeightFormat::GGUF_Q4_0:
@@ -29,7 +29,7 @@ uint64_t matrix_bytes(WeightFormat f, size_t rows, size_t cols) {
 }
 
 uint64_t matrix_bytes(const WeightView& w) {
-    if (w.format == WeightFormat::BF16_PACKED && w.patch_begin != nullptr) return packed_bf16::bytes(w);
+    if (w.format == WeightFormat::BF16_PACKED) return packed_bf16::bytes(w);
     return matrix_bytes(w.format, w.rows, w.cols);
 }
 

@@ -2,9 +2,9 @@
 // The engine wires one model run together: the plugins found, the family chosen for the model's
 // config.json, the kernels chosen for this CPU (or forced), the thread pool, the model source,
 // the expert store and the loaded model, with a pipeline over them.
-#include <map>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>

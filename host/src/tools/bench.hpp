@@ -3,9 +3,9 @@
 // and the figures that say how close the engine is to this machine's limits. The limits are
 // measured, not assumed: bytes a decode token must touch (from the checkpoint's tensor census)
 // over the RAM read bandwidth, and bytes it had to read from disk over the disk's bandwidth.
-#include <map>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>

@@ -8,7 +8,7 @@
 // products of the first 8 into accumulator a and of the next 8 into b; over the last group, its
 // 16-steps, one 8-step into a and a masked step into b. So every (output, row) value has the
 // BF16 kernel's bits. A tile holding a row with patches (rare) decodes its rows through the
-// frame's row decoder into BF16 and runs the BF16 kernel over them.
+// SDK's row decoder (decode_packed_bf16_row) into BF16 and runs the BF16 kernel over them.
 #include <immintrin.h>
 
 #include "float_kernels.hpp"
@@ -56,7 +56,7 @@ inline void group_floats(const uint8_t* row, size_t cols, __m256i table, size_t 
     }
 }
 
-// The frame's row decoder (the rows of a patched tile).
+// The group decoder decode_packed_bf16_row runs for a patched tile's rows.
 void decode_groups(const uint8_t* row, size_t groups, uint16_t* out) {
     const size_t cols = groups * kGroup;
     const __m256i table = row_table(row, cols);

@@ -7,7 +7,7 @@
 // The tile adds exactly what dense_tile<bf16> adds, in its order: per 64 values, the products of
 // values 0-15 into accumulator a, 16-31 into b, 32-47 into a, 48-63 into b (two of its 32-steps),
 // then its 32-, 16- and masked steps over the last group; so every (output, row) value has the
-// BF16 kernel's bits. A tile holding a row with patches (rare) decodes its rows through the frame's
+// BF16 kernel's bits. A tile holding a row with patches (rare) decodes its rows through the SDK's
 // row decoder into BF16 and runs dense_tile itself over them.
 #include "avx512_float_kernels.hpp"
 #include "dense_tile512.hpp"  // dense_tile
@@ -64,7 +64,7 @@ inline void group_floats(const uint8_t* row, size_t cols, __m512i table, size_t 
     v[3] = widen_high(hi);
 }
 
-// The reference's group decoder written with the same steps (the frame's row decoder here).
+// The group decoder decode_packed_bf16_row runs for a patched tile's rows.
 void decode_groups(const uint8_t* row, size_t groups, uint16_t* out) {
     const size_t cols = groups * kGroup;
     const __m512i table = row_table(row, cols);
