@@ -75,12 +75,32 @@ float softmax_with_sink(float* logits, size_t n, float sink, SoftmaxFn softmax) 
     return logits[n];
 }
 
+namespace {
+
+// The visible keys [first, first + n) as runs of consecutive rows of a KV buffer with `rows` rows
+// (a sliding layer's buffer is a ring, so a window wraps at most once): (offset in the run of
+// keys, first row, rows).
+struct KeyRun {
+    size_t offset, row, count;
+};
+size_t key_runs(size_t first, size_t n, size_t rows, KeyRun (&runs)[2]) {
+    const size_t row = first % rows;
+    const size_t head = std::min(n, rows - row);
+    runs[0] = {0, row, head};
+    if (head == n) return 1;
+    runs[1] = {head, 0, n - head};
+    return 2;
+}
+
+}  // namespace
+
 void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_t> positions, const float* q,
                    const std::vector<float>& sinks, const KvView& kv, float* context, std::vector<float>* probs,
                    size_t probs_width) {
     const size_t hd = o.shape.head_dim;
     const size_t heads = o.shape.n_heads;
-    const size_t group = heads / o.shape.n_kv_heads;
+    const size_t kv_heads = o.shape.n_kv_heads;
+    const size_t group = heads / kv_heads;
     const size_t q_width = o.shape.q_width(), kv_width = o.shape.kv_width();
     const KernelTable& kt = *c.table;
     const float* keys = kv.buffers[0];
@@ -88,35 +108,47 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
     const size_t key_columns = probs != nullptr ? probs_width / heads - 1 : 0;
     const bool with_sinks = !sinks.empty();
 
+    // One item is a row's group of heads that share a KV head (repeat_kv: head h reads kv head
+    // h / group): their scores come from one pass over the keys and their outputs from one pass
+    // over the values, each value the bits of a dot or an axpy per key.
     auto run = [&](size_t begin, size_t end) {
         std::vector<float> scores;
         for (size_t item = begin; item < end; ++item) {
-            const size_t r = item / heads, h = item % heads;
-            float* out = context + r * q_width + h * hd;
+            const size_t r = item / kv_heads, g = item % kv_heads, h0 = g * group;
             const int64_t pos = positions[r];
             const size_t first = static_cast<size_t>(first_visible_key(pos, o.window));
             const size_t n_keys = static_cast<size_t>(pos) + 1 - first;
-            const size_t kv_offset = (h / group) * hd;  // repeat_kv: head h reads kv head h / group
-            const float* qh = q + r * q_width + h * hd;
-            scores.resize(n_keys + 1);
-            for (size_t j = 0; j < n_keys; ++j)
-                scores[j] = kt.dot(qh, keys + kv.row(0, static_cast<int64_t>(first + j)) * kv_width + kv_offset, hd) *
-                            o.scale;
-            float sink_mass = 0.0f;
-            if (with_sinks) sink_mass = softmax_with_sink(scores.data(), n_keys, sinks[h], kt.softmax);
-            else kt.softmax(scores.data(), n_keys);
-            std::fill_n(out, hd, 0.0f);
-            for (size_t j = 0; j < n_keys; ++j)
-                kt.axpy(scores[j], values + kv.row(1, static_cast<int64_t>(first + j)) * kv_width + kv_offset, out, hd);
-            if (probs != nullptr) {
-                float* p = probs->data() + r * probs_width + h * (key_columns + 1);
-                for (size_t j = 0; j < n_keys && first + j < key_columns; ++j) p[first + j] = scores[j];
-                p[key_columns] = sink_mass;
+            const size_t kv_offset = g * hd;
+            const size_t stride = n_keys + 1;  // the sink's logit after the keys'
+            const float* qg = q + r * q_width + h0 * hd;
+            float* out = context + r * q_width + h0 * hd;
+            scores.resize(group * stride);
+            KeyRun runs[2];
+            const size_t n_key_runs = key_runs(first, n_keys, kv.rows[0], runs);
+            for (size_t k = 0; k < n_key_runs; ++k)
+                kt.dot_many(qg, group, hd, keys + runs[k].row * kv_width + kv_offset, runs[k].count, kv_width, hd,
+                            scores.data() + runs[k].offset, stride);
+            for (size_t a = 0; a < group; ++a) {
+                float* s = scores.data() + a * stride;
+                for (size_t j = 0; j < n_keys; ++j) s[j] = s[j] * o.scale;
+                float sink_mass = 0.0f;
+                if (with_sinks) sink_mass = softmax_with_sink(s, n_keys, sinks[h0 + a], kt.softmax);
+                else kt.softmax(s, n_keys);
+                if (probs != nullptr) {
+                    float* p = probs->data() + r * probs_width + (h0 + a) * (key_columns + 1);
+                    for (size_t j = 0; j < n_keys && first + j < key_columns; ++j) p[first + j] = s[j];
+                    p[key_columns] = sink_mass;
+                }
             }
+            std::fill_n(out, group * hd, 0.0f);
+            const size_t n_value_runs = key_runs(first, n_keys, kv.rows[1], runs);
+            for (size_t k = 0; k < n_value_runs; ++k)
+                kt.axpy_many(scores.data() + runs[k].offset, group, stride, values + runs[k].row * kv_width + kv_offset,
+                             runs[k].count, kv_width, hd, out, hd);
         }
     };
-    if (c.pool != nullptr) c.pool->parallel_for(positions.size() * heads, 1, run);
-    else run(0, positions.size() * heads);
+    if (c.pool != nullptr) c.pool->parallel_for(positions.size() * kv_heads, 1, run);
+    else run(0, positions.size() * kv_heads);
 }
 
 Expected<void> build_gqa_attention(const Compute& c, int layer, const StepContext& ctx, const GqaWeights& w,

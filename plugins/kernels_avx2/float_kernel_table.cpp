@@ -44,6 +44,8 @@ void install_float_kernels(KernelTable& t) {
     t.softmax = softmax;
     t.dot = dot;
     t.axpy = axpy;
+    t.dot_many = dot_many;
+    t.axpy_many = axpy_many;
     t.dot_rows_i8 = dot_rows_i8;
     t.xor_reduce = xor_reduce;
     // Not a float kernel, but it needs nothing past AVX2, so both plugins take it from here.

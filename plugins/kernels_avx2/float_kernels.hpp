@@ -64,6 +64,10 @@ void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* ou
 float dot(const float* a, const float* b, size_t n);
 void softmax(float* x, size_t n);
 void axpy(float a, const float* x, float* y, size_t n);
+void dot_many(const float* q, size_t n_q, size_t q_stride, const float* rows, size_t n_rows, size_t row_stride,
+              size_t n, float* scores, size_t scores_stride);
+void axpy_many(const float* weights, size_t n_y, size_t weights_stride, const float* rows, size_t n_rows,
+               size_t row_stride, size_t n, float* y, size_t y_stride);
 
 // The bounded head's cheap pass (DotRowsI8Fn) and the RAM probe's loop (XorReduceFn).
 void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end);

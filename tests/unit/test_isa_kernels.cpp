@@ -488,6 +488,55 @@ void check_vector_ops(const KernelTable& table, Worst& worst) {
     }
 }
 
+// Attention's many-row forms give, value for value, the bits of the same table's dot and axpy
+// called once per row (dot_many: each query against each row; axpy_many: rows in order into each
+// output), over head sizes around the vector widths, runs of rows around the 8-key step, strides
+// wider than the rows, and they write nothing outside their outputs.
+void check_many_forms(const KernelTable& table) {
+    ASSERT_NE(table.dot_many, nullptr);
+    ASSERT_NE(table.axpy_many, nullptr);
+    std::mt19937 rng(23);
+    constexpr float kUntouched = -12345.0f;
+    for (size_t n : {1, 7, 8, 9, 31, 32, 33, 63, 64, 65, 72, 128, 129})
+        for (size_t n_q : {1, 3, 8})
+            for (size_t n_rows : {0, 1, 7, 8, 9, 17, 100}) {
+                const std::string what = "n " + std::to_string(n) + ", queries " + std::to_string(n_q) +
+                                         ", rows " + std::to_string(n_rows);
+                const size_t q_stride = n + 3, row_stride = n + 5, scores_stride = n_rows + 2;
+                const std::vector<float> q = testing::random_floats(n_q * q_stride, rng, -3.0f, 3.0f);
+                const std::vector<float> rows = testing::random_floats(std::max<size_t>(n_rows, 1) * row_stride, rng, -3.0f, 3.0f);
+                std::vector<float> scores(n_q * scores_stride, kUntouched);
+                table.dot_many(q.data(), n_q, q_stride, rows.data(), n_rows, row_stride, n, scores.data(), scores_stride);
+                for (size_t a = 0; a < n_q; ++a)
+                    for (size_t j = 0; j < scores_stride; ++j) {
+                        const float got = scores[a * scores_stride + j];
+                        if (j >= n_rows) {
+                            ASSERT_EQ(got, kUntouched) << "dot_many wrote past its rows, " << what;
+                            continue;
+                        }
+                        const float want = table.dot(q.data() + a * q_stride, rows.data() + j * row_stride, n);
+                        ASSERT_TRUE(testing::same_bits_or_both_nan(want, got))
+                            << "dot_many query " << a << " row " << j << ", " << what << ": " << got << " vs dot " << want;
+                    }
+
+                const std::vector<float> weights = testing::random_floats(n_q * scores_stride, rng, 0.0f, 1.0f);
+                const size_t y_stride = n + 4;
+                std::vector<float> y = testing::random_floats(n_q * y_stride, rng, -1.0f, 1.0f);
+                for (size_t a = 0; a < n_q; ++a)
+                    for (size_t i = n; i < y_stride; ++i) y[a * y_stride + i] = kUntouched;
+                std::vector<float> want = y;
+                for (size_t a = 0; a < n_q; ++a)
+                    for (size_t j = 0; j < n_rows; ++j)
+                        table.axpy(weights[a * scores_stride + j], rows.data() + j * row_stride, want.data() + a * y_stride, n);
+                table.axpy_many(weights.data(), n_q, scores_stride, rows.data(), n_rows, row_stride, n, y.data(), y_stride);
+                for (size_t i = 0; i < y.size(); ++i)
+                    ASSERT_TRUE(testing::same_bits_or_both_nan(want[i], y[i]))
+                        << "axpy_many element " << i << ", " << what << ": " << y[i] << " vs axpy " << want[i];
+            }
+}
+
+TEST(IsaKernelsReference, ManyRowFormsAreTheSingleRowKernels) { check_many_forms(reference_kernels()); }
+
 // The pooled matmul over 1, 2 and 3 threads gives the same bits with the plugin's kernels too.
 void check_thread_counts(const KernelTable& table) {
     std::mt19937 rng(8);
@@ -548,6 +597,8 @@ TEST(IsaKernelsAvx2, EveryReplacedKernelMatchesTheReference) {
         EXPECT_NE(entry(table, f, Layout::out_in), entry(reference_kernels(), f, Layout::out_in)) << weight_format_name(f);
     EXPECT_EQ(entry(table, WeightFormat::MXFP4, Layout::in_out), nullptr);
     EXPECT_NE(table.dot, reference_kernels().dot);
+    EXPECT_NE(table.dot_many, reference_kernels().dot_many);
+    EXPECT_NE(table.axpy_many, reference_kernels().axpy_many);
     EXPECT_NE(table.softmax, reference_kernels().softmax);
 
     Worst worst;
@@ -557,6 +608,7 @@ TEST(IsaKernelsAvx2, EveryReplacedKernelMatchesTheReference) {
     check_dense_edges(table, worst);
     check_rows(table);
     check_vector_ops(table, worst);
+    check_many_forms(table);
     check_thread_counts(table);
     report(worst, "avx2");
 }
@@ -630,6 +682,7 @@ TEST(IsaKernelsVnni, FloatKernelsMatchTheReference) {
     check_dense_edges(table, worst);
     check_rows(table);
     check_vector_ops(table, worst);
+    check_many_forms(table);
     check_thread_counts(table);
     report(worst, "vnni");
 }

@@ -119,6 +119,8 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(KernelTable, softmax);
     STORMO_ABI_FIELD(KernelTable, dot);
     STORMO_ABI_FIELD(KernelTable, axpy);
+    STORMO_ABI_FIELD(KernelTable, dot_many);
+    STORMO_ABI_FIELD(KernelTable, axpy_many);
     STORMO_ABI_FIELD(KernelTable, silu);
     STORMO_ABI_FIELD(KernelTable, dot_u8i8);
     STORMO_ABI_FIELD(KernelTable, matmul_q8);

@@ -87,6 +87,16 @@ using SoftmaxFn = void (*)(float* x, size_t n);
 using DotFn = float (*)(const float* a, const float* b, size_t n);
 // y[i] += a * x[i]
 using AxpyFn = void (*)(float a, const float* x, float* y, size_t n);
+// Attention's two loops over a run of cached rows (keys, then values), for several query heads at
+// once: the heads that share a KV head read the same rows, and one call replaces a call per row.
+// scores[a * scores_stride + j] = dot(q + a * q_stride, rows + j * row_stride, n) for a < n_q and
+// j < n_rows, each value the bits the same table's dot gives that pair.
+using DotManyFn = void (*)(const float* q, size_t n_q, size_t q_stride, const float* rows, size_t n_rows,
+                           size_t row_stride, size_t n, float* scores, size_t scores_stride);
+// For each a < n_y, rows j = 0, 1, ... in order: axpy(weights[a * weights_stride + j],
+// rows + j * row_stride, y + a * y_stride, n), the bits of the same table's axpy called per row.
+using AxpyManyFn = void (*)(const float* weights, size_t n_y, size_t weights_stride, const float* rows,
+                            size_t n_rows, size_t row_stride, size_t n, float* y, size_t y_stride);
 // In place x[i] = x[i] * sigmoid(x[i]).
 using SiluFn = void (*)(float* x, size_t n);
 // The integer road: sum_i a[i] * b[i] (unsigned x signed bytes) in 32-bit two's complement,
@@ -150,6 +160,9 @@ struct KernelTable {
     SoftmaxFn softmax = nullptr;
     DotFn dot = nullptr;
     AxpyFn axpy = nullptr;
+    // A plugin that installs dot and axpy installs these two with the same bits (tests check it).
+    DotManyFn dot_many = nullptr;
+    AxpyManyFn axpy_many = nullptr;
     SiluFn silu = nullptr;
     DotI8Fn dot_u8i8 = nullptr;
     // The integer road: matmul_q8[format] covers out_in matrices; nullptr leaves that format on

@@ -65,6 +65,10 @@ void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* ou
 void softmax(float* x, size_t n);
 float dot(const float* a, const float* b, size_t n);
 void axpy(float a, const float* x, float* y, size_t n);
+void dot_many(const float* q, size_t n_q, size_t q_stride, const float* rows, size_t n_rows, size_t row_stride,
+              size_t n, float* scores, size_t scores_stride);
+void axpy_many(const float* weights, size_t n_y, size_t weights_stride, const float* rows, size_t n_rows,
+               size_t row_stride, size_t n, float* y, size_t y_stride);
 void silu(float* x, size_t n);
 int32_t dot_u8i8(const uint8_t* a, const int8_t* b, size_t n);
 

@@ -40,6 +40,8 @@ KernelTable make_reference_table() {
     t.softmax = reference::softmax;
     t.dot = reference::dot;
     t.axpy = reference::axpy;
+    t.dot_many = reference::dot_many;
+    t.axpy_many = reference::axpy_many;
     t.silu = reference::silu;
     t.dot_u8i8 = reference::dot_u8i8;
     // The integer road exists for the block formats only: BF16/F16/F32 weights stay on the float road (their

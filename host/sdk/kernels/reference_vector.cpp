@@ -46,6 +46,19 @@ void axpy(float a, const float* x, float* y, size_t n) {
     for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void dot_many(const float* q, size_t n_q, size_t q_stride, const float* rows, size_t n_rows, size_t row_stride,
+              size_t n, float* scores, size_t scores_stride) {
+    for (size_t a = 0; a < n_q; ++a)
+        for (size_t j = 0; j < n_rows; ++j)
+            scores[a * scores_stride + j] = dot(q + a * q_stride, rows + j * row_stride, n);
+}
+
+void axpy_many(const float* weights, size_t n_y, size_t weights_stride, const float* rows, size_t n_rows,
+               size_t row_stride, size_t n, float* y, size_t y_stride) {
+    for (size_t a = 0; a < n_y; ++a)
+        for (size_t j = 0; j < n_rows; ++j) axpy(weights[a * weights_stride + j], rows + j * row_stride, y + a * y_stride, n);
+}
+
 // torch's silu: x / (1 + exp(-x)).
 void silu(float* x, size_t n) {
     for (size_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));

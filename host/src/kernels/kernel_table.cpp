@@ -35,6 +35,8 @@ std::vector<KernelEntry> kernel_providers(const KernelTable& table, const Kernel
     out.push_back({"softmax", provider_of(table.softmax, ref.softmax, selection)});
     out.push_back({"dot", provider_of(table.dot, ref.dot, selection)});
     out.push_back({"axpy", provider_of(table.axpy, ref.axpy, selection)});
+    out.push_back({"dot_many (attention scores)", provider_of(table.dot_many, ref.dot_many, selection)});
+    out.push_back({"axpy_many (attention values)", provider_of(table.axpy_many, ref.axpy_many, selection)});
     out.push_back({"silu", provider_of(table.silu, ref.silu, selection)});
     out.push_back({"dot_u8i8", provider_of(table.dot_u8i8, ref.dot_u8i8, selection)});
     out.push_back({"dot_rows_i8 (bounded head)", provider_of(table.dot_rows_i8, ref.dot_rows_i8, selection)});
