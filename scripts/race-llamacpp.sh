@@ -29,16 +29,27 @@
 # peak usage and failcnt are printed after each run.
 # PROMPT_TOKENS and GEN_TOKENS (64 and 32) set both engines' prefill and decode lengths (a capped
 # llama.cpp re-reads its pages from disk on every token, so a shorter run keeps it in minutes).
+# stormo decodes after its prompt (at a context of PROMPT_TOKENS), llama-bench's tg test from an
+# empty context. DEPTH=N races decode at a context of N tokens: both engines prefill N tokens from
+# empty (llama-bench -p N), then stormo decodes after them and llama.cpp runs its tg test at depth
+# N (llama-bench -p 0 -n GEN_TOKENS -d N, a second run whose peak RSS is not used). Not with CAP.
 set -euo pipefail
 
 if [ $# -lt 4 ]; then
-    sed -n '2,28p' "$0" >&2
+    sed -n '2,34p' "$0" >&2
     exit 2
 fi
 STORMO=$1 LLAMA=$2 MODEL=$3 GGUF=$4 THREADS=${5:-2} REPEATS=${6:-3}
-PP=${PROMPT_TOKENS:-64} TG=${GEN_TOKENS:-32}
+PP=${PROMPT_TOKENS:-64} TG=${GEN_TOKENS:-32} DEPTH=${DEPTH:-0}
+if [ "$DEPTH" -gt 0 ]; then
+    PP=$DEPTH
+fi
 OUT=$(mktemp -d)
 CAP=${CAP:-}
+if [ "$DEPTH" -gt 0 ] && [ -n "$CAP" ]; then
+    echo "race: DEPTH and CAP do not go together (a capped llama.cpp runs llama-batched-bench, which has no depth)" >&2
+    exit 2
+fi
 GROUP=/sys/fs/cgroup/memory/stormo-race-$$
 KEEP=${KEEP:-}
 cleanup() {
@@ -93,8 +104,15 @@ for r in $(seq 1 "$REPEATS"); do
         measured "llama.$r" "$LLAMA/llama-batched-bench" -m "$GGUF" -c $((PP + TG + 16)) -b "$PP" -ub "$PP" -npp "$PP" \
             -ntg "$TG" -npl 1 -t "$THREADS" -nr --output-format jsonl > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
     else
-        measured "llama.$r" "$LLAMA/llama-bench" -m "$GGUF" -p "$PP" -n "$TG" -t "$THREADS" -r 1 -lm none -o json \
-            > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
+        if [ "$DEPTH" -gt 0 ]; then
+            measured "llama.$r" "$LLAMA/llama-bench" -m "$GGUF" -p "$PP" -n 0 -t "$THREADS" -r 1 -lm none -o json \
+                > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
+            measured "llamad.$r" "$LLAMA/llama-bench" -m "$GGUF" -p 0 -n "$TG" -d "$DEPTH" -t "$THREADS" -r 1 -lm none \
+                -o json > "$OUT/llamad.$r.json" 2> "$OUT/llamad.$r.err"
+        else
+            measured "llama.$r" "$LLAMA/llama-bench" -m "$GGUF" -p "$PP" -n "$TG" -t "$THREADS" -r 1 -lm none -o json \
+                > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
+        fi
     fi
     # No probe after the decode: its buffer would count in the process's peak RSS, which this
     # script sets beside llama.cpp's (the 64 MiB paired probe's buffer still does).
@@ -104,7 +122,7 @@ for r in $(seq 1 "$REPEATS"); do
         --ram-probe-after 0 --activations int8 --json > "$OUT/int8.$r.json" 2> "$OUT/int8.$r.err"
 done
 
-LLAMA_LABEL=${LLAMA_LABEL:-} CAP=$CAP /usr/bin/env python3 - "$OUT" "$REPEATS" <<'PY'
+LLAMA_LABEL=${LLAMA_LABEL:-} CAP=$CAP DEPTH=$DEPTH /usr/bin/env python3 - "$OUT" "$REPEATS" <<'PY'
 import json, os, statistics, sys
 out, repeats = sys.argv[1], int(sys.argv[2])
 def load(name, r):
@@ -112,7 +130,10 @@ def load(name, r):
     if name == "llama" and text.lstrip().startswith("{"):  # llama-batched-bench's jsonl, one line
         b = json.loads(text.strip().splitlines()[-1])
         return [{"n_prompt": b["pp"], "avg_ts": b["speed_pp"]}, {"n_prompt": 0, "avg_ts": b["speed_tg"]}]
-    return json.loads(text)
+    tests = json.loads(text)
+    if name == "llama" and os.path.exists(f"{out}/llamad.{r}.json"):  # DEPTH: the tg test at depth
+        tests += json.loads(open(f"{out}/llamad.{r}.json").read())
+    return tests
 def rss(name, r): return int(open(f"{out}/{name}.{r}.rss").read().split()[-1]) * 1024  # /usr/bin/time's %M: KiB
 med = statistics.median
 llama_pp, llama_tg, llama_commit = [], [], ""
@@ -134,8 +155,10 @@ for road in ("f32", "int8"):
     rows[road]["process_rss"] = med(rss(road, r) for r in range(1, repeats + 1))
 lp, lt = med(llama_pp), med(llama_tg)
 cap = os.environ.get("CAP")
+depth = int(os.environ.get("DEPTH", "0"))
 print(f"llama.cpp {os.environ.get('LLAMA_LABEL') or llama_commit}; medians of {repeats} interleaved runs"
-      + (f"; both under a {cap} memory cap (cgroup v1)" if cap else ""))
+      + (f"; both under a {cap} memory cap (cgroup v1)" if cap else "")
+      + (f"; decode at a context of {depth} tokens (llama.cpp: tg at depth {depth})" if depth > 0 else ""))
 print("| engine | prefill tok/s | decode tok/s | prefill vs llama.cpp | decode vs llama.cpp | decode / memory bound | peak RSS GiB |")
 print("|---|---|---|---|---|---|---|")
 print(f"| llama.cpp | {lp:.2f} | {lt:.2f} | 1.00 | 1.00 | | {llama_rss / 2**30:.2f} |")
