@@ -34,23 +34,6 @@ __m256 lane_sums(const float* a, const float* b, size_t n) {
 // sum_i a[i] * b[i] in the lane order above; sum of squares when a == b.
 float lane_dot(const float* a, const float* b, size_t n) { return hsum(lane_sums(a, b, n)); }
 
-// hsum of eight vectors at once, lane k of the result hsum(v[k]) bit for bit: the same additions
-// (halves, then lanes 0 + 2 and 1 + 3, then the last two) on transposed registers.
-__m256 hsum8(const __m256 (&v)[8]) {
-    __m256 halves[4];
-    for (int k = 0; k < 4; ++k)
-        halves[k] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x20),
-                                  _mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x31));
-    // halves[k] = [h(v[2k]) | h(v[2k+1])], h(x)_i = x_i + x_{i+4}; then h_0 + h_2 and h_1 + h_3:
-    const __m256 p01 = _mm256_add_ps(_mm256_unpacklo_ps(halves[0], halves[1]), _mm256_unpackhi_ps(halves[0], halves[1]));
-    const __m256 p23 = _mm256_add_ps(_mm256_unpacklo_ps(halves[2], halves[3]), _mm256_unpackhi_ps(halves[2], halves[3]));
-    // p01 = [s0(v0), s0(v2), s1(v0), s1(v2) | s0(v1), s0(v3), s1(v1), s1(v3)], likewise p23 for v4..v7.
-    const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(p01, p23, _MM_SHUFFLE(1, 0, 1, 0)),
-                                      _mm256_shuffle_ps(p01, p23, _MM_SHUFFLE(3, 2, 3, 2)));
-    // sums = [t0, t2, t4, t6 | t1, t3, t5, t7]
-    return _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
 }  // namespace
 
 float dot(const float* a, const float* b, size_t n) { return lane_dot(a, b, n); }

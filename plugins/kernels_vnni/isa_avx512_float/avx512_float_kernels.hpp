@@ -49,7 +49,14 @@ void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t 
 // XorReduceFn: the RAM read probe's loop (n a multiple of 256, p 64-byte aligned).
 uint64_t xor_reduce(const void* p, size_t n);
 
-// Replaces the out_in float matmuls (the GGUF formats' included), the head's cheap pass and the RAM probe's loop of `table`
+// Attention's many-row kernels (attention_rows.cpp): the bits of the avx2 dot and axpy.
+void dot_many(const float* q, size_t n_q, size_t q_stride, const float* rows, size_t n_rows, size_t row_stride,
+              size_t n, float* scores, size_t scores_stride);
+void axpy_many(const float* weights, size_t n_y, size_t weights_stride, const float* rows, size_t n_rows,
+               size_t row_stride, size_t n, float* y, size_t y_stride);
+
+// Replaces the out_in float matmuls (the GGUF formats' included), attention's many-row kernels,
+// the head's cheap pass and the RAM probe's loop of `table`
 // with the ones above. Baseline code: it only stores
 // function addresses.
 void install_float_kernels(KernelTable& table);
