@@ -24,20 +24,22 @@ namespace stormo::simd::avx512 {
 namespace {
 
 // MXFP4 (cols a multiple of 32). The activations arrive rearranged per block as [16 even | 16 odd]
-// elements (prepare_mxfp4_rows), the order the low and high nibbles come in. Per (output, row):
-// accumulator e sums the even elements' products lane by lane over ascending blocks, accumulator
-// d the odd ones; the value is the fixed-order sum of e + d.
+// elements (prepare_mxfp4_rows), the order the low and high nibbles come in. Per (output, row) one
+// accumulator takes, block after block, the even elements' products and then the odd ones', lane
+// by lane; the value is its fixed-order lane sum. One accumulator a pair leaves registers for a
+// prefill tile of 4 outputs x 4 rows with the rows' activations loaded once a block: each decoded
+// block then feeds 8 multiply-adds where a 4 x 2 tile fed 4, and the decode's permutes no longer
+// bound prefill.
 template <int O, int R>
 void mxfp4_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
     const size_t n_blocks = w.cols / 32;
     const uint8_t* blocks = static_cast<const uint8_t*>(w.data);
     const __m512 values = e2m1_doubled_values();
-    __m512 e[O][R];
-    __m512 d[O][R];
+    __m512 acc[O][R];
     #pragma GCC unroll 8
     for (int k = 0; k < O; ++k)
         #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) e[k][r] = d[k][r] = _mm512_setzero_ps();
+        for (int r = 0; r < R; ++r) acc[k][r] = _mm512_setzero_ps();
     for (size_t blk = 0; blk < n_blocks; ++blk) {
         const size_t i = blk * 32;
         if (blk % 4 == 0)
@@ -46,6 +48,12 @@ void mxfp4_tile(const WeightView& w, size_t o, const float* x, size_t xs, float*
         if (blk % 64 == 0)
             #pragma GCC unroll 8
             for (int k = 0; k < O; ++k) prefetch_l2(w.scales, (o + O + k) * n_blocks + blk);
+        __m512 x_even[R], x_odd[R];
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            x_even[r] = _mm512_loadu_ps(x + r * xs + i);
+            x_odd[r] = _mm512_loadu_ps(x + r * xs + i + 16);
+        }
         #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) {
             const size_t index = (o + k) * n_blocks + blk;
@@ -56,16 +64,15 @@ void mxfp4_tile(const WeightView& w, size_t o, const float* x, size_t xs, float*
             const __m512 odd = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), table);
             #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
-                const float* xr = x + r * xs + i;
-                e[k][r] = _mm512_fmadd_ps(even, _mm512_loadu_ps(xr), e[k][r]);
-                d[k][r] = _mm512_fmadd_ps(odd, _mm512_loadu_ps(xr + 16), d[k][r]);
+                acc[k][r] = _mm512_fmadd_ps(even, x_even[r], acc[k][r]);
+                acc[k][r] = _mm512_fmadd_ps(odd, x_odd[r], acc[k][r]);
             }
         }
     }
     #pragma GCC unroll 8
     for (int k = 0; k < O; ++k)
         #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) y[r * ys + o + k] = hsum16(_mm512_add_ps(e[k][r], d[k][r]));
+        for (int r = 0; r < R; ++r) y[r * ys + o + k] = hsum16(acc[k][r]);
 }
 
 // Rows of x rearranged per 32-value block as [even elements | odd elements] (see mxfp4_tile).
@@ -78,6 +85,7 @@ void prepare_mxfp4_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scra
 template <Dense F>
 struct DenseKernel {
     static constexpr int kRowOutputs = 1;  // tiles512.hpp
+    static constexpr int kQuadOutputs = 0;
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         dense_tile<F, O, R>(w, o, x, xs, y, ys);
@@ -86,6 +94,7 @@ struct DenseKernel {
 
 struct Mxfp4Kernel {
     static constexpr int kRowOutputs = 8;  // tiles512.hpp
+    static constexpr int kQuadOutputs = 4;
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         mxfp4_tile<O, R>(w, o, x, xs, y, ys);

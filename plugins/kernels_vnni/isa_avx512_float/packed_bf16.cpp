@@ -165,6 +165,7 @@ void packed_tile(const WeightView& w, size_t o, const float* x, size_t xs, float
 
 struct PackedKernel {
     static constexpr int kRowOutputs = 4;  // tiles512.hpp
+    static constexpr int kQuadOutputs = 0;
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         packed_tile<O, R>(w, o, x, xs, y, ys);

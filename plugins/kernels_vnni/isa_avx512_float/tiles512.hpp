@@ -17,7 +17,7 @@ namespace {
 template <class K, int R>
 void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys, size_t o_begin, size_t o_end) {
     size_t o = o_begin;
-    constexpr int kWide = R == 1 ? K::kRowOutputs : 4;
+    constexpr int kWide = R == 1 ? K::kRowOutputs : R == 4 ? K::kQuadOutputs : 4;
     if constexpr (kWide > 4)
         for (; o + kWide <= o_end; o += kWide) K::template tile<kWide, R>(w, o, x, xs, y, ys);
     if constexpr (kWide >= 4)
@@ -48,12 +48,14 @@ template <class K>
 void drive(const WeightView& w, const float* x, size_t n_x, size_t xs, float* y, size_t ys,
            size_t o_begin, size_t o_end) {
     if (n_x == 0 || o_begin >= o_end) return;
-    const size_t block = input_row_block(w.cols, n_x, 2);
+    const size_t block = input_row_block(w.cols, n_x, K::kQuadOutputs > 0 ? 4 : 2);
     for (size_t r0 = 0; r0 < n_x; r0 += block) {
         const size_t r_end = r0 + block < n_x ? r0 + block : n_x;
         for (size_t c0 = o_begin; c0 < o_end; c0 += kOutputChunk) {
             const size_t c1 = c0 + kOutputChunk < o_end ? c0 + kOutputChunk : o_end;
             size_t r = r0;
+            if constexpr (K::kQuadOutputs > 0)
+                for (; r + 4 <= r_end; r += 4) outputs<K, 4>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
             for (; r + 2 <= r_end; r += 2) outputs<K, 2>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
             if (r < r_end) outputs<K, 1>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
         }
