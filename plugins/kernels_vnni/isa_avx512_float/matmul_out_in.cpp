@@ -10,8 +10,9 @@
 //
 // The contract of docs/kernels.md holds: every (output, row) pair owns its accumulators and sees
 // the same operations in the same order in every tile shape, so its value depends neither on n_x,
-// nor on the output range, nor on the thread that computed it. Tiles are 4 outputs x 2 rows (and
-// 1 output or 1 row at the edges) sharing weight decodes and input loads (see drive).
+// nor on the output range, nor on the thread that computed it. Tiles are 4 outputs x 2 rows (MXFP4:
+// 4 x 4 for row quads; 1 output or 1 row at the edges) sharing weight decodes and input loads (see
+// drive).
 
 #include "avx512_float_kernels.hpp"
 #include "scratch.hpp"

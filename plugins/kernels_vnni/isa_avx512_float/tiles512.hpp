@@ -1,6 +1,6 @@
 #pragma once
 // The tile driver of the 512-bit out_in float matmuls (matmul_out_in.cpp, matmul_gguf_512.cpp): row
-// blocks, chunks of outputs, row pairs, tiles of 4 outputs. A kernel K gives
+// blocks, chunks of outputs, row quads or pairs, tiles of 4 outputs. A kernel K gives
 // `template <int O, int R> static void tile(w, o, x, xs, y, ys)`, computing outputs o..o+O-1 for
 // the R rows from x into y, each (output, row) pair in the same operations whatever O and R are.
 // Unnamed namespace, as every ISA helper (simd512.hpp says why).
@@ -25,7 +25,8 @@ void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys
     for (; o < o_end; ++o) K::template tile<1, R>(w, o, x, xs, y, ys);
 }
 
-// A kernel K also gives kRowOutputs, the outputs of a tile for a lone row (decode): 1, 4 or 8,
+// A kernel K also gives kQuadOutputs, the outputs of a tile over four rows (0: the kernel takes
+// rows in pairs only), and kRowOutputs, the outputs of a tile for a lone row (decode): 1, 4 or 8,
 // whichever streams fastest. A decode tile is bound by the misses it keeps in flight, and 8 rows
 // of weights a tile (with 8 rows prefetched ahead) read one row of x faster than 4 for the small
 // per-weight decodes (one thread, 1 GiB set, GB/s, 4 -> 8: transformers' MXFP4 10.2-16.2 -> 20.3-21.5,
@@ -38,8 +39,9 @@ void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys
 // Outputs per chunk: their weights stay in L2 while every row pair of a block reads them.
 constexpr size_t kOutputChunk = 32;
 
-// Row blocks outermost (about 256 KiB of x, in L2), then chunks of 32 outputs, then pairs of rows
-// (a lone last row), then tiles of 4 outputs x 2 rows. A tile's input loads serve 4 outputs and
+// Row blocks outermost (about 256 KiB of x, in L2), then chunks of 32 outputs, then quads of rows
+// for a kernel with K::kQuadOutputs > 0 (MXFP4), pairs of rows (a lone last row), then tiles of 4
+// outputs x 2 rows (x 4 rows for quads). A tile's input loads serve 4 outputs and
 // its weight decodes 2 rows; a row pair stays in L1 while the chunk's tiles read it, and the
 // chunk's weights stay in L2 while every pair reads them, so the matrix is read from RAM once per
 // row block. Row groups of 8 x 1 output were slower: each multiply-add then needed its own load of
