@@ -1,8 +1,6 @@
 // Vector kernels: dot, axpy (and their many-row forms for attention) and rmsnorm. Sums use four
 // 8-lane accumulators (32 values a step), then one 8-value step and one masked step, reduced in a
 // fixed order; axpy is one fused multiply-add per element.
-#include <algorithm>
-
 #include "float_kernels.hpp"
 #include "simd.hpp"
 
@@ -155,7 +153,7 @@ void axpy_many(const float* weights, size_t n_y, size_t weights_stride, const fl
                size_t row_stride, size_t n, float* y, size_t y_stride) {
     constexpr size_t kRowBlock = 16;
     for (size_t j0 = 0; j0 < n_rows; j0 += kRowBlock) {
-        const size_t count = std::min(kRowBlock, n_rows - j0);
+        const size_t count = n_rows - j0 < kRowBlock ? n_rows - j0 : kRowBlock;
         const float* block = rows + j0 * row_stride;
         for (size_t a = 0; a < n_y; ++a) {
             const float* w = weights + a * weights_stride + j0;

@@ -6,7 +6,6 @@
 // 16-lane accumulators hold [acc0 | acc1] and [acc2 | acc3] exactly, with half the multiply-adds
 // and loads; a head size that is not a multiple of 32 (dot's 8-value and masked steps) takes the
 // avx2 loop. axpy is one fused multiply-add per element, whatever the vector width.
-#include <algorithm>
 
 #include "avx512_float_kernels.hpp"
 #include "float_kernels.hpp"  // the avx2 dot_many, for head sizes that are not a multiple of 32
@@ -84,7 +83,7 @@ void axpy_many(const float* weights, size_t n_y, size_t weights_stride, const fl
                size_t row_stride, size_t n, float* y, size_t y_stride) {
     constexpr size_t kRowBlock = 16;
     for (size_t j0 = 0; j0 < n_rows; j0 += kRowBlock) {
-        const size_t count = std::min(kRowBlock, n_rows - j0);
+        const size_t count = n_rows - j0 < kRowBlock ? n_rows - j0 : kRowBlock;
         const float* block = rows + j0 * row_stride;
         for (size_t a = 0; a < n_y; ++a) {
             const float* w = weights + a * weights_stride + j0;
