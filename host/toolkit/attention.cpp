@@ -77,15 +77,15 @@ float softmax_with_sink(float* logits, size_t n, float sink, SoftmaxFn softmax) 
 
 namespace {
 
-// The visible keys [first, first + n) as runs of consecutive rows of a KV buffer with `rows` rows
-// (a sliding layer's buffer is a ring, so a window wraps at most once): (offset in the run of
-// keys, first row, rows).
+// The visible keys [first, first + n) as runs of consecutive rows of KV buffer `buffer` (a sliding
+// layer's buffer is a ring, so a window wraps at most once): (offset in the run of keys, first
+// row, rows).
 struct KeyRun {
     size_t offset, row, count;
 };
-size_t key_runs(size_t first, size_t n, size_t rows, KeyRun (&runs)[2]) {
-    const size_t row = first % rows;
-    const size_t head = std::min(n, rows - row);
+size_t key_runs(const KvView& kv, size_t buffer, size_t first, size_t n, KeyRun (&runs)[2]) {
+    const size_t row = kv.row(buffer, static_cast<int64_t>(first));
+    const size_t head = std::min(n, kv.rows[buffer] - row);
     runs[0] = {0, row, head};
     if (head == n) return 1;
     runs[1] = {head, 0, n - head};
@@ -124,7 +124,7 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
             float* out = context + r * q_width + h0 * hd;
             scores.resize(group * stride);
             KeyRun runs[2];
-            const size_t n_key_runs = key_runs(first, n_keys, kv.rows[0], runs);
+            const size_t n_key_runs = key_runs(kv, 0, first, n_keys, runs);
             for (size_t k = 0; k < n_key_runs; ++k)
                 kt.dot_many(qg, group, hd, keys + runs[k].row * kv_width + kv_offset, runs[k].count, kv_width, hd,
                             scores.data() + runs[k].offset, stride);
@@ -141,7 +141,7 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
                 }
             }
             std::fill_n(out, group * hd, 0.0f);
-            const size_t n_value_runs = key_runs(first, n_keys, kv.rows[1], runs);
+            const size_t n_value_runs = key_runs(kv, 1, first, n_keys, runs);
             for (size_t k = 0; k < n_value_runs; ++k)
                 kt.axpy_many(scores.data() + runs[k].offset, group, stride, values + runs[k].row * kv_width + kv_offset,
                              runs[k].count, kv_width, hd, out, hd);
