@@ -269,7 +269,6 @@ struct Kernel {
     // 8 outputs a lone row's tile for the 32-value blocks; the K-quants' 4-vector units keep 4
     // (tiles512.hpp has the figures).
     static constexpr int kRowOutputs = F::kValues == 32 ? 8 : 4;
-    static constexpr int kQuadOutputs = 0;
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         gguf512::tile<F, O, R>(w, o, x, xs, y, ys);
@@ -317,7 +316,6 @@ void decode_panel(const WeightView& w, size_t o0, size_t n, float* panel) {
 
 struct PanelKernel {
     static constexpr int kRowOutputs = 4;  // tiles512.hpp
-    static constexpr int kQuadOutputs = 0;
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         dense_tile<Dense::f32, O, R, false>(w, o, x, xs, y, ys);

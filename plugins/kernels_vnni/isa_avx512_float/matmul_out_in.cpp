@@ -86,7 +86,6 @@ void prepare_mxfp4_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scra
 template <Dense F>
 struct DenseKernel {
     static constexpr int kRowOutputs = 1;  // tiles512.hpp
-    static constexpr int kQuadOutputs = 0;
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         dense_tile<F, O, R>(w, o, x, xs, y, ys);

@@ -12,12 +12,19 @@
 namespace stormo::simd::avx512 {
 namespace {
 
+// K::kQuadOutputs where the kernel gives it, else 0 (rows in pairs only).
+template <class K>
+constexpr int quad_outputs() {
+    if constexpr (requires { K::kQuadOutputs; }) return K::kQuadOutputs;
+    else return 0;
+}
+
 // Outputs [o_begin, o_end) for the rows r and r + 1 (R = 2) or row r (R = 1): tiles of 4 outputs
 // (K::kRowOutputs for a lone row, then 4 when that is more than 4), single outputs for the rest.
 template <class K, int R>
 void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys, size_t o_begin, size_t o_end) {
     size_t o = o_begin;
-    constexpr int kWide = R == 1 ? K::kRowOutputs : R == 4 ? K::kQuadOutputs : 4;
+    constexpr int kWide = R == 1 ? K::kRowOutputs : R == 4 ? quad_outputs<K>() : 4;
     if constexpr (kWide > 4)
         for (; o + kWide <= o_end; o += kWide) K::template tile<kWide, R>(w, o, x, xs, y, ys);
     if constexpr (kWide >= 4)
@@ -25,8 +32,8 @@ void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys
     for (; o < o_end; ++o) K::template tile<1, R>(w, o, x, xs, y, ys);
 }
 
-// A kernel K also gives kQuadOutputs, the outputs of a tile over four rows (0: the kernel takes
-// rows in pairs only), and kRowOutputs, the outputs of a tile for a lone row (decode): 1, 4 or 8,
+// A kernel K may give kQuadOutputs, the outputs of a tile over four rows (without it, rows go in
+// pairs only), and gives kRowOutputs, the outputs of a tile for a lone row (decode): 1, 4 or 8,
 // whichever streams fastest. A decode tile is bound by the misses it keeps in flight, and 8 rows
 // of weights a tile (with 8 rows prefetched ahead) read one row of x faster than 4 for the small
 // per-weight decodes (one thread, 1 GiB set, GB/s, 4 -> 8: transformers' MXFP4 10.2-16.2 -> 20.3-21.5,
@@ -40,7 +47,7 @@ void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys
 constexpr size_t kOutputChunk = 32;
 
 // Row blocks outermost (about 256 KiB of x, in L2), then chunks of 32 outputs, then quads of rows
-// for a kernel with K::kQuadOutputs > 0 (MXFP4), pairs of rows (a lone last row), then tiles of 4
+// for a kernel that gives kQuadOutputs (MXFP4), pairs of rows (a lone last row), then tiles of 4
 // outputs x 2 rows (x 4 rows for quads). A tile's input loads serve 4 outputs and
 // its weight decodes 2 rows; a row pair stays in L1 while the chunk's tiles read it, and the
 // chunk's weights stay in L2 while every pair reads them, so the matrix is read from RAM once per
@@ -50,13 +57,13 @@ template <class K>
 void drive(const WeightView& w, const float* x, size_t n_x, size_t xs, float* y, size_t ys,
            size_t o_begin, size_t o_end) {
     if (n_x == 0 || o_begin >= o_end) return;
-    const size_t block = input_row_block(w.cols, n_x, K::kQuadOutputs > 0 ? 4 : 2);
+    const size_t block = input_row_block(w.cols, n_x, quad_outputs<K>() > 0 ? 4 : 2);
     for (size_t r0 = 0; r0 < n_x; r0 += block) {
         const size_t r_end = r0 + block < n_x ? r0 + block : n_x;
         for (size_t c0 = o_begin; c0 < o_end; c0 += kOutputChunk) {
             const size_t c1 = c0 + kOutputChunk < o_end ? c0 + kOutputChunk : o_end;
             size_t r = r0;
-            if constexpr (K::kQuadOutputs > 0)
+            if constexpr (quad_outputs<K>() > 0)
                 for (; r + 4 <= r_end; r += 4) outputs<K, 4>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
             for (; r + 2 <= r_end; r += 2) outputs<K, 2>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
             if (r < r_end) outputs<K, 1>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
