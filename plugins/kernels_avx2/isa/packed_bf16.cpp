@@ -82,6 +82,29 @@ void patched_tile(const WeightView& w, size_t o, const float* x, size_t xs, floa
     matmul_bf16_out_in(decoded, x, R, xs, y + o, ys, 0, O);
 }
 
+// The first `left` of a group's 64 decoded values v (left <= 64) times x into a and b, in the
+// BF16 tile's steps: whole 16s (8 into a, 8 into b), one 8 into a, then a masked part into b. A
+// full group is four 16s.
+[[gnu::always_inline]] inline void add_group(const __m256 (&v)[8], const float* x, size_t left, __m256& a,
+                                             __m256& b) {
+    size_t j = 0;
+    for (; left >= 16; left -= 16, j += 2) {
+        a = _mm256_fmadd_ps(v[j], _mm256_loadu_ps(x + 8 * j), a);
+        b = _mm256_fmadd_ps(v[j + 1], _mm256_loadu_ps(x + 8 * j + 8), b);
+    }
+    if (left >= 8) {
+        a = _mm256_fmadd_ps(v[j], _mm256_loadu_ps(x + 8 * j), a);
+        left -= 8;
+        ++j;
+    }
+    if (left > 0) {
+        // The lanes past cols hold padding: +0 there, as the BF16 tile's partial load.
+        const __m256i mask = first_lanes(left);
+        const __m256 part = _mm256_and_ps(v[j], _mm256_castsi256_ps(mask));
+        b = _mm256_fmadd_ps(part, _mm256_maskload_ps(x + 8 * j, mask), b);
+    }
+}
+
 template <int O, int R>
 void packed_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
     if (w.patch_begin[o + O] != w.patch_begin[o]) {
@@ -90,53 +113,32 @@ void packed_tile(const WeightView& w, size_t o, const float* x, size_t xs, float
     }
     const size_t cols = w.cols, full = cols / kGroup, row_bytes = packed_bf16::row_bytes(cols);
     const uint8_t* base = static_cast<const uint8_t*>(w.data);
+    const uint8_t* row[O];
+    __m256i table[O];
     __m256 a[O][R];
     __m256 b[O][R];
-    for (int k = 0; k < O; ++k)
+    for (int k = 0; k < O; ++k) {
+        row[k] = base + (o + k) * row_bytes;
+        table[k] = row_table(row[k], cols);
         for (int r = 0; r < R; ++r) a[k][r] = b[k][r] = _mm256_setzero_ps();
+    }
     for (size_t g = 0; g < full; ++g) {
         // The next tile's rows, 96 bytes a group, as the BF16 tile asks for its next rows.
         for (int k = 0; k < O; ++k) {
-            prefetch_l2(base, (o + O + k) * row_bytes + g * 96);
-            prefetch_l2(base, (o + O + k) * row_bytes + g * 96 + 64);
+            prefetch_l2(row[k], O * row_bytes + g * 96);
+            prefetch_l2(row[k], O * row_bytes + g * 96 + 64);
         }
         for (int k = 0; k < O; ++k) {
-            const uint8_t* row = base + (o + k) * row_bytes;
             __m256 v[8];
-            group_floats(row, cols, row_table(row, cols), g, v);
-            for (int r = 0; r < R; ++r) {
-                const float* xr = x + r * xs + g * kGroup;
-                for (int q = 0; q < 8; q += 2) {
-                    a[k][r] = _mm256_fmadd_ps(v[q], _mm256_loadu_ps(xr + 8 * q), a[k][r]);
-                    b[k][r] = _mm256_fmadd_ps(v[q + 1], _mm256_loadu_ps(xr + 8 * q + 8), b[k][r]);
-                }
-            }
+            group_floats(row[k], cols, table[k], g, v);
+            for (int r = 0; r < R; ++r) add_group(v, x + r * xs + g * kGroup, kGroup, a[k][r], b[k][r]);
         }
     }
     if (const size_t rest = cols - full * kGroup; rest > 0) {
         for (int k = 0; k < O; ++k) {
-            const uint8_t* row = base + (o + k) * row_bytes;
             __m256 v[8];
-            group_floats(row, cols, row_table(row, cols), full, v);
-            for (int r = 0; r < R; ++r) {
-                const float* xr = x + r * xs + full * kGroup;
-                size_t j = 0, left = rest;
-                for (; left >= 16; left -= 16, j += 2) {
-                    a[k][r] = _mm256_fmadd_ps(v[j], _mm256_loadu_ps(xr + 8 * j), a[k][r]);
-                    b[k][r] = _mm256_fmadd_ps(v[j + 1], _mm256_loadu_ps(xr + 8 * j + 8), b[k][r]);
-                }
-                if (left >= 8) {
-                    a[k][r] = _mm256_fmadd_ps(v[j], _mm256_loadu_ps(xr + 8 * j), a[k][r]);
-                    left -= 8;
-                    ++j;
-                }
-                if (left > 0) {
-                    // The lanes past cols hold padding: +0 there, as the BF16 tile's partial load.
-                    const __m256i mask = first_lanes(left);
-                    const __m256 part = _mm256_and_ps(v[j], _mm256_castsi256_ps(mask));
-                    b[k][r] = _mm256_fmadd_ps(part, _mm256_maskload_ps(xr + 8 * j, mask), b[k][r]);
-                }
-            }
+            group_floats(row[k], cols, table[k], full, v);
+            for (int r = 0; r < R; ++r) add_group(v, x + r * xs + full * kGroup, rest, a[k][r], b[k][r]);
         }
     }
     for (int k = 0; k < O; ++k)

@@ -90,6 +90,27 @@ void patched_tile(const WeightView& w, size_t o, const float* x, size_t xs, floa
     dense_tile<Dense::bf16, O, R, false>(decoded, 0, x, xs, y + o, ys);
 }
 
+// The first `left` of a group's 64 decoded values v (left <= 64) times x into a and b, in
+// dense_tile's steps: whole 32s (16 into a, 16 into b), one 16 into a, then a masked part into b.
+// A full group is two 32s.
+[[gnu::always_inline]] inline void add_group(const __m512 (&v)[4], const float* x, size_t left, __m512& a,
+                                             __m512& b) {
+    size_t j = 0;
+    for (; left >= 32; left -= 32, j += 2) {
+        a = _mm512_fmadd_ps(v[j], _mm512_loadu_ps(x + 16 * j), a);
+        b = _mm512_fmadd_ps(v[j + 1], _mm512_loadu_ps(x + 16 * j + 16), b);
+    }
+    if (left >= 16) {
+        a = _mm512_fmadd_ps(v[j], _mm512_loadu_ps(x + 16 * j), a);
+        left -= 16;
+        ++j;
+    }
+    if (left > 0) {
+        const __mmask16 m = first16(left);
+        b = _mm512_fmadd_ps(_mm512_maskz_mov_ps(m, v[j]), _mm512_maskz_loadu_ps(m, x + 16 * j), b);
+    }
+}
+
 template <int O, int R>
 void packed_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
     if (w.patch_begin[o + O] != w.patch_begin[o]) {
@@ -122,39 +143,16 @@ void packed_tile(const WeightView& w, size_t o, const float* x, size_t xs, float
             __m512 v[4];
             group_floats(row[k], cols, table[k], g, v);
             #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                const float* xr = x + r * xs + i;
-                a[k][r] = _mm512_fmadd_ps(v[0], _mm512_loadu_ps(xr), a[k][r]);
-                b[k][r] = _mm512_fmadd_ps(v[1], _mm512_loadu_ps(xr + 16), b[k][r]);
-                a[k][r] = _mm512_fmadd_ps(v[2], _mm512_loadu_ps(xr + 32), a[k][r]);
-                b[k][r] = _mm512_fmadd_ps(v[3], _mm512_loadu_ps(xr + 48), b[k][r]);
-            }
+            for (int r = 0; r < R; ++r) add_group(v, x + r * xs + i, kGroup, a[k][r], b[k][r]);
         }
     }
     if (const size_t rest = cols - full * kGroup; rest > 0) {
-        // dense_tile's steps over the last values: whole 32s, one 16, then a masked part into b.
         #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) {
             __m512 v[4];
             group_floats(row[k], cols, table[k], full, v);
             #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                const float* xr = x + r * xs + full * kGroup;
-                size_t j = 0, left = rest;
-                for (; left >= 32; left -= 32, j += 2) {
-                    a[k][r] = _mm512_fmadd_ps(v[j], _mm512_loadu_ps(xr + 16 * j), a[k][r]);
-                    b[k][r] = _mm512_fmadd_ps(v[j + 1], _mm512_loadu_ps(xr + 16 * j + 16), b[k][r]);
-                }
-                if (left >= 16) {
-                    a[k][r] = _mm512_fmadd_ps(v[j], _mm512_loadu_ps(xr + 16 * j), a[k][r]);
-                    left -= 16;
-                    ++j;
-                }
-                if (left > 0) {
-                    const __mmask16 m = first16(left);
-                    b[k][r] = _mm512_fmadd_ps(_mm512_maskz_mov_ps(m, v[j]), _mm512_maskz_loadu_ps(m, xr + 16 * j), b[k][r]);
-                }
-            }
+            for (int r = 0; r < R; ++r) add_group(v, x + r * xs + full * kGroup, rest, a[k][r], b[k][r]);
         }
     }
     #pragma GCC unroll 8
@@ -165,7 +163,6 @@ void packed_tile(const WeightView& w, size_t o, const float* x, size_t xs, float
 
 struct PackedKernel {
     static constexpr int kRowOutputs = 4;  // tiles512.hpp
-    static constexpr int kQuadOutputs = 0;
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
         packed_tile<O, R>(w, o, x, xs, y, ys);
