@@ -41,6 +41,10 @@ if [ $# -lt 4 ]; then
 fi
 STORMO=$1 LLAMA=$2 MODEL=$3 GGUF=$4 THREADS=${5:-2} REPEATS=${6:-3}
 PP=${PROMPT_TOKENS:-64} TG=${GEN_TOKENS:-32} DEPTH=${DEPTH:-0}
+if ! [[ "$DEPTH" =~ ^[0-9]+$ ]]; then
+    echo "race: DEPTH must be a whole number of tokens, not '$DEPTH'" >&2
+    exit 2
+fi
 if [ "$DEPTH" -gt 0 ]; then
     PP=$DEPTH
 fi
