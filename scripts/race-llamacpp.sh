@@ -18,6 +18,10 @@
 #
 # Each round's figures follow the table, one line per engine and road, so a round that ran in a
 # slow spell of the machine shows. KEEP=DIR keeps every run's JSON and stderr in DIR.
+# The memory bound: each stormo run probes RAM itself (`bench`); each llama.cpp run has the same
+# probe (`bench-kernels --ram-only`) right before and right after it, and its decode's GB/s (tok/s
+# times the bytes a token reads from its GGUF, from `stormo inspect`) is printed against them: the
+# "decode / memory bound" column for both engines, and a line saying whether any round beat it.
 #
 # CAP=8G (or any size cgroup v1 takes) runs both engines inside a fresh cgroup v1 memory group
 # whose memory.limit_in_bytes is CAP (page cache included; needs root and
@@ -36,7 +40,7 @@
 set -euo pipefail
 
 if [ $# -lt 4 ]; then
-    sed -n '2,34p' "$0" >&2
+    sed -n '2,38p' "$0" >&2
     exit 2
 fi
 STORMO=$1 LLAMA=$2 MODEL=$3 GGUF=$4 THREADS=${5:-2} REPEATS=${6:-3}
@@ -102,8 +106,21 @@ measured() {
     fi
 }
 
+# The RAM read probe of `stormo bench` (the same loop, buffer and threads), alone: run right before
+# and right after each llama.cpp run, so that llama.cpp's decode, in GB/s at the bytes a token of
+# its GGUF reads, stands beside a bound measured minutes apart at most. This is the check that the
+# probe is a bound: no engine may move more than it.
+probe() {
+    drop_page_cache
+    "$STORMO" bench-kernels --ram-only --threads-list "$THREADS" --ram-probe 1GiB --json > "$OUT/$1.json" 2> "$OUT/$1.err"
+}
+# Bytes a llama.cpp decode token reads from its GGUF: every dense tensor but the embedding (one
+# row of it a token), and top_k of n_experts of the routed experts.
+"$STORMO" inspect --model "$GGUF" --json > "$OUT/gguf-inspect.json" 2> "$OUT/gguf-inspect.err"
+
 for r in $(seq 1 "$REPEATS"); do
     echo "race: round $r of $REPEATS" >&2
+    probe "probe-before.$r"
     if [ -n "$CAP" ]; then
         measured "llama.$r" "$LLAMA/llama-batched-bench" -m "$GGUF" -c $((PP + TG + 16)) -b "$PP" -ub "$PP" -npp "$PP" \
             -ntg "$TG" -npl 1 -t "$THREADS" -nr --output-format jsonl > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
@@ -118,6 +135,7 @@ for r in $(seq 1 "$REPEATS"); do
                 > "$OUT/llama.$r.json" 2> "$OUT/llama.$r.err"
         fi
     fi
+    probe "probe-after.$r"
     # No probe after the decode: its buffer would count in the process's peak RSS, which this
     # script sets beside llama.cpp's (the 64 MiB paired probe's buffer still does).
     measured "f32.$r" "$STORMO" bench --model "$MODEL" --prompt-tokens "$PP" --gen-tokens "$TG" --threads "$THREADS" \
@@ -158,6 +176,16 @@ for road in ("f32", "int8"):
     rows[road]["paired"] = med(paired) if paired else None
     rows[road]["process_rss"] = med(rss(road, r) for r in range(1, repeats + 1))
 lp, lt = med(llama_pp), med(llama_tg)
+inspect = json.load(open(f"{out}/gguf-inspect.json"))
+roles = inspect["tensors"]["by_role"]
+llama_bytes = (sum(roles[k]["bytes"] for k in ("attention", "norm", "router", "dense_ffn", "head", "other"))
+               + roles["experts"]["bytes"] * inspect["top_k"] / inspect["n_experts"])
+def probe(name, r): return json.load(open(f"{out}/{name}.{r}.json"))["ram"][0]["bytes_per_s"]
+llama_rounds = []  # per round: decode GB/s, probe before, probe after (GB/s)
+for r in range(1, repeats + 1):
+    tg = [t["avg_ts"] for t in load("llama", r) if t["n_prompt"] == 0][-1]
+    llama_rounds.append((tg * llama_bytes / 1e9, probe("probe-before", r) / 1e9, probe("probe-after", r) / 1e9))
+llama_share = med(g / max(b, a) for g, b, a in llama_rounds)
 cap = os.environ.get("CAP")
 depth = int(os.environ.get("DEPTH", "0"))
 print(f"llama.cpp {os.environ.get('LLAMA_LABEL') or llama_commit}; medians of {repeats} interleaved runs"
@@ -165,7 +193,7 @@ print(f"llama.cpp {os.environ.get('LLAMA_LABEL') or llama_commit}; medians of {r
       + (f"; decode at a context of {depth} tokens (llama.cpp: tg at depth {depth})" if depth > 0 else ""))
 print("| engine | prefill tok/s | decode tok/s | prefill vs llama.cpp | decode vs llama.cpp | decode / memory bound | peak RSS GiB |")
 print("|---|---|---|---|---|---|---|")
-print(f"| llama.cpp | {lp:.2f} | {lt:.2f} | 1.00 | 1.00 | | {llama_rss / 2**30:.2f} |")
+print(f"| llama.cpp | {lp:.2f} | {lt:.2f} | 1.00 | 1.00 | {llama_share:.2f} | {llama_rss / 2**30:.2f} |")
 for road, name in (("f32", "stormo, float road (exact)"), ("int8", "stormo, int8 road")):
     r = rows[road]
     print(f"| {name} | {r['prefill_tokens_per_s']:.2f} | {r['decode_tokens_per_s']:.2f} | "
@@ -180,6 +208,13 @@ for r in range(1, repeats + 1):
                     f"(decode step: attention {1e3 * x['decode_step_attention_seconds']:.0f} ms, "
                     f"experts {1e3 * x['decode_step_ffn_seconds']:.0f} ms, head {1e3 * x['decode_step_head_seconds']:.0f} ms)")
     print(f"  round {r}: " + "; ".join(line))
+print(f"llama.cpp: {llama_bytes / 1e9:.3f} GB read per token (its GGUF: every dense tensor but the embedding, "
+      f"{inspect['top_k']} of {inspect['n_experts']} experts); decode moved / RAM probe before and after its run, GB/s:")
+for r, (g, b, a) in enumerate(llama_rounds, 1):
+    print(f"  round {r}: {g:.1f} / {b:.1f} and {a:.1f} ({g / max(b, a):.2f} of the higher)")
+worst = max(g / max(b, a) for g, b, a in llama_rounds)
+print(f"llama.cpp's decode against the probe: {worst:.2f} at most"
+      + (" -- MORE than the probe: the probe is not a bound" if worst > 1.0 else " (the probe held as a bound)"))
 for road in ("f32", "int8"):
     r = rows[road]
     print(f"{road}: {r['bytes_per_token'] / 1e9:.3f} GB read per token (head {r['head_bytes'] / 1e9:.3f} GB), "
