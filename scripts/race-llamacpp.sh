@@ -112,11 +112,13 @@ measured() {
 # probe is a bound: no engine may move more than it.
 probe() {
     drop_page_cache
-    "$STORMO" bench-kernels --ram-only --threads-list "$THREADS" --ram-probe 1GiB --json > "$OUT/$1.json" 2> "$OUT/$1.err"
+    "$STORMO" bench-kernels --ram-only --threads-list "$THREADS" --ram-probe 1GiB --json > "$OUT/$1.json" 2> "$OUT/$1.err" \
+        || { echo "race: the RAM probe failed ($STORMO bench-kernels --ram-only):" >&2; cat "$OUT/$1.err" >&2; exit 1; }
 }
 # Bytes a llama.cpp decode token reads from its GGUF: every dense tensor but the embedding (one
 # row of it a token), and top_k of n_experts of the routed experts.
-"$STORMO" inspect --model "$GGUF" --json > "$OUT/gguf-inspect.json" 2> "$OUT/gguf-inspect.err"
+"$STORMO" inspect --model "$GGUF" --json > "$OUT/gguf-inspect.json" 2> "$OUT/gguf-inspect.err" \
+    || { echo "race: $STORMO inspect cannot read $GGUF:" >&2; cat "$OUT/gguf-inspect.err" >&2; exit 1; }
 
 for r in $(seq 1 "$REPEATS"); do
     echo "race: round $r of $REPEATS" >&2
@@ -181,11 +183,13 @@ roles = inspect["tensors"]["by_role"]
 llama_bytes = (sum(roles[k]["bytes"] for k in ("attention", "norm", "router", "dense_ffn", "head", "other"))
                + roles["experts"]["bytes"] * inspect["top_k"] / inspect["n_experts"])
 def probe(name, r): return json.load(open(f"{out}/{name}.{r}.json"))["ram"][0]["bytes_per_s"]
-llama_rounds = []  # per round: decode GB/s, probe before, probe after (GB/s)
-for r in range(1, repeats + 1):
-    tg = [t["avg_ts"] for t in load("llama", r) if t["n_prompt"] == 0][-1]
-    llama_rounds.append((tg * llama_bytes / 1e9, probe("probe-before", r) / 1e9, probe("probe-after", r) / 1e9))
-llama_share = med(g / max(b, a) for g, b, a in llama_rounds)
+# Per round (llama_tg holds one decode test a round): decode GB/s, probe before and after (GB/s),
+# and the decode's share of the higher probe.
+llama_rounds = []
+for r, tg in enumerate(llama_tg, 1):
+    g, b, a = tg * llama_bytes / 1e9, probe("probe-before", r) / 1e9, probe("probe-after", r) / 1e9
+    llama_rounds.append((g, b, a, g / max(b, a)))
+llama_share = med(share for *_, share in llama_rounds)
 cap = os.environ.get("CAP")
 depth = int(os.environ.get("DEPTH", "0"))
 print(f"llama.cpp {os.environ.get('LLAMA_LABEL') or llama_commit}; medians of {repeats} interleaved runs"
@@ -210,9 +214,9 @@ for r in range(1, repeats + 1):
     print(f"  round {r}: " + "; ".join(line))
 print(f"llama.cpp: {llama_bytes / 1e9:.3f} GB read per token (its GGUF: every dense tensor but the embedding, "
       f"{inspect['top_k']} of {inspect['n_experts']} experts); decode moved / RAM probe before and after its run, GB/s:")
-for r, (g, b, a) in enumerate(llama_rounds, 1):
-    print(f"  round {r}: {g:.1f} / {b:.1f} and {a:.1f} ({g / max(b, a):.2f} of the higher)")
-worst = max(g / max(b, a) for g, b, a in llama_rounds)
+for r, (g, b, a, share) in enumerate(llama_rounds, 1):
+    print(f"  round {r}: {g:.1f} / {b:.1f} and {a:.1f} ({share:.2f} of the higher)")
+worst = max(share for *_, share in llama_rounds)
 print(f"llama.cpp's decode against the probe: {worst:.2f} at most"
       + (" -- MORE than the probe: the probe is not a bound" if worst > 1.0 else " (the probe held as a bound)"))
 for road in ("f32", "int8"):
