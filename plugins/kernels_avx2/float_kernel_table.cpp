@@ -17,6 +17,7 @@ void install_float_kernels(KernelTable& t) {
     set_matmul(t, WeightFormat::F16, Layout::out_in, matmul_f16_out_in);
     set_matmul(t, WeightFormat::MXFP4, Layout::out_in, matmul_mxfp4_out_in);
     set_matmul(t, WeightFormat::BF16_PACKED, Layout::out_in, matmul_bf16_packed_out_in);
+    set_matmul(t, WeightFormat::FP8_E4M3, Layout::out_in, matmul_fp8_e4m3_out_in);
     set_matmul(t, WeightFormat::GGUF_Q8_0, Layout::out_in, matmul_gguf_q8_0_out_in);
     set_matmul(t, WeightFormat::GGUF_Q4_0, Layout::out_in, matmul_gguf_q4_0_out_in);
     set_matmul(t, WeightFormat::GGUF_Q4_K, Layout::out_in, matmul_gguf_q4_k_out_in);

@@ -11,6 +11,7 @@ void install_float_kernels(KernelTable& t) {
     t.matmul[static_cast<size_t>(WeightFormat::F16)][out_in] = matmul_f16_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::MXFP4)][out_in] = matmul_mxfp4_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::BF16_PACKED)][out_in] = matmul_bf16_packed_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::FP8_E4M3)][out_in] = matmul_fp8_e4m3_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q8_0)][out_in] = matmul_gguf_q8_0_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q4_0)][out_in] = matmul_gguf_q4_0_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q4_K)][out_in] = matmul_gguf_q4_k_out_in;

@@ -50,8 +50,9 @@ struct TestMatrix {
     size_t cols = 0;
     std::vector<uint8_t> data;
     std::vector<uint8_t> scales;  // MXFP4 only
-    std::vector<float> block_scales;  // FP8_E4M3 only: [ceil(rows / 16), ceil(cols / 24)]
+    std::vector<float> block_scales;  // FP8_E4M3 only: [ceil(rows / fp8_block_rows), ceil(cols / fp8_block_cols)]
     static constexpr size_t kFp8BlockRows = 16, kFp8BlockCols = 24;  // partial edge blocks on odd shapes
+    size_t fp8_block_rows = kFp8BlockRows, fp8_block_cols = kFp8BlockCols;
 
     WeightView view() const {
         WeightView v;
@@ -63,8 +64,8 @@ struct TestMatrix {
         v.cols = cols;
         if (format == WeightFormat::FP8_E4M3) {
             v.block_scales = block_scales.data();
-            v.block_rows = kFp8BlockRows;
-            v.block_cols = kFp8BlockCols;
+            v.block_rows = fp8_block_rows;
+            v.block_cols = fp8_block_cols;
         }
         if (format == WeightFormat::BF16_PACKED) {
             // The storage packed_bf16::pack lays out: the rows, then the patch offsets and patches.

@@ -217,7 +217,7 @@ void check_all_matmuls(const KernelTable& table, Worst& worst) {
     std::mt19937 rng(2024);
     const KernelTable& ref = reference_kernels();
     for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4,
-                           WeightFormat::BF16_PACKED}) {
+                           WeightFormat::BF16_PACKED, WeightFormat::FP8_E4M3}) {
         for (Layout l : {Layout::out_in, Layout::in_out}) {
             const MatmulFn isa = entry(table, f, l);
             if (isa == nullptr || isa == entry(ref, f, l)) continue;
@@ -242,7 +242,7 @@ void check_all_matmuls(const KernelTable& table, Worst& worst) {
 // (x = e_i), output o of row i is 1 * W[o, i] plus products of zeros, whatever the order of the
 // sum, so every weight the kernel uses must equal the reference's (`bits`, row-major), a zero of
 // either sign matching a zero. Rows holding a non-finite weight are skipped: there 0 * inf is NaN.
-void check_gguf_weights_exact(MatmulFn isa, const testing::TestMatrix& m, const std::vector<uint32_t>& bits) {
+void check_weights_exact(MatmulFn isa, const testing::TestMatrix& m, const std::vector<uint32_t>& bits) {
     const size_t rows = m.rows, cols = m.cols;
     std::vector<float> eye(cols * cols, 0.0f), y(cols * rows, -1.0f);
     for (size_t i = 0; i < cols; ++i) eye[i * cols + i] = 1.0f;
@@ -301,14 +301,14 @@ void check_gguf(const KernelTable& table, Worst& worst) {
             ASSERT_EQ(std::memcmp(row.data(), gp.value_bits.data() + o * gp.m.cols, gp.m.cols * 4), 0)
                 << weight_format_name(f) << " gguf-py row " << o;
         }
-        check_gguf_weights_exact(isa, gp.m, gp.value_bits);
+        check_weights_exact(isa, gp.m, gp.value_bits);
         {
             const testing::TestMatrix r = testing::random_matrix(f, Layout::out_in, 9, 2 * block, rng);
             std::vector<float> w(r.rows * r.cols);
             for (size_t o = 0; o < r.rows; ++o) ref.row_to_f32[static_cast<size_t>(f)](r.view(), o, w.data() + o * r.cols);
             std::vector<uint32_t> bits(w.size());
             std::memcpy(bits.data(), w.data(), w.size() * 4);
-            check_gguf_weights_exact(isa, r, bits);
+            check_weights_exact(isa, r, bits);
         }
         const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, 1031, 2 * block, rng);
         for (size_t n_x : {size_t{1}, size_t{3}}) {
@@ -350,6 +350,56 @@ void check_mxfp4_edges(const KernelTable& table, Worst& worst) {
         check_matmul(isa, entry(reference_kernels(), WeightFormat::MXFP4, Layout::out_in), m, x, n_x,
                      "MXFP4 edge scales n_x " + std::to_string(n_x), worst, rng);
     }
+}
+
+// FP8 edges, in blocks of 16 x 128 (the last column block partial): every byte in every row (the
+// NaN bytes 0x7F and 0xFF included), scales that are subnormal, around 2^8 (where the kernels
+// switch to two multiplies), large, negative, infinite and NaN; inputs with exact zeros. Then,
+// without NaN bytes and with finite scales only, every weight the kernel decodes must be the
+// reference's float exactly.
+void check_fp8_edges(const KernelTable& table, Worst& worst) {
+    const MatmulFn isa = entry(table, WeightFormat::FP8_E4M3, Layout::out_in);
+    const MatmulFn ref = entry(reference_kernels(), WeightFormat::FP8_E4M3, Layout::out_in);
+    ASSERT_NE(isa, ref) << "FP8_E4M3: not replaced";
+    std::mt19937 rng(88);
+    auto fp8_matrix = [](bool nan_bytes, std::vector<float> scales) {
+        testing::TestMatrix m;
+        m.format = WeightFormat::FP8_E4M3;
+        m.rows = 40;
+        m.cols = 272;
+        m.fp8_block_rows = 16;
+        m.fp8_block_cols = 128;
+        m.data.resize(m.rows * m.cols);
+        for (size_t o = 0; o < m.rows; ++o)
+            for (size_t j = 0; j < m.cols; ++j) {
+                auto b = static_cast<uint8_t>((j + 13 * o) % 256);
+                if (!nan_bytes && (b & 0x7Fu) == 0x7Fu) b = static_cast<uint8_t>(b - 1);
+                m.data[o * m.cols + j] = b;
+            }
+        m.block_scales = std::move(scales);  // 3 x 3
+        return m;
+    };
+    const float subnormal = std::ldexp(1.0f, -140);
+    const float inf = std::numeric_limits<float>::infinity();
+    const testing::TestMatrix with_nan = fp8_matrix(
+        true, {1e-3f, subnormal, 128.0f, 256.0f, -4096.0f, 3.5e4f, inf, std::numeric_limits<float>::quiet_NaN(), -0.75f});
+    for (size_t n_x : {1, 2, 5}) {
+        // Small inputs keep finite weights' sums finite, so non-finite results come only from
+        // infinite or NaN weights (order cannot change them).
+        std::vector<float> x = testing::random_floats(n_x * with_nan.cols, rng, -1.0f / 1024, 1.0f / 1024);
+        x[5] = 0.0f;
+        x[with_nan.cols - 1] = 0.0f;
+        check_matmul(isa, ref, with_nan, x, n_x, "FP8 edge bytes and scales n_x " + std::to_string(n_x), worst, rng);
+    }
+    const testing::TestMatrix finite =
+        fp8_matrix(false, {1e-3f, subnormal, 128.0f, 256.0f, -4096.0f, 3.5e4f, 1e-30f, 448.0f, -0.75f});
+    std::vector<float> w(finite.rows * finite.cols);
+    for (size_t o = 0; o < finite.rows; ++o)
+        reference_kernels().row_to_f32[static_cast<size_t>(WeightFormat::FP8_E4M3)](finite.view(), o,
+                                                                                   w.data() + o * finite.cols);
+    std::vector<uint32_t> bits(w.size());
+    std::memcpy(bits.data(), w.data(), w.size() * 4);
+    check_weights_exact(isa, finite, bits);
 }
 
 // Dense edges: every finite BF16 exponent from subnormal up to 2^60, every finite F16 value
@@ -542,7 +592,7 @@ void check_thread_counts(const KernelTable& table) {
     std::mt19937 rng(8);
     WorkerPool p1(1), p2(2), p3(3);
     for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4,
-                           WeightFormat::BF16_PACKED}) {
+                           WeightFormat::BF16_PACKED, WeightFormat::FP8_E4M3}) {
         for (Layout l : {Layout::out_in, Layout::in_out}) {
             if (entry(table, f, l) == nullptr) continue;
             const testing::TestMatrix m = testing::random_matrix(f, l, 1031, 160, rng);
@@ -593,7 +643,8 @@ TEST(IsaKernelsAvx2, EveryReplacedKernelMatchesTheReference) {
     KernelTable table = reference_kernels();
     k->plugin()->install(table);
     // What the plugin promises to replace.
-    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4})
+    for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::F16, WeightFormat::MXFP4,
+                           WeightFormat::FP8_E4M3})
         EXPECT_NE(entry(table, f, Layout::out_in), entry(reference_kernels(), f, Layout::out_in)) << weight_format_name(f);
     EXPECT_EQ(entry(table, WeightFormat::MXFP4, Layout::in_out), nullptr);
     EXPECT_NE(table.dot, reference_kernels().dot);
@@ -605,6 +656,7 @@ TEST(IsaKernelsAvx2, EveryReplacedKernelMatchesTheReference) {
     check_all_matmuls(table, worst);
     check_gguf(table, worst);
     check_mxfp4_edges(table, worst);
+    check_fp8_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);
     check_vector_ops(table, worst);
@@ -679,6 +731,7 @@ TEST(IsaKernelsVnni, FloatKernelsMatchTheReference) {
     check_all_matmuls(table, worst);
     check_gguf(table, worst);
     check_mxfp4_edges(table, worst);
+    check_fp8_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);
     check_vector_ops(table, worst);

@@ -64,7 +64,7 @@ Expected<std::vector<size_t>> positive_list(const std::string& text, const std::
     return out;
 }
 
-// "mxfp4", "bf16", "bf16:in_out", "bf16_packed", "f32:out_in", "f16", and GGUF's block types by ggml's names:
+// "mxfp4", "bf16", "bf16:in_out", "bf16_packed", "f32:out_in", "f16", "fp8" (E4M3 in 128 x 128 scale blocks), and GGUF's block types by ggml's names:
 // "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "gguf_mxfp4" (out_in only).
 Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
     std::vector<BenchMatrixCase> out;
@@ -84,13 +84,15 @@ Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
         else if (format == "q5_k") c.format = WeightFormat::GGUF_Q5_K;
         else if (format == "q6_k") c.format = WeightFormat::GGUF_Q6_K;
         else if (format == "gguf_mxfp4") c.format = WeightFormat::GGUF_MXFP4;
+        else if (format == "fp8") c.format = WeightFormat::FP8_E4M3;
         else
             return fail(ErrorKind::invalid_argument, "--formats: unknown format '" + format +
-                                                         "' (mxfp4, bf16, bf16_packed, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k, gguf_mxfp4)");
+                                                         "' (mxfp4, bf16, bf16_packed, f16, f32, fp8, q8_0, q4_0, q4_k, q5_k, q6_k, gguf_mxfp4)");
         if (layout == "out_in") c.layout = Layout::out_in;
         else if (layout == "in_out") c.layout = Layout::in_out;
         else return fail(ErrorKind::invalid_argument, "--formats: unknown layout '" + layout + "' (out_in, in_out)");
         const bool blocks = c.format == WeightFormat::MXFP4 || c.format == WeightFormat::BF16_PACKED ||
+                            c.format == WeightFormat::FP8_E4M3 ||
                             gguf_weight_block(c.format).values != 0;
         if (blocks && c.layout == Layout::in_out)
             return fail(ErrorKind::invalid_argument, "--formats: " + format + ":in_out does not exist (its blocks run along a row)");
@@ -199,7 +201,8 @@ int run_bench_kernels(int argc, char** argv) {
         ("threads-list", po::value(&o.threads)->value_name("LIST"), "thread counts, comma-separated (1,2)")
         ("n-x", po::value(&o.n_x)->value_name("LIST"), "activation rows per call: 1 is matrix x vector (1,8,32)")
         ("formats", po::value(&o.cases)->value_name("LIST"),
-         "format[:layout] cases: mxfp4, bf16, bf16_packed (out_in), f16, f32, layout out_in or in_out; GGUF blocks q8_0, q4_0, q4_k, "
+         "format[:layout] cases: mxfp4, bf16, bf16_packed (out_in), fp8 (E4M3, 128 x 128 scale blocks, out_in), f16, f32, "
+         "layout out_in or in_out; GGUF blocks q8_0, q4_0, q4_k, "
          "q5_k, q6_k, gguf_mxfp4 (out_in; K-quants on --cols rounded down to 256s) (mxfp4,bf16,bf16:in_out,f32)")
         ("kernels-list", po::value(&o.kernels)->value_name("LIST"),
          "kernels to measure: reference and plugin names (default: reference and every plugin usable here)")

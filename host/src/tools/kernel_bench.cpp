@@ -91,6 +91,25 @@ void fill_gguf(BenchMatrix& m, WeightFormat f, Random& rng) {
     }
 }
 
+// FP8 as the hub's checkpoints block it (128 x 128 per scale): random E4M3 bytes but the NaN
+// ones, scales around what amax / 448 gives for weights of a few hundredths.
+constexpr size_t kFp8Block = 128;
+void fill_fp8(BenchMatrix& m, Random& rng) {
+    const size_t n = m.view.rows * m.view.cols;
+    m.data.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        auto b = static_cast<uint8_t>(rng.next());
+        if ((b & 0x7Fu) == 0x7Fu) b = static_cast<uint8_t>(b - 1);
+        m.data.data()[i] = b;
+    }
+    const size_t grid = ((m.view.rows + kFp8Block - 1) / kFp8Block) * ((m.view.cols + kFp8Block - 1) / kFp8Block);
+    m.scales.resize(grid * sizeof(float));
+    for (size_t g = 0; g < grid; ++g) {
+        const float s = 1e-4f * static_cast<float>(1 + rng.next() % 100);
+        std::memcpy(m.scales.data() + g * sizeof(float), &s, sizeof(float));
+    }
+}
+
 // Finite values of moderate magnitude (no subnormals, which some units take slow paths for);
 // MXFP4 scales around 2^0.
 void fill(BenchMatrix& m, const BenchMatrixCase& c, Random& rng) {
@@ -107,6 +126,10 @@ void fill(BenchMatrix& m, const BenchMatrixCase& c, Random& rng) {
         }
         m.scales.resize(n / 32);
         for (size_t i = 0; i < m.scales.size(); ++i) m.scales.data()[i] = static_cast<uint8_t>(118 + rng.next() % 13);
+        return;
+    }
+    if (c.format == WeightFormat::FP8_E4M3) {
+        fill_fp8(m, rng);
         return;
     }
     const WeightFormat stored = c.format == WeightFormat::BF16_PACKED ? WeightFormat::BF16 : c.format;
@@ -144,6 +167,11 @@ Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const Kern
             fill(m, c, rng);
             m.view.data = m.data.data();
             m.view.scales = m.scales.empty() ? nullptr : m.scales.data();
+            if (c.format == WeightFormat::FP8_E4M3) {
+                m.view.scales = nullptr;
+                m.view.block_scales = reinterpret_cast<const float*>(m.scales.data());
+                m.view.block_rows = m.view.block_cols = kFp8Block;
+            }
             if (c.format == WeightFormat::BF16_PACKED) {
                 // The engine's load step on the BF16 matrix just filled (whose 14 high bytes a
                 // row's table always holds); the BF16 bytes are dropped as the engine drops them.

@@ -27,6 +27,10 @@ void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x
                        size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                          size_t y_stride, size_t o_begin, size_t o_end);
+// FP8_E4M3 (matmul_fp8_512.cpp): each weight the reference's float (a shift and a mask, then the
+// block's scale), FMAs.
+void matmul_fp8_e4m3_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                            size_t y_stride, size_t o_begin, size_t o_end);
 
 // GGUF's block formats (matmul_gguf_512.cpp): each weight decoded to the reference's exact value
 // (table lookups with vpermps for the nibble formats, conversions for Q8_0 and Q6_K), FMAs.
