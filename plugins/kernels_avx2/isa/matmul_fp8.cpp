@@ -15,13 +15,11 @@
 
 #include "float_kernels.hpp"
 #include "out_in_tiles.hpp"
+#include "fp8_scales.hpp"
 #include "simd.hpp"
 
 namespace stormo::simd {
 namespace {
-
-constexpr float kTwoTo8 = 256.0f;
-constexpr float kTwoTo119 = 664613997892457936451903530140172288.0f;  // 2^119
 
 // 8 E4M3 bytes as floats, each the E4M3 value times 2^-8: sign-extended to 16 bits and shifted
 // left by 7, exponent and mantissa land on half's bits 7-13 and the sign on bits 14 and 15;
@@ -66,22 +64,10 @@ bool rows_hold_nan_codes(const uint8_t* data, size_t cols, size_t o, size_t n) {
     return found != 0;
 }
 
-// Whether a scale of rows [o, o + n) is finite and at least 2^119 in magnitude (two multiplies).
-bool rows_need_two_multiplies(const WeightView& w, size_t o, size_t n) {
-    const size_t grid_cols = (w.cols + w.block_cols - 1) / w.block_cols;
-    const size_t first = o / w.block_rows, last = (o + n - 1) / w.block_rows;
-    for (size_t g = first * grid_cols; g < (last + 1) * grid_cols; ++g) {
-        const float a = w.block_scales[g] < 0 ? -w.block_scales[g] : w.block_scales[g];
-        if (a >= kTwoTo119 && a - a == 0.0f) return true;  // a - a == 0: finite
-    }
-    return false;
-}
-
 template <int O, int R, bool TwoMultiplies, bool NanCodes>
 void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
     const size_t cols = w.cols;
     const size_t bc = w.block_cols;
-    const size_t grid_cols = (cols + bc - 1) / bc;
     const uint8_t* data = static_cast<const uint8_t*>(w.data);
     __m256 a[O][R];
     __m256 b[O][R];
@@ -91,8 +77,8 @@ void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float
         const size_t c1 = c0 + bc < cols ? c0 + bc : cols;
         __m256 first[O], second[O];
         for (int k = 0; k < O; ++k) {
-            const float scale = w.block_scales[((o + k) / w.block_rows) * grid_cols + g];
-            first[k] = _mm256_set1_ps(TwoMultiplies ? kTwoTo8 : scale * kTwoTo8);
+            const float scale = fp8_scale(w, o + k, g);
+            first[k] = _mm256_set1_ps(TwoMultiplies ? kFp8HalfUnscale : scale * kFp8HalfUnscale);
             second[k] = _mm256_set1_ps(scale);
         }
         size_t i = c0;
@@ -132,15 +118,12 @@ void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float
         for (int r = 0; r < R; ++r) y[r * ys + o + k] = hsum(_mm256_add_ps(a[k][r], b[k][r]));
 }
 
-// One or two multiplies give every weight the same bits, so a tile may pick its own.
 template <int O, int R>
 void fp8_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
-    const bool two = rows_need_two_multiplies(w, o, O);
-    const bool nan = rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O);
-    if (!two && !nan) fp8_tile_as<O, R, false, false>(w, o, x, xs, y, ys);
-    else if (!two) fp8_tile_as<O, R, false, true>(w, o, x, xs, y, ys);
-    else if (!nan) fp8_tile_as<O, R, true, false>(w, o, x, xs, y, ys);
-    else fp8_tile_as<O, R, true, true>(w, o, x, xs, y, ys);
+    with_fp8_route(fp8_rows_need_two_multiplies(w, o, O), rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O),
+                   [&](auto two_multiplies, auto nan_codes) {
+                       fp8_tile_as<O, R, decltype(two_multiplies)::value, decltype(nan_codes)::value>(w, o, x, xs, y, ys);
+                   });
 }
 
 struct Fp8Kernel {

@@ -20,15 +20,13 @@
 // value depends only on cols and block_cols, never on the tile, the output range or the thread.
 
 #include "avx512_float_kernels.hpp"
+#include "fp8_scales.hpp"
 #include "simd.hpp"  // prefetch_l2
 #include "simd512.hpp"
 #include "tiles512.hpp"  // drive
 
 namespace stormo::simd::avx512 {
 namespace {
-
-constexpr float kTwoTo8 = 256.0f;
-constexpr float kTwoTo119 = 664613997892457936451903530140172288.0f;  // 2^119
 
 // The decoder's constants, built once a tile.
 struct E4m3Constants {
@@ -62,17 +60,6 @@ bool rows_hold_nan_codes(const uint8_t* data, size_t cols, size_t o, size_t n) {
     return found != 0;
 }
 
-// Whether a scale of rows [o, o + n) is finite and at least 2^119 in magnitude (two multiplies).
-bool rows_need_two_multiplies(const WeightView& w, size_t o, size_t n) {
-    const size_t grid_cols = (w.cols + w.block_cols - 1) / w.block_cols;
-    const size_t first = o / w.block_rows, last = (o + n - 1) / w.block_rows;
-    for (size_t g = first * grid_cols; g < (last + 1) * grid_cols; ++g) {
-        const float a = w.block_scales[g] < 0 ? -w.block_scales[g] : w.block_scales[g];
-        if (a >= kTwoTo119 && a - a == 0.0f) return true;  // a - a == 0: finite
-    }
-    return false;
-}
-
 // The 16 weights of `bytes`: (decoded * first) [* second], the bracket only with two multiplies.
 template <bool TwoMultiplies, bool NanCodes>
 inline __m512 fp8_weights(__m128i bytes, __m512 first, __m512 second, const E4m3Constants& c) {
@@ -86,7 +73,6 @@ template <int O, int R, bool TwoMultiplies, bool NanCodes>
 void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
     const size_t cols = w.cols;
     const size_t bc = w.block_cols;
-    const size_t grid_cols = (cols + bc - 1) / bc;
     const uint8_t* data = static_cast<const uint8_t*>(w.data);
     const E4m3Constants c;
     __m512 acc[O][R];
@@ -99,8 +85,8 @@ void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float
         __m512 first[O], second[O];
         #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) {
-            const float scale = w.block_scales[((o + k) / w.block_rows) * grid_cols + g];
-            first[k] = _mm512_set1_ps(TwoMultiplies ? kTwoTo8 : scale * kTwoTo8);
+            const float scale = fp8_scale(w, o + k, g);
+            first[k] = _mm512_set1_ps(TwoMultiplies ? kFp8HalfUnscale : scale * kFp8HalfUnscale);
             second[k] = _mm512_set1_ps(scale);
         }
         size_t i = c0;
@@ -136,15 +122,12 @@ void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float
         for (int r = 0; r < R; ++r) y[r * ys + o + k] = hsum16(acc[k][r]);
 }
 
-// One or two multiplies give every weight the same bits, so a tile may pick its own.
 template <int O, int R>
 void fp8_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
-    const bool two = rows_need_two_multiplies(w, o, O);
-    const bool nan = rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O);
-    if (!two && !nan) fp8_tile_as<O, R, false, false>(w, o, x, xs, y, ys);
-    else if (!two) fp8_tile_as<O, R, false, true>(w, o, x, xs, y, ys);
-    else if (!nan) fp8_tile_as<O, R, true, false>(w, o, x, xs, y, ys);
-    else fp8_tile_as<O, R, true, true>(w, o, x, xs, y, ys);
+    with_fp8_route(fp8_rows_need_two_multiplies(w, o, O), rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O),
+                   [&](auto two_multiplies, auto nan_codes) {
+                       fp8_tile_as<O, R, decltype(two_multiplies)::value, decltype(nan_codes)::value>(w, o, x, xs, y, ys);
+                   });
 }
 
 struct Fp8Kernel {
