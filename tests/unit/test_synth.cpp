@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "oracle_support.hpp"
+#include "stormo/dtype.hpp"
 #include "tools/synth.hpp"
 #include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
@@ -294,7 +295,9 @@ TEST_P(SynthTiny, RunsWithFiniteLogits) {
     const std::string dir = write_plan(plan_of(GetParam(), 2), tmp.file("tiny"));
     auto engine = open_engine(dir);
     ASSERT_TRUE(engine);
-    const std::string family = GetParam() == "gpt-oss-tiny" ? "gpt_oss" : GetParam() == "qwen3-moe-tiny" ? "qwen3_moe" : "glm_dsa";
+    const std::string family = GetParam() == "gpt-oss-tiny"                                          ? "gpt_oss"
+                               : GetParam().starts_with("qwen3-moe-tiny") ? "qwen3_moe"
+                                                                              : "glm_dsa";
     EXPECT_EQ(engine->family_name(), family);
     auto session = engine->new_session(64);
     ASSERT_TRUE(session.has_value());
@@ -316,7 +319,8 @@ TEST_P(SynthTiny, RunsWithFiniteLogits) {
     EXPECT_LT(rms, 10.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, SynthTiny, ::testing::Values("gpt-oss-tiny", "qwen3-moe-tiny", "glm-moe-dsa-tiny"),
+INSTANTIATE_TEST_SUITE_P(Presets, SynthTiny,
+                         ::testing::Values("gpt-oss-tiny", "qwen3-moe-tiny", "qwen3-moe-tiny-fp8", "glm-moe-dsa-tiny"),
                          [](const auto& i) {
                              std::string name = i.param;
                              std::replace(name.begin(), name.end(), '-', '_');
@@ -355,6 +359,50 @@ TEST(Synth, Qwen3PresetsHaveTheHubsShapes) {
     const auto big = plan_of("qwen3-235b-a22b");
     EXPECT_EQ(big.layers, 94);
     EXPECT_GT(big.total_bytes(), 400ull << 30);
+}
+
+// Qwen/Qwen3-30B-A3B-FP8's layout: the attention projections and every expert matrix in E4M3 with
+// a BF16 weight_scale_inv per 128 x 128 block, the router, norms, embedding and head in BF16, and
+// the hub's quantization_config. The toy's codes hold no NaN byte and its weights have the BF16
+// toy's RMS of 1 / sqrt(fan_in).
+TEST(Synth, Qwen3Fp8PresetsHaveTheHubsLayout) {
+    const auto plan = plan_of("qwen3-30b-a3b-fp8");
+    EXPECT_EQ(plan.layers, 48);
+    EXPECT_NE(plan.config_json.find("\"quant_method\": \"fp8\""), std::string::npos);
+    EXPECT_NE(plan.config_json.find("\"weight_block_size\": [\n      128,\n      128\n    ]"), std::string::npos);
+    size_t fp8 = 0, scales = 0;
+    for (const auto& t : plan.tensors) {
+        fp8 += t.dtype == DType::F8_E4M3;
+        scales += t.name.ends_with("_scale_inv");
+        if (t.name == "model.layers.47.mlp.experts.127.gate_proj.weight_scale_inv") {
+            EXPECT_EQ(t.dtype, DType::BF16);
+            EXPECT_EQ(t.shape, (stormo::Shape{6, 16}));  // [768, 2048] in blocks of 128
+        }
+        if (t.name == "model.layers.0.mlp.gate.weight" || t.name == "lm_head.weight") {
+            EXPECT_EQ(t.dtype, DType::BF16) << t.name;
+        }
+    }
+    EXPECT_EQ(fp8, 48u * (4u + 128u * 3u));
+    EXPECT_EQ(scales, fp8);
+    // Dimensions: per layer 128 experts x 3 x 768 x 2048 codes + attention (4096 + 2 x 512 + 4096) x 2048,
+    // their BF16 scales, the BF16 norms and router; embedding and head BF16.
+    EXPECT_EQ(plan.total_bytes(), 31170895872u);
+
+    TempDir tmp;
+    const auto source = open_dir(write_plan(plan_of("qwen3-moe-tiny-fp8", 5), tmp.file("tiny")));
+    ASSERT_TRUE(source);
+    const auto codes = tensor_bytes(*source, "model.layers.2.mlp.experts.3.down_proj.weight");  // [256, 128]
+    const auto scale_bytes = tensor_bytes(*source, "model.layers.2.mlp.experts.3.down_proj.weight_scale_inv");
+    ASSERT_EQ(scale_bytes.size(), 2u * 2u);  // [2, 1] BF16
+    const std::vector<float> scale = to_f32(DType::BF16, scale_bytes.data(), 2);
+    double sum_sq = 0.0;
+    for (size_t k = 0; k < codes.size(); ++k) {
+        const auto b = static_cast<uint8_t>(codes[k]);
+        ASSERT_NE(b & 0x7F, 0x7F) << "a NaN code at " << k;
+        const double w = static_cast<double>(f8_e4m3_to_f32(b)) * scale[(k / 128) / 128];
+        sum_sq += w * w;
+    }
+    EXPECT_NEAR(sum_sq / static_cast<double>(codes.size()), 1.0 / 128.0, 0.15 / 128.0);
 }
 
 using stormo::test::CommandResult;

@@ -80,10 +80,14 @@ struct Qwen3Preset {
     int64_t vocab = 0;
     int64_t bos = 0;
     std::vector<int64_t> eos;  // generation_config.json; config.json holds the first
+    bool fp8 = false;          // the -FP8 checkpoint: attention and experts E4M3 in 128 x 128 blocks
 };
 
-// Qwen/Qwen3-30B-A3B and Qwen/Qwen3-235B-A22B (BF16, one tensor per expert), and a toy of the same
-// structure for tests.
+// weight_block_size of the hub's -FP8 checkpoints (rows and columns per scale).
+constexpr int64_t kFp8Block = 128;
+
+// Qwen/Qwen3-30B-A3B and Qwen/Qwen3-235B-A22B (BF16, one tensor per expert), Qwen/Qwen3-30B-A3B-FP8
+// (block-scaled FP8 as the hub ships it), and toys of the same structures for tests.
 const std::vector<Qwen3Preset>& qwen3_presets() {
     static const std::vector<Qwen3Preset> presets = {
         {"qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B shapes: 48 layers, 128 experts (top-8), hidden 2048, vocab 151936 (~61 GB)",
@@ -92,6 +96,12 @@ const std::vector<Qwen3Preset>& qwen3_presets() {
          4096, 12288, 1536, 94, 64, 4, 128, 128, 8, 151936, 151643, {151645, 151643}},
         {"qwen3-moe-tiny", "a Qwen3-MoE-structured toy for tests: 4 layers, 8 experts (top-2), hidden 256, vocab 1024 (~5 MB)",
          256, 512, 128, 4, 4, 2, 64, 8, 2, 1024, 1021, {1023, 1021}},
+        {"qwen3-30b-a3b-fp8",
+         "Qwen/Qwen3-30B-A3B-FP8 shapes: qwen3-30b-a3b with attention and experts in FP8 E4M3, 128 x 128 scale blocks "
+         "(~31 GB)",
+         2048, 6144, 768, 48, 32, 4, 128, 128, 8, 151936, 151643, {151645, 151643}, true},
+        {"qwen3-moe-tiny-fp8", "qwen3-moe-tiny with attention and experts in FP8 E4M3, 128 x 128 scale blocks (~5 MB)",
+         256, 512, 128, 4, 4, 2, 64, 8, 2, 1024, 1021, {1023, 1021}, true},
     };
     return presets;
 }
@@ -225,6 +235,10 @@ std::string qwen3_config_json(const Qwen3Preset& p, int64_t layers) {
     j += "  \"num_hidden_layers\": " + num(layers) + ",\n";
     j += "  \"num_key_value_heads\": " + num(p.kv_heads) + ",\n";
     j += "  \"output_router_logits\": false,\n";
+    if (p.fp8)
+        j += "  \"quantization_config\": {\n    \"activation_scheme\": \"dynamic\",\n    \"fmt\": \"e4m3\",\n"
+             "    \"quant_method\": \"fp8\",\n    \"weight_block_size\": [\n      " + num(kFp8Block) + ",\n      " +
+             num(kFp8Block) + "\n    ]\n  },\n";
     j += "  \"rms_norm_eps\": 1e-06,\n";
     j += "  \"rope_scaling\": null,\n";
     j += "  \"rope_theta\": 1000000.0,\n";
@@ -309,6 +323,16 @@ FillSpec scales_fill(int64_t fan_in) {
     return {Fill::byte_range, 0.0f, 0.0f, static_cast<uint8_t>(c - 1), static_cast<uint8_t>(c + 1)};
 }
 
+// FP8 E4M3 codes, every byte but the two NaN ones (0x7F and 0xFF become 0x7E and 0xFE): their RMS
+// is 107.2 (the magnitudes run over every exponent up to 448), so the block scales (BF16 weight_scale_inv,
+// +-10% around their centre) give the weights an RMS of gain / sqrt(fan_in), as matrix_fill does.
+constexpr double kE4m3CodesRms = 107.24;
+FillSpec e4m3_fill() { return {Fill::e4m3_codes, 0.0f, 0.0f, 0, 0}; }
+FillSpec fp8_scale_fill(int64_t fan_in, double gain) {
+    const auto centre = static_cast<float>(gain / std::sqrt(static_cast<double>(fan_in)) / kE4m3CodesRms);
+    return {Fill::uniform, centre, 0.1f * centre, 0, 0};
+}
+
 // ---- tensors and shards -----------------------------------------------------------------------
 
 uint64_t bytes_of(DType dtype, const Shape& shape) {
@@ -362,23 +386,33 @@ std::vector<PlannedTensor> qwen3_tensors(const Qwen3Preset& p, int64_t layers) {
     const int64_t h = p.hidden, inter = p.moe_intermediate, e = p.experts;
     const int64_t q = p.heads * p.head_dim, kv = p.kv_heads * p.head_dim;
     std::vector<PlannedTensor> t;
+    // A linear layer the -FP8 checkpoint quantizes: E4M3 codes and their block scales, or BF16.
+    auto linear = [&](const std::string& name, int64_t out, int64_t in, double gain = 1.0) {
+        if (!p.fp8) {
+            add(t, name, DType::BF16, {out, in}, matrix_fill(in, gain));
+            return;
+        }
+        add(t, name, DType::F8_E4M3, {out, in}, e4m3_fill());
+        add(t, name + "_scale_inv", DType::BF16, {(out + kFp8Block - 1) / kFp8Block, (in + kFp8Block - 1) / kFp8Block},
+            fp8_scale_fill(in, gain));
+    };
     add(t, "model.embed_tokens.weight", DType::BF16, {p.vocab, h}, embedding_fill());
     for (int64_t l = 0; l < layers; ++l) {
         const std::string base = "model.layers." + std::to_string(l) + ".";
         add(t, base + "input_layernorm.weight", DType::BF16, {h}, norm_fill());
-        add(t, base + "self_attn.q_proj.weight", DType::BF16, {q, h}, matrix_fill(h));
-        add(t, base + "self_attn.k_proj.weight", DType::BF16, {kv, h}, matrix_fill(h));
-        add(t, base + "self_attn.v_proj.weight", DType::BF16, {kv, h}, matrix_fill(h));
-        add(t, base + "self_attn.o_proj.weight", DType::BF16, {h, q}, matrix_fill(q, kAttentionOutputGain));
+        linear(base + "self_attn.q_proj.weight", q, h);
+        linear(base + "self_attn.k_proj.weight", kv, h);
+        linear(base + "self_attn.v_proj.weight", kv, h);
+        linear(base + "self_attn.o_proj.weight", h, q, kAttentionOutputGain);
         add(t, base + "self_attn.q_norm.weight", DType::BF16, {p.head_dim}, norm_fill());
         add(t, base + "self_attn.k_norm.weight", DType::BF16, {p.head_dim}, norm_fill());
         add(t, base + "post_attention_layernorm.weight", DType::BF16, {h}, norm_fill());
         add(t, base + "mlp.gate.weight", DType::BF16, {e, h}, matrix_fill(h));
         for (int64_t x = 0; x < e; ++x) {
             const std::string ex = base + "mlp.experts." + std::to_string(x) + ".";
-            add(t, ex + "gate_proj.weight", DType::BF16, {inter, h}, matrix_fill(h));
-            add(t, ex + "up_proj.weight", DType::BF16, {inter, h}, matrix_fill(h));
-            add(t, ex + "down_proj.weight", DType::BF16, {h, inter}, matrix_fill(inter));
+            linear(ex + "gate_proj.weight", inter, h);
+            linear(ex + "up_proj.weight", inter, h);
+            linear(ex + "down_proj.weight", h, inter);
         }
     }
     add(t, "model.norm.weight", DType::BF16, {h}, norm_fill());
@@ -551,6 +585,14 @@ void fill_words(const FillSpec& fill, uint64_t key, uint64_t first, size_t n, st
         case Fill::random_bytes:
             for (size_t i = 0; i < n; ++i) {
                 const uint64_t r = word_random(key, first + i);
+                std::memcpy(out + 8 * i, &r, 8);
+            }
+            return;
+        case Fill::e4m3_codes:
+            for (size_t i = 0; i < n; ++i) {
+                uint64_t r = word_random(key, first + i);
+                for (int b = 0; b < 8; ++b)
+                    if (((r >> (8 * b)) & 0x7F) == 0x7F) r ^= uint64_t{1} << (8 * b);  // NaN -> the largest finite
                 std::memcpy(out + 8 * i, &r, 8);
             }
             return;
