@@ -396,13 +396,21 @@ TEST(Synth, Qwen3Fp8PresetsHaveTheHubsLayout) {
     ASSERT_EQ(scale_bytes.size(), 2u * 2u);  // [2, 1] BF16
     const std::vector<float> scale = to_f32(DType::BF16, scale_bytes.data(), 2);
     double sum_sq = 0.0;
+    size_t exponent_zero = 0, exponent_top = 0;
     for (size_t k = 0; k < codes.size(); ++k) {
         const auto b = static_cast<uint8_t>(codes[k]);
         ASSERT_NE(b & 0x7F, 0x7F) << "a NaN code at " << k;
+        exponent_zero += (b & 0x78) == 0;
+        exponent_top += (b & 0x78) == 0x78;
         const double w = static_cast<double>(f8_e4m3_to_f32(b)) * scale[(k / 128) / 128];
         sum_sq += w * w;
     }
     EXPECT_NEAR(sum_sq / static_cast<double>(codes.size()), 1.0 / 128.0, 0.15 / 128.0);
+    // A checkpoint's codes, not uniform bytes (where one in 16 has each exponent): normal weights
+    // scaled to a block's amax put about 1 in 8000 at exponent 0 and 1 in 100 at the top one (|v| >= 256).
+    EXPECT_LT(exponent_zero, codes.size() / 500) << exponent_zero << " of " << codes.size();
+    EXPECT_GT(exponent_top, codes.size() / 330);
+    EXPECT_LT(exponent_top, codes.size() / 33);
 }
 
 using stormo::test::CommandResult;

@@ -5,6 +5,7 @@
 #include "kernels/matrix_bytes.hpp"
 #include "kernels/worker_pool.hpp"
 #include "tools/kernel_bench.hpp"
+#include "tools/fp8_codes.hpp"
 
 #include "stormo/packed_bf16.hpp"
 #include "stormo/tensor.hpp"  // AlignedBuffer
@@ -91,16 +92,17 @@ void fill_gguf(BenchMatrix& m, WeightFormat f, Random& rng) {
     }
 }
 
-// FP8 as the hub's checkpoints block it (128 x 128 per scale): random E4M3 bytes but the NaN
-// ones, scales around what amax / 448 gives for weights of a few hundredths.
+// FP8 as the hub's checkpoints block it (128 x 128 per scale): the codes of normal weights scaled
+// to the block's amax (tools/fp8_codes.hpp), scales around what amax / 448 gives for weights of a
+// few hundredths.
 constexpr size_t kFp8Block = 128;
 void fill_fp8(BenchMatrix& m, Random& rng) {
+    const tools::E4m3GaussianCodes& codes = tools::e4m3_gaussian_codes();
     const size_t n = m.view.rows * m.view.cols;
     m.data.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-        auto b = static_cast<uint8_t>(rng.next());
-        if ((b & 0x7Fu) == 0x7Fu) b = static_cast<uint8_t>(b - 1);
-        m.data.data()[i] = b;
+    for (size_t i = 0; i < n; i += 4) {
+        const uint64_t r = rng.next();
+        for (size_t b = 0; b < 4 && i + b < n; ++b) m.data.data()[i + b] = codes.pick(static_cast<uint16_t>(r >> (16 * b)));
     }
     const size_t grid = ((m.view.rows + kFp8Block - 1) / kFp8Block) * ((m.view.cols + kFp8Block - 1) / kFp8Block);
     m.scales.resize(grid * sizeof(float));

@@ -2,6 +2,7 @@
 // U8 blocks [E, out, in/32, 16] and E8M0 scales [E, out, in/32], everything else BF16), with
 // counter-based random values so any byte range of a tensor can be generated on its own.
 #include "tools/synth.hpp"
+#include "tools/fp8_codes.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -323,13 +324,13 @@ FillSpec scales_fill(int64_t fan_in) {
     return {Fill::byte_range, 0.0f, 0.0f, static_cast<uint8_t>(c - 1), static_cast<uint8_t>(c + 1)};
 }
 
-// FP8 E4M3 codes, every byte but the two NaN ones (0x7F and 0xFF become 0x7E and 0xFE): their RMS
-// is 107.2 (the magnitudes run over every exponent up to 448), so the block scales (BF16 weight_scale_inv,
-// +-10% around their centre) give the weights an RMS of gain / sqrt(fan_in), as matrix_fill does.
-constexpr double kE4m3CodesRms = 107.24;
+// FP8 E4M3 codes as a checkpoint holds them (normal weights scaled to a block's amax and rounded,
+// tools/fp8_codes.hpp); the block scales (BF16 weight_scale_inv, +-10% around their centre) give
+// the weights an RMS of gain / sqrt(fan_in), as matrix_fill does.
 FillSpec e4m3_fill() { return {Fill::e4m3_codes, 0.0f, 0.0f, 0, 0}; }
 FillSpec fp8_scale_fill(int64_t fan_in, double gain) {
-    const auto centre = static_cast<float>(gain / std::sqrt(static_cast<double>(fan_in)) / kE4m3CodesRms);
+    const double codes_rms = tools::e4m3_gaussian_codes().rms;
+    const auto centre = static_cast<float>(gain / std::sqrt(static_cast<double>(fan_in)) / codes_rms);
     return {Fill::uniform, centre, 0.1f * centre, 0, 0};
 }
 
@@ -588,14 +589,18 @@ void fill_words(const FillSpec& fill, uint64_t key, uint64_t first, size_t n, st
                 std::memcpy(out + 8 * i, &r, 8);
             }
             return;
-        case Fill::e4m3_codes:
+        case Fill::e4m3_codes: {
+            // Eight codes a word, from 16 random bits each (two random words).
+            const tools::E4m3GaussianCodes& codes = tools::e4m3_gaussian_codes();
             for (size_t i = 0; i < n; ++i) {
-                uint64_t r = word_random(key, first + i);
+                const uint64_t r[2] = {word_random(key, 2 * (first + i)), word_random(key, 2 * (first + i) + 1)};
+                uint64_t v = 0;
                 for (int b = 0; b < 8; ++b)
-                    if (((r >> (8 * b)) & 0x7F) == 0x7F) r ^= uint64_t{1} << (8 * b);  // NaN -> the largest finite
-                std::memcpy(out + 8 * i, &r, 8);
+                    v |= static_cast<uint64_t>(codes.pick(static_cast<uint16_t>(r[b / 4] >> (16 * (b % 4))))) << (8 * b);
+                std::memcpy(out + 8 * i, &v, 8);
             }
             return;
+        }
         case Fill::byte_range: {
             const uint32_t span = static_cast<uint32_t>(fill.byte_hi - fill.byte_lo) + 1;
             for (size_t i = 0; i < n; ++i) {

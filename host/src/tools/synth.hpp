@@ -21,7 +21,7 @@ enum class Fill : uint8_t {
     uniform,       // BF16, uniform in [center - half_width, center + half_width)
     random_bytes,  // U8, every byte uniform (MXFP4 blocks: two uniform E2M1 codes per byte)
     byte_range,    // U8, uniform in [byte_lo, byte_hi] (MXFP4 E8M0 scales)
-    e4m3_codes,    // F8_E4M3, every byte uniform but the NaN codes 0x7F and 0xFF (made 0x7E and 0xFE)
+    e4m3_codes,    // F8_E4M3, the codes of normal weights scaled to a block's amax (tools/fp8_codes.hpp)
 };
 
 struct FillSpec {
