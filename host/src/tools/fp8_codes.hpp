@@ -13,6 +13,9 @@
 
 namespace stormo::tools {
 
+// weight_block_size of the hub's -FP8 checkpoints: rows and columns per scale.
+constexpr int64_t kFp8CheckpointBlock = 128;
+
 struct E4m3GaussianCodes {
     std::array<uint8_t, 32768> magnitude{};  // inverse CDF of |weight| over codes 0x00-0x7E
     double rms = 0.0;                        // of the drawn codes' values

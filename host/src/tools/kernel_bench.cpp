@@ -95,7 +95,7 @@ void fill_gguf(BenchMatrix& m, WeightFormat f, Random& rng) {
 // FP8 as the hub's checkpoints block it (128 x 128 per scale): the codes of normal weights scaled
 // to the block's amax (tools/fp8_codes.hpp), scales around what amax / 448 gives for weights of a
 // few hundredths.
-constexpr size_t kFp8Block = 128;
+constexpr auto kFp8Block = static_cast<size_t>(tools::kFp8CheckpointBlock);
 void fill_fp8(BenchMatrix& m, Random& rng) {
     const tools::E4m3GaussianCodes& codes = tools::e4m3_gaussian_codes();
     const size_t n = m.view.rows * m.view.cols;

@@ -84,9 +84,6 @@ struct Qwen3Preset {
     bool fp8 = false;          // the -FP8 checkpoint: attention and experts E4M3 in 128 x 128 blocks
 };
 
-// weight_block_size of the hub's -FP8 checkpoints (rows and columns per scale).
-constexpr int64_t kFp8Block = 128;
-
 // Qwen/Qwen3-30B-A3B and Qwen/Qwen3-235B-A22B (BF16, one tensor per expert), Qwen/Qwen3-30B-A3B-FP8
 // (block-scaled FP8 as the hub ships it), and toys of the same structures for tests.
 const std::vector<Qwen3Preset>& qwen3_presets() {
@@ -238,8 +235,8 @@ std::string qwen3_config_json(const Qwen3Preset& p, int64_t layers) {
     j += "  \"output_router_logits\": false,\n";
     if (p.fp8)
         j += "  \"quantization_config\": {\n    \"activation_scheme\": \"dynamic\",\n    \"fmt\": \"e4m3\",\n"
-             "    \"quant_method\": \"fp8\",\n    \"weight_block_size\": [\n      " + num(kFp8Block) + ",\n      " +
-             num(kFp8Block) + "\n    ]\n  },\n";
+             "    \"quant_method\": \"fp8\",\n    \"weight_block_size\": [\n      " + num(tools::kFp8CheckpointBlock) + ",\n      " +
+             num(tools::kFp8CheckpointBlock) + "\n    ]\n  },\n";
     j += "  \"rms_norm_eps\": 1e-06,\n";
     j += "  \"rope_scaling\": null,\n";
     j += "  \"rope_theta\": 1000000.0,\n";
@@ -394,7 +391,8 @@ std::vector<PlannedTensor> qwen3_tensors(const Qwen3Preset& p, int64_t layers) {
             return;
         }
         add(t, name, DType::F8_E4M3, {out, in}, e4m3_fill());
-        add(t, name + "_scale_inv", DType::BF16, {(out + kFp8Block - 1) / kFp8Block, (in + kFp8Block - 1) / kFp8Block},
+        constexpr int64_t b = tools::kFp8CheckpointBlock;
+        add(t, name + "_scale_inv", DType::BF16, {(out + b - 1) / b, (in + b - 1) / b},
             fp8_scale_fill(in, gain));
     };
     add(t, "model.embed_tokens.weight", DType::BF16, {p.vocab, h}, embedding_fill());
