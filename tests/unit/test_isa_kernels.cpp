@@ -353,10 +353,11 @@ void check_mxfp4_edges(const KernelTable& table, Worst& worst) {
 }
 
 // FP8 edges, in blocks of 16 x 128 (the last column block partial): every byte in every row (the
-// NaN bytes 0x7F and 0xFF included), scales that are subnormal, around 2^8 (where the kernels
-// switch to two multiplies), large, negative, infinite and NaN; inputs with exact zeros. Then,
-// without NaN bytes and with finite scales only, every weight the kernel decodes must be the
-// reference's float exactly.
+// NaN bytes 0x7F and 0xFF included), scales that are subnormal, large, negative, infinite and NaN;
+// inputs with exact zeros. Then, without NaN bytes and with finite scales only, every weight the
+// kernel decodes must be the reference's float exactly, with scales on both sides of where each
+// decode switches to two multiplies (2^7 for the 512-bit shift onto float, 2^119 through half:
+// fp8_scales.hpp) and up to 7e35, where 448 x scale is still finite.
 void check_fp8_edges(const KernelTable& table, Worst& worst) {
     const MatmulFn isa = entry(table, WeightFormat::FP8_E4M3, Layout::out_in);
     const MatmulFn ref = entry(reference_kernels(), WeightFormat::FP8_E4M3, Layout::out_in);
@@ -392,7 +393,7 @@ void check_fp8_edges(const KernelTable& table, Worst& worst) {
         check_matmul(isa, ref, with_nan, x, n_x, "FP8 edge bytes and scales n_x " + std::to_string(n_x), worst, rng);
     }
     const testing::TestMatrix finite =
-        fp8_matrix(false, {1e-3f, subnormal, 128.0f, 256.0f, -4096.0f, 3.5e4f, 1e-30f, 448.0f, -0.75f});
+        fp8_matrix(false, {1e-3f, subnormal, 128.0f, 5e35f, -4096.0f, 7e35f, 1e-30f, 448.0f, -127.99f});
     std::vector<float> w(finite.rows * finite.cols);
     for (size_t o = 0; o < finite.rows; ++o)
         reference_kernels().row_to_f32[static_cast<size_t>(WeightFormat::FP8_E4M3)](finite.view(), o,

@@ -120,7 +120,7 @@ void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float
 
 template <int O, int R>
 void fp8_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
-    with_fp8_route(fp8_rows_need_two_multiplies(w, o, O), rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O),
+    with_fp8_route(fp8_rows_need_two_multiplies(w, o, O, kFp8HalfTwoMultiplies), rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O),
                    [&](auto two_multiplies, auto nan_codes) {
                        fp8_tile_as<O, R, decltype(two_multiplies)::value, decltype(nan_codes)::value>(w, o, x, xs, y, ys);
                    });

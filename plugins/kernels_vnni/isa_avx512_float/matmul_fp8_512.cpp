@@ -1,19 +1,23 @@
 // FP8_E4M3 out_in matrix kernel on 512-bit registers (block-scaled FP8, as DeepSeek-V3, GLM and
 // Qwen3's -FP8 checkpoints store it; the reference in host/sdk/kernels/reference_matmul.cpp).
 //
-// Every weight is the reference's float, bit for bit, decoded without a table through IEEE half:
-// a byte becomes the half whose value is the E4M3 value times 2^-8 (e4m3_times_2_to_minus_8),
-// which vcvtph2ps widens exactly, and one multiply by scale * 2^8 is then the reference's one
-// rounding of value * scale (the same real product; scale * 2^8 is exact below 2^119 in magnitude,
-// and an infinite or NaN scale gives what the reference gives). A larger finite scale takes two
-// multiplies, by 2^8 (exact) and by the scale. The bytes 0x7F and 0xFF (E4M3's NaN) are made NaN
-// in tiles whose rows hold any.
+// Every weight is the reference's float, bit for bit, decoded without a table by shifting each
+// byte onto float's bits: sign-extended to 32 bits and shifted left by 20, E4M3's exponent and
+// mantissa land on float's bits 20-26 and its sign on bit 31, so the float is the E4M3 value
+// times 2^-120 exactly (E4M3's subnormals on float's subnormals). One multiply by scale * 2^120 is
+// then the reference's one rounding of value * scale (the same real product; scale * 2^120 is
+// exact below 2^7 in magnitude, and an infinite or NaN scale gives what the reference gives). A
+// larger finite scale takes two multiplies, by 2^120 (exact) and by the scale. The bytes 0x7F
+// and 0xFF (E4M3's NaN) are made NaN in tiles whose rows hold any.
 //
-// Measured against the alternatives (one Zen 5 core, matrix x vector, 5760 x 2880 in L2,
-// bench-kernels): 22 GB/s. A byte shifted straight onto float's bits is a shorter decode, but it
-// puts E4M3's subnormals on float subnormals, which this core multiplies slowly (7.2 GB/s on
-// random bytes, 14.9 without subnormals); sending the steps that hold one through half behind a
-// branch ran at 15-19 GB/s; decoding 32 bytes at once, 22.
+// Measured (one Zen 5 core, matrix x vector, 256 x 2880 in L2, bench-kernels, checkpoint-like
+// codes, the builds alternated): 19-27 GB/s against 17-19 through IEEE half (a byte sign-extended
+// to 16 bits, shifted by 7 and widened by vcvtph2ps: one more operation, and vcvtph2ps issues at
+// about one a cycle where the shift and the mask issue two). Float subnormals cost this core a
+// little, not a trap: in a standalone loop, one byte in 8000 at exponent 0 (checkpoints, see
+// host/src/tools/fp8_codes.hpp) ran 40 GB/s, one in 500 31, one in 16 (uniform random bytes) 22,
+// against 25-27 through half at any rate. The NaN-code scan before each tile reads its rows once
+// more (two max and two or per 128 bytes); without it the tile ran 10-15% faster.
 //
 // Same contract as every matrix kernel: each (output, row) pair owns one accumulator that takes,
 // column block after column block, 16 inputs at a time (a masked step at a block's end), so its
@@ -30,32 +34,37 @@ namespace {
 
 // The decoder's constants, built once a tile.
 struct E4m3Constants {
-    __m256i half_bits = _mm256_set1_epi16(static_cast<short>(0xBFFF));  // all but bit 14
     __m128i high = _mm_set1_epi8(static_cast<char>(0x80));
     __m128i ones = _mm_set1_epi8(static_cast<char>(0xFF));
     __m512 nan = _mm512_set1_ps(__builtin_nanf(""));
+    __m512i sign_exponent_mantissa = _mm512_set1_epi32(static_cast<int>(0x87F00000u));  // bits 31, 20-26
 };
 
-// 16 E4M3 bytes as floats, each the E4M3 value times 2^-8: sign-extended to 16 bits and shifted
-// left by 7, exponent and mantissa land on half's bits 7-13 and the sign on bits 14 and 15;
-// clearing bit 14 leaves the half of that value (E4M3's subnormals on half's subnormals).
-inline __m512 e4m3_times_2_to_minus_8(__m128i bytes, const E4m3Constants& c) {
-    return _mm512_cvtph_ps(_mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 7), c.half_bits));
+// 16 E4M3 bytes as floats, each the E4M3 value times 2^-120: sign-extended to 32 bits and shifted
+// left by 20, exponent and mantissa land on float's bits 20-26 and the sign on bits 27-31;
+// keeping bits 31 and 20-26 leaves the float of that value.
+inline __m512 e4m3_times_2_to_minus_120(__m128i bytes, const E4m3Constants& c) {
+    return _mm512_castsi512_ps(
+        _mm512_and_si512(_mm512_slli_epi32(_mm512_cvtepi8_epi32(bytes), 20), c.sign_exponent_mantissa));
 }
 
-// Whether any of rows [o, o + n) holds an E4M3 NaN byte (0x7F or 0xFF: all of bits 0-6 set).
+// Whether any of rows [o, o + n) holds an E4M3 NaN byte (0x7F or 0xFF: all of bits 0-6 set), i.e.
+// whether the largest byte | 0x80 is 0xFF (max and or: no mask registers in the loop).
 bool rows_hold_nan_codes(const uint8_t* data, size_t cols, size_t o, size_t n) {
     const __m512i high = _mm512_set1_epi8(static_cast<char>(0x80));
-    const __m512i ones = _mm512_set1_epi8(static_cast<char>(0xFF));
-    __mmask64 found = 0;
+    const __m512i all_set = _mm512_set1_epi8(static_cast<char>(0xFF));
+    __m512i most = _mm512_setzero_si512();
     const uint8_t* p = data + o * cols;
     const size_t bytes = n * cols;
     size_t i = 0;
-    for (; i + 64 <= bytes; i += 64)
-        found |= _mm512_cmpeq_epi8_mask(_mm512_or_si512(_mm512_loadu_si512(p + i), high), ones);
+    for (; i + 128 <= bytes; i += 128)
+        most = _mm512_max_epu8(most, _mm512_max_epu8(_mm512_or_si512(_mm512_loadu_si512(p + i), high),
+                                                      _mm512_or_si512(_mm512_loadu_si512(p + i + 64), high)));
+    for (; i + 64 <= bytes; i += 64) most = _mm512_max_epu8(most, _mm512_or_si512(_mm512_loadu_si512(p + i), high));
+    __mmask64 found = _mm512_cmpeq_epi8_mask(most, all_set);
     if (i < bytes) {
         const __mmask64 tail = (uint64_t{1} << (bytes - i)) - 1;  // bytes - i < 64
-        found |= _mm512_mask_cmpeq_epi8_mask(tail, _mm512_or_si512(_mm512_maskz_loadu_epi8(tail, p + i), high), ones);
+        found |= _mm512_mask_cmpeq_epi8_mask(tail, _mm512_or_si512(_mm512_maskz_loadu_epi8(tail, p + i), high), all_set);
     }
     return found != 0;
 }
@@ -63,7 +72,7 @@ bool rows_hold_nan_codes(const uint8_t* data, size_t cols, size_t o, size_t n) {
 // The 16 weights of `bytes`: (decoded * first) [* second], the bracket only with two multiplies.
 template <bool TwoMultiplies, bool NanCodes>
 inline __m512 fp8_weights(__m128i bytes, __m512 first, __m512 second, const E4m3Constants& c) {
-    __m512 w = _mm512_mul_ps(e4m3_times_2_to_minus_8(bytes, c), first);
+    __m512 w = _mm512_mul_ps(e4m3_times_2_to_minus_120(bytes, c), first);
     if constexpr (TwoMultiplies) w = _mm512_mul_ps(w, second);
     if constexpr (NanCodes) w = _mm512_mask_mov_ps(w, _mm_cmpeq_epi8_mask(_mm_or_si128(bytes, c.high), c.ones), c.nan);
     return w;
@@ -86,7 +95,7 @@ void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float
         #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) {
             const float scale = fp8_scale(w, o + k, g);
-            first[k] = _mm512_set1_ps(TwoMultiplies ? kFp8HalfUnscale : scale * kFp8HalfUnscale);
+            first[k] = _mm512_set1_ps(TwoMultiplies ? kFp8ShiftUnscale : scale * kFp8ShiftUnscale);
             second[k] = _mm512_set1_ps(scale);
         }
         size_t i = c0;
@@ -124,7 +133,7 @@ void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float
 
 template <int O, int R>
 void fp8_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
-    with_fp8_route(fp8_rows_need_two_multiplies(w, o, O), rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O),
+    with_fp8_route(fp8_rows_need_two_multiplies(w, o, O, kFp8ShiftTwoMultiplies), rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O),
                    [&](auto two_multiplies, auto nan_codes) {
                        fp8_tile_as<O, R, decltype(two_multiplies)::value, decltype(nan_codes)::value>(w, o, x, xs, y, ys);
                    });
