@@ -403,6 +403,47 @@ void check_fp8_edges(const KernelTable& table, Worst& worst) {
     check_weights_exact(isa, finite, bits);
 }
 
+// Q4_K and Q5_K edges: one row per (d, dmin) pair of f16 extremes (largest, smallest subnormal,
+// largest subnormal, zeros of either sign, negative, infinite, NaN), every other row with every
+// six-bit scale and min at 63, two super-blocks a row. The kernels compute a sub-block's values
+// (d * sc) * q - dmin * m with one fused multiply-subtract where the reference rounds the product
+// and the difference, which is exact only because d * sc * q never rounds (at most 22 significant
+// bits): the finite rows' weights must be the reference's, bit for bit, and the others' outputs
+// must be non-finite where the reference's are.
+void check_k_quant_edges(const KernelTable& table, Worst& worst) {
+    std::mt19937 rng(45);
+    const uint16_t pairs[][2] = {{0x7BFF, 0x7BFF}, {0x0001, 0x0001}, {0x03FF, 0x7BFF}, {0x0000, 0x3C00},
+                                 {0x8000, 0x8000}, {0xFBFF, 0x0400}, {0x3C00, 0x8000}, {0x5BFF, 0xD3FF},
+                                 {0x7C00, 0x3C00}, {0x7E00, 0x3C00}, {0x3C00, 0x7C00}, {0xFC00, 0x0001}};
+    constexpr size_t kRows = sizeof(pairs) / sizeof(pairs[0]);
+    for (WeightFormat f : {WeightFormat::GGUF_Q4_K, WeightFormat::GGUF_Q5_K}) {
+        const MatmulFn isa = entry(table, f, Layout::out_in);
+        const MatmulFn ref = entry(reference_kernels(), f, Layout::out_in);
+        if (isa == ref) continue;
+        testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, kRows, 512, rng);
+        const size_t block_bytes = f == WeightFormat::GGUF_Q4_K ? 144 : 176;
+        for (size_t o = 0; o < kRows; ++o)
+            for (size_t b = 0; b < 2; ++b) {
+                uint8_t* block = m.data.data() + (2 * o + b) * block_bytes;
+                std::memcpy(block, &pairs[o][0], 2);
+                std::memcpy(block + 2, &pairs[o][1], 2);
+                if (o % 2 == 1) std::memset(block + 4, 0xFF, 12);  // every sc and m 63
+            }
+        std::vector<float> w(m.rows * m.cols);
+        for (size_t o = 0; o < m.rows; ++o)
+            reference_kernels().row_to_f32[static_cast<size_t>(f)](m.view(), o, w.data() + o * m.cols);
+        std::vector<uint32_t> bits(w.size());
+        std::memcpy(bits.data(), w.data(), w.size() * 4);
+        check_weights_exact(isa, m, bits);
+        for (size_t n_x : {1, 3}) {
+            // Small inputs keep the finite rows' sums finite.
+            const std::vector<float> x = testing::random_floats(n_x * m.cols, rng, -1e-12f, 1e-12f);
+            check_matmul(isa, ref, m, x, n_x, std::string(weight_format_name(f)) + " edge scales n_x " + std::to_string(n_x),
+                         worst, rng);
+        }
+    }
+}
+
 // Dense edges: every finite BF16 exponent from subnormal up to 2^60, every finite F16 value
 // (subnormals, 65504), and inputs with zeros.
 void check_dense_edges(const KernelTable& table, Worst& worst) {
@@ -658,6 +699,7 @@ TEST(IsaKernelsAvx2, EveryReplacedKernelMatchesTheReference) {
     check_gguf(table, worst);
     check_mxfp4_edges(table, worst);
     check_fp8_edges(table, worst);
+    check_k_quant_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);
     check_vector_ops(table, worst);
@@ -733,6 +775,7 @@ TEST(IsaKernelsVnni, FloatKernelsMatchTheReference) {
     check_gguf(table, worst);
     check_mxfp4_edges(table, worst);
     check_fp8_edges(table, worst);
+    check_k_quant_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);
     check_vector_ops(table, worst);

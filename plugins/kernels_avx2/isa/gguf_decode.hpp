@@ -133,7 +133,10 @@ struct K45 {
         bytes_to_ps<true>(q, w);
         const __m256 ds = _mm256_set1_ps(h.ds[s]);
         const __m256 dm = _mm256_set1_ps(h.dm[s]);
-        for (int k = 0; k < 4; ++k) w[k] = _mm256_sub_ps(_mm256_mul_ps(ds, w[k]), dm);
+        // One rounding where the reference has two: its product d * sc * q is exact (an f16 d has
+        // 11 significant bits, sc < 64, q < 32: at most 22 bits), so only the subtraction rounds
+        // (one core, 256 x 2048 in L2: Q4_K 5.95 -> 6.77 GB/s, Q5_K 6.1 -> 7.0).
+        for (int k = 0; k < 4; ++k) w[k] = _mm256_fmsub_ps(ds, w[k], dm);
     }
 };
 using Q4_K = K45<false>;

@@ -5,7 +5,8 @@
 // tiles (out_in_tiles.hpp) share each decoded unit among up to 4 (output, row) pairs, and the
 // next tile's rows are prefetched into L2 while a tile runs. The order per (output, row) is the
 // same for every tile shape, n_x, output range and thread count. Compiled with -ffp-contract=off
-// (CMakeLists.txt): decoding must not fuse its multiply and subtract; the dot uses explicit FMAs.
+// (CMakeLists.txt): the compiler must not fuse what the reference rounds apart; the one fusion
+// (Q4_K/Q5_K's multiply-subtract, exact because the product is) and the dot's FMAs are explicit.
 #include "float_kernels.hpp"
 #include "gguf_decode.hpp"
 #include "out_in_tiles.hpp"
