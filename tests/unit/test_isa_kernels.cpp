@@ -355,9 +355,9 @@ void check_mxfp4_edges(const KernelTable& table, Worst& worst) {
 // FP8 edges, in blocks of 16 x 128 (the last column block partial): every byte in every row (the
 // NaN bytes 0x7F and 0xFF included), scales that are subnormal, large, negative, infinite and NaN;
 // inputs with exact zeros. Then, without NaN bytes and with finite scales only, every weight the
-// kernel decodes must be the reference's float exactly, with scales on both sides of where each
-// decode switches to two multiplies (2^7 for the 512-bit shift onto float, 2^119 through half:
-// fp8_scales.hpp) and up to 7e35, where 448 x scale is still finite.
+// kernel decodes must be the reference's float exactly, with scales on both sides of 2^7, where
+// the kernels switch to two multiplies (fp8_scales.hpp), and up to 7e35, where 448 x scale is
+// still finite.
 void check_fp8_edges(const KernelTable& table, Worst& worst) {
     const MatmulFn isa = entry(table, WeightFormat::FP8_E4M3, Layout::out_in);
     const MatmulFn ref = entry(reference_kernels(), WeightFormat::FP8_E4M3, Layout::out_in);

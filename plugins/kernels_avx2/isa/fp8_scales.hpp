@@ -9,24 +9,20 @@
 namespace stormo::simd {
 namespace {
 
-// A byte decoded through IEEE half is the E4M3 value times 2^-8; times scale * 2^8 it is the
-// reference's weight, one rounding of the same real product, while scale * 2^8 is exact.
-constexpr float kFp8HalfUnscale = 256.0f;                                    // 2^8
-constexpr float kFp8HalfTwoMultiplies = 664613997892457936451903530140172288.0f;  // 2^119
-// A byte shifted onto float's bits (the 512-bit kernel) is the E4M3 value times 2^-120; the same
-// with scale * 2^120, exact while |scale| < 2^7.
-constexpr float kFp8ShiftUnscale = 1329227995784915872903807060280344576.0f;  // 2^120
-constexpr float kFp8ShiftTwoMultiplies = 128.0f;                               // 2^7
+// A byte shifted onto float's bits is the E4M3 value times 2^-120; times scale * 2^120 it is the
+// reference's weight, one rounding of the same real product, while scale * 2^120 is exact, i.e.
+// for |scale| < 2^7.
+constexpr float kFp8Unscale = 1329227995784915872903807060280344576.0f;  // 2^120
+constexpr float kFp8TwoMultiplies = 128.0f;                               // 2^7
 
-// Whether a scale of rows [o, o + n) is finite and at least `limit` in magnitude (2^119 for the
-// half route, where scale * 2^8 could overflow; kFp8ShiftTwoMultiplies for the shift route): those
-// tiles multiply by the unscale (exact) and then by the scale.
-inline bool fp8_rows_need_two_multiplies(const WeightView& w, size_t o, size_t n, float limit) {
+// Whether a scale of rows [o, o + n) is finite and at least 2^7 in magnitude, where
+// scale * 2^120 could overflow: those tiles multiply by 2^120 (exact) and then by the scale.
+inline bool fp8_rows_need_two_multiplies(const WeightView& w, size_t o, size_t n) {
     const size_t grid_cols = (w.cols + w.block_cols - 1) / w.block_cols;
     const size_t first = o / w.block_rows, last = (o + n - 1) / w.block_rows;
     for (size_t g = first * grid_cols; g < (last + 1) * grid_cols; ++g) {
         const float a = w.block_scales[g] < 0 ? -w.block_scales[g] : w.block_scales[g];
-        if (a >= limit && a - a == 0.0f) return true;  // a - a == 0: finite
+        if (a >= kFp8TwoMultiplies && a - a == 0.0f) return true;  // a - a == 0: finite
     }
     return false;
 }

@@ -95,7 +95,7 @@ void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float
         #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) {
             const float scale = fp8_scale(w, o + k, g);
-            first[k] = _mm512_set1_ps(TwoMultiplies ? kFp8ShiftUnscale : scale * kFp8ShiftUnscale);
+            first[k] = _mm512_set1_ps(TwoMultiplies ? kFp8Unscale : scale * kFp8Unscale);
             second[k] = _mm512_set1_ps(scale);
         }
         size_t i = c0;
@@ -133,7 +133,7 @@ void fp8_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, float
 
 template <int O, int R>
 void fp8_tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
-    with_fp8_route(fp8_rows_need_two_multiplies(w, o, O, kFp8ShiftTwoMultiplies), rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O),
+    with_fp8_route(fp8_rows_need_two_multiplies(w, o, O), rows_hold_nan_codes(static_cast<const uint8_t*>(w.data), w.cols, o, O),
                    [&](auto two_multiplies, auto nan_codes) {
                        fp8_tile_as<O, R, decltype(two_multiplies)::value, decltype(nan_codes)::value>(w, o, x, xs, y, ys);
                    });
