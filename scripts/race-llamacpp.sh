@@ -212,6 +212,16 @@ for r in range(1, repeats + 1):
                     f"(decode step: attention {1e3 * x['decode_step_attention_seconds']:.0f} ms, "
                     f"experts {1e3 * x['decode_step_ffn_seconds']:.0f} ms, head {1e3 * x['decode_step_head_seconds']:.0f} ms)")
     print(f"  round {r}: " + "; ".join(line))
+# The same ratios round by round: a round runs the three engines minutes apart, so its ratio
+# compares them in one spell of this machine's memory, which the medians above do not.
+if len(llama_pp) == repeats and len(llama_tg) == repeats:
+  print("round by round, stormo / llama.cpp (each round's own ratio; median and range):")
+  for road in ("f32", "int8"):
+    for i, what in ((0, "prefill"), (1, "decode")):
+      key = ("prefill_tokens_per_s", "decode_tokens_per_s")[i]
+      ratios = [load(road, r)[key] / (llama_pp, llama_tg)[i][r - 1] for r in range(1, repeats + 1)]
+      print(f"  {road} {what}: " + ", ".join(f"{x:.2f}" for x in ratios)
+            + f"; median {med(ratios):.2f}x, {min(ratios):.2f}-{max(ratios):.2f}")
 print(f"llama.cpp: {llama_bytes / 1e9:.3f} GB read per token (its GGUF: every dense tensor but the embedding, "
       f"{inspect['top_k']} of {inspect['n_experts']} experts); decode moved / RAM probe before and after its run, GB/s:")
 for r, (g, b, a, share) in enumerate(llama_rounds, 1):
