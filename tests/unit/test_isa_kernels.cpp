@@ -350,6 +350,29 @@ void check_mxfp4_edges(const KernelTable& table, Worst& worst) {
         check_matmul(isa, entry(reference_kernels(), WeightFormat::MXFP4, Layout::out_in), m, x, n_x,
                      "MXFP4 edge scales n_x " + std::to_string(n_x), worst, rng);
     }
+    // One scale byte for a whole matrix, so that every tile takes the same route: the 512-bit
+    // kernel adds to the exponent for scale bytes 2..252 and multiplies otherwise. Both sides of
+    // both ends: at 1 the weights are subnormal, at 253 the largest codes overflow to infinity
+    // (where an exponent add would make NaN), elsewhere every weight must be the reference's.
+    {
+        // Positive codes and inputs: a row with a code of 4 or 6 sums to +infinity, not NaN.
+        testing::TestMatrix e = testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, 19, 96, rng);
+        for (uint8_t& b : e.data) b &= 0x77;
+        std::fill(e.scales.begin(), e.scales.end(), uint8_t{253});
+        std::vector<float> x = testing::random_floats(e.cols, rng, 1.0f / 1024, 2.0f / 1024);
+        check_matmul(isa, entry(reference_kernels(), WeightFormat::MXFP4, Layout::out_in), e, x, 1,
+                     "MXFP4 scale byte 253", worst, rng);
+    }
+    for (const uint8_t scale : {uint8_t{1}, uint8_t{2}, uint8_t{8}, uint8_t{127}, uint8_t{252}}) {
+        testing::TestMatrix e = testing::random_matrix(WeightFormat::MXFP4, Layout::out_in, 19, 96, rng);
+        std::fill(e.scales.begin(), e.scales.end(), scale);
+        std::vector<float> w(e.rows * e.cols);
+        for (size_t o = 0; o < e.rows; ++o)
+            reference_kernels().row_to_f32[static_cast<size_t>(WeightFormat::MXFP4)](e.view(), o, w.data() + o * e.cols);
+        std::vector<uint32_t> bits(w.size());
+        std::memcpy(bits.data(), w.data(), w.size() * 4);
+        check_weights_exact(isa, e, bits);
+    }
 }
 
 // FP8 edges, in blocks of 16 x 128 (the last column block partial): every byte in every row (the
