@@ -195,6 +195,13 @@ void prepare_q4_k_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scrat
 // instructions), then widened 16 at a time; x = (d * sc) * (q - 32) per group of 16.
 struct Q6_K {
     static constexpr size_t kValues = 256, kBytes = 210, kUnit = 64;
+    struct alignas(64) HighShifts {
+        int16_t v[2][32];
+    };
+    static constexpr HighShifts kHighShifts = {{{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+                                                 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
+                                                {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}}};
     struct alignas(64) Header {
         float ds[16];  // d * sc per group of 16
     };
@@ -210,13 +217,14 @@ struct Q6_K {
         __m512i ql = _mm512_loadu_si512(b + 64 * c);
         if (hh != 0) ql = _mm512_srli_epi16(ql, 4);
         const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * c)));
-        // int16 shift counts [4h x 16 | 4h + 2 x 16]: a byte's bits move within its word, and the
-        // masks below keep only the two (four) wanted in each byte.
-        const __m512i counts = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(static_cast<int16_t>(4 * hh))),
-                                                  _mm256_set1_epi16(static_cast<int16_t>(4 * hh + 2)), 1);
-        const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, counts), _mm512_set1_epi8(0x03));
-        const __m512i q = _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(ql, _mm512_set1_epi8(0x0F)), _mm512_slli_epi16(high, 4)),
-                                          _mm512_set1_epi8(32));
+        // The two bits of each qh byte this unit wants, moved to bits 4-5 by one int16 shift:
+        // bits 0-1 | 2-3 left by [4 x 16 | 2 x 16] (h = 0), bits 4-5 | 6-7 right by [0 | 2] (h = 1).
+        // A byte's bits cross into its neighbour within the word; the mask 0x30 drops them.
+        const __m512i moved = hh == 0 ? _mm512_sllv_epi16(qh, _mm512_load_si512(kHighShifts.v[0]))
+                                      : _mm512_srlv_epi16(qh, _mm512_load_si512(kHighShifts.v[1]));
+        const __m512i high = _mm512_and_si512(moved, _mm512_set1_epi8(0x30));
+        // (ql & 0x0F) | high, then - 32.
+        const __m512i q = _mm512_sub_epi8(_mm512_ternarylogic_epi32(ql, _mm512_set1_epi8(0x0F), high, 0xEA), _mm512_set1_epi8(32));
         // Through memory: four widening loads cost less than three lane extracts and four widenings.
         alignas(64) int8_t codes[64];
         _mm512_store_si512(codes, q);
