@@ -19,7 +19,8 @@
 // takes its codes with variable shifts instead of widening shuffles, in an order x is rearranged
 // to once per call (1.2x a core; see Q4_K). Per (output, row) accumulator a takes the first
 // vector of every 32 values and b the second, with FMAs, ascending; the value is the fixed-order
-// sum of a + b, the same in every tile shape, so the contract of docs/kernels.md holds. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
+// sum of a + b, the same in every tile shape, so the contract of docs/kernels.md holds. GGUF's
+// MXFP4 and Q8_0 keep one accumulator a pair instead (tile_one), in all their tiles alike. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
 // Compiled with -ffp-contract=off: the compiler must not fuse a multiply and an add the reference
 // rounds apart (Q4_0's and MXFP4's tables are products only; Q4_K's fusion is written out).
 #include "avx512_float_kernels.hpp"
@@ -291,6 +292,64 @@ struct Kernel {
     }
 };
 
+// GGUF's MXFP4 and Q8_0: one accumulator a (output, row) pair, taking a block's first 16 values
+// and then its last 16, block after block, as the transformers MXFP4 tile does (matmul_out_in.cpp).
+// With one accumulator a pair, a tile of 4 outputs x 4 rows fits the registers with each row's
+// values loaded once a block, so prefill decodes each block once for 16 multiply-add pairs, where
+// the two-accumulator tiles ran 4 x 2 below 8 rows and F32 panels from 8. One core, 256 x 2048 in
+// L2, GB/s at 1 / 4 / 8 / 32 rows, three rounds alternated: MXFP4 24 / 9.0 / 3.8 / 1.08 ->
+// 24 / 11.6 / 5.8 / 1.45 (16 outputs a lone row's tile: 8 lost 12%), Q8_0 39 / 17.4 / 7.3 / 2.15 ->
+// 38 / 23.9 / 12.0 / 3.0. Q4_0 stays on two accumulators: one lost it 11-16% at 1 row.
+template <class F, int O, int R>
+void tile_one(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+    static_assert(F::kValues == 32 && F::kUnit == 32);
+    const size_t n_blocks = w.cols / 32;
+    const size_t row_bytes = n_blocks * F::kBytes;
+    const uint8_t* data = static_cast<const uint8_t*>(w.data);
+    __m512 acc[O][R];
+    #pragma GCC unroll 16
+    for (int k = 0; k < O; ++k)
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[k][r] = _mm512_setzero_ps();
+    size_t next_prefetch = 0;  // bytes of the next tile's rows asked for so far
+    for (size_t blk = 0; blk < n_blocks; ++blk) {
+        for (; next_prefetch < (blk + 1) * F::kBytes && next_prefetch < row_bytes; next_prefetch += 64)
+            #pragma GCC unroll 16
+            for (int k = 0; k < O; ++k) prefetch_l2(data, (o + O + k) * row_bytes + next_prefetch);
+        __m512 first[R], last[R];
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            first[r] = _mm512_loadu_ps(x + r * xs + blk * 32);
+            last[r] = _mm512_loadu_ps(x + r * xs + blk * 32 + 16);
+        }
+        #pragma GCC unroll 16
+        for (int k = 0; k < O; ++k) {
+            const uint8_t* b = data + (o + k) * row_bytes + blk * F::kBytes;
+            __m512 v[2];
+            F::unit(b, F::header(b), 0, v);
+            #pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                acc[k][r] = _mm512_fmadd_ps(v[0], first[r], acc[k][r]);
+                acc[k][r] = _mm512_fmadd_ps(v[1], last[r], acc[k][r]);
+            }
+        }
+    }
+    #pragma GCC unroll 16
+    for (int k = 0; k < O; ++k)
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) y[r * ys + o + k] = hsum16(acc[k][r]);
+}
+
+template <class F, int RowOutputs>
+struct KernelOne {
+    static constexpr int kRowOutputs = RowOutputs;  // tiles512.hpp
+    static constexpr int kQuadOutputs = 4;
+    template <int O, int R>
+    static void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
+        tile_one<F, O, R>(w, o, x, xs, y, ys);
+    }
+};
+
 // Prefill: a panel of kPanelOutputs outputs is decoded once into F32 rows, in the order the
 // tiles above read the weights (the unit vectors v[0], v[1], ... of every block, one after the
 // other), and dense_tile runs every activation row against it. dense_tile adds the first 16
@@ -363,7 +422,7 @@ void run(const WeightView& w, const float* x, size_t n_x, size_t xs, float* y, s
 
 void matmul_gguf_q8_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
-    gguf512::run<gguf512::Q8_0>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+    drive<gguf512::KernelOne<gguf512::Q8_0, 8>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 void matmul_gguf_q4_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
@@ -386,7 +445,7 @@ void matmul_gguf_q6_k_out_in(const WeightView& w, const float* x, size_t n_x, si
 }
 void matmul_gguf_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                               size_t y_stride, size_t o_begin, size_t o_end) {
-    gguf512::run<gguf512::Mxfp4>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+    drive<gguf512::KernelOne<gguf512::Mxfp4, 16>>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 
 }  // namespace stormo::simd::avx512

@@ -33,7 +33,7 @@ void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys
 }
 
 // A kernel K may give kQuadOutputs, the outputs of a tile over four rows (without it, rows go in
-// pairs only), and gives kRowOutputs, the outputs of a tile for a lone row (decode): 1, 4 or 8,
+// pairs only), and gives kRowOutputs, the outputs of a tile for a lone row (decode): 1, 4, 8 or 16,
 // whichever streams fastest. A decode tile is bound by the misses it keeps in flight, and 8 rows
 // of weights a tile (with 8 rows prefetched ahead) read one row of x faster than 4 for the small
 // per-weight decodes (one thread, 1 GiB set, GB/s, 4 -> 8: transformers' MXFP4 10.2-16.2 -> 20.3-21.5,
