@@ -20,9 +20,11 @@
 // to once per call (1.2x a core; see Q4_K). Per (output, row) accumulator a takes the first
 // vector of every 32 values and b the second, with FMAs, ascending; the value is the fixed-order
 // sum of a + b, the same in every tile shape, so the contract of docs/kernels.md holds. GGUF's
-// MXFP4 and Q8_0 keep one accumulator a pair instead (tile_one), in all their tiles alike. Tiles and row blocks are matmul_out_in.cpp's (tiles512.hpp).
+// MXFP4 and Q8_0 keep one accumulator a pair instead (tile_one), in all their tiles alike. Tiles
+// and row blocks are matmul_out_in.cpp's (tiles512.hpp).
 // Compiled with -ffp-contract=off: the compiler must not fuse a multiply and an add the reference
-// rounds apart (Q4_0's and MXFP4's tables are products only; Q4_K's fusion is written out).
+// rounds apart (Q4_0's and MXFP4's tables are products only; Q4_K's and Q5_K's fusion, exact, is
+// written out in sub_table).
 #include "avx512_float_kernels.hpp"
 #include "dense_tile512.hpp"  // dense_tile, for the prefill panels
 #include "gguf_decode.hpp"  // gguf::f16, scales_mins_k4_vec; gguf_scales.hpp's kE8m0Half
