@@ -166,9 +166,9 @@ for r in range(1, repeats + 1):
         llama_commit = f"{t.get('build_number', '?')} ({t.get('build_commit', '?')})"
         (llama_pp if t["n_prompt"] > 0 else llama_tg).append(t["avg_ts"])
 llama_rss = med(rss("llama", r) for r in range(1, repeats + 1))
-rows = {}
+rows, road_runs = {}, {}
 for road in ("f32", "int8"):
-    runs = [load(road, r) for r in range(1, repeats + 1)]
+    runs = road_runs[road] = [load(road, r) for r in range(1, repeats + 1)]
     rows[road] = {k: med(x[k] for x in runs) for k in ("prefill_tokens_per_s", "decode_tokens_per_s",
                   "memory_bound_tokens_per_s", "peak_rss_bytes")}
     rows[road]["bytes_per_token"] = med(x["bytes_touched_per_token"] for x in runs)
@@ -219,7 +219,7 @@ if len(llama_pp) == repeats and len(llama_tg) == repeats:
   for road in ("f32", "int8"):
     for i, what in ((0, "prefill"), (1, "decode")):
       key = ("prefill_tokens_per_s", "decode_tokens_per_s")[i]
-      ratios = [load(road, r)[key] / (llama_pp, llama_tg)[i][r - 1] for r in range(1, repeats + 1)]
+      ratios = [run[key] / (llama_pp, llama_tg)[i][r] for r, run in enumerate(road_runs[road])]
       print(f"  {road} {what}: " + ", ".join(f"{x:.2f}" for x in ratios)
             + f"; median {med(ratios):.2f}x, {min(ratios):.2f}-{max(ratios):.2f}")
 print(f"llama.cpp: {llama_bytes / 1e9:.3f} GB read per token (its GGUF: every dense tensor but the embedding, "

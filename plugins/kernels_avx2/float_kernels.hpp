@@ -24,8 +24,8 @@ void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, 
                                size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_f16_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
-// FP8_E4M3 (matmul_fp8.cpp): each weight the reference's float (through IEEE half,
-// then the block's scale), FMAs.
+// FP8_E4M3 (matmul_fp8.cpp): each weight the reference's float (each byte shifted
+// onto float's bits, then the block's scale), FMAs.
 void matmul_fp8_e4m3_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                             size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,

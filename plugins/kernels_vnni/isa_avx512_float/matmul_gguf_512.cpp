@@ -301,7 +301,10 @@ struct Kernel {
 // the two-accumulator tiles ran 4 x 2 below 8 rows and F32 panels from 8. One core, 256 x 2048 in
 // L2, GB/s at 1 / 4 / 8 / 32 rows, three rounds alternated: MXFP4 24 / 9.0 / 3.8 / 1.08 ->
 // 24 / 11.6 / 5.8 / 1.45 (16 outputs a lone row's tile: 8 lost 12%), Q8_0 39 / 17.4 / 7.3 / 2.15 ->
-// 38 / 23.9 / 12.0 / 3.0. Q4_0 stays on two accumulators: one lost it 11-16% at 1 row.
+// 38 / 23.9 / 12.0 / 3.0. Q4_0 stays on two accumulators: one lost it 11-16% at 1 row. Not a
+// flag on tile above: this loop loads a row's values once a block and decodes each header where
+// its unit is used; tile with one accumulator (x read by every output's FMAs, all headers held
+// first) ran a lone row at 15-20 GB/s against 24 here.
 template <class F, int O, int R>
 void tile_one(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
     static_assert(F::kValues == 32 && F::kUnit == 32);

@@ -48,6 +48,7 @@ constexpr ExponentSteps make_exponent_steps() {
     return t;
 }
 constexpr ExponentSteps kExponentSteps = make_exponent_steps();
+constexpr __mmask16 kNonzeroEntries = 0xFEFE;  // of e2m1_doubled_values(): all but codes 0 and 8
 
 // Whether every scale byte of rows [o, o + n) lies in 2..252.
 inline bool scales_in_exponent_range(const uint8_t* scales, size_t n_blocks, size_t o, size_t n) {
@@ -101,7 +102,7 @@ void mxfp4_tile_as(const WeightView& w, size_t o, const float* x, size_t xs, flo
                 _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + index * 16)));
             __m512 table;
             if constexpr (ExponentAdd)
-                table = _mm512_castsi512_ps(_mm512_mask_add_epi32(_mm512_castps_si512(values), 0xFEFE, _mm512_castps_si512(values),
+                table = _mm512_castsi512_ps(_mm512_mask_add_epi32(_mm512_castps_si512(values), kNonzeroEntries, _mm512_castps_si512(values),
                                                                   _mm512_set1_epi32(kExponentSteps.value[w.scales[index]])));
             else
                 table = _mm512_mul_ps(values, _mm512_set1_ps(kHalfScales.value[w.scales[index]]));
