@@ -7,8 +7,6 @@
 // VNNI loops also run here under SIMDe's emulation of VPDPBUSD, on any CPU.
 #include <gtest/gtest.h>
 
-#include <boost/dll/shared_library.hpp>
-
 #include <algorithm>
 #include <bit>
 #include <cctype>
@@ -28,6 +26,7 @@
 #include <vector>
 
 #include "kernels/worker_pool.hpp"
+#include "kernel_plugin_loader.hpp"
 #include "kernel_test_support.hpp"
 #include "stormo/cpu_features.hpp"
 #include "stormo/json.hpp"
@@ -112,29 +111,7 @@ namespace {
 // Accumulation error allowed, relative to sum |w * x| (docs/kernels.md gives the measured worst).
 constexpr double kTolerance = 1e-5;
 
-// One loaded kernels plugin; the object dies before the library that holds its code.
-struct LoadedKernels {
-    boost::dll::shared_library lib;
-    const PluginDescription* description = nullptr;
-    stormo_plugin_score_fn score = nullptr;
-    std::unique_ptr<PluginObject> object;
-    Error create_error;
-
-    const KernelsPlugin* plugin() const { return dynamic_cast<const KernelsPlugin*>(object.get()); }
-};
-
-std::unique_ptr<LoadedKernels> load_kernels(const std::string& isa) {
-    auto k = std::make_unique<LoadedKernels>();
-    const std::string path = std::string(STORMO_BUILD_PLUGIN_DIR) + "/libstormo-kernels-" + isa + ".so";
-    k->lib.load(path);
-    const std::string abi = k->lib.get<const char*()>("stormo_plugin_abi")();
-    EXPECT_EQ(abi, kStormoAbi) << path;
-    k->description = k->lib.get<const PluginDescription*()>("stormo_plugin_describe")();
-    k->score = k->lib.get<int(const ScoreQuery*)>("stormo_plugin_score");
-    k->object.reset(k->lib.get<PluginObject*(Error*)>("stormo_plugin_create")(&k->create_error));
-    return k;
-}
-
+using testing::load_kernels;
 using testing::cpu_has_all;
 using testing::kernels_unusable_reason;
 

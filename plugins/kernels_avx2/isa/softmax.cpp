@@ -4,7 +4,7 @@
 // exp(x) = 2^n * exp(r) with n = round(x * log2(e)) and r = x - n * ln 2 (ln 2 split in two so the
 // reduction is exact), exp(r) by a degree-7 polynomial (Cephes' expf): about 1 ulp from libm's expf
 // over the range softmax uses (x <= 0 after the max is subtracted). Inputs below -87.3 give 0,
-// as expf does; -inf (a masked score) gives 0.
+// as expf does; -inf (a masked score) gives 0; NaN gives NaN.
 #include "float_kernels.hpp"
 #include "simd.hpp"
 
@@ -14,7 +14,9 @@ namespace {
 __m256 exp8(__m256 x) {
     const __m256 lowest = _mm256_set1_ps(-87.33654f);  // below: expf underflows to (almost) 0
     const __m256 underflow = _mm256_cmp_ps(x, lowest, _CMP_LT_OQ);
-    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.3762626647949f)), lowest);
+    // MINPS and MAXPS return their second operand when either is NaN: with x second, a NaN score
+    // stays NaN through the clamp, the polynomial and the sum, as expf and the reference keep it.
+    x = _mm256_max_ps(lowest, _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), x));
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
