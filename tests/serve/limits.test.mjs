@@ -35,12 +35,14 @@ function closedAfter(port, data, timeoutMs) {
   });
 }
 
-test('short header lines count toward the 16 KiB cap: 6,000 "A:" lines are 431, 3,000 pass', async () => {
-  const head = (lines) => `GET /health HTTP/1.1\r\nHost: x\r\n${'A:\r\n'.repeat(lines)}Connection: close\r\n\r\n`;
-  const refused = await rawExchange(server.port, head(6000));
-  assert.match(refused, /^HTTP\/1\.1 431 /);
-  assert.match(refused, /"headers_too_large"/);
-  const passed = await rawExchange(server.port, head(3000));
+test('short header lines count toward the 16 KiB cap: 6,000 "A:" lines (24 KB) are 431, 3,000 (12 KB) pass', async () => {
+  const head = (line, lines) => `GET /health HTTP/1.1\r\nHost: x\r\n${line.repeat(lines)}Connection: close\r\n\r\n`;
+  for (const [line, lines] of [['A:\r\n', 6000], ['X-A: 1234\r\n', 3000]]) {
+    const refused = await rawExchange(server.port, head(line, lines));
+    assert.match(refused, /^HTTP\/1\.1 431 /, `${lines} x ${JSON.stringify(line)}`);
+    assert.match(refused, /"headers_too_large"/);
+  }
+  const passed = await rawExchange(server.port, head('A:\r\n', 3000));
   assert.match(passed, /^HTTP\/1\.1 200 /);
 });
 
