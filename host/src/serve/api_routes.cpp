@@ -51,6 +51,9 @@ std::string tokens_json(const std::vector<int32_t>& ids) {
     return out;
 }
 
+// A body past the whole budget is the client's fault; one that does not fit now is the server's load.
+Outcome budget_outcome(const ApiError& refusal) { return refusal.status == 429 ? Outcome::rejected : Outcome::client_error; }
+
 ApiError loading_error() {
     return api_error(503, "the model is still loading; GET /health answers 200 once it is ready", "server_error",
                      "model_loading");
@@ -192,21 +195,19 @@ HttpResponse ApiRoutes::metrics_text() const {
 
 HttpResponse ApiRoutes::tokenize(const HttpRequest& request) {
     auto lease = take_budget(request);
-    if (!lease) return refuse(lease.error(), lease.error().status == 429 ? Outcome::rejected : Outcome::client_error);
+    if (!lease) return refuse(lease.error(), budget_outcome(lease.error()));
     auto parsed = parse_tokenize_request(request.body);
     if (!parsed) return refuse(parsed.error(), Outcome::client_error);
-    std::vector<int32_t> ids;
+    std::vector<int32_t> ids = tokenizer_->encode(parsed->content, /*match_special=*/true);
     // add_special: the tokenizer's BOS first, as llama-server adds it (when the model has one).
     if (parsed->add_special && !chat_template_->bos_token().empty())
-        if (auto bos = tokenizer_->token_id(chat_template_->bos_token())) ids.push_back(*bos);
-    const std::vector<int32_t> encoded = tokenizer_->encode(parsed->content, /*match_special=*/true);
-    ids.insert(ids.end(), encoded.begin(), encoded.end());
+        if (auto bos = tokenizer_->token_id(chat_template_->bos_token())) ids.insert(ids.begin(), *bos);
     return json_response(200, tokens_json(ids));
 }
 
 HttpResponse ApiRoutes::detokenize(const HttpRequest& request) {
     auto lease = take_budget(request);
-    if (!lease) return refuse(lease.error(), lease.error().status == 429 ? Outcome::rejected : Outcome::client_error);
+    if (!lease) return refuse(lease.error(), budget_outcome(lease.error()));
     auto parsed = parse_detokenize_request(request.body);
     if (!parsed) return refuse(parsed.error(), Outcome::client_error);
     auto text = tokenizer_->decode(parsed->tokens);
@@ -216,8 +217,7 @@ HttpResponse ApiRoutes::detokenize(const HttpRequest& request) {
 
 bool ApiRoutes::handle_generation(const HttpRequest& request, ResponseSink& sink, Endpoint endpoint) {
     auto lease = take_budget(request);
-    if (!lease)
-        return sink.send(refuse(lease.error(), lease.error().status == 429 ? Outcome::rejected : Outcome::client_error));
+    if (!lease) return sink.send(refuse(lease.error(), budget_outcome(lease.error())));
     auto parsed = endpoint == Endpoint::chat ? parse_chat_request(request.body) : parse_completion_request(request.body);
     if (!parsed) return sink.send(refuse(parsed.error(), Outcome::client_error));
     if (!ready_.load()) return sink.send(refuse(loading_error(), Outcome::rejected));
