@@ -139,7 +139,7 @@ ApiExpected<ByteBudget::Lease> ApiRoutes::take_budget(const HttpRequest& request
                                     "rate_limit_error", "tokenize_budget_busy"));
 }
 
-bool ApiRoutes::handle(const HttpRequest& request, ResponseSink& sink) {
+bool ApiRoutes::handle(HttpRequest request, ResponseSink& sink) {
     const std::string& path = request.path;
     const bool get = request.method == "GET";
     const bool post = request.method == "POST";
@@ -215,7 +215,7 @@ HttpResponse ApiRoutes::detokenize(const HttpRequest& request) {
     return json_response(200, text::to_json(text::Value::object({{"content", text::Value(*text)}})));
 }
 
-bool ApiRoutes::handle_generation(const HttpRequest& request, ResponseSink& sink, Endpoint endpoint) {
+bool ApiRoutes::handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint) {
     auto lease = take_budget(request);
     if (!lease) return sink.send(refuse(lease.error(), budget_outcome(lease.error())));
     auto parsed = endpoint == Endpoint::chat ? parse_chat_request(request.body) : parse_completion_request(request.body);
@@ -226,6 +226,7 @@ bool ApiRoutes::handle_generation(const HttpRequest& request, ResponseSink& sink
     if (!prepared) return sink.send(refuse(prepared.error(), Outcome::client_error));
     // The text is tokenized: what waits in the queue is ids, bounded by the context.
     lease->release();
+    request.body = std::string();
     parsed->messages = text::Value::list();
     parsed->prompt = std::string();
 

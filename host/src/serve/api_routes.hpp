@@ -41,8 +41,9 @@ public:
 
     // The model is loaded: generations start being served (until then they get 503, /health too).
     void set_ready(Engine& engine, Session& session, std::vector<int32_t> stop_ids);
-    // Answers one request; false when the connection must close (the client is gone).
-    bool handle(const HttpRequest& request, ResponseSink& sink);
+    // Answers one request; false when the connection must close (the client is gone). Taken by
+    // value: a generation drops the body once it is tokenized instead of holding it while queued.
+    bool handle(HttpRequest request, ResponseSink& sink);
     // Stops taking generations: those queued are answered 503, the running one may finish within
     // `grace`, then it is cancelled; returns once the worker has stopped.
     void shutdown(std::chrono::milliseconds grace);
@@ -52,7 +53,7 @@ public:
     ByteBudget& tokenize_budget() { return budget_; }
 
 private:
-    bool handle_generation(const HttpRequest& request, ResponseSink& sink, Endpoint endpoint);
+    bool handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint);
     bool reply_whole(Job& job, ResponseSink& sink, Endpoint endpoint, const std::string& id);
     bool reply_stream(Job& job, ResponseSink& sink, const CompletionRequest& request, const std::string& id);
     HttpResponse tokenize(const HttpRequest& request);
