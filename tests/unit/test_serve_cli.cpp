@@ -22,6 +22,8 @@ TEST(ServeCli, WrongOptionsAreRefusedBeforeListening) {
         {model + " --port 70000", "--port must be in [0, 65535]"},
         {model + " --max-queue 0", "--max-queue must be in [1, 4096]"},
         {model + " --timeout 0", "--timeout must be in [1, 3600] seconds"},
+        {model + " --header-timeout 0", "--header-timeout must be in [1, 3600] seconds"},
+        {model + " --tokenize-budget 10", "--tokenize-budget must be a size from 1KiB to 16GiB"},
         {model + " --max-body 10", "--max-body must be a size from 1KiB to 1GiB"},
         {model + " --ctx 64 --context 128", "--ctx and --context name different contexts"},
         {model + " --api-key ''", "--api-key must not be empty"},
@@ -49,7 +51,7 @@ TEST(ServeCli, HelpNamesTheRoutesAndOptions) {
     const CommandResult r = serve("--help");
     EXPECT_EQ(r.status, 0);
     for (const char* s : {"/v1/chat/completions", "--host", "--port", "--api-key", "--max-queue", "--ctx", "--timeout",
-                          "--max-body", "--shutdown-grace", "--expert-budget", "--context"})
+                          "--max-body", "--shutdown-grace", "--header-timeout", "--tokenize-budget", "--expert-budget", "--context"})
         EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 

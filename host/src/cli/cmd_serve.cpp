@@ -24,7 +24,9 @@ struct ServeOptions {
     int64_t max_queue = 16;
     std::optional<int64_t> ctx;
     int64_t timeout_seconds = 30;
+    int64_t header_timeout_seconds = 5;
     std::string max_body = "8MiB";
+    std::string tokenize_budget = "32MiB";
     int64_t shutdown_grace_seconds = 10;
 };
 
@@ -40,7 +42,11 @@ void add_serve_options(po::options_description& d, ServeOptions& out) {
          "the same as --context: the KV context every request shares")
         ("timeout", po::value<int64_t>(&out.timeout_seconds)->value_name("SECONDS"),
          "time to read a whole request or write one piece of a reply (default 30)")
+        ("header-timeout", po::value<int64_t>(&out.header_timeout_seconds)->value_name("SECONDS"),
+         "time to read a request's line and headers, also the keep-alive idle limit (default 5)")
         ("max-body", po::value<std::string>(&out.max_body)->value_name("SIZE"), "largest request body (default 8MiB); more get HTTP 413")
+        ("tokenize-budget", po::value<std::string>(&out.tokenize_budget)->value_name("SIZE"),
+         "bytes of request bodies parsed and tokenized at once (default 32MiB); past it HTTP 429")
         ("shutdown-grace", po::value<int64_t>(&out.shutdown_grace_seconds)->value_name("SECONDS"),
          "on SIGTERM, how long the answer being generated may run on before it is cut (default 10)");
 }
@@ -49,17 +55,27 @@ Expected<serve::HttpServerOptions> http_options(const ServeOptions& o) {
     serve::HttpServerOptions h;
     if (o.port < 0 || o.port > 65535) return fail(ErrorKind::invalid_argument, "--port must be in [0, 65535]");
     if (o.timeout_seconds < 1 || o.timeout_seconds > 3600) return fail(ErrorKind::invalid_argument, "--timeout must be in [1, 3600] seconds");
+    if (o.header_timeout_seconds < 1 || o.header_timeout_seconds > 3600)
+        return fail(ErrorKind::invalid_argument, "--header-timeout must be in [1, 3600] seconds");
     STORMO_TRY_ASSIGN(SizeSpec body, parse_size(o.max_body, "--max-body"));
     if (body.kind != SizeSpec::Kind::bytes || body.bytes < 1024 || body.bytes > (uint64_t{1} << 30))
         return fail(ErrorKind::invalid_argument, "--max-body must be a size from 1KiB to 1GiB");
     h.host = o.host;
     h.port = static_cast<uint16_t>(o.port);
     h.timeout = std::chrono::seconds(o.timeout_seconds);
+    h.header_timeout = std::chrono::seconds(o.header_timeout_seconds);
     h.body_limit = body.bytes;
     // Room for every connection that may wait in the queue, the one running, and a few more for
     // /health, /metrics and refusals.
     h.max_connections = static_cast<size_t>(o.max_queue) + 64;
     return h;
+}
+
+Expected<uint64_t> tokenize_budget(const ServeOptions& o) {
+    STORMO_TRY_ASSIGN(SizeSpec budget, parse_size(o.tokenize_budget, "--tokenize-budget"));
+    if (budget.kind != SizeSpec::Kind::bytes || budget.bytes < 1024 || budget.bytes > (uint64_t{16} << 30))
+        return fail(ErrorKind::invalid_argument, "--tokenize-budget must be a size from 1KiB to 16GiB");
+    return budget.bytes;
 }
 
 Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common) {
@@ -115,6 +131,8 @@ int run_serve(int argc, char** argv) {
     if (auto ok = check_serve_options(serve_options, common); !ok) return report_usage_error("serve", ok.error());
     auto http = http_options(serve_options);
     if (!http) return report_usage_error("serve", http.error());
+    auto budget = tokenize_budget(serve_options);
+    if (!budget) return report_usage_error("serve", budget.error());
 
     // The tokenizer and template first: a broken one fails before the port is taken.
     auto tokenizer = text::Tokenizer::load(*common.model);
@@ -126,6 +144,7 @@ int run_serve(int argc, char** argv) {
     settings.model_name = model_name(*common.model);
     settings.api_key = serve_options.api_key;
     settings.max_queue = static_cast<size_t>(serve_options.max_queue);
+    settings.tokenize_budget = *budget;
     serve::ApiRoutes routes(*tokenizer, *chat_template, settings);
     auto server = serve::HttpServer::bind(*http, routes);
     if (!server) return report_error(server.error());

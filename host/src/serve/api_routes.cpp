@@ -39,6 +39,21 @@ ApiError api_error(int status, std::string message, std::string type, std::optio
     return e;
 }
 
+// {"tokens": [1, 2, 3]} as text::to_json writes it, without a list of Values (tens of bytes per id).
+std::string tokens_json(const std::vector<int32_t>& ids) {
+    std::string out = R"({"tokens": [)";
+    out.reserve(out.size() + ids.size() * 8 + 2);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i > 0) out += ", ";
+        out += std::to_string(ids[i]);
+    }
+    out += "]}";
+    return out;
+}
+
+// A body past the whole budget is the client's fault; one that does not fit now is the server's load.
+Outcome budget_outcome(const ApiError& refusal) { return refusal.status == 429 ? Outcome::rejected : Outcome::client_error; }
+
 ApiError loading_error() {
     return api_error(503, "the model is still loading; GET /health answers 200 once it is ready", "server_error",
                      "model_loading");
@@ -49,7 +64,9 @@ ApiError loading_error() {
 ApiRoutes::ApiRoutes(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template, RouteSettings settings)
     : tokenizer_(&tokenizer),
       chat_template_(&chat_template),
+      max_bytes_per_token_(tokenizer.max_bytes_per_token()),
       settings_(std::move(settings)),
+      budget_(settings_.tokenize_budget),
       created_(static_cast<int64_t>(std::time(nullptr))),
       queue_(settings_.max_queue) {}
 
@@ -108,7 +125,21 @@ HttpResponse ApiRoutes::refuse(const ApiError& error, Outcome outcome) {
     return error_response(error);
 }
 
-bool ApiRoutes::handle(const HttpRequest& request, ResponseSink& sink) {
+// A route that parses and tokenizes a body holds its size of the budget meanwhile.
+ApiExpected<ByteBudget::Lease> ApiRoutes::take_budget(const HttpRequest& request) {
+    const uint64_t bytes = request.body.size();
+    const std::string budget = std::to_string(budget_.capacity()) + " bytes (--tokenize-budget)";
+    if (bytes > budget_.capacity())
+        return tl::unexpected(api_error(413, "the request body is " + std::to_string(bytes) +
+                                                 " bytes, more than the server tokenizes at once: " + budget,
+                                        "invalid_request_error", "tokenize_budget_exceeded"));
+    if (auto lease = budget_.try_take(bytes)) return std::move(*lease);
+    return tl::unexpected(api_error(429, "the server is busy tokenizing other requests' text (at most " + budget +
+                                             " at once); retry later",
+                                    "rate_limit_error", "tokenize_budget_busy"));
+}
+
+bool ApiRoutes::handle(HttpRequest request, ResponseSink& sink) {
     const std::string& path = request.path;
     const bool get = request.method == "GET";
     const bool post = request.method == "POST";
@@ -163,19 +194,20 @@ HttpResponse ApiRoutes::metrics_text() const {
 }
 
 HttpResponse ApiRoutes::tokenize(const HttpRequest& request) {
+    auto lease = take_budget(request);
+    if (!lease) return refuse(lease.error(), budget_outcome(lease.error()));
     auto parsed = parse_tokenize_request(request.body);
     if (!parsed) return refuse(parsed.error(), Outcome::client_error);
-    std::vector<int32_t> ids;
+    std::vector<int32_t> ids = tokenizer_->encode(parsed->content, /*match_special=*/true);
     // add_special: the tokenizer's BOS first, as llama-server adds it (when the model has one).
     if (parsed->add_special && !chat_template_->bos_token().empty())
-        if (auto bos = tokenizer_->token_id(chat_template_->bos_token())) ids.push_back(*bos);
-    for (int32_t id : tokenizer_->encode(parsed->content, /*match_special=*/true)) ids.push_back(id);
-    text::ValueList list;
-    for (int32_t id : ids) list.push_back(text::Value(static_cast<int64_t>(id)));
-    return json_response(200, text::to_json(text::Value::object({{"tokens", text::Value::list(std::move(list))}})));
+        if (auto bos = tokenizer_->token_id(chat_template_->bos_token())) ids.insert(ids.begin(), *bos);
+    return json_response(200, tokens_json(ids));
 }
 
 HttpResponse ApiRoutes::detokenize(const HttpRequest& request) {
+    auto lease = take_budget(request);
+    if (!lease) return refuse(lease.error(), budget_outcome(lease.error()));
     auto parsed = parse_detokenize_request(request.body);
     if (!parsed) return refuse(parsed.error(), Outcome::client_error);
     auto text = tokenizer_->decode(parsed->tokens);
@@ -183,12 +215,20 @@ HttpResponse ApiRoutes::detokenize(const HttpRequest& request) {
     return json_response(200, text::to_json(text::Value::object({{"content", text::Value(*text)}})));
 }
 
-bool ApiRoutes::handle_generation(const HttpRequest& request, ResponseSink& sink, Endpoint endpoint) {
+bool ApiRoutes::handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint) {
+    auto lease = take_budget(request);
+    if (!lease) return sink.send(refuse(lease.error(), budget_outcome(lease.error())));
     auto parsed = endpoint == Endpoint::chat ? parse_chat_request(request.body) : parse_completion_request(request.body);
     if (!parsed) return sink.send(refuse(parsed.error(), Outcome::client_error));
     if (!ready_.load()) return sink.send(refuse(loading_error(), Outcome::rejected));
-    auto prepared = prepare_request(*parsed, PromptText{tokenizer_, chat_template_}, context_.load());
+    auto prepared =
+        prepare_request(*parsed, PromptText{tokenizer_, chat_template_, max_bytes_per_token_}, context_.load());
     if (!prepared) return sink.send(refuse(prepared.error(), Outcome::client_error));
+    // The text is tokenized: what waits in the queue is ids, bounded by the context.
+    lease->release();
+    request.body = std::string();
+    parsed->messages = text::Value::list();
+    parsed->prompt = std::string();
 
     auto job = std::make_shared<Job>(std::move(*prepared), sink.native_handle());
     {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/engine.hpp"
+#include "serve/byte_budget.hpp"
 #include "serve/http_types.hpp"
 #include "serve/inference_worker.hpp"
 #include "serve/metrics.hpp"
@@ -26,6 +27,9 @@ struct RouteSettings {
     std::string model_name;              // what /v1/models lists and responses carry
     std::optional<std::string> api_key;  // every route but /health needs it when set
     size_t max_queue = 16;               // requests waiting past the one running; more get 429
+    // Bytes of request bodies parsed and tokenized at once (ByteBudget); a body that does not fit
+    // what is left gets 429, one larger than all of it 413.
+    uint64_t tokenize_budget = uint64_t{32} << 20;
 };
 
 class ApiRoutes {
@@ -37,16 +41,19 @@ public:
 
     // The model is loaded: generations start being served (until then they get 503, /health too).
     void set_ready(Engine& engine, Session& session, std::vector<int32_t> stop_ids);
-    // Answers one request; false when the connection must close (the client is gone).
-    bool handle(const HttpRequest& request, ResponseSink& sink);
+    // Answers one request; false when the connection must close (the client is gone). Taken by
+    // value: a generation drops the body once it is tokenized instead of holding it while queued.
+    bool handle(HttpRequest request, ResponseSink& sink);
     // Stops taking generations: those queued are answered 503, the running one may finish within
     // `grace`, then it is cancelled; returns once the worker has stopped.
     void shutdown(std::chrono::milliseconds grace);
 
     const Metrics& metrics() const { return metrics_; }
+    // What the requests being parsed and tokenized hold of the budget (a test takes some of it).
+    ByteBudget& tokenize_budget() { return budget_; }
 
 private:
-    bool handle_generation(const HttpRequest& request, ResponseSink& sink, Endpoint endpoint);
+    bool handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint);
     bool reply_whole(Job& job, ResponseSink& sink, Endpoint endpoint, const std::string& id);
     bool reply_stream(Job& job, ResponseSink& sink, const CompletionRequest& request, const std::string& id);
     HttpResponse tokenize(const HttpRequest& request);
@@ -54,12 +61,15 @@ private:
     HttpResponse health() const;
     HttpResponse metrics_text() const;
     HttpResponse refuse(const ApiError& error, Outcome outcome);
+    ApiExpected<ByteBudget::Lease> take_budget(const HttpRequest& request);
     std::string next_id(const char* prefix);
     void forget(const std::shared_ptr<Job>& job);
 
     const text::Tokenizer* tokenizer_;
     const text::ChatTemplate* chat_template_;
+    std::optional<size_t> max_bytes_per_token_;
     RouteSettings settings_;
+    ByteBudget budget_;
     int64_t created_;
     std::atomic<bool> ready_{false};
     std::atomic<bool> stopping_{false};

@@ -1,5 +1,6 @@
 #include "serve/http_server.hpp"
 
+#include <malloc.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <csignal>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -28,13 +30,19 @@ using tcp = net::ip::tcp;
 // sending for up to this long before closing, so the client reads the refusal instead of a reset.
 constexpr std::chrono::seconds kDrainTime{2};
 constexpr size_t kDrainBytes = size_t{64} << 20;
+// Room in a connection's read buffer past the header cap, for reading a body in pieces.
+constexpr size_t kBodyReadBytes = 64 * 1024;
+// After a request with a body this large, the memory its parsing and tokenizing freed is handed
+// back to the system: glibc keeps freed blocks below its (adaptive, up to 32 MiB) mmap threshold
+// in the thread's arena, so a few large requests would leave the server at their peak for good.
+constexpr size_t kTrimAfterBody = size_t{1} << 20;
 
 // One client connection, served on its own thread. Each Beast operation runs on the thread's own
 // io_context with the stream's deadline, so a slow client times out however it stalls.
 class Connection final : public ResponseSink {
 public:
     Connection(tcp::socket::native_handle_type fd, const tcp::endpoint& local, const HttpServerOptions& options)
-        : stream_(ioc_), options_(options) {
+        : stream_(ioc_), buffer_(options.header_limit + kBodyReadBytes), options_(options) {
         beast::error_code ec;
         stream_.socket().assign(local.protocol(), fd, ec);
         fd_ = static_cast<int>(fd);
@@ -42,16 +50,46 @@ public:
 
     int native_handle() const override { return fd_; }
 
-    // Reads the next request; an error code tells why there is none. One deadline covers the
-    // whole request. A client that asks "Expect: 100-continue" (curl, for large bodies) is told to
-    // go on once its headers passed their cap.
-    beast::error_code read(http::request_parser<http::string_body>& parser) {
+    // Reads the next request's line and headers. The head must arrive within --header-timeout of
+    // when the server starts waiting for it (so a connection that sends nothing holds its slot only
+    // that long) and the whole request within --timeout. Beast 1.74 checks its header limit only
+    // against the bytes it has not parsed yet, so fields parsed from earlier reads would escape it:
+    // every byte of the head is counted here, and no read takes more than the cap leaves.
+    beast::error_code read_head(http::request_parser<http::string_body>& parser) {
         parser.header_limit(options_.header_limit);
         parser.body_limit(options_.body_limit);
-        stream_.expires_after(options_.timeout);
-        beast::error_code ec = run_op(
-            [&](auto handler) { http::async_read_header(stream_, buffer_, parser, std::move(handler)); }, nullptr, false);
-        if (ec) return ec;
+        const auto now = std::chrono::steady_clock::now();
+        request_deadline_ = now + options_.timeout;
+        stream_.expires_at(std::min(request_deadline_, now + options_.header_timeout));
+        size_t parsed = 0;
+        for (;;) {
+            beast::error_code ec;
+            if (buffer_.size() > 0) {
+                const size_t used = parser.put(buffer_.data(), ec);
+                buffer_.consume(used);
+                parsed += used;
+                if (parser.is_header_done())
+                    return parsed > options_.header_limit ? beast::error_code(http::error::header_limit) : beast::error_code();
+                if (ec && ec != http::error::need_more) return ec;
+            }
+            const size_t seen = parsed + buffer_.size();
+            if (seen > options_.header_limit) return http::error::header_limit;
+            size_t n = 0;
+            ec = run_op(
+                [&](auto handler) {
+                    stream_.async_read_some(buffer_.prepare(options_.header_limit + 1 - seen), std::move(handler));
+                },
+                &n, false);
+            if (ec) return ec;
+            buffer_.commit(n);
+        }
+    }
+
+    // Reads the body of a request whose head read_head() read, within what is left of --timeout.
+    // A client that asks "Expect: 100-continue" (curl, for large bodies) is told to go on first.
+    beast::error_code read_body(http::request_parser<http::string_body>& parser) {
+        stream_.expires_at(request_deadline_);
+        beast::error_code ec;
         if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
             http::response<http::empty_body> go_on{http::status::continue_, 11};
             ec = run_op([&](auto handler) { http::async_write(stream_, go_on, std::move(handler)); }, nullptr, false);
@@ -121,13 +159,14 @@ public:
     }
 
 private:
-    // The next request's deadline starts when the server begins waiting for it, so --timeout is
-    // also how long a kept-alive connection may stay idle. Saying so lets clients (undici, the
-    // OpenAI client's fetch) retire idle connections first instead of reusing one the server is
-    // closing.
+    // The next request's deadlines start when the server begins waiting for it, so the head's
+    // limit is also how long a kept-alive connection may stay idle. Saying so lets clients (undici,
+    // the OpenAI client's fetch) retire idle connections first instead of reusing one the server
+    // is closing.
     template <class Message>
     void announce_idle_limit(Message& res) const {
-        if (keep_alive_) res.set(http::field::keep_alive, "timeout=" + std::to_string(options_.timeout.count()));
+        const auto idle = std::min(options_.timeout, options_.header_timeout);
+        if (keep_alive_) res.set(http::field::keep_alive, "timeout=" + std::to_string(idle.count()));
     }
 
     // Runs one asynchronous operation to its end on this thread, under the stream's deadline.
@@ -146,8 +185,11 @@ private:
 
     net::io_context ioc_;
     beast::tcp_stream stream_;
+    // Bounded: a chunked body's trailer fields are held here until they end, so they cannot grow
+    // past it (the body's own bytes go to the body as they come).
     beast::flat_buffer buffer_;
     const HttpServerOptions& options_;
+    std::chrono::steady_clock::time_point request_deadline_;
     int fd_ = -1;
     bool keep_alive_ = true;
 };
@@ -163,14 +205,45 @@ HttpResponse plain_error(int status, const std::string& message, const char* cod
     return r;
 }
 
-HttpRequest to_request(const http::request<http::string_body>& req) {
+// The body is moved, not copied: it may be --max-body bytes.
+HttpRequest to_request(http::request<http::string_body>&& req) {
     HttpRequest out;
     out.method = std::string(req.method_string());
     const std::string target(req.target());
     out.path = target.substr(0, target.find('?'));
     if (auto it = req.find(http::field::authorization); it != req.end()) out.authorization = std::string(it->value());
-    out.body = req.body();
+    out.body = std::move(req.body());
     return out;
+}
+
+// The request's transfer codings when they are anything but chunked alone (Beast reads
+// "gzip, chunked" as chunked and would hand on the gzip bytes as the body; a coding it does not
+// end with chunked leaves the body's framing unknown). Nothing when the header is absent or is
+// just chunked.
+std::optional<std::string> unsupported_transfer_coding(const http::request<http::string_body>& req) {
+    std::string all;
+    const auto [first, last] = req.equal_range(http::field::transfer_encoding);
+    for (auto it = first; it != last; ++it) {
+        if (!all.empty()) all += ", ";
+        all += std::string(it->value());
+    }
+    if (all.empty()) return std::nullopt;
+    size_t codings = 0;
+    bool chunked = false;
+    for (size_t begin = 0; begin <= all.size();) {
+        size_t end = all.find(',', begin);
+        if (end == std::string::npos) end = all.size();
+        std::string_view coding(all.data() + begin, end - begin);
+        while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+        while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+        if (!coding.empty()) {
+            ++codings;
+            chunked = beast::iequals(beast::string_view(coding.data(), coding.size()), "chunked");
+        }
+        begin = end + 1;
+    }
+    if (codings == 1 && chunked) return std::nullopt;
+    return all;
 }
 
 }  // namespace
@@ -179,7 +252,11 @@ struct HttpServer::Impl {
     struct Slot {
         std::thread thread;
         int fd = -1;
-        bool idle = true;  // waiting for a request (guarded by Impl::mutex)
+        // Waiting for or reading a request, since `waiting_since`; such a slot may be taken for a
+        // new connection when all are in use (guarded by Impl::mutex, as is `evicted`).
+        bool idle = true;
+        std::chrono::steady_clock::time_point waiting_since = std::chrono::steady_clock::now();
+        bool evicted = false;
         std::atomic<bool> done{false};
     };
 
@@ -202,21 +279,42 @@ struct HttpServer::Impl {
         });
     }
 
-    void reap_locked() {
+    // Joins the finished connections; returns how many of the others still hold a slot.
+    size_t reap_locked() {
+        size_t held = 0;
         for (auto it = slots.begin(); it != slots.end();) {
             if ((*it)->done.load()) {
                 (*it)->thread.join();
                 it = slots.erase(it);
             } else {
+                if (!(*it)->evicted) ++held;
                 ++it;
             }
         }
+        return held;
+    }
+
+    // Makes room for a new connection by ending the one that has waited longest for its request
+    // (or has been sending it longest): under a flood of connections that send nothing, or send
+    // slowly, a client that sends its request at once still gets in, /health included. A
+    // connection with a request being answered is never taken. False when every slot is busy.
+    bool evict_longest_waiting_locked() {
+        Slot* oldest = nullptr;
+        for (auto& s : slots)
+            if (s->idle && !s->evicted && !s->done.load() && (!oldest || s->waiting_since < oldest->waiting_since))
+                oldest = s.get();
+        if (!oldest) return false;
+        oldest->evicted = true;
+        // Its thread is blocked in a read, which this ends; the thread then closes the socket.
+        ::shutdown(oldest->fd, SHUT_RDWR);
+        return true;
     }
 
     void start_connection(tcp::socket socket) {
         std::lock_guard lock(mutex);
-        reap_locked();
-        if (stopping || slots.size() >= options.max_connections) return;  // the socket closes here
+        const size_t held = reap_locked();
+        if (stopping) return;  // the socket closes here
+        if (held >= options.max_connections && !evict_longest_waiting_locked()) return;
         beast::error_code ec;
         socket.set_option(tcp::no_delay(true), ec);
         auto slot = std::make_unique<Slot>();
@@ -230,53 +328,88 @@ struct HttpServer::Impl {
     // Marks the slot idle before a read; false when the server is stopping (then it closes).
     bool enter_idle(Slot& s) {
         std::lock_guard lock(mutex);
-        if (stopping) return false;
+        if (stopping || s.evicted) return false;
         s.idle = true;
+        s.waiting_since = std::chrono::steady_clock::now();
         return true;
     }
 
-    void leave_idle(Slot& s) {
+    // False when the slot was taken for another connection while it read.
+    bool leave_idle(Slot& s) {
         std::lock_guard lock(mutex);
         s.idle = false;
+        return !s.evicted;
+    }
+
+    // Answers a request the HTTP layer refuses and closes the connection, reading what the client
+    // still sends for a moment so it reads the refusal instead of a reset.
+    static void refuse_and_close(Connection& connection, int status, const std::string& message, const char* code) {
+        connection.set_keep_alive(false);
+        connection.send(plain_error(status, message, code));
+        connection.drain_and_close();
+    }
+
+    // Reads one request; false when there is none to answer (the connection is closed then).
+    bool read_request(Slot& slot, Connection& connection, http::request_parser<http::string_body>& parser) {
+        beast::error_code ec = connection.read_head(parser);
+        if (!ec && parser.is_header_done()) {
+            if (auto coding = unsupported_transfer_coding(parser.get())) {
+                leave_idle(slot);
+                refuse_and_close(connection, 501,
+                                 "Transfer-Encoding: " + *coding + " is not supported: only chunked is",
+                                 "unsupported_transfer_encoding");
+                return false;
+            }
+            ec = connection.read_body(parser);
+        }
+        if (!leave_idle(slot)) {
+            connection.close();
+            return false;
+        }
+        if (ec == http::error::body_limit) {
+            refuse_and_close(connection, 413, "the request body is larger than " + std::to_string(options.body_limit) + " bytes",
+                             "body_too_large");
+            return false;
+        }
+        if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+            refuse_and_close(connection, 431,
+                             "the request headers are larger than " + std::to_string(options.header_limit) + " bytes",
+                             "headers_too_large");
+            return false;
+        }
+        if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
+            ec == net::error::connection_reset || ec == net::error::operation_aborted) {
+            connection.close();
+            return false;
+        }
+        if (ec) {  // malformed HTTP: say so once and close
+            connection.set_keep_alive(false);
+            connection.send(plain_error(400, "malformed HTTP request: " + ec.message(), "bad_http"));
+            connection.close();
+            return false;
+        }
+        return true;
     }
 
     void serve(Slot& slot) {
         Connection connection(slot.fd, local, options);
         for (;;) {
-            if (!enter_idle(slot)) break;
+            if (!enter_idle(slot)) {
+                connection.close();
+                break;
+            }
             http::request_parser<http::string_body> parser;
-            beast::error_code ec = connection.read(parser);
-            leave_idle(slot);
-            if (ec == http::error::body_limit || ec == http::error::header_limit) {
-                const bool body = ec == http::error::body_limit;
-                connection.set_keep_alive(false);
-                connection.send(body ? plain_error(413, "the request body is larger than " + std::to_string(options.body_limit) + " bytes",
-                                                   "body_too_large")
-                                     : plain_error(431, "the request headers are larger than " +
-                                                            std::to_string(options.header_limit) + " bytes",
-                                                   "headers_too_large"));
-                connection.drain_and_close();
-                break;
-            }
-            if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
-                ec == net::error::connection_reset || ec == net::error::operation_aborted) {
-                connection.close();
-                break;
-            }
-            if (ec) {  // malformed HTTP: say so once and close
-                connection.set_keep_alive(false);
-                connection.send(plain_error(400, "malformed HTTP request: " + ec.message(), "bad_http"));
-                connection.close();
-                break;
-            }
-            const http::request<http::string_body>& req = parser.get();
+            if (!read_request(slot, connection, parser)) break;
+            http::request<http::string_body> req = parser.release();
             bool keep_alive = req.keep_alive();
             {
                 std::lock_guard lock(mutex);
                 keep_alive = keep_alive && !stopping;
             }
             connection.set_keep_alive(keep_alive);
-            const bool ok = routes->handle(to_request(req), connection);
+            const bool large = req.body().size() >= kTrimAfterBody;
+            const bool ok = routes->handle(to_request(std::move(req)), connection);
+            if (large) ::malloc_trim(0);
             if (!ok || !keep_alive) {
                 connection.close();
                 break;

@@ -1,7 +1,8 @@
 #pragma once
 // The HTTP side of `stormo serve`, on Boost.Beast: the listening socket, one thread per connection
-// reading requests with caps on the header and body sizes and a time limit, keep-alive, chunked
-// streams; SIGTERM and SIGINT stop it. What a request means is the routes' business (ApiRoutes).
+// reading requests with caps on the header and body sizes and time limits, keep-alive, chunked
+// streams; when every slot is taken, the connection that has waited longest for its request
+// makes room for a new one; SIGTERM and SIGINT stop it. What a request means is the routes' business (ApiRoutes).
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -17,9 +18,12 @@ struct HttpServerOptions {
     std::string host = "127.0.0.1";
     uint16_t port = 8080;  // 0: any free port (port() tells which)
     std::chrono::seconds timeout{30};        // to read a whole request, or to write one piece of a reply
-    uint32_t header_limit = 16 * 1024;       // bytes of request line and headers; more: 431
+    std::chrono::seconds header_timeout{5};  // to read a request's line and headers (and the keep-alive idle limit)
+    uint32_t header_limit = 16 * 1024;       // bytes of request line and headers (every byte); more: 431
     uint64_t body_limit = 8u * 1024 * 1024;  // bytes of body; more: 413
-    size_t max_connections = 128;            // open at once; more are closed at once
+    // Open at once. A new one past it takes the slot of the connection that has waited longest
+    // for (or is still sending) its request; with none such, it is closed at once.
+    size_t max_connections = 128;
 };
 
 class HttpServer {

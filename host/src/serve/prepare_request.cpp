@@ -45,18 +45,35 @@ text::Value template_messages(const text::Value& messages) {
     return text::Value::list(std::move(out));
 }
 
-ApiExpected<std::vector<int32_t>> prompt_ids(const CompletionRequest& request, const PromptText& text) {
-    std::string prompt = request.prompt;
+ApiError context_exceeded(size_t context, const std::string& prompt_size, const char* param) {
+    return bad_request("This model's maximum context length is " + std::to_string(context) + " tokens; the prompt is " +
+                           prompt_size + ", which leaves no room for an answer",
+                       param, "context_length_exceeded")
+        .value();
+}
+
+ApiExpected<std::vector<int32_t>> prompt_ids(const CompletionRequest& request, const PromptText& text, size_t context) {
+    const char* param = request.endpoint == Endpoint::chat ? "messages" : "prompt";
+    std::string rendered;
+    std::string_view prompt = request.prompt;
     if (request.endpoint == Endpoint::chat) {
         text::Value options = request.template_options;
         options.set("add_generation_prompt", text::Value(true));
-        auto rendered = text.chat_template->render(template_messages(request.messages), options);
-        if (!rendered) return bad_request("the chat template refused the messages: " + rendered.error().message, "messages");
-        prompt = std::move(*rendered);
+        auto r = text.chat_template->render(template_messages(request.messages), options);
+        if (!r) return bad_request("the chat template refused the messages: " + r.error().message, "messages");
+        rendered = std::move(*r);
+        prompt = rendered;
+    }
+    if (const auto per_token = text.max_bytes_per_token; per_token && context > 0 && prompt.size() > (context - 1) * *per_token) {
+        const size_t at_least = (prompt.size() + *per_token - 1) / *per_token;
+        return tl::unexpected(context_exceeded(context,
+                                               std::to_string(prompt.size()) + " bytes, at least " + std::to_string(at_least) +
+                                                   " tokens (a token stands for at most " + std::to_string(*per_token) +
+                                                   " bytes)",
+                                               param));
     }
     // The rendered text carries the template's special tokens as text: they are matched as such.
     std::vector<int32_t> ids = text.tokenizer->encode(prompt, /*match_special=*/true);
-    const char* param = request.endpoint == Endpoint::chat ? "messages" : "prompt";
     if (ids.empty()) return bad_request("the prompt encodes to no tokens", param);
     return ids;
 }
@@ -65,14 +82,11 @@ ApiExpected<std::vector<int32_t>> prompt_ids(const CompletionRequest& request, c
 
 ApiExpected<PreparedRequest> prepare_request(const CompletionRequest& request, const PromptText& text, size_t context) {
     if (auto valid = validate(request.sampling); !valid) return bad_request(valid.error().message);
-    auto ids = prompt_ids(request, text);
+    auto ids = prompt_ids(request, text, context);
     if (!ids) return tl::unexpected(ids.error());
     const size_t prompt = ids->size();
     const char* param = request.endpoint == Endpoint::chat ? "messages" : "prompt";
-    if (prompt >= context)
-        return bad_request("This model's maximum context length is " + std::to_string(context) + " tokens; the prompt is " +
-                               std::to_string(prompt) + " tokens, which leaves no room for an answer",
-                           param, "context_length_exceeded");
+    if (prompt >= context) return tl::unexpected(context_exceeded(context, std::to_string(prompt) + " tokens", param));
     PreparedRequest out;
     out.endpoint = request.endpoint;
     out.sampling = request.sampling;

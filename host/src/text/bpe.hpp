@@ -60,6 +60,10 @@ public:
     // The token of an id; empty when the vocabulary has no such id.
     std::string_view token(int32_t id) const;
     size_t size() const { return id_to_token_.size(); }
+    // The id unknown characters become, if any (without one they are dropped), and whether a run
+    // of them becomes one.
+    std::optional<int32_t> unk_id() const { return unk_id_; }
+    bool fuse_unk() const { return fuse_unk_; }
 
 private:
     // The word's characters as ids, unknown ones as unk (fused if asked) or dropped without unk.

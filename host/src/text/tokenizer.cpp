@@ -2,6 +2,8 @@
 // the raw text, then per gap the normalizer, normalized added tokens, the pre-tokenizer and BPE.
 #include "text/tokenizer.hpp"
 
+#include <algorithm>
+
 #include "text/byte_level.hpp"
 #include "text/tokenizer_impl.hpp"
 #include "text/utf8.hpp"
@@ -106,6 +108,28 @@ std::optional<int32_t> Tokenizer::token_id(std::string_view token) const {
 bool Tokenizer::is_special(int32_t id) const {
     const auto it = impl_->data->added_by_id.find(id);
     return it != impl_->data->added_by_id.end() && it->second.special;
+}
+
+std::optional<size_t> Tokenizer::max_bytes_per_token() const {
+    const TokenizerData& t = *impl_->data;
+    const Bpe& model = t.model;
+    if (model.unk_id() && model.fuse_unk()) return std::nullopt;
+    if (!model.unk_id()) {
+        // Without an unknown token a character outside the vocabulary is dropped, unless byte
+        // level spells every byte as one of 256 characters that are all in it.
+        if (!t.pre_tokenizer.byte_level()) return std::nullopt;
+        for (int b = 0; b < 256; ++b)
+            if (!model.id(ByteLevelAlphabet::get().utf8(static_cast<uint8_t>(b)))) return std::nullopt;
+    }
+    // A token's spelling is at least as long as the text it stands for (under byte level each
+    // byte is one character of one or two bytes); an unknown one stands for one character.
+    size_t longest = 4;
+    for (size_t id = 0; id < model.size(); ++id) longest = std::max(longest, model.token(static_cast<int32_t>(id)).size());
+    for (const auto& [id, token] : t.added_by_id) longest = std::max(longest, token.content.size());
+    // NFC makes text shorter by at most a third: Hangul jamo L, V and T (9 bytes) compose into one
+    // 3-byte syllable; other compositions shrink less.
+    if (!t.normalizer.identity()) longest *= 3;
+    return longest;
 }
 
 size_t Tokenizer::size() const { return impl_->data->size; }

@@ -38,6 +38,10 @@ public:
     // The id of a token's text (vocabulary or added token), if any.
     std::optional<int32_t> token_id(std::string_view token) const;
     bool is_special(int32_t id) const;
+    // The most bytes of text one token can stand for, so a text of N bytes encodes to at least
+    // N / max tokens (a server refuses a prompt by its length so). Nothing when no such bound
+    // holds: characters outside the vocabulary are dropped, or a run of them is one unknown token.
+    std::optional<size_t> max_bytes_per_token() const;
     // One past the largest id the tokenizer knows.
     size_t size() const;
     const std::filesystem::path& file() const;
