@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "util/file.hpp"
+#include "util/quote.hpp"
 
 namespace stormo {
 namespace {
@@ -41,8 +42,12 @@ std::optional<uint64_t> unit_multiplier(std::string_view unit) {
     return std::nullopt;
 }
 
+// A value from the file or the command line in an error: escaped and cut (util/quote.hpp), so
+// invalid UTF-8, terminal escapes or a 10 MB scalar cost one short line.
+std::string quoted_value(std::string_view s) { return "'" + printable(s) + "'"; }
+
 Error size_error(std::string_view option, std::string_view text, const std::string& why) {
-    return Error{ErrorKind::config, std::string(option) + " '" + std::string(text) + "': " + why};
+    return Error{ErrorKind::config, std::string(option) + " " + quoted_value(text) + ": " + why};
 }
 
 }  // namespace
@@ -67,8 +72,8 @@ Expected<SizeSpec> parse_size(std::string_view text, std::string_view option) {
     const std::string_view unit = trim(t.substr(i));
     const std::optional<uint64_t> mult = unit_multiplier(unit);
     if (!mult)
-        return tl::unexpected(size_error(option, text, "unknown unit '" + std::string(unit) +
-                                                           "' (use KiB, MiB, GiB, TiB or K, M, G, T)"));
+        return tl::unexpected(size_error(option, text, "unknown unit " + quoted_value(unit) +
+                                                           " (use KiB, MiB, GiB, TiB or K, M, G, T)"));
     uint64_t n = 0;
     if (!whole.empty()) {
         const auto [ptr, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), n);
@@ -175,7 +180,7 @@ public:
         if (node_.IsNull()) got = "no value";
         else if (node_.IsSequence()) got = "a list";
         else if (node_.IsMap()) got = "a map";
-        else got = "'" + node_.Scalar() + "'";
+        else got = quoted_value(node_.Scalar());
         return Error{ErrorKind::config,
                      source_ + ": key '" + key_ + "' must be " + expected + ", got " + got};
     }
@@ -314,18 +319,31 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         if (!(d > 0.0 && d < 1.0)) return tl::unexpected(r.wrong("a number between 0 and 1 (exclusive)"));
         cfg.hotness_decay = d;
     } else {
-        return fail(ErrorKind::config, source + ": unknown key '" + key + "' (known keys: " + known_keys() + ")");
+        return fail(ErrorKind::config, source + ": unknown key " + quoted_value(key) + " (known keys: " + known_keys() + ")");
     }
     cfg.origins[key] = r.origin();
     return {};
 }
 
+// yaml-cpp's messages can quote the input (an anchor's name, a key): escaped and cut like a value.
+std::string yaml_message(const YAML::Exception& e) { return printable(e.msg, 200); }
+
+// The one document of the file: a second one after "---" would be silently ignored by
+// YAML::Load, so its settings would not apply without a word.
 Expected<YAML::Node> parse_yaml(std::string_view text, const std::string& source) {
     try {
-        return YAML::Load(std::string(text));
+        std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+        if (documents.size() > 1) {
+            const YAML::Mark mark = documents[1].Mark();
+            const std::string where = mark.is_null() ? std::string() : " at line " + std::to_string(mark.line + 1);
+            return fail(ErrorKind::config, source + ": holds " + std::to_string(documents.size()) +
+                                               " YAML documents (the second starts" + where +
+                                               ", after '---'); an engine configuration is one document");
+        }
+        return documents.empty() ? YAML::Node() : documents.front();
     } catch (const YAML::Exception& e) {
         return fail(ErrorKind::format, source + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                           std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+                                           std::to_string(e.mark.column + 1) + ": invalid YAML: " + yaml_message(e));
     }
 }
 
@@ -346,13 +364,13 @@ Expected<EngineConfig> parse_engine_config(std::string_view yaml_text, const std
                 return fail(ErrorKind::config, source_name + ": keys must be plain names (" + known_keys() + ")");
             const std::string key = entry.first.Scalar();
             if (!seen.insert(key).second)
-                return fail(ErrorKind::config, source_name + ": key '" + key + "' appears twice");
+                return fail(ErrorKind::config, source_name + ": key " + quoted_value(key) + " appears twice");
             const YAML::Node value = entry.second;
             if (auto ok = apply_key(cfg, key, KeyReader(source_name, key, value), source_name); !ok)
                 return tl::unexpected(ok.error());
         }
     } catch (const YAML::Exception& e) {
-        return fail(ErrorKind::format, source_name + ": " + e.msg);
+        return fail(ErrorKind::format, source_name + ": " + yaml_message(e));
     }
     return cfg;
 }
