@@ -172,8 +172,9 @@ TEST(EngineConfig, MalformedFiles) {
 
 TEST(EngineConfig, ASecondDocumentIsRefusedNamingTheFile) {
     EXPECT_EQ(error_of("kernels: avx2\n---\nkernels: vnni\n", "two.yaml"),
-              "two.yaml: holds 2 YAML documents (the second starts at line 3, after '---'); an engine "
-              "configuration is one document");
+              "two.yaml: holds 2 YAML documents (the second starts at line 3); an engine configuration is one "
+              "document");
+    EXPECT_EQ(error_of("context: 8\n...\n---\nthreads: 2\n").rfind("test.yaml: holds 2 YAML documents", 0), 0u);
     EXPECT_EQ(error_of("---\ncontext: 8\n---\nthreads: 2\n---\n").rfind("test.yaml: holds 3 YAML documents", 0), 0u);
     // One document, with or without its own '---' and '...' markers, is fine.
     for (const char* one : {"---\ncontext: 8\n", "context: 8\n...\n", "---\ncontext: 8\n...\n"}) {

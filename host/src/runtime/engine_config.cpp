@@ -328,8 +328,8 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
 // yaml-cpp's messages can quote the input (an anchor's name, a key): escaped and cut like a value.
 std::string yaml_message(const YAML::Exception& e) { return printable(e.msg, 200); }
 
-// The one document of the file: a second one after "---" would be silently ignored by
-// YAML::Load, so its settings would not apply without a word.
+// The one document of the file: a second one (after "---" or "...") would be silently ignored
+// by YAML::Load, so its settings would not apply without a word.
 Expected<YAML::Node> parse_yaml(std::string_view text, const std::string& source) {
     try {
         std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
@@ -338,7 +338,7 @@ Expected<YAML::Node> parse_yaml(std::string_view text, const std::string& source
             const std::string where = mark.is_null() ? std::string() : " at line " + std::to_string(mark.line + 1);
             return fail(ErrorKind::config, source + ": holds " + std::to_string(documents.size()) +
                                                " YAML documents (the second starts" + where +
-                                               ", after '---'); an engine configuration is one document");
+                                               "); an engine configuration is one document");
         }
         return documents.empty() ? YAML::Node() : documents.front();
     } catch (const YAML::Exception& e) {
