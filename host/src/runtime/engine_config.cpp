@@ -1,6 +1,7 @@
 // YAML engine configuration and the size syntax shared with the command line.
 #include "runtime/engine_config.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -328,22 +329,47 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
 // yaml-cpp's messages can quote the input (an anchor's name, a key): escaped and cut like a value.
 std::string yaml_message(const YAML::Exception& e) { return printable(e.msg, 200); }
 
-// The one document of the file: a second one (after "---" or "...") would be silently ignored
-// by YAML::Load, so its settings would not apply without a word.
+// Where each document of a YAML stream starts; nothing else is kept.
+class DocumentStarts final : public YAML::EventHandler {
+public:
+    std::vector<YAML::Mark> marks;
+    void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+};
+
+std::string at_mark(const std::string& source, const YAML::Mark& mark) {
+    return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// The one document of the file: YAML::Load reads the first and silently ignores a second one
+// (after "---" or "..."), whose settings would then not apply without a word. The documents are
+// counted with the parser itself, two at most: yaml-cpp 0.7's LoadAll never ends on a stray ','
+// (it hands out empty documents at the same place forever, growing), and neither would a loop
+// to the end. A second document that starts where the first did is that case: nothing can be
+// read there, and YAML::Load would have returned an empty configuration.
 Expected<YAML::Node> parse_yaml(std::string_view text, const std::string& source) {
     try {
-        std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-        if (documents.size() > 1) {
-            const YAML::Mark mark = documents[1].Mark();
-            const std::string where = mark.is_null() ? std::string() : " at line " + std::to_string(mark.line + 1);
-            return fail(ErrorKind::config, source + ": holds " + std::to_string(documents.size()) +
-                                               " YAML documents (the second starts" + where +
-                                               "); an engine configuration is one document");
+        std::istringstream in{std::string(text)};
+        YAML::Parser parser(in);
+        DocumentStarts starts;
+        while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
         }
-        return documents.empty() ? YAML::Node() : documents.front();
+        if (starts.marks.size() == 2 && starts.marks[1].pos == starts.marks[0].pos)
+            return fail(ErrorKind::format, at_mark(source, starts.marks[0]) + ": invalid YAML: nothing can be read here");
+        if (starts.marks.size() == 2)
+            return fail(ErrorKind::config, source + ": holds more than one YAML document (the second starts at line " +
+                                               std::to_string(starts.marks[1].line + 1) +
+                                               "); an engine configuration is one document");
+        return YAML::Load(std::string(text));
     } catch (const YAML::Exception& e) {
-        return fail(ErrorKind::format, source + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                           std::to_string(e.mark.column + 1) + ": invalid YAML: " + yaml_message(e));
+        return fail(ErrorKind::format, at_mark(source, e.mark) + ": invalid YAML: " + yaml_message(e));
     }
 }
 
