@@ -33,6 +33,40 @@ TEST(CliRun, ChatReadsProblemAfterProblemFromAPipe) {
     EXPECT_NE(r.out.find("turns 2"), std::string::npos) << r.out;
 }
 
+// `stormo chat` fed from a file: each line of `input` a message.
+CommandResult chat_with(const std::string& input, const std::string& options = "") {
+    TempDir tmp;
+    const std::string file = tmp.file("input.txt");
+    EXPECT_TRUE(write_file(file, input).has_value());
+    return run_cli("chat --model '" + demo("qwen3-moe-demo") + "' " + options + " < '" + file + "'");
+}
+
+TEST(CliChat, ARefusedTurnLeavesTheConversationAsItWas) {
+    // The middle message cannot fit the context: refused by its size in tokens, and the next turn
+    // answers as if it had never been sent (it stayed in the conversation, refusing every turn after).
+    const auto r = chat_with("12+34=\n" + std::string(300, '7') + "\n56+11=\n/stats\n", "--context 64");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.substr(0, 6), "46\n67\n") << r.out << r.err;
+    EXPECT_NE(r.out.find("turns 2"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("tokens, the context holds 64"), std::string::npos) << r.err;
+}
+
+TEST(CliChat, ALineOverTheLimitIsSkippedAndNamedTooLong) {
+    // 5 MiB without a newline, then a question: the long line is skipped (not read into memory whole,
+    // not blamed on the template), the question answered.
+    const size_t n = size_t{5} << 20;
+    const auto r = chat_with(std::string(n, 'x') + "\n12+34=\n");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "46\n") << r.err;
+    EXPECT_NE(r.err.find("the line is too long: " + std::to_string(n) + " bytes, the limit is 4194304"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("template"), std::string::npos) << r.err;
+    // The last line, without a newline, is measured the same way.
+    const auto last = chat_with("12+34=\n" + std::string(n, 'x'));
+    EXPECT_EQ(last.out, "46\n") << last.err;
+    EXPECT_NE(last.err.find("the line is too long: " + std::to_string(n) + " bytes"), std::string::npos) << last.err;
+}
+
 TEST(CliRun, AModelWithoutATokenizerIsRefusedByName) {
     TempDir tmp;
     const std::filesystem::path copy = tmp.file("model");

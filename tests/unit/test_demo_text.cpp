@@ -91,6 +91,25 @@ TEST_P(DemoText, OneConversationAnswersProblemAfterProblem) {
     EXPECT_TRUE(std::ranges::equal(stack->session->tokens(), std::span<const int32_t>(want).first(want.size() - 1)));
 }
 
+TEST(DemoConversation, ARefusedTurnChangesNeitherTheMessagesNorTheSession) {
+    auto stack = open_text_stack(std::string(STORMO_SOURCE_DIR) + "/models/qwen3-moe-demo");
+    ASSERT_NE(stack, nullptr);
+    Conversation& chat = *stack->conversation;
+    ASSERT_TRUE(chat.ask("12+34=", {}).has_value());
+    const std::string before = text::to_json(chat.messages());
+    const std::vector<int32_t> held(stack->session->tokens().begin(), stack->session->tokens().end());
+    // More tokens than the session's 256 positions: refused before anything runs.
+    auto refused = chat.ask(std::string(400, '7'), {});
+    ASSERT_FALSE(refused.has_value());
+    EXPECT_NE(refused.error().message.find("the context holds 256"), std::string::npos) << refused.error().message;
+    EXPECT_EQ(text::to_json(chat.messages()), before) << "the refused message stayed in the conversation";
+    EXPECT_TRUE(std::ranges::equal(stack->session->tokens(), held));
+    auto next = chat.ask("56+11=", {});
+    ASSERT_TRUE(next.has_value()) << next.error().message;
+    EXPECT_EQ(next->reply.content, "67");
+    EXPECT_EQ(chat.messages().as_list().size(), 4u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Demos, DemoText, ::testing::ValuesIn(demo_names()), [](const auto& i) {
     std::string name = i.param;
     for (char& c : name)

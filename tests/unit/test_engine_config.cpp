@@ -170,6 +170,47 @@ TEST(EngineConfig, MalformedFiles) {
     EXPECT_NE(m.find("invalid YAML"), std::string::npos) << m;
 }
 
+TEST(EngineConfig, ASecondDocumentIsRefusedNamingTheFile) {
+    EXPECT_EQ(error_of("kernels: avx2\n---\nkernels: vnni\n", "two.yaml"),
+              "two.yaml: holds more than one YAML document (the second starts at line 2); an engine "
+              "configuration is one document");
+    EXPECT_EQ(error_of("---\ncontext: 8\n---\nthreads: 2\n---\n").rfind("test.yaml: holds more than one", 0), 0u);
+    EXPECT_EQ(error_of("context: 8\n...\n---\nthreads: 2\n").rfind("test.yaml: holds more than one", 0), 0u);
+    // One document, with or without its own '---' and '...' markers, is fine.
+    for (const char* one : {"---\ncontext: 8\n", "context: 8\n...\n", "---\ncontext: 8\n...\n"}) {
+        auto c = parse_engine_config(one, "one.yaml");
+        ASSERT_TRUE(c) << one << ": " << c.error().message;
+        EXPECT_EQ(c->context, 8);
+    }
+}
+
+TEST(EngineConfig, AStrayCommaIsInvalidNotAnEmptyConfiguration) {
+    // yaml-cpp reads nothing past it: YAML::Load gave an empty document (every default, the
+    // file's keys ignored), and counting documents to the end would never finish.
+    EXPECT_EQ(error_of(",\nkernels: avx2\n"), "test.yaml:1:1: invalid YAML: nothing can be read here");
+    EXPECT_EQ(error_of("\n,\n"), "test.yaml:2:1: invalid YAML: nothing can be read here");
+}
+
+TEST(EngineConfig, ValuesInErrorsAreEscapedAndCut) {
+    // Invalid UTF-8 and terminal escapes come back as \xNN; a long value (1 MiB here) as its first
+    // 64 bytes and its length.
+    EXPECT_EQ(error_of("eviction: \"a\\e[31m\\xff\"\n"),
+              "test.yaml: key 'eviction' must be lru or hotness, got 'a\\x1b[31m\\xc3\\xbf'");
+    EXPECT_EQ(error_of("eviction: b\xff\xfe\n"), "test.yaml: key 'eviction' must be lru or hotness, got 'b\\xff\\xfe'");
+    const std::string huge(1 << 20, 'z');
+    EXPECT_EQ(error_of("eviction: " + huge + "\n"),
+              "test.yaml: key 'eviction' must be lru or hotness, got '" + std::string(64, 'z') + "... (1048576 bytes)'");
+    const std::string huge_key = error_of("? " + huge + "\n: 1\n");
+    EXPECT_EQ(huge_key.substr(0, 40), "test.yaml: unknown key '" + std::string(16, 'z'));
+    EXPECT_LT(huge_key.size(), 400u);
+    EXPECT_EQ(error_of("k\x1b]0;t\x07: 1\n").rfind("test.yaml: unknown key 'k\\x1b]0;t\\x07'", 0), 0u);
+    EXPECT_EQ(error_of("expert_budget: 8\xff" "B\n"),
+              "expert_budget in test.yaml '8\\xffB': unknown unit '\\xffB' (use KiB, MiB, GiB, TiB or K, M, G, T)");
+    // yaml-cpp's own message quotes the input too (an undefined anchor's name).
+    const std::string anchor = error_of("context: *" + std::string(5000, 'q') + "\x01\n");
+    EXPECT_LT(anchor.size(), 400u) << anchor;
+}
+
 TEST(EngineConfig, FileLoadingAndRelativePluginDirs) {
     auto missing = load_engine_config("/nonexistent/stormo.yaml");
     ASSERT_FALSE(missing);
@@ -215,6 +256,13 @@ TEST(EngineConfig, SizeErrorsNameTheOption) {
     EXPECT_EQ(size_error("-1"), "--expert-budget '-1': not a size (bytes, or a number with KiB, MiB, GiB, TiB; or all, auto)");
     EXPECT_EQ(size_error("99999999999999999999"), "--expert-budget '99999999999999999999': the number is too large");
     EXPECT_EQ(size_error("20000000TiB"), "--expert-budget '20000000TiB': the size is too large");
+}
+
+TEST(EngineConfig, SizeErrorsEscapeAndCutTheValue) {
+    EXPECT_EQ(size_error("8\x1b[2J"), "--expert-budget '8\\x1b[2J': unknown unit '\\x1b[2J' (use KiB, MiB, GiB, TiB or K, M, G, T)");
+    EXPECT_EQ(size_error(std::string(1000, 'x')),
+              "--expert-budget '" + std::string(64, 'x') +
+                  "... (1000 bytes)': not a size (bytes, or a number with KiB, MiB, GiB, TiB; or all, auto)");
 }
 
 TEST(EngineConfig, SizeFormatting) {

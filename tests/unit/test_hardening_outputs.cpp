@@ -61,6 +61,35 @@ TEST(HardeningOutputs, OutputPathsAreCheckedBeforeTheWork) {
     EXPECT_FALSE(fs::exists(dir.file("l.npy")));
 }
 
+TEST(HardeningOutputs, ADanglingSymlinkIsWrittenThrough) {
+    TempDir dir;
+    // --stats through a link to a file not there yet: created where the link points, as a shell's > does.
+    fs::create_symlink(dir.file("real-stats.json"), dir.file("stats.json"));
+    const CommandResult ok = run_cli(kGenerate + " --stats " + dir.file("stats.json"));
+    EXPECT_EQ(ok.status, 0) << ok.err;
+    EXPECT_TRUE(fs::is_symlink(dir.file("stats.json")));
+    EXPECT_GT(fs::file_size(dir.file("real-stats.json")), 0u);
+    // A relative link resolves against its own directory; logits writes through it too.
+    fs::create_symlink("real-l.npy", dir.file("l.npy"));
+    const CommandResult logits = run_cli(kLogits + " --out " + dir.file("l.npy"));
+    EXPECT_EQ(logits.status, 0) << logits.err;
+    EXPECT_GT(fs::file_size(dir.file("real-l.npy")), 0u);
+    // A link whose target cannot be created says so, not "File exists".
+    fs::create_symlink(dir.file("missing/x.npy"), dir.file("nowhere.npy"));
+    const CommandResult nowhere = run_cli(kLogits + " --out " + dir.file("nowhere.npy"));
+    expect_error(nowhere, "--out " + dir.file("nowhere.npy") + " (a symlink to " + dir.file("missing/x.npy") +
+                              ", which does not exist): cannot be written: No such file or directory");
+    EXPECT_EQ(nowhere.err.find("File exists"), std::string::npos) << nowhere.err;
+    // Two names for one new file: the link and its target.
+    fs::create_symlink(dir.file("new.npy"), dir.file("to-new.npy"));
+    expect_error(run_cli(kLogits + " --out " + dir.file("new.npy") + " --hidden-out " + dir.file("to-new.npy")),
+                 "the same file as --out");
+    // A directory is not created through a link: --dump says what the path is.
+    fs::create_symlink(dir.file("no-dump-dir"), dir.file("dump"));
+    expect_error(run_cli(kGenerate + " --dump " + dir.file("dump")),
+                 "--dump " + dir.file("dump") + ": a symlink to " + dir.file("no-dump-dir") + ", which does not exist");
+}
+
 TEST(HardeningOutputs, DumpPositionPastTheEndCreatesNothing) {
     TempDir dir;
     const std::string dump = dir.file("dump");

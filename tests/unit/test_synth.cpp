@@ -446,5 +446,16 @@ TEST(Synth, CommandWritesReportsAndRefuses) {
     EXPECT_NE(dry.out.find("13761264768 bytes"), std::string::npos) << dry.out;
 }
 
+TEST(Synth, ADanglingSymlinkAsTheDirectoryIsNamedAsOne) {
+    TempDir tmp;
+    std::filesystem::create_symlink(tmp.file("not-there"), tmp.file("link"));
+    const auto r = run_cli("synth --preset gpt-oss-tiny --layers 1 --out " + tmp.file("link"));
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find(tmp.file("link") + ": a symlink to " + tmp.file("not-there") + ", which does not exist"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("File exists"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace stormo::testing

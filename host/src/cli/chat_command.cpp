@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "util/file.hpp"
+#include "util/quote.hpp"
 
 namespace stormo::cli {
 namespace {
@@ -78,9 +79,9 @@ Expected<void> check_chat_options(const ChatOptions& options) {
     if (options.max_tokens <= 0) return fail(ErrorKind::invalid_argument, "--max-tokens must be >= 1");
     if (options.reasoning_effort && *options.reasoning_effort != "low" && *options.reasoning_effort != "medium" &&
         *options.reasoning_effort != "high")
-        return fail(ErrorKind::invalid_argument, "--reasoning-effort must be low, medium or high, not \"" + *options.reasoning_effort + "\"");
+        return fail(ErrorKind::invalid_argument, "--reasoning-effort must be low, medium or high, not " + quoted_printable(*options.reasoning_effort));
     if (options.thinking && *options.thinking != "on" && *options.thinking != "off")
-        return fail(ErrorKind::invalid_argument, "--thinking must be on or off, not \"" + *options.thinking + "\"");
+        return fail(ErrorKind::invalid_argument, "--thinking must be on or off, not " + quoted_printable(*options.thinking));
     return validate(options.sampling);
 }
 

@@ -259,7 +259,7 @@ int run_bench(int argc, char** argv) {
     d.add_options()
         ("prompt-tokens", po::value<int64_t>(&b.prompt_tokens)->value_name("N"), "random prompt length (64)")
         ("gen-tokens", po::value<int64_t>(&b.gen_tokens)->value_name("N"), "tokens to generate, at least 2 (16)")
-        ("seed", po::value<uint64_t>(&b.seed)->value_name("S"), "seed of the random prompt (0)")
+        ("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&b](UnsignedArg v) { b.seed = v.value; }), "seed of the random prompt (0)")
         ("no-warmup", po::bool_switch(&b.no_warmup),
          "measure the first run after the load (default: a warm-up run first, a prompt of the same length and one token, as llama-bench does)")
         ("json", po::bool_switch(&b.json), "print one JSON object")

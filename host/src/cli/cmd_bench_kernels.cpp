@@ -16,6 +16,7 @@
 #include "cli/options.hpp"
 #include "runtime/engine_config.hpp"
 #include "tools/kernel_bench.hpp"
+#include "util/quote.hpp"
 
 namespace stormo::cli {
 namespace {
@@ -57,7 +58,7 @@ Expected<std::vector<size_t>> positive_list(const std::string& text, const std::
             used = 0;
         }
         if (used != item.size() || v <= 0)
-            return fail(ErrorKind::invalid_argument, option + " '" + text + "': '" + item + "' is not a positive integer");
+            return fail(ErrorKind::invalid_argument, option + " '" + printable(text) + "': '" + printable(item) + "' is not a positive integer");
         out.push_back(static_cast<size_t>(v));
     }
     if (out.empty()) return fail(ErrorKind::invalid_argument, option + ": needs at least one value");
@@ -86,11 +87,11 @@ Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
         else if (format == "gguf_mxfp4") c.format = WeightFormat::GGUF_MXFP4;
         else if (format == "fp8") c.format = WeightFormat::FP8_E4M3;
         else
-            return fail(ErrorKind::invalid_argument, "--formats: unknown format '" + format +
+            return fail(ErrorKind::invalid_argument, "--formats: unknown format '" + printable(format) +
                                                          "' (mxfp4, bf16, bf16_packed, f16, f32, fp8, q8_0, q4_0, q4_k, q5_k, q6_k, gguf_mxfp4)");
         if (layout == "out_in") c.layout = Layout::out_in;
         else if (layout == "in_out") c.layout = Layout::in_out;
-        else return fail(ErrorKind::invalid_argument, "--formats: unknown layout '" + layout + "' (out_in, in_out)");
+        else return fail(ErrorKind::invalid_argument, "--formats: unknown layout '" + printable(layout) + "' (out_in, in_out)");
         const bool blocks = c.format == WeightFormat::MXFP4 || c.format == WeightFormat::BF16_PACKED ||
                             c.format == WeightFormat::FP8_E4M3 ||
                             gguf_weight_block(c.format).values != 0;
@@ -127,7 +128,7 @@ Expected<void> build_tables(const PluginRegistry& registry, const Options& o, Ta
     const std::vector<std::string> roads = split(o.roads);
     for (const std::string& road : roads)
         if (road != "f32" && road != "int8")
-            return fail(ErrorKind::invalid_argument, "--roads: unknown road '" + road + "' (f32, int8)");
+            return fail(ErrorKind::invalid_argument, "--roads: unknown road '" + printable(road) + "' (f32, int8)");
     for (const std::string& name : wanted) {
         STORMO_TRY_ASSIGN(auto selection, select_kernels(registry, cpu, PluginRequest{name, "--kernels-list"}));
         for (const std::string& road : roads) {

@@ -12,6 +12,11 @@
 namespace stormo::cli {
 namespace {
 
+// The longest message line kept: some million tokens of text, more than any model's context, and
+// well within what a template may render (text/render_limits.hpp). A longer line is skipped with
+// its length, not read into memory whole.
+constexpr size_t kMaxMessageBytes = size_t{4} << 20;
+
 constexpr const char* kChatHelp =
     "Type a message and press Enter. Ctrl-C stops an answer; Ctrl-D or /quit leaves.\n"
     "  /reset   start a new conversation\n"
@@ -56,13 +61,19 @@ int run_chat(int argc, char** argv) {
     if (interactive) std::cout << kChatHelp << std::flush;
 
     SigintFlag interrupted;
-    LineReader input(STDIN_FILENO, interrupted.flag());
+    LineReader input(STDIN_FILENO, interrupted.flag(), kMaxMessageBytes);
     size_t turns = 0;
     for (;;) {
         if (interactive) std::cout << "> " << std::flush;
         std::string line;
         const auto status = input.next(line);
         if (status == LineReader::Status::end) break;
+        if (status == LineReader::Status::too_long) {
+            std::cerr << "stormo: the line is too long: " << input.too_long_bytes() << " bytes, the limit is "
+                      << kMaxMessageBytes << " (" << format_bytes(kMaxMessageBytes)
+                      << "); it was skipped and the conversation is as it was" << std::endl;
+            continue;
+        }
         if (status == LineReader::Status::interrupted) {
             interrupted.clear();
             std::cout << "\n(Ctrl-C stops an answer; Ctrl-D or /quit leaves)\n";

@@ -23,7 +23,8 @@ int run_pipe(int argc, char** argv) {
     CommonOptions common;
     uint64_t seed = 0;
     po::options_description d("pipe options");
-    d.add_options()("seed", po::value<uint64_t>(&seed)->value_name("S"), "the seed every sampled turn starts from (default 0)");
+    d.add_options()("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&seed](UnsignedArg v) { seed = v.value; }),
+                    "the seed every sampled turn starts from (default 0)");
     d.add(common_options(common));
     auto parsed = parse_command_line(
         argc, argv, "pipe", "--model DIR [options]",

@@ -71,7 +71,7 @@ int run_synth(int argc, char** argv) {
     d.add_options()
         ("preset", po::value<std::string>(&o.preset)->value_name("NAME"), "the model to imitate (--list shows them)")
         ("out", po::value<std::string>(&o.out)->value_name("DIR"), "the directory to write (created if missing)")
-        ("seed", po::value<uint64_t>(&o.seed)->value_name("S"), "random seed of the values (0)")
+        ("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&o](UnsignedArg v) { o.seed = v.value; }), "random seed of the values (0)")
         ("layers", po::value<int>()->value_name("N")->notifier([&o](int v) { o.layers = v; }),
          "number of layers instead of the model's (layer_types follow)")
         ("experts", po::value<int>()->value_name("N")->notifier([&o](int v) { o.experts = v; }),

@@ -12,16 +12,25 @@ constexpr int kFlagCheckMs = 100;
 
 LineReader::Status LineReader::next(std::string& line) {
     for (;;) {
-        if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
-            line = buffer_.substr(0, nl);
-            buffer_.erase(0, nl + 1);
-            return Status::line;
+        const size_t nl = buffer_.find('\n');
+        if (nl != std::string::npos || eof_) {
+            const size_t length = nl != std::string::npos ? nl : buffer_.size();
+            if (!skipping_ && length == 0 && nl == std::string::npos) return Status::end;
+            const size_t whole = skipped_bytes_ + length;
+            line = skipping_ || whole > max_line_bytes_ ? std::string() : buffer_.substr(0, length);
+            buffer_.erase(0, nl != std::string::npos ? nl + 1 : buffer_.size());
+            const bool too_long = skipping_ || whole > max_line_bytes_;
+            skipping_ = false;
+            skipped_bytes_ = 0;
+            if (!too_long) return Status::line;
+            too_long_bytes_ = whole;
+            return Status::too_long;
         }
-        if (eof_) {
-            if (buffer_.empty()) return Status::end;
-            line = std::move(buffer_);
+        if (buffer_.size() > max_line_bytes_) {
+            // Too long already: count the rest of the line without keeping it.
+            skipping_ = true;
+            skipped_bytes_ += buffer_.size();
             buffer_.clear();
-            return Status::line;
         }
         if (interrupted_->load()) return Status::interrupted;
         pollfd ready{fd_, POLLIN, 0};

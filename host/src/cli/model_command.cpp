@@ -68,7 +68,7 @@ void add_sampling_options(po::options_description& d, SamplingParams& out) {
         ("min-p", po::value<float>(&out.min_p)->value_name("P"), "drop tokens below P x the top probability (0: off)")
         ("repeat-penalty", po::value<float>(&out.repetition_penalty)->value_name("R"), "repetition penalty (1: off)")
         ("repeat-last-n", po::value<int>(&out.repetition_window)->value_name("N"), "tokens the penalty looks back at (64)")
-        ("seed", po::value<uint64_t>(&out.seed)->value_name("S"), "random seed for sampling (0)");
+        ("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&out](UnsignedArg v) { out.seed = v.value; }), "random seed for sampling (0)");
 }
 
 void add_token_input(po::options_description& d, TokenInput& out) {
@@ -98,7 +98,8 @@ void add_dump_options(po::options_description& d, DumpOptions& out, const char* 
     d.add_options()
         ("dump", po::value<std::string>()->value_name("DIR")->notifier([&out](const std::string& v) { out.dir = v; }),
          "write per-layer intermediates of one position as .npy files into DIR")
-        ("dump-position", po::value<int64_t>(&out.position)->value_name("P"), position_help);
+        ("dump-position", po::value<int64_t>(&out.position)->value_name("P")->notifier([&out](int64_t) { out.position_given = true; }),
+         position_help);
 }
 
 Expected<void> check_outputs(const std::vector<OutputPath>& outputs) {
@@ -108,7 +109,8 @@ Expected<void> check_outputs(const std::vector<OutputPath>& outputs) {
         if (!o.path) continue;
         STORMO_TRY(check_output_path(*o.path, o.option));
         std::error_code ec;
-        const fs::path canonical = fs::weakly_canonical(fs::absolute(*o.path, ec), ec);
+        // symlink_end: a dangling symlink's file will be created where it points.
+        const fs::path canonical = fs::weakly_canonical(fs::absolute(symlink_end(*o.path), ec), ec);
         // The same path after symlinks and "..", or the same existing file under two names.
         for (const auto& [option, other] : seen) {
             std::error_code missing;  // equivalent() fails when either does not exist yet: not the same
@@ -123,12 +125,20 @@ Expected<void> check_outputs(const std::vector<OutputPath>& outputs) {
 
 Expected<void> check_dump_dir(const DumpOptions& options) {
     namespace fs = std::filesystem;
+    if (options.position_given && options.position < 0)
+        return fail(ErrorKind::invalid_argument, "--dump-position " + std::to_string(options.position) + ": must be >= 0");
+    if (options.position_given && !options.dir)
+        return fail(ErrorKind::invalid_argument, "--dump-position needs --dump DIR (alone it records nothing)");
     if (!options.dir) return {};
     if (options.dir->empty()) return fail(ErrorKind::invalid_argument, "--dump: needs a directory name, got an empty one");
     std::error_code ec;
     const fs::file_status status = fs::status(*options.dir, ec);
     if (fs::exists(status) && !fs::is_directory(status))
         return fail(ErrorKind::invalid_argument, "--dump " + *options.dir + ": exists and is not a directory");
+    // A directory is not created through a symlink (mkdir -p refuses too): say so, not "File exists".
+    if (!fs::exists(status) && fs::is_symlink(fs::symlink_status(*options.dir, ec)))
+        return fail(ErrorKind::invalid_argument, "--dump " + *options.dir + ": a symlink to " +
+                                                     symlink_end(*options.dir) + ", which does not exist");
     return {};
 }
 

@@ -57,9 +57,11 @@ Expected<void> check_outputs(const std::vector<OutputPath>& outputs);
 struct DumpOptions {
     std::optional<std::string> dir;
     int64_t position = -1;  // -1: the command's default
+    bool position_given = false;
 };
 void add_dump_options(po::options_description& d, DumpOptions& out, const char* position_help);
-// DIR must be a directory or creatable (checked before the work starts, creates nothing).
+// DIR must be a directory or creatable (checked before the work starts, creates nothing); a
+// --dump-position must be >= 0 and come with --dump (alone it would silently do nothing).
 Expected<void> check_dump_dir(const DumpOptions& options);
 // Creates DIR and the tracer when --dump was given (else leaves `tracer` empty).
 Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer);

@@ -1,6 +1,8 @@
 #include "cli/options.hpp"
 
+#include <charconv>
 #include <iostream>
+#include <string_view>
 
 #include "util/quote.hpp"
 
@@ -40,6 +42,37 @@ po::options_description common_options(CommonOptions& out) {
     return d;
 }
 
+void validate(boost::any& out, const std::vector<std::string>& values, UnsignedArg*, int) {
+    po::validators::check_first_occurrence(out);
+    const std::string& text = po::validators::get_single_string(values);
+    uint64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) throw po::invalid_option_value(text);
+    out = UnsignedArg{v};
+}
+
+namespace {
+
+// Boost's messages quote the argument at fault as given; a 10 MB or binary argument is escaped
+// and cut like every other value in an error (util/quote.hpp). Its text is found in the message
+// as the whole word or, for --name=value, as the value.
+std::string usage_message(std::string message, int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg(argv[i]);
+        const size_t equals = arg.find('=');
+        const std::string_view value = equals == std::string_view::npos ? std::string_view() : arg.substr(equals + 1);
+        for (std::string_view text : {arg, value}) {
+            const std::string shown = printable(text);
+            if (text.empty() || shown == text) continue;
+            for (size_t at = message.find(text); at != std::string::npos; at = message.find(text, at + shown.size()))
+                message.replace(at, text.size(), shown);
+        }
+    }
+    return message;
+}
+
+}  // namespace
+
 Expected<ParseResult> parse_command_line(int argc, char** argv, const std::string& command,
                                          const std::string& synopsis, const std::string& description,
                                          const po::options_description& options) {
@@ -67,27 +100,57 @@ Expected<ParseResult> parse_command_line(int argc, char** argv, const std::strin
         }
         if (vm.count("stormo-positional"))
             return fail(ErrorKind::invalid_argument,
-                        "unexpected argument '" + vm["stormo-positional"].as<std::vector<std::string>>().front() + "'");
+                        "unexpected argument '" + printable(vm["stormo-positional"].as<std::vector<std::string>>().front()) + "'");
         po::notify(vm);
     } catch (const po::error& e) {
-        return fail(ErrorKind::invalid_argument, e.what());
+        return fail(ErrorKind::invalid_argument, usage_message(e.what(), argc, argv));
     }
     return ParseResult::run;
 }
 
 namespace {
 
+// The length of the valid UTF-8 sequence at s[i] that is not a C1 control (U+0080..U+009F, which
+// some terminals obey like ESC), or 0.
+size_t printable_utf8_length(const std::string& s, size_t i) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    const size_t n = lead >= 0xf5 ? 0 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc2 ? 2 : 0;
+    if (n == 0 || i + n > s.size()) return 0;
+    uint32_t cp = lead & (0x7f >> n);
+    for (size_t k = 1; k < n; ++k) {
+        const auto c = static_cast<unsigned char>(s[i + k]);
+        if ((c & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (c & 0x3f);
+    }
+    const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+    if (overlong || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f)) return 0;
+    return n;
+}
+
 // One line on stderr, whatever the message holds: line breaks become spaces and other control
-// bytes \xNN, so bytes echoed from a file cannot drive the terminal (the last line of defence;
-// messages quote such bytes with printable() already).
+// bytes and invalid UTF-8 \xNN, so bytes echoed from a file cannot drive the terminal (the last
+// line of defence; messages quote such bytes with printable() already). Valid UTF-8 (a path
+// with accents) stays as it is.
 std::string one_line(const std::string& s) {
     std::string out;
     out.reserve(s.size());
-    for (char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '\n' || c == '\r') out += ' ';
-        else if (c < 0x20 || c == 0x7f) out += printable(std::string_view(&ch, 1));
-        else out += ch;
+    for (size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c == '\n' || c == '\r') {
+            out += ' ';
+        } else if (c >= 0x80) {
+            if (const size_t n = printable_utf8_length(s, i); n > 0) {
+                out.append(s, i, n);
+                i += n;
+                continue;
+            }
+            out += printable(std::string_view(&s[i], 1));
+        } else if (c < 0x20 || c == 0x7f) {
+            out += printable(std::string_view(&s[i], 1));
+        } else {
+            out += s[i];
+        }
+        ++i;
     }
     return out;
 }
@@ -139,19 +202,19 @@ Expected<EngineConfig> resolve_engine_config(const CommonOptions& o) {
     if (o.activations) {
         const std::optional<ActivationRoad> road = activation_road_from_name(*o.activations);
         if (!road)
-            return fail(ErrorKind::invalid_argument, "--activations '" + *o.activations + "': must be f32 or int8");
+            return fail(ErrorKind::invalid_argument, "--activations '" + printable(*o.activations) + "': must be f32 or int8");
         cfg.activations = *road;
         cfg.origins["activations"] = "--activations";
     }
     if (o.head) {
         const std::optional<HeadRead> head = head_read_from_name(*o.head);
-        if (!head) return fail(ErrorKind::invalid_argument, "--head '" + *o.head + "': must be bounded or exact-only");
+        if (!head) return fail(ErrorKind::invalid_argument, "--head '" + printable(*o.head) + "': must be bounded or exact-only");
         cfg.head = *head;
         cfg.origins["head"] = "--head";
     }
     if (o.dense_bf16) {
         const std::optional<DenseBf16> form = dense_bf16_from_name(*o.dense_bf16);
-        if (!form) return fail(ErrorKind::invalid_argument, "--dense-bf16 '" + *o.dense_bf16 + "': must be packed or plain");
+        if (!form) return fail(ErrorKind::invalid_argument, "--dense-bf16 '" + printable(*o.dense_bf16) + "': must be packed or plain");
         cfg.dense_bf16 = *form;
         cfg.origins["dense_bf16"] = "--dense-bf16";
     }

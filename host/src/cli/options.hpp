@@ -28,6 +28,13 @@ namespace po = boost::program_options;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
+// An unsigned option (a seed) read strictly as decimal digits: boost reads "-1" as 2^64 - 1, a
+// fixed seed where a user of llama.cpp means a random one. Use po::value<UnsignedArg>().
+struct UnsignedArg {
+    uint64_t value = 0;
+};
+void validate(boost::any& out, const std::vector<std::string>& values, UnsignedArg*, int);
+
 struct CommonOptions {
     std::optional<std::string> model;
     std::optional<std::string> config;

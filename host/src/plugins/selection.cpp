@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "util/quote.hpp"
+
 namespace stormo {
 namespace {
 
@@ -25,7 +27,9 @@ std::string feature_names(const std::vector<CpuFeature>& features) {
 }
 
 std::string origin_prefix(const PluginRequest& r) {
-    return r.origin.empty() ? r.value + ": " : r.origin + " " + r.value + ": ";
+    // The name comes from the command line or a YAML file: escaped and cut like any value.
+    const std::string value = printable(r.value);
+    return r.origin.empty() ? value + ": " : r.origin + " " + value + ": ";
 }
 
 std::string families_available(const PluginRegistry& registry) {
@@ -37,10 +41,15 @@ std::string families_available(const PluginRegistry& registry) {
 }
 
 std::string describe_config_identity(const ModelConfig& config) {
+    // The names come from config.json: escaped and cut like any value from a file.
     std::string archs = "none";
-    if (auto a = config.strings("architectures"); a && !a->empty()) archs = join(*a, ", ");
+    if (auto a = config.strings("architectures"); a && !a->empty()) {
+        std::vector<std::string> shown;
+        for (const std::string& name : *a) shown.push_back(printable(name));
+        archs = join(shown, ", ");
+    }
     std::string type = "none";
-    if (auto t = config.string("model_type"); t) type = *t;
+    if (auto t = config.string("model_type"); t) type = printable(*t);
     return "architectures [" + archs + "], model_type '" + type + "'";
 }
 

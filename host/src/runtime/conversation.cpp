@@ -26,7 +26,8 @@ text::Value Conversation::with_system(const text::Value& messages) const {
 }
 
 Expected<std::vector<int32_t>> Conversation::prompt_ids(const text::Value& messages) const {
-    text::Value options = settings_.template_options;
+    // A copy of the members: text::Value shares a list's or an object's storage between copies.
+    text::Value options = text::Value::object(settings_.template_options.as_object());
     options.set("add_generation_prompt", text::Value(true));
     STORMO_TRY_ASSIGN(std::string prompt, template_->render(with_system(messages), options));
     // The rendered text carries the template's special tokens as text: they are matched as such.
@@ -38,7 +39,9 @@ Expected<std::vector<int32_t>> Conversation::prompt_ids(const text::Value& messa
 Expected<TurnResult> Conversation::ask(const std::string& user_text,
                                        const std::function<void(const text::ReplyPiece&)>& on_piece,
                                        const std::atomic<bool>* cancel) {
-    text::Value next = messages_;
+    // A new list, not a copy of the Value: copies share their list, and a refused turn's message
+    // pushed onto it would stay in the conversation.
+    text::Value next = text::Value::list(messages_.as_list());
     next.as_list().push_back(text::Value::object({{"role", text::Value("user")}, {"content", text::Value(user_text)}}));
     STORMO_TRY_ASSIGN(std::vector<int32_t> prompt, prompt_ids(next));
     // Checked before the session changes: a prompt with no room for one answer token is refused.

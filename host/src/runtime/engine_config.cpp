@@ -1,6 +1,7 @@
 // YAML engine configuration and the size syntax shared with the command line.
 #include "runtime/engine_config.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "util/file.hpp"
+#include "util/quote.hpp"
 
 namespace stormo {
 namespace {
@@ -41,8 +43,12 @@ std::optional<uint64_t> unit_multiplier(std::string_view unit) {
     return std::nullopt;
 }
 
+// A value from the file or the command line in an error: escaped and cut (util/quote.hpp), so
+// invalid UTF-8, terminal escapes or a 10 MB scalar cost one short line.
+std::string quoted_value(std::string_view s) { return "'" + printable(s) + "'"; }
+
 Error size_error(std::string_view option, std::string_view text, const std::string& why) {
-    return Error{ErrorKind::config, std::string(option) + " '" + std::string(text) + "': " + why};
+    return Error{ErrorKind::config, std::string(option) + " " + quoted_value(text) + ": " + why};
 }
 
 }  // namespace
@@ -67,8 +73,8 @@ Expected<SizeSpec> parse_size(std::string_view text, std::string_view option) {
     const std::string_view unit = trim(t.substr(i));
     const std::optional<uint64_t> mult = unit_multiplier(unit);
     if (!mult)
-        return tl::unexpected(size_error(option, text, "unknown unit '" + std::string(unit) +
-                                                           "' (use KiB, MiB, GiB, TiB or K, M, G, T)"));
+        return tl::unexpected(size_error(option, text, "unknown unit " + quoted_value(unit) +
+                                                           " (use KiB, MiB, GiB, TiB or K, M, G, T)"));
     uint64_t n = 0;
     if (!whole.empty()) {
         const auto [ptr, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), n);
@@ -175,7 +181,7 @@ public:
         if (node_.IsNull()) got = "no value";
         else if (node_.IsSequence()) got = "a list";
         else if (node_.IsMap()) got = "a map";
-        else got = "'" + node_.Scalar() + "'";
+        else got = quoted_value(node_.Scalar());
         return Error{ErrorKind::config,
                      source_ + ": key '" + key_ + "' must be " + expected + ", got " + got};
     }
@@ -314,18 +320,56 @@ Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyRea
         if (!(d > 0.0 && d < 1.0)) return tl::unexpected(r.wrong("a number between 0 and 1 (exclusive)"));
         cfg.hotness_decay = d;
     } else {
-        return fail(ErrorKind::config, source + ": unknown key '" + key + "' (known keys: " + known_keys() + ")");
+        return fail(ErrorKind::config, source + ": unknown key " + quoted_value(key) + " (known keys: " + known_keys() + ")");
     }
     cfg.origins[key] = r.origin();
     return {};
 }
 
+// yaml-cpp's messages can quote the input (an anchor's name, a key): escaped and cut like a value.
+std::string yaml_message(const YAML::Exception& e) { return printable(e.msg, 200); }
+
+// Where each document of a YAML stream starts; nothing else is kept.
+class DocumentStarts final : public YAML::EventHandler {
+public:
+    std::vector<YAML::Mark> marks;
+    void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+};
+
+std::string at_mark(const std::string& source, const YAML::Mark& mark) {
+    return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// The one document of the file: YAML::Load reads the first and silently ignores a second one
+// (after "---" or "..."), whose settings would then not apply without a word. The documents are
+// counted with the parser itself, two at most: yaml-cpp 0.7's LoadAll never ends on a stray ','
+// (it hands out empty documents at the same place forever, growing), and neither would a loop
+// to the end. A second document that starts where the first did is that case: nothing can be
+// read there, and YAML::Load would have returned an empty configuration.
 Expected<YAML::Node> parse_yaml(std::string_view text, const std::string& source) {
     try {
+        std::istringstream in{std::string(text)};
+        YAML::Parser parser(in);
+        DocumentStarts starts;
+        while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
+        }
+        if (starts.marks.size() == 2 && starts.marks[1].pos == starts.marks[0].pos)
+            return fail(ErrorKind::format, at_mark(source, starts.marks[0]) + ": invalid YAML: nothing can be read here");
+        if (starts.marks.size() == 2)
+            return fail(ErrorKind::config, source + ": holds more than one YAML document (the second starts at line " +
+                                               std::to_string(starts.marks[1].line + 1) +
+                                               "); an engine configuration is one document");
         return YAML::Load(std::string(text));
     } catch (const YAML::Exception& e) {
-        return fail(ErrorKind::format, source + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                           std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+        return fail(ErrorKind::format, at_mark(source, e.mark) + ": invalid YAML: " + yaml_message(e));
     }
 }
 
@@ -346,13 +390,13 @@ Expected<EngineConfig> parse_engine_config(std::string_view yaml_text, const std
                 return fail(ErrorKind::config, source_name + ": keys must be plain names (" + known_keys() + ")");
             const std::string key = entry.first.Scalar();
             if (!seen.insert(key).second)
-                return fail(ErrorKind::config, source_name + ": key '" + key + "' appears twice");
+                return fail(ErrorKind::config, source_name + ": key " + quoted_value(key) + " appears twice");
             const YAML::Node value = entry.second;
             if (auto ok = apply_key(cfg, key, KeyReader(source_name, key, value), source_name); !ok)
                 return tl::unexpected(ok.error());
         }
     } catch (const YAML::Exception& e) {
-        return fail(ErrorKind::format, source_name + ": " + e.msg);
+        return fail(ErrorKind::format, source_name + ": " + yaml_message(e));
     }
     return cfg;
 }

@@ -664,6 +664,9 @@ Expected<void> prepare_directory(const std::string& out_dir, bool force) {
         if (!empty) return clear_checkpoint(dir);
         return {};
     }
+    // A directory is not created through a symlink (mkdir -p refuses too): say so, not "File exists".
+    if (fs::is_symlink(fs::symlink_status(dir, ec)))
+        return fail(ErrorKind::invalid_argument, out_dir + ": a symlink to " + symlink_end(out_dir) + ", which does not exist");
     fs::create_directories(dir, ec);
     if (ec) return fail(ErrorKind::io, out_dir + ": cannot create: " + ec.message());
     return {};

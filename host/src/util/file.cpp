@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,21 +161,43 @@ Expected<std::string> read_stream(int fd, const std::string& name, uint64_t max_
     }
 }
 
+std::string symlink_end(const std::string& path) {
+    std::string p = path;
+    // 40: Linux's own limit on links followed in one lookup (a loop ends here too).
+    for (int hops = 0; hops < 40; ++hops) {
+        struct stat st {};
+        if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+        std::string target(PATH_MAX, '\0');
+        const ssize_t n = ::readlink(p.c_str(), target.data(), target.size());
+        if (n < 0 || static_cast<size_t>(n) >= target.size()) return p;
+        target.resize(static_cast<size_t>(n));
+        const size_t slash = p.rfind('/');
+        p = target.front() == '/' || slash == std::string::npos ? target : p.substr(0, slash + 1) + target;
+    }
+    return p;
+}
+
 Expected<void> check_output_path(const std::string& path, const std::string& option) {
     if (path.empty()) return fail(ErrorKind::invalid_argument, option + ": needs a file name, got an empty one");
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    const bool existed = ::stat(path.c_str(), &st) == 0;
+    if (!existed && errno != ENOENT)  // a symlink loop, a path through a file, no search permission
+        return fail(ErrorKind::io, option + " " + path + ": cannot be written: " + os_error(errno));
+    if (existed && S_ISDIR(st.st_mode))
         return fail(ErrorKind::invalid_argument, option + " " + path + ": is a directory, not a file");
+    // A dangling symlink is written through, as a shell's > does: the file is created where the
+    // link points, so that is the name to try (O_EXCL would refuse the link itself).
+    const std::string target = existed ? path : symlink_end(path);
+    const std::string shown = target == path ? path : path + " (a symlink to " + target + ", which does not exist)";
     // Opening is the only test that holds for every user (root passes access()) and file system
     // (/proc refuses new files): an existing file is opened for writing without truncating it, a
     // new one is created and removed again.
-    const bool existed = ::stat(path.c_str(), &st) == 0;
     int fd;
-    do fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | (existed ? 0 : O_CREAT | O_EXCL), 0644);
+    do fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | (existed ? 0 : O_CREAT | O_EXCL), 0644);
     while (fd < 0 && errno == EINTR);
-    if (fd < 0) return fail(ErrorKind::io, option + " " + path + ": cannot be written: " + os_error(errno));
+    if (fd < 0) return fail(ErrorKind::io, option + " " + shown + ": cannot be written: " + os_error(errno));
     ::close(fd);
-    if (!existed) ::unlink(path.c_str());
+    if (!existed) ::unlink(target.c_str());
     return {};
 }
 

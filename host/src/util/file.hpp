@@ -62,8 +62,13 @@ STORMO_API Expected<std::string> read_file(const std::string& path, uint64_t max
 // Reads an open stream (a pipe, stdin) to its end, refusing more than max_bytes; `name` names it.
 STORMO_API Expected<std::string> read_stream(int fd, const std::string& name, uint64_t max_bytes, std::string_view kind);
 // The caller checks an output path before any work: not empty, not a directory, its directory
-// exists. Creates nothing. `option` names the path in errors ("--out").
+// exists. Creates nothing. `option` names the path in errors ("--out"). A dangling symlink is
+// checked where it points: writing creates the file there.
 STORMO_API Expected<void> check_output_path(const std::string& path, const std::string& option);
+// The path at the end of the chain of symlinks `path` names (relative links resolved against
+// their own directory), or `path` when it is no symlink; the last name even when it does not
+// exist, which is where open(O_CREAT) creates a file through a dangling symlink.
+STORMO_API std::string symlink_end(const std::string& path);
 
 // Asks the kernel to drop the file's pages from the page cache (posix_fadvise DONTNEED over the
 // whole file). A hint: a file that cannot be opened, or pages someone maps, simply stay.

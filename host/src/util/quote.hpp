@@ -6,14 +6,17 @@
 namespace stormo {
 
 // Bytes from a file or the user, safe to print in a one-line error: control characters, DEL and
-// bytes outside ASCII become \xNN (no terminal escape sequence gets through), and more than
-// max_chars are cut with "...".
+// bytes outside ASCII become \xNN (no terminal escape sequence gets through, nor invalid UTF-8),
+// and more than max_chars are cut with "... (N bytes)", N the whole length, so a 10 MB value costs
+// one short line.
 inline std::string printable(std::string_view s, size_t max_chars = 64) {
     static constexpr char kHex[] = "0123456789abcdef";
     std::string out;
     for (size_t i = 0; i < s.size(); ++i) {
         if (i == max_chars) {
-            out += "...";
+            out += "... (";
+            out += std::to_string(s.size());
+            out += " bytes)";
             break;
         }
         const auto c = static_cast<unsigned char>(s[i]);
