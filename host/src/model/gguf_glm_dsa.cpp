@@ -117,6 +117,7 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
                                                                    std::to_string(blocks) + " blocks",
                                        ErrorKind::format));
     d.layers = blocks - d.mtp;
+    STORMO_TRY(require_last_block(model, k, blocks, d.layers));
     STORMO_TRY_ASSIGN(d.context, k.count(k.arch_key("context_length")));
     STORMO_TRY(read_attention(k, d));
     STORMO_TRY(require_full_indexers(k, d));

@@ -5,6 +5,7 @@
 #include <array>
 
 #include <charconv>
+#include <limits>
 
 #include "util/quote.hpp"
 
@@ -61,6 +62,15 @@ Error Keys::refuse(std::string_view key, const std::string& what, ErrorKind kind
 
 std::string blk(int layer, std::string_view name) { return "blk." + std::to_string(layer) + "." + std::string(name); }
 std::string hf(int layer, std::string_view name) { return "model.layers." + std::to_string(layer) + "." + std::string(name); }
+
+Expected<void> require_last_block(const GgufModel& model, const Keys& k, uint64_t blocks, uint64_t layers) {
+    if (layers == 0) return {};
+    const bool indexable = layers - 1 <= static_cast<uint64_t>(std::numeric_limits<int>::max());
+    const std::string last = "blk." + std::to_string(layers - 1) + ".attn_norm.weight";
+    if (indexable && model.find(last) != nullptr) return {};
+    return tl::unexpected(k.refuse("block_count", "is " + std::to_string(blocks) + ", but the file has no tensor " + in_quotes(last),
+                                   ErrorKind::mismatch));
+}
 
 Expected<GgufTensorRef> checked_ne(const GgufModel& model, const std::string& name, const std::vector<uint64_t>& ne) {
     const GgufTensorRef* t = model.find(name);
