@@ -117,7 +117,6 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
                                                                    std::to_string(blocks) + " blocks",
                                        ErrorKind::format));
     d.layers = blocks - d.mtp;
-    STORMO_TRY(require_last_block(model, k, blocks, d.layers));
     STORMO_TRY_ASSIGN(d.context, k.count(k.arch_key("context_length")));
     STORMO_TRY(read_attention(k, d));
     STORMO_TRY(require_full_indexers(k, d));
@@ -128,6 +127,8 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
         return tl::unexpected(k.refuse("vocab_size", "is " + std::to_string(vocab_key) + ", token_embd.weight has " +
                                                          std::to_string(d.vocab) + " rows",
                                        ErrorKind::mismatch));
+    // Last: the keys above are read and checked without sizing anything by them.
+    STORMO_TRY(require_last_block(model, k, blocks, d.layers));
     return d;
 }
 

@@ -29,7 +29,6 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
     Dims d;
     STORMO_TRY_ASSIGN(d.hidden, k.count(k.arch_key("embedding_length")));
     STORMO_TRY_ASSIGN(d.layers, k.count(k.arch_key("block_count")));
-    STORMO_TRY(require_last_block(model, k, d.layers, d.layers));
     STORMO_TRY_ASSIGN(d.heads, k.count(k.arch_key("attention.head_count")));
     STORMO_TRY_ASSIGN(d.kv_heads, k.count(k.arch_key("attention.head_count_kv")));
     STORMO_TRY_ASSIGN(d.head_dim, k.count(k.arch_key("attention.key_length")));
@@ -49,6 +48,8 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
         d.period = *period;
     }
     STORMO_TRY_ASSIGN(d.vocab, embedding_rows(model, k));
+    // Last: the keys above are read and checked without sizing anything by them.
+    STORMO_TRY(require_last_block(model, k, d.layers, d.layers));
     return d;
 }
 
