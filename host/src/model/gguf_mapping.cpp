@@ -5,6 +5,7 @@
 #include <array>
 
 #include <charconv>
+#include <cmath>
 #include <limits>
 
 #include "util/quote.hpp"
@@ -30,7 +31,11 @@ Expected<uint64_t> Keys::count(std::string_view key) const {
 }
 
 Expected<double> Keys::number(std::string_view key) const {
-    return typed<double>(h_, key, "a number", [](const GgufValue& v) { return v.as_float(); });
+    STORMO_TRY_ASSIGN(const double v, typed<double>(h_, key, "a number", [](const GgufValue& v) { return v.as_float(); }));
+    // JSON has no NaN or infinity: the config made from the metadata would fail to parse without
+    // naming the key.
+    if (!std::isfinite(v)) return fail(ErrorKind::format, h_.path + ": key " + in_quotes(key) + " must be a finite number, found " + std::to_string(v));
+    return v;
 }
 
 Expected<bool> Keys::flag(std::string_view key) const {
