@@ -111,6 +111,12 @@ Expected<void> load_layer_norms(TensorLoader& load, const std::string& layer_pre
     return {};
 }
 
+Expected<void> require_last_layer(const LoadContext& ctx, int64_t n_layers, const std::string& last_layer_tensor) {
+    if (ctx.has_tensor(last_layer_tensor)) return {};
+    return fail(ErrorKind::mismatch, ctx.config().source() + ": field \"num_hidden_layers\" is " + std::to_string(n_layers) +
+                                         ", but the checkpoint has no tensor \"" + last_layer_tensor + "\"");
+}
+
 Expected<EmbeddingAndHead> load_embedding_and_head(TensorLoader& load, const std::string& embedding_name,
                                                    const std::string& head_name, int64_t vocab, int64_t hidden,
                                                    bool tied) {

@@ -23,8 +23,7 @@ toolkit::TensorLoader loader(LoadContext& ctx, std::vector<Tensor>& keep) { retu
 GptOssModel::GptOssModel(GptOssConfig cfg, Compute compute)
     : DecoderModel(compute, "gpt_oss", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
-      cfg_(std::move(cfg)),
-      rope_(cfg_.rope, static_cast<int>(cfg_.head_dim)) {
+      cfg_(std::move(cfg)) {
     for (int l = 0; l < cfg_.n_layers; ++l) {
         toolkit::GqaOptions o;
         o.shape = {static_cast<size_t>(cfg_.n_heads), static_cast<size_t>(cfg_.n_kv_heads),
@@ -44,10 +43,14 @@ Expected<std::unique_ptr<Model>> GptOssModel::load(LoadContext& ctx) {
     STORMO_TRY_ASSIGN(GptOssConfig cfg, parse_gpt_oss_config(ctx.config()));
     const Compute compute = ctx.compute();
     if (compute.table == nullptr) return fail(ErrorKind::internal, "gpt_oss: the host gave no kernel table to load with");
+    // The counts that size the model are checked against the checkpoint first.
+    STORMO_TRY(toolkit::require_last_layer(ctx, cfg.n_layers, names::layer(static_cast<int>(cfg.n_layers) - 1) + "input_layernorm.weight"));
     std::unique_ptr<GptOssModel> model(new GptOssModel(std::move(cfg), compute));
     STORMO_TRY(model->load_globals(ctx));
     model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
     for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
+    // Sized by head_dim, so made once the q/k/v shapes have confirmed it.
+    model->rope_ = toolkit::Rope(model->cfg_.rope, static_cast<int>(model->cfg_.head_dim));
     return std::unique_ptr<Model>(std::move(model));
 }
 

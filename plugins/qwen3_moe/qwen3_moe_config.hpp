@@ -38,9 +38,15 @@ struct Qwen3MoeConfig {
         const bool listed = std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end();
         return !listed && n_experts > 0 && (layer + 1) % decoder_sparse_step == 0;
     }
+    // Counted from the listed layers rather than layer by layer: n_layers is not yet checked
+    // against the checkpoint here, and a broken one must not cost a loop over it.
     int64_t moe_layer_count() const {
-        int64_t n = 0;
-        for (int64_t l = 0; l < n_layers; ++l) n += is_moe(l) ? 1 : 0;
+        if (n_experts <= 0 || decoder_sparse_step <= 0) return 0;
+        std::vector<int64_t> listed(mlp_only_layers.begin(), mlp_only_layers.end());
+        std::sort(listed.begin(), listed.end());
+        listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+        int64_t n = n_layers / decoder_sparse_step;
+        for (const int64_t l : listed) n -= (l >= 0 && l < n_layers && (l + 1) % decoder_sparse_step == 0) ? 1 : 0;
         return n;
     }
     size_t q_width() const { return static_cast<size_t>(n_heads * head_dim); }

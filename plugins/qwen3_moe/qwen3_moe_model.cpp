@@ -22,8 +22,7 @@ const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 Qwen3MoeModel::Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute)
     : DecoderModel(compute, "qwen3_moe", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
-      cfg_(std::move(cfg)),
-      rope_(cfg_.rope, static_cast<int>(cfg_.head_dim)) {
+      cfg_(std::move(cfg)) {
     attention_options_.shape = {static_cast<size_t>(cfg_.n_heads), static_cast<size_t>(cfg_.n_kv_heads),
                                 static_cast<size_t>(cfg_.head_dim)};
     // transformers: self.scaling = head_dim ** -0.5, a Python double rounded to float where it
@@ -41,11 +40,15 @@ Expected<std::unique_ptr<Model>> Qwen3MoeModel::load(LoadContext& ctx) {
     STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "qwen3_moe"));
     const Compute compute = ctx.compute();
     if (compute.table == nullptr) return fail(ErrorKind::internal, "qwen3_moe: the host gave no kernel table to load with");
+    // The counts that size the model are checked against the checkpoint first.
+    STORMO_TRY(toolkit::require_last_layer(ctx, cfg.n_layers, names::layer(static_cast<int>(cfg.n_layers) - 1) + "input_layernorm.weight"));
     std::unique_ptr<Qwen3MoeModel> model(new Qwen3MoeModel(std::move(cfg), compute));
     model->fp8_ = fp8;
     STORMO_TRY(model->load_globals(ctx));
     model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
     for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
+    // Sized by head_dim, so made once the q/k/v shapes have confirmed it.
+    model->rope_ = toolkit::Rope(model->cfg_.rope, static_cast<int>(model->cfg_.head_dim));
     return std::unique_ptr<Model>(std::move(model));
 }
 

@@ -94,3 +94,15 @@ TEST(HardeningConfig, InspectRefusesTheBudgetsGenerateRefusesAndDescribesThemAli
     ASSERT_EQ(generate.status, 0) << generate.err;
     EXPECT_NE(generate.err.find("expert budget 1.00 MiB (asked); 8 slots of 120.00 KiB"), std::string::npos) << generate.err;
 }
+
+TEST(HardeningConfig, StopIdsMustBeIntegersInEitherFile) {
+    // config.json's list is refused even where generation_config.json's takes precedence.
+    TempDir config;
+    write_variant(config, "eos_token_id", "[48, \"x\"]", "{\"eos_token_id\": 48}");
+    expect_error(run_cli("generate --model " + config.path() + " --ids 1,2"),
+                 "config.json: field \"eos_token_id\" item 1 must be an integer, found string");
+    TempDir gen;
+    write_variant(gen, "eos_token_id", "48", "{\"eos_token_id\": [48, \"x\"]}");
+    expect_error(run_cli("generate --model " + gen.path() + " --ids 1,2"),
+                 "generation_config.json: field \"eos_token_id\" item 1 must be an integer, found string");
+}

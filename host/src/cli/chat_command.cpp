@@ -103,6 +103,7 @@ Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, cons
     if (!loaded) return tl::unexpected(loaded.error());
     stack->loaded = std::move(*loaded);
     Engine& engine = *stack->loaded.engine;
+    STORMO_TRY(stack->tokenizer->check_fits(engine.model().vocab_size()));
     STORMO_TRY_ASSIGN(size_t context, chat_context(stack->loaded));
     STORMO_TRY_ASSIGN(stack->session, engine.new_session(context));
 

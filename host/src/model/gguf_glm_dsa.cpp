@@ -127,6 +127,8 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
         return tl::unexpected(k.refuse("vocab_size", "is " + std::to_string(vocab_key) + ", token_embd.weight has " +
                                                          std::to_string(d.vocab) + " rows",
                                        ErrorKind::mismatch));
+    // Last: the keys above are read and checked without sizing anything by them.
+    STORMO_TRY(require_last_block(model, k, blocks, d.layers));
     return d;
 }
 

@@ -48,6 +48,8 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
         d.period = *period;
     }
     STORMO_TRY_ASSIGN(d.vocab, embedding_rows(model, k));
+    // Last: the keys above are read and checked without sizing anything by them.
+    STORMO_TRY(require_last_block(model, k, d.layers, d.layers));
     return d;
 }
 

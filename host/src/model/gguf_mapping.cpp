@@ -5,6 +5,8 @@
 #include <array>
 
 #include <charconv>
+#include <cmath>
+#include <limits>
 
 #include "util/quote.hpp"
 
@@ -29,7 +31,11 @@ Expected<uint64_t> Keys::count(std::string_view key) const {
 }
 
 Expected<double> Keys::number(std::string_view key) const {
-    return typed<double>(h_, key, "a number", [](const GgufValue& v) { return v.as_float(); });
+    STORMO_TRY_ASSIGN(const double v, typed<double>(h_, key, "a number", [](const GgufValue& v) { return v.as_float(); }));
+    // JSON has no NaN or infinity: the config made from the metadata would fail to parse without
+    // naming the key.
+    if (!std::isfinite(v)) return fail(ErrorKind::format, h_.path + ": key " + in_quotes(key) + " must be a finite number, found " + std::to_string(v));
+    return v;
 }
 
 Expected<bool> Keys::flag(std::string_view key) const {
@@ -61,6 +67,15 @@ Error Keys::refuse(std::string_view key, const std::string& what, ErrorKind kind
 
 std::string blk(int layer, std::string_view name) { return "blk." + std::to_string(layer) + "." + std::string(name); }
 std::string hf(int layer, std::string_view name) { return "model.layers." + std::to_string(layer) + "." + std::string(name); }
+
+Expected<void> require_last_block(const GgufModel& model, const Keys& k, uint64_t blocks, uint64_t layers) {
+    if (layers == 0) return {};
+    const bool indexable = layers - 1 <= static_cast<uint64_t>(std::numeric_limits<int>::max());
+    const std::string last = "blk." + std::to_string(layers - 1) + ".attn_norm.weight";
+    if (indexable && model.find(last) != nullptr) return {};
+    return tl::unexpected(k.refuse("block_count", "is " + std::to_string(blocks) + ", but the file has no tensor " + in_quotes(last),
+                                   ErrorKind::mismatch));
+}
 
 Expected<GgufTensorRef> checked_ne(const GgufModel& model, const std::string& name, const std::vector<uint64_t>& ne) {
     const GgufTensorRef* t = model.find(name);

@@ -65,6 +65,10 @@ private:
 std::string blk(int layer, std::string_view name);
 std::string hf(int layer, std::string_view name);
 
+// block_count bounded by the tensors before anything is sized by it: the last of `layers` layers
+// (block_count `blocks` less any the mapping leaves out) must have its attn_norm in the file.
+Expected<void> require_last_block(const GgufModel& model, const Keys& k, uint64_t blocks, uint64_t layers);
+
 // The tensor's values as float32, after checking that it exists with exactly `ne` (ggml's order,
 // fastest dimension first); errors name the file and the tensor.
 Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne);

@@ -38,6 +38,8 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
     STORMO_TRY_ASSIGN(d.experts, k.count(k.arch_key("expert_count")));
     STORMO_TRY_ASSIGN(d.top_k, k.count(k.arch_key("expert_used_count")));
     STORMO_TRY_ASSIGN(d.vocab, embedding_rows(model, k));
+    // Last: the keys above are read and checked without sizing anything by them.
+    STORMO_TRY(require_last_block(model, k, d.layers, d.layers));
     return d;
 }
 

@@ -32,8 +32,11 @@ const char* stop_reason_name(StopReason reason) {
 }
 
 Expected<std::vector<int32_t>> stop_ids_of(const ModelSource& source, size_t vocab) {
+    // config.json's ids are checked even when generation_config.json's take precedence: a broken
+    // field is refused wherever it is, not only where it is used.
+    STORMO_TRY_ASSIGN(auto from_config, eos_of(source.config(), vocab));
     if (const auto& gen = source.generation_config(); gen && gen->has("eos_token_id")) return eos_of(*gen, vocab);
-    return eos_of(source.config(), vocab);
+    return from_config;
 }
 
 size_t reusable_prefix(std::span<const int32_t> held, std::span<const int32_t> prompt) {

@@ -11,6 +11,7 @@
 
 #include "stormo/error.hpp"
 #include "text/flat_tables.hpp"
+#include "text/utf8.hpp"
 
 namespace stormo::text {
 
@@ -37,9 +38,12 @@ struct BpeCache {
     struct Candidate {
         int32_t rank, pos, new_id;
     };
-    std::vector<int32_t> ids, prev, next;
-    std::vector<uint32_t> lens;
+    std::vector<int32_t> ids, prev, next;  // a merged-away symbol's id is -1
+    std::vector<uint32_t> starts;          // each symbol's first byte in the word
     std::vector<Candidate> heap;
+    // A longer word is encoded a window at a time, so its buffers stay this size (bpe.cpp says
+    // why the ids are the same); tests make it small to cross many windows.
+    size_t window_bytes = size_t{1} << 18;
 };
 
 class Bpe {
@@ -66,9 +70,25 @@ public:
     bool fuse_unk() const { return fuse_unk_; }
 
 private:
+    struct Frontier;
     // The word's characters as ids, unknown ones as unk (fused if asked) or dropped without unk.
-    void initial_symbols(std::string_view word, std::vector<int32_t>& ids, std::vector<uint32_t>& lens) const;
+    void initial_symbols(std::string_view word, std::vector<int32_t>& ids, std::vector<uint32_t>& starts) const;
     void merge(std::string_view word, BpeCache& scratch, std::vector<int32_t>& out) const;
+    // Merges the symbols in `scratch` (all of them, or tracking `frontier` when given).
+    void run_merges(BpeCache& scratch, Frontier* frontier) const;
+    // Encodes the symbols of `word`'s first `window` bytes up to where the rest of the word could
+    // change them; returns the bytes encoded (0 when the window settles nothing).
+    size_t merge_settled(std::string_view word, size_t window, BpeCache& scratch, std::vector<int32_t>& out) const;
+    void encode_long_word(std::string_view word, BpeCache& scratch, std::vector<int32_t>& out) const;
+    // The id of the character at `at` (read as `st`), if the vocabulary has one.
+    std::optional<int32_t> char_id(std::string_view word, size_t at, const utf8::Step& st) const;
+    // Whether a symbol spelling `token_text` could begin `text`: its characters' tokens (an
+    // unknown run's unk, nothing for a dropped one) begin with it.
+    bool may_begin(std::string_view token_text, std::string_view text) const;
+    // The lowest rank of a merge of `left` with a token that begins with `prefix` and could begin
+    // `text` (INT32_MAX if none).
+    int32_t lowest_merge_before(int32_t left, std::string_view prefix, std::string_view text) const;
+    void index_right_merges(const std::vector<std::pair<int32_t, int32_t>>& pairs);
 
     std::vector<std::string> id_to_token_;
     TokenIndex token_to_id_;  // refers to id_to_token_'s buffer: Bpe is moved, never copied
@@ -77,6 +97,13 @@ private:
     std::optional<int32_t> unk_id_;
     bool fuse_unk_ = false;
     bool ignore_merges_ = false;
+    // The merges each token is the left side of, by rank: those of token t are
+    // right_merges_[right_merge_start_[t] .. right_merge_start_[t + 1]).
+    struct RightMerge {
+        int32_t rank, right;
+    };
+    std::vector<uint32_t> right_merge_start_;
+    std::vector<RightMerge> right_merges_;
 };
 
 }  // namespace stormo::text

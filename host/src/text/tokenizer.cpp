@@ -7,6 +7,7 @@
 #include "text/byte_level.hpp"
 #include "text/tokenizer_impl.hpp"
 #include "text/utf8.hpp"
+#include "util/quote.hpp"
 
 namespace stormo::text {
 
@@ -133,6 +134,15 @@ std::optional<size_t> Tokenizer::max_bytes_per_token() const {
 }
 
 size_t Tokenizer::size() const { return impl_->data->size; }
+
+Expected<void> Tokenizer::check_fits(size_t model_vocab) const {
+    if (size() <= model_vocab) return {};
+    const auto top = static_cast<int32_t>(size() - 1);
+    STORMO_TRY_ASSIGN(const std::string text, token_bytes(top));
+    return fail(ErrorKind::mismatch, file().string() + ": token " + in_quotes(utf8::lossy(text)) + " has id " + std::to_string(top) +
+                                         ", beyond the model's vocabulary: the tokenizer has " + std::to_string(size()) +
+                                         " ids, the model " + std::to_string(model_vocab));
+}
 
 const std::filesystem::path& Tokenizer::file() const { return impl_->data->file; }
 

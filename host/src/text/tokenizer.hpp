@@ -44,6 +44,9 @@ public:
     std::optional<size_t> max_bytes_per_token() const;
     // One past the largest id the tokenizer knows.
     size_t size() const;
+    // Refuses a tokenizer with ids the model has no embedding row for, naming the highest such
+    // token and both sizes (the reference would index past the embedding with it).
+    Expected<void> check_fits(size_t model_vocab) const;
     const std::filesystem::path& file() const;
 
 private:

@@ -4,6 +4,7 @@
 #include <simdjson.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -290,7 +291,20 @@ Expected<Bpe> read_model(const Reader& r, dom::element e) {
     return Bpe::build(std::move(config), r.file() + ": " + path);
 }
 
+// The reference reads the top level into a struct, whose deserializer refuses a field given
+// twice (simdjson would quietly take the first).
+Expected<void> refuse_duplicate_keys(const Reader& r, dom::object root) {
+    std::vector<std::string_view> seen;
+    for (auto [key, value] : root) {
+        if (std::find(seen.begin(), seen.end(), key) != seen.end())
+            return r.error(ErrorKind::format, std::string(key), "given twice at the top level");
+        seen.push_back(key);
+    }
+    return {};
+}
+
 Expected<std::unique_ptr<TokenizerData>> build(const Reader& r, dom::object root) {
+    STORMO_TRY(refuse_duplicate_keys(r, root));
     auto impl = std::make_unique<TokenizerData>();
     for (const char* unsupported : {"truncation", "padding"})
         if (Reader::optional(root, unsupported)) return r.error(ErrorKind::unsupported, unsupported, "must be null (not supported)");

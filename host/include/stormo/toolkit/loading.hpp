@@ -48,6 +48,10 @@ Expected<void> load_gqa_projections(TensorLoader& load, const std::string& modul
 Expected<void> load_layer_norms(TensorLoader& load, const std::string& layer_prefix, int layer, int64_t hidden,
                                 DecoderNorms& norms);
 
+// num_hidden_layers bounded by the checkpoint before anything is sized by it: the last layer's
+// `last_layer_tensor` must be there, else the field is refused naming that tensor.
+Expected<void> require_last_layer(const LoadContext& ctx, int64_t n_layers, const std::string& last_layer_tensor);
+
 class TensorLoader {
 public:
     // `keep` owns the loaded bytes: the model holds it as long as its weight views live.
