@@ -74,6 +74,8 @@ TEST(HardeningMetadata, TokenizerIdsBeyondTheModelsVocabularyFailAtLoad) {
     ASSERT_NE(at, std::string::npos);
     json.insert(at + list.size(), "{\"id\": 64, \"content\": \"<|extra|>\", \"special\": true}, ");
     std::ofstream(dir.file("tokenizer.json")) << json;
-    expect_error(run_cli("run --model " + dir.path() + " --prompt hi --max-tokens 1"),
-                 "token \"<|extra|>\" has id 64, beyond the model's vocabulary: the tokenizer has 65 ids, the model 64");
+    const std::string why = "token \"<|extra|>\" has id 64, beyond the model's vocabulary: the tokenizer has 65 ids, the model 64";
+    expect_error(run_cli("run --model " + dir.path() + " --prompt hi --max-tokens 1"), why);
+    // serve refuses at load too (it exits: no request could be answered safely).
+    expect_error(run_cli("serve --port 0 --model " + dir.path()), why);
 }

@@ -12,7 +12,7 @@ namespace {
 struct DemoText {
     text::Tokenizer tokenizer;
     text::ChatTemplate chat_template;
-    PromptText view() const { return {&tokenizer, &chat_template}; }
+    PromptText view() const { return {&tokenizer, &chat_template, std::nullopt}; }
 };
 
 DemoText demo_text() {
@@ -84,7 +84,7 @@ TEST(ServePrepare, AssistantReasoningAndToolCallArgumentsReachTemplatesAsTheyRea
                         {"type": "function", "function": {"name": "x", "arguments": "not json"}}]},
         {"role": "tool", "content": "sunny"}]})");
     ASSERT_TRUE(request) << request.error().message;
-    auto prepared = prepare_request(*request, PromptText{&demo.tokenizer, &*probe}, 4096);
+    auto prepared = prepare_request(*request, PromptText{&demo.tokenizer, &*probe, std::nullopt}, 4096);
     ASSERT_TRUE(prepared) << prepared.error().message;
     auto text = demo.tokenizer.decode(prepared->prompt);
     ASSERT_TRUE(text);

@@ -102,9 +102,11 @@ std::string model_name(const std::string& dir) {
 
 // Loads the engine and a session over it and makes the routes ready; the server answers /health
 // (503) meanwhile.
-Expected<void> load_model(const CommonOptions& common, serve::ApiRoutes& routes, LoadedEngine& loaded,
-                          std::unique_ptr<Session>& session) {
+Expected<void> load_model(const CommonOptions& common, const text::Tokenizer& tokenizer, serve::ApiRoutes& routes,
+                          LoadedEngine& loaded, std::unique_ptr<Session>& session) {
     STORMO_TRY_ASSIGN(loaded, open_engine(common, kServeRewindSlack));
+    // A token the embedding lacks fails here, not on the first request that produces it.
+    STORMO_TRY(tokenizer.check_fits(loaded.engine->model().vocab_size()));
     STORMO_TRY_ASSIGN(size_t context, chat_context(loaded));
     STORMO_TRY_ASSIGN(session, loaded.engine->new_session(context));
     STORMO_TRY_ASSIGN(std::vector<int32_t> stop_ids, stop_ids_of(loaded.engine->source()));
@@ -155,7 +157,7 @@ int run_serve(int argc, char** argv) {
     std::thread network([&] { (*server)->run([&] { routes.shutdown(grace); }); });
     LoadedEngine loaded;
     std::unique_ptr<Session> session;
-    auto ready = load_model(common, routes, loaded, session);
+    auto ready = load_model(common, *tokenizer, routes, loaded, session);
     if (!ready) {
         (*server)->stop();
         network.join();
