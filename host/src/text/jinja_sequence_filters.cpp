@@ -95,7 +95,7 @@ Expected<Object> extreme_filter(const Object& input, const CallArgs& args, bool 
     return Object::of(keyed[best].second);
 }
 
-Expected<Object> sum_filter(const Object& input, const CallArgs& args) {
+Expected<Object> sum_filter(const Object& input, const CallArgs& args, size_t max_bytes) {
     Object total = Object::of(Value(int64_t{0}));
     if (const Object* start = args.get(1, "start")) total = *start;
     std::string attribute;
@@ -106,7 +106,7 @@ Expected<Object> sum_filter(const Object& input, const CallArgs& args) {
         if (!attribute.empty()) {
             STORMO_TRY_ASSIGN(term, lookup_path(term, attribute));
         }
-        STORMO_TRY_ASSIGN(total, binary_operation("+", total, term));
+        STORMO_TRY_ASSIGN(total, binary_operation("+", total, term, max_bytes));
     }
     return total;
 }
@@ -146,7 +146,7 @@ Expected<Object> select_filter(const Object& input, const CallArgs& args, bool b
     return Object::of(Value::list(std::move(out)));
 }
 
-Expected<Object> map_filter(const Object& input, const CallArgs& args) {
+Expected<Object> map_filter(const Object& input, const CallArgs& args, size_t max_bytes) {
     STORMO_TRY_ASSIGN(ValueList items, iterate(input));
     ValueList out;
     if (const Object* attribute = args.keyword_arg("attribute"); attribute && args.positional.empty()) {
@@ -167,7 +167,7 @@ Expected<Object> map_filter(const Object& input, const CallArgs& args) {
     filter_args.positional.assign(args.positional.begin() + 1, args.positional.end());
     filter_args.keyword = args.keyword;
     for (const Value& item : items) {
-        STORMO_TRY_ASSIGN(Object mapped, apply_filter(filter, Object::of(item), filter_args));
+        STORMO_TRY_ASSIGN(Object mapped, apply_filter(filter, Object::of(item), filter_args, max_bytes));
         STORMO_TRY_ASSIGN(Value v, require_data(mapped, "map"));
         out.push_back(std::move(v));
     }
@@ -190,7 +190,7 @@ Expected<Object> sequence_filter(std::string_view name, const Object& input) {
     return Object::of(name == "first" ? items.front() : items.back());
 }
 
-Expected<Object> join_filter(const Object& input, const CallArgs& args) {
+Expected<Object> join_filter(const Object& input, const CallArgs& args, size_t max_bytes) {
     std::string separator;
     if (const Object* d = args.get(0, "d")) separator = to_text(*d);
     std::string attribute;
@@ -202,8 +202,8 @@ Expected<Object> join_filter(const Object& input, const CallArgs& args) {
         if (!attribute.empty()) {
             STORMO_TRY_ASSIGN(item, lookup_path(item, attribute));
         }
-        if (k > 0) out += separator;
-        out += to_text(item);
+        if (k > 0) STORMO_TRY(append_within(out, separator, max_bytes));
+        STORMO_TRY(append_within(out, to_text(item), max_bytes));
     }
     return Object::of(Value(std::move(out)));
 }
@@ -211,7 +211,7 @@ Expected<Object> join_filter(const Object& input, const CallArgs& args) {
 Expected<Object> items_filter(const Object& input) {
     if (input.is_undefined()) return Object::of(Value::list());
     if (!input.is_data() || !input.data.is_object()) return tl::unexpected(type_error("Can only get item pairs from a mapping."));
-    return call_method(input.data, "items", CallArgs{});
+    return call_method(input.data, "items", CallArgs{}, 0);  // builds no string
 }
 
 // dictsort(case_sensitive=False, by='key', reverse=False): the (key, value) pairs in order.
