@@ -17,11 +17,13 @@ Value::Value(int64_t i) : v_(i) {}
 Value::Value(double d) : v_(d) {}
 Value::Value(std::string s) : v_(std::move(s)) { weight_ = saturated(uint64_t{1} + as_string().size()); }
 
+constexpr uint64_t item_weight = 8;
+
 void Value::measure() {
     uint64_t depth = 0, weight = 1;
     auto add = [&](const Value& item, size_t key_bytes) {
         depth = std::max<uint64_t>(depth, item.depth_);
-        weight += item.weight_ + key_bytes;
+        weight += item_weight + item.weight_ + key_bytes;
     };
     if (is_list())
         for (const Value& item : as_list()) add(item, 0);
@@ -86,7 +88,7 @@ void Value::set(std::string key, Value v) {
             return;
         }
     depth_ = std::max<uint16_t>(depth_, static_cast<uint16_t>(std::min<uint32_t>(v.depth_ + 1u, std::numeric_limits<uint16_t>::max())));
-    weight_ = saturated(uint64_t{weight_} + v.weight_ + key.size());
+    weight_ = saturated(uint64_t{weight_} + item_weight + v.weight_ + key.size());
     as_object().emplace_back(std::move(key), std::move(v));
 }
 

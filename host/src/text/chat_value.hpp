@@ -42,11 +42,11 @@ public:
     bool is_list() const;
     bool is_object() const;
     bool is_tuple() const { return is_tuple_; }  // also is_list()
-    // Lists and dicts nested in this value (0 for a scalar), and its size: 1 for each item,
-    // member and scalar plus the bytes of every string and key, about what it prints as. Both
-    // saturate, and both are set when a list or dict is built or set() adds to it (editing
-    // through as_list() or as_object() does not update them), so the template engine can bound
-    // what a template builds without walking it.
+    // Lists and dicts nested in this value (0 for a scalar), and its size: 1 for each scalar,
+    // the bytes of every string and key, and 8 for each item or member (about what printing it
+    // takes, and a sixth of what holding it takes). Both saturate, and both are set when a list
+    // or dict is built or set() adds to it (editing through as_list() or as_object() does not
+    // update them), so the template engine can bound what a template builds without walking it.
     uint32_t depth() const { return depth_; }
     uint32_t weight() const { return weight_; }
 
