@@ -86,6 +86,8 @@ TEST(JinjaIntegers, FloatsBeyondInt64AreErrorsWhereTheyWouldBecomeIntegers) {
     EXPECT_EQ(outcome("{{ '%d' % 1e300 }}"), "ERROR: t.jinja:1: %d of a float beyond 64-bit integers (not supported)");
     EXPECT_EQ(outcome("{{ '%d' % 'nan'|float }}"), "ERROR: t.jinja:1: cannot convert float NaN to integer");
     EXPECT_EQ(outcome("{{ '%d' % -2.9 }}"), "-2");
+    EXPECT_EQ(outcome("{{ (-9223372036854775808.0)|int }} {{ '%d' % -9223372036854775808.0 }}"),  // -2^63 itself fits
+              "-9223372036854775808 -9223372036854775808");
 }
 
 TEST(JinjaFloats, ArithmeticGivesPythonsAnswerOrItsError) {

@@ -89,7 +89,7 @@ Expected<Object> indent_filter(const Object& input, const CallArgs& args, size_t
 // would be Python's big int (inf its OverflowError): an error here rather than a wrong number.
 Expected<std::optional<int64_t>> truncated(double d) {
     if (std::isnan(d)) return std::nullopt;
-    if (!(d > -9223372036854775809.0 && d < 9223372036854775808.0))
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
         return fail(ErrorKind::unsupported, "int of " + python_float_repr(d) + " is beyond 64-bit integers");
     return static_cast<int64_t>(d);
 }

@@ -118,7 +118,7 @@ Expected<long long> integer_of(const Value& v) {
     if (v.is_int()) return v.as_int();
     double d = v.as_double();
     if (std::isnan(d)) return tl::unexpected(format_error("cannot convert float NaN to integer"));
-    if (!(d > -9223372036854775809.0 && d < 9223372036854775808.0))
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
         return fail(ErrorKind::unsupported, "%d of a float beyond 64-bit integers (not supported)");
     return static_cast<long long>(d);
 }
