@@ -39,14 +39,23 @@ const Value& options() {
     return v;
 }
 
-// A directory of this process's own for tokenizer_config.json inputs.
-const std::filesystem::path& config_dir() {
-    static const std::filesystem::path dir = [] {
+// A directory of this process's own for tokenizer_config.json inputs, removed at exit.
+struct ConfigDir {
+    std::filesystem::path path;
+    ConfigDir() {
         std::string pattern = (std::filesystem::temp_directory_path() / "stormo-fuzz-chat-XXXXXX").string();
         if (mkdtemp(pattern.data()) == nullptr) __builtin_trap();
-        return std::filesystem::path(pattern);
-    }();
-    return dir;
+        path = pattern;
+    }
+    ~ConfigDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
+const std::filesystem::path& config_dir() {
+    static const ConfigDir dir;
+    return dir.path;
 }
 
 // A JSON object opens with '{' then '"' or '}'; a template's '{' is followed by '{', '%' or '#'.
