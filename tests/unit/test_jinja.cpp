@@ -360,7 +360,7 @@ TEST(Jinja, RunawayTemplatesStopWithAResourceError) {
     EXPECT_NE(recursion.error().message.find("macro 'f' nested more than 100 calls deep"), std::string::npos)
         << recursion.error().message;
 
-    EXPECT_EQ(error_of("{{ 'x' * 100000000 }}"), "t.jinja:1: string repetition result larger than 64 MiB");
+    EXPECT_EQ(error_of("{{ 'x' * 100000000 }}"), "t.jinja:1: string repetition result larger than 16777216 bytes (the rendered output's limit)");
 
     auto deep = ChatTemplate::parse("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(40) }}", "t.jinja");
     ASSERT_TRUE(deep);

@@ -97,3 +97,30 @@ TEST(ServePrepare, AssistantReasoningAndToolCallArgumentsReachTemplatesAsTheyRea
 
 }  // namespace
 }  // namespace stormo::serve
+
+namespace stormo::serve {
+namespace {
+
+// A template that traps in C++ (INT64_MIN // -1 took `stormo serve` down with SIGFPE) is refused
+// as this request's 400, and the same template renders the next request.
+TEST(ServePrepare, ATemplateErrorIsThisRequestsErrorAndTheNextRequestRenders) {
+    const DemoText demo = demo_text();
+    auto dividing = text::ChatTemplate::parse("{{ (messages[0].content|int) // -1 }}", "divide.jinja");
+    ASSERT_TRUE(dividing) << dividing.error().message;
+    const PromptText view{&demo.tokenizer, &*dividing};
+    auto trapping = parse_chat_request(R"({"messages": [{"role": "user", "content": "-9223372036854775808"}]})");
+    ASSERT_TRUE(trapping);
+    auto refused = prepare_request(*trapping, view, 64);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().status, 400);
+    EXPECT_EQ(refused.error().message,
+              "the chat template refused the messages: divide.jinja:1: integer overflow in // (integers here are 64-bit)");
+    auto fine = parse_chat_request(R"({"messages": [{"role": "user", "content": "-123"}]})");
+    ASSERT_TRUE(fine);
+    auto prepared = prepare_request(*fine, view, 64);
+    ASSERT_TRUE(prepared) << prepared.error().message;
+    EXPECT_EQ(demo.tokenizer.decode(prepared->prompt).value_or(""), "123");
+}
+
+}  // namespace
+}  // namespace stormo::serve

@@ -2,16 +2,41 @@
 // Python shares them; nothing in a render modifies a list or object it was given.
 #include "text/chat_value.hpp"
 
+#include <algorithm>
+#include <limits>
+
 namespace stormo::text {
+namespace {
+
+uint32_t saturated(uint64_t n) { return static_cast<uint32_t>(std::min<uint64_t>(n, std::numeric_limits<uint32_t>::max())); }
+
+}  // namespace
 
 Value::Value(bool b) : v_(b) {}
 Value::Value(int64_t i) : v_(i) {}
 Value::Value(double d) : v_(d) {}
-Value::Value(std::string s) : v_(std::move(s)) {}
+Value::Value(std::string s) : v_(std::move(s)) { weight_ = saturated(uint64_t{1} + as_string().size()); }
+
+constexpr uint64_t item_weight = 8;
+
+void Value::measure() {
+    uint64_t depth = 0, weight = 1;
+    auto add = [&](const Value& item, size_t key_bytes) {
+        depth = std::max<uint64_t>(depth, item.depth_);
+        weight += item_weight + item.weight_ + key_bytes;
+    };
+    if (is_list())
+        for (const Value& item : as_list()) add(item, 0);
+    else
+        for (const auto& [key, member] : as_object()) add(member, key.size());
+    depth_ = static_cast<uint16_t>(std::min<uint64_t>(depth + 1, std::numeric_limits<uint16_t>::max()));
+    weight_ = saturated(weight);
+}
 
 Value Value::list(ValueList items) {
     Value v;
     v.v_ = std::make_shared<ValueList>(std::move(items));
+    v.measure();
     return v;
 }
 
@@ -24,6 +49,7 @@ Value Value::tuple(ValueList items) {
 Value Value::object(ValueObject members) {
     Value v;
     v.v_ = std::make_shared<ValueObject>(std::move(members));
+    v.measure();
     return v;
 }
 
@@ -58,8 +84,11 @@ void Value::set(std::string key, Value v) {
     for (auto& [name, member] : as_object())
         if (name == key) {
             member = std::move(v);
+            measure();
             return;
         }
+    depth_ = std::max<uint16_t>(depth_, static_cast<uint16_t>(std::min<uint32_t>(v.depth_ + 1u, std::numeric_limits<uint16_t>::max())));
+    weight_ = saturated(uint64_t{weight_} + item_weight + v.weight_ + key.size());
     as_object().emplace_back(std::move(key), std::move(v));
 }
 

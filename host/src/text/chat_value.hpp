@@ -42,6 +42,13 @@ public:
     bool is_list() const;
     bool is_object() const;
     bool is_tuple() const { return is_tuple_; }  // also is_list()
+    // Lists and dicts nested in this value (0 for a scalar), and its size: 1 for each scalar,
+    // the bytes of every string and key, and 8 for each item or member (about what printing it
+    // takes, and a sixth of what holding it takes). Both saturate, and both are set when a list
+    // or dict is built or set() adds to it (editing through as_list() or as_object() does not
+    // update them), so the template engine can bound what a template builds without walking it.
+    uint32_t depth() const { return depth_; }
+    uint32_t weight() const { return weight_; }
 
     bool as_bool() const;  // only for a bool
     int64_t as_int() const;
@@ -62,6 +69,9 @@ private:
                  std::shared_ptr<ValueObject>>
         v_;
     bool is_tuple_ = false;
+    uint16_t depth_ = 0;
+    uint32_t weight_ = 1;
+    void measure();  // depth_ and weight_ of a new list or dict from its items
 };
 
 // JSON text to a Value (simdjson, keys in file order); errors name `source`.
@@ -79,5 +89,8 @@ struct JsonStyle {
     bool ensure_ascii = false;
 };
 std::string to_json(const Value& v, const JsonStyle& style);
+// The same, or nullopt as soon as the text would pass max_bytes: an indent or separator a
+// template chose multiplies with the number of items, and this stops before that is built.
+std::optional<std::string> to_json_within(const Value& v, const JsonStyle& style, size_t max_bytes);
 
 }  // namespace stormo::text

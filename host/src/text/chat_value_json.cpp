@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <type_traits>
 
 #include "text/chat_value.hpp"
@@ -169,57 +170,84 @@ std::string json_float(double d) {
     return python_float_repr(d);
 }
 
-void append_json(std::string& out, const Value& v, const JsonStyle& style, int level);
+// The text so far, the style, and the size it may reach: past max_bytes `over` is set and
+// nothing more is appended.
+struct JsonWriter {
+    std::string out;
+    const JsonStyle& style;
+    size_t max_bytes;
+    bool over = false;
 
-void append_newline_indent(std::string& out, const JsonStyle& style, int level) {
-    out += '\n';
-    for (int k = 0; k < level; ++k) out += *style.indent;
+    bool room(size_t more) {
+        over = over || more > max_bytes || out.size() > max_bytes - more;
+        return !over;
+    }
+    void add(std::string_view text) {
+        if (room(text.size())) out += text;
+    }
+};
+
+void append_json(JsonWriter& w, const Value& v, int level);
+
+void append_newline_indent(JsonWriter& w, int level) {
+    const std::string& indent = *w.style.indent;
+    if (!w.room(1 + static_cast<uint64_t>(level) * indent.size())) return;
+    w.out += '\n';
+    for (int k = 0; k < level; ++k) w.out += indent;
 }
 
-void append_json_list(std::string& out, const ValueList& items, const JsonStyle& style, int level) {
+void append_json_list(JsonWriter& w, const ValueList& items, int level) {
     if (items.empty()) {
-        out += "[]";
+        w.add("[]");
         return;
     }
-    out += '[';
-    for (size_t k = 0; k < items.size(); ++k) {
-        if (k > 0) out += style.item_separator;
-        if (style.indent) append_newline_indent(out, style, level + 1);
-        append_json(out, items[k], style, level + 1);
+    w.add("[");
+    for (size_t k = 0; k < items.size() && !w.over; ++k) {
+        if (k > 0) w.add(w.style.item_separator);
+        if (w.style.indent) append_newline_indent(w, level + 1);
+        append_json(w, items[k], level + 1);
     }
-    if (style.indent) append_newline_indent(out, style, level);
-    out += ']';
+    if (w.style.indent) append_newline_indent(w, level);
+    w.add("]");
 }
 
-void append_json_object(std::string& out, const ValueObject& members, const JsonStyle& style, int level) {
+void append_json_object(JsonWriter& w, const ValueObject& members, int level) {
+    const JsonStyle& style = w.style;
     if (members.empty()) {
-        out += "{}";
+        w.add("{}");
         return;
     }
     std::vector<const std::pair<std::string, Value>*> order;
     for (const auto& member : members) order.push_back(&member);
     if (style.sort_keys)
         std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
-    out += '{';
-    for (size_t k = 0; k < order.size(); ++k) {
-        if (k > 0) out += style.item_separator;
-        if (style.indent) append_newline_indent(out, style, level + 1);
-        append_json_string(out, order[k]->first, style.ensure_ascii);
-        out += style.key_separator;
-        append_json(out, order[k]->second, style, level + 1);
+    w.add("{");
+    for (size_t k = 0; k < order.size() && !w.over; ++k) {
+        if (k > 0) w.add(style.item_separator);
+        if (style.indent) append_newline_indent(w, level + 1);
+        std::string key;
+        append_json_string(key, order[k]->first, style.ensure_ascii);
+        w.add(key);
+        w.add(style.key_separator);
+        append_json(w, order[k]->second, level + 1);
     }
-    if (style.indent) append_newline_indent(out, style, level);
-    out += '}';
+    if (style.indent) append_newline_indent(w, level);
+    w.add("}");
 }
 
-void append_json(std::string& out, const Value& v, const JsonStyle& style, int level) {
-    if (v.is_null()) out += "null";
-    else if (v.is_bool()) out += v.as_bool() ? "true" : "false";
-    else if (v.is_int()) out += std::to_string(v.as_int());
-    else if (v.is_float()) out += json_float(v.as_double());
-    else if (v.is_string()) append_json_string(out, v.as_string(), style.ensure_ascii);
-    else if (v.is_list()) append_json_list(out, v.as_list(), style, level);
-    else append_json_object(out, v.as_object(), style, level);
+void append_json(JsonWriter& w, const Value& v, int level) {
+    if (w.over) return;
+    if (v.is_null()) w.add("null");
+    else if (v.is_bool()) w.add(v.as_bool() ? "true" : "false");
+    else if (v.is_int()) w.add(std::to_string(v.as_int()));
+    else if (v.is_float()) w.add(json_float(v.as_double()));
+    else if (v.is_list()) append_json_list(w, v.as_list(), level);
+    else if (v.is_object()) append_json_object(w, v.as_object(), level);
+    else {
+        std::string text;  // at most 6 bytes for each of the string's
+        append_json_string(text, v.as_string(), w.style.ensure_ascii);
+        w.add(text);
+    }
 }
 
 }  // namespace
@@ -245,9 +273,14 @@ std::string to_json(const Value& v, int indent) {
 }
 
 std::string to_json(const Value& v, const JsonStyle& style) {
-    std::string out;
-    append_json(out, v, style, 0);
-    return out;
+    return *to_json_within(v, style, std::numeric_limits<size_t>::max());
+}
+
+std::optional<std::string> to_json_within(const Value& v, const JsonStyle& style, size_t max_bytes) {
+    JsonWriter w{std::string(), style, max_bytes};
+    append_json(w, v, 0);
+    if (w.over) return std::nullopt;
+    return std::move(w.out);
 }
 
 }  // namespace stormo::text

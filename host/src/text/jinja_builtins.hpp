@@ -12,7 +12,8 @@ namespace stormo::text::jinja {
 bool is_known_filter(std::string_view name);
 bool is_known_test(std::string_view name);
 
-Expected<Object> apply_filter(std::string_view name, const Object& input, const CallArgs& args);
+// A string a filter builds is refused before it grows past max_bytes (the output limit).
+Expected<Object> apply_filter(std::string_view name, const Object& input, const CallArgs& args, size_t max_bytes);
 Expected<bool> apply_test(std::string_view name, const Object& subject, const CallArgs& args);
 
 }  // namespace stormo::text::jinja

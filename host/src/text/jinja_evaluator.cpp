@@ -87,6 +87,10 @@ private:
     Expected<void> bind_targets(const std::vector<std::string>& targets, const Object& value, Scope& scope, int line);
 
     Expected<Object> eval(const Expr& e, Scope& scope);
+    Expected<Object> eval_expr(const Expr& e, Scope& scope);
+    Expected<void> check_value(const Object& value, int line) const;
+    Expected<Object> charged(int line, Expected<Object> result);
+    size_t max_bytes() const { return context_.limits.max_output_bytes; }
     Expected<Object> eval_name(const Expr& e, Scope& scope);
     Expected<Value> eval_data(const Expr& e, Scope& scope, const char* container);
     Expected<Object> eval_list(const Expr& e, Scope& scope);
@@ -289,9 +293,39 @@ Expected<std::string> Evaluator::capture(const NodeList& body, Scope& scope) {
 
 // ---- expressions
 
+// Every value an expression gives is checked here, so no value a template builds is nested or
+// sized past the limits: each operation adds at most a level or two to its operands.
 Expected<Object> Evaluator::eval(const Expr& e, Scope& scope) {
     NestingCount nesting(open_);
     STORMO_TRY(check_nesting(e.line));
+    STORMO_TRY_ASSIGN(Object value, eval_expr(e, scope));
+    STORMO_TRY(check_value(value, e.line));
+    return value;
+}
+
+Expected<void> Evaluator::check_value(const Object& value, int line) const {
+    if (!value.is_data()) return {};
+    if (value.data.depth() > static_cast<uint32_t>(context_.limits.max_value_depth))
+        return fail(ErrorKind::resource, context_.source + ":" + std::to_string(line) + ": a value nested more than " +
+                                             std::to_string(context_.limits.max_value_depth) + " lists or dicts deep");
+    if (value.data.weight() > max_bytes()) return tl::unexpected(located(line, too_large("a value", max_bytes())));
+    return {};
+}
+
+// Building a string or list copies it: the copy counts as work, so a loop that grows one
+// quadratically stops at the step limit instead of running for hours.
+Expected<Object> Evaluator::charged(int line, Expected<Object> result) {
+    if (!result) return tl::unexpected(located(line, result.error()));
+    const Object& value = *result;
+    if (value.is_data() && (value.data.is_string() || value.data.is_list())) {
+        size_t size = value.data.is_string() ? value.data.as_string().size() : value.data.as_list().size() * 8;
+        steps_ += size / 8;
+        STORMO_TRY(step(line));
+    }
+    return result;
+}
+
+Expected<Object> Evaluator::eval_expr(const Expr& e, Scope& scope) {
     switch (e.kind) {
         case ExprKind::literal: return Object::of(e.value);
         case ExprKind::name: return eval_name(e, scope);
@@ -405,8 +439,8 @@ Expected<Object> Evaluator::eval_call(const Expr& e, Scope& scope) {
     const Callable& fn = *callee.fn;
     switch (fn.kind) {
         case Callable::Kind::macro: return call_macro(*fn.macro, args, e.line);
-        case Callable::Kind::method: return at_line(e.line, call_method(fn.self, fn.name, args));
-        case Callable::Kind::global: return at_line(e.line, call_global(fn.name, args, context_.strftime_text));
+        case Callable::Kind::method: return charged(e.line, call_method(fn.self, fn.name, args, max_bytes()));
+        case Callable::Kind::global: return charged(e.line, call_global(fn.name, args, context_.strftime_text, max_bytes()));
         case Callable::Kind::caller: return call_caller(fn, e.line);
     }
     return fail(ErrorKind::internal, "unknown callable kind");
@@ -483,7 +517,7 @@ Expected<Object> Evaluator::call_macro(const Node& macro, const CallArgs& args, 
 Expected<Object> Evaluator::eval_filter(const Expr& e, Scope& scope) {
     STORMO_TRY_ASSIGN(Object input, eval(*e.a, scope));
     STORMO_TRY_ASSIGN(CallArgs args, eval_args(e, scope));
-    return at_line(e.line, apply_filter(e.name, input, args));
+    return charged(e.line, apply_filter(e.name, input, args, max_bytes()));
 }
 
 Expected<Object> Evaluator::eval_test(const Expr& e, Scope& scope) {
@@ -501,25 +535,20 @@ Expected<Object> Evaluator::eval_unary(const Expr& e, Scope& scope) {
         const Value& v = operand.data;
         if (v.is_float()) return Object::of(Value(negate ? -v.as_double() : v.as_double()));
         int64_t i = v.is_bool() ? v.as_bool() : v.as_int();
-        return Object::of(Value(negate ? -i : i));
+        int64_t negated = 0;
+        if (negate && __builtin_sub_overflow(int64_t{0}, i, &negated))
+            return tl::unexpected(located(e.line, Error{ErrorKind::unsupported, "integer overflow in unary - (integers here are 64-bit)"}));
+        return Object::of(Value(negate ? negated : i));
     }
     return tl::unexpected(located(e.line, Error{ErrorKind::invalid_argument, std::string("bad operand type for unary ") +
                                                                                  (negate ? "-" : "+") + ": '" +
                                                                                  type_name(operand) + "'"}));
 }
 
-// Building a string or list copies it: the copy counts as work, so a loop that grows one
-// quadratically stops at the step limit instead of running for hours.
 Expected<Object> Evaluator::eval_binary(const Expr& e, Scope& scope) {
     STORMO_TRY_ASSIGN(Object a, eval(*e.a, scope));
     STORMO_TRY_ASSIGN(Object b, eval(*e.b, scope));
-    STORMO_TRY_ASSIGN(Object result, at_line(e.line, binary_operation(e.name, a, b)));
-    if (result.is_data() && (result.data.is_string() || result.data.is_list())) {
-        size_t size = result.data.is_string() ? result.data.as_string().size() : result.data.as_list().size() * 8;
-        steps_ += size / 8;
-        STORMO_TRY(step(e.line));
-    }
-    return result;
+    return charged(e.line, binary_operation(e.name, a, b, max_bytes()));
 }
 
 Expected<bool> Evaluator::compare_once(const std::string& op, const Object& a, const Object& b) {

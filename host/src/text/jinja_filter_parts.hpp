@@ -22,12 +22,12 @@ Expected<Object> lookup_path(const Object& item, const std::string& path);
 Expected<Object> sort_filter(const Object& input, const CallArgs& args);
 Expected<Object> unique_filter(const Object& input, const CallArgs& args);
 Expected<Object> extreme_filter(const Object& input, const CallArgs& args, bool want_max);  // min, max
-Expected<Object> sum_filter(const Object& input, const CallArgs& args);
+Expected<Object> sum_filter(const Object& input, const CallArgs& args, size_t max_bytes);
 // selectattr / rejectattr (by_attribute) and select / reject; `keep` is what the test must give.
 Expected<Object> select_filter(const Object& input, const CallArgs& args, bool by_attribute, bool keep);
-Expected<Object> map_filter(const Object& input, const CallArgs& args);
+Expected<Object> map_filter(const Object& input, const CallArgs& args, size_t max_bytes);
 Expected<Object> sequence_filter(std::string_view name, const Object& input);  // first, last, list, reverse
-Expected<Object> join_filter(const Object& input, const CallArgs& args);
+Expected<Object> join_filter(const Object& input, const CallArgs& args, size_t max_bytes);
 Expected<Object> items_filter(const Object& input);
 Expected<Object> dictsort_filter(const Object& input, const CallArgs& args);
 

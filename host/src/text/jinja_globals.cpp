@@ -39,10 +39,11 @@ Expected<Object> make_range(const CallArgs& args) {
     auto [start, stop, step] = bounds;
     if (step == 0) return tl::unexpected(type_error("range() arg 3 must not be zero"));
     ValueList items;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
         if (static_cast<int64_t>(items.size()) >= max_range_items)
             return fail(ErrorKind::resource, "range() of more than 1000000 items");
         items.emplace_back(i);
+        if (__builtin_add_overflow(i, step, &i)) break;  // past int64 is past any stop
     }
     return Object::of(Value::list(std::move(items)));
 }
@@ -60,17 +61,29 @@ Expected<Object> make_dict(const CallArgs& args) {
     return Object::of(std::move(out));
 }
 
-Expected<Object> strftime_now(const CallArgs& args, const std::optional<std::string>& fixed) {
+// strftime answers 0 both for an empty result and for one that does not fit, so the format gets
+// a trailing character that makes every result non-empty; the buffer grows until it fits or
+// would pass max_bytes.
+Expected<Object> strftime_now(const CallArgs& args, const std::optional<std::string>& fixed, size_t max_bytes) {
     const Object* format = args.get(0, "format");
     if (!format || !format->is_data() || !format->data.is_string())
         return tl::unexpected(type_error("strftime_now() needs a format string"));
     if (fixed) return Object::of(Value(*fixed));
+    if (format->data.as_string().find('\0') != std::string::npos)
+        return tl::unexpected(type_error("strftime_now(): embedded null character"));
     std::time_t now = std::time(nullptr);
     std::tm local{};
     localtime_r(&now, &local);
-    char buf[256];
-    size_t n = std::strftime(buf, sizeof buf, format->data.as_string().c_str(), &local);
-    return Object::of(Value(std::string(buf, n)));
+    const std::string marked = format->data.as_string() + "|";
+    for (size_t size = 256;; size *= 2) {
+        std::string buf(size, '\0');
+        size_t n = std::strftime(buf.data(), buf.size(), marked.c_str(), &local);
+        if (n > 0) {
+            buf.resize(n - 1);
+            return Object::of(Value(std::move(buf)));
+        }
+        if (size > max_bytes) return tl::unexpected(too_large("strftime_now() result", max_bytes));
+    }
 }
 
 }  // namespace
@@ -79,11 +92,12 @@ bool is_global_function(std::string_view name) {
     return name == "namespace" || name == "range" || name == "dict" || name == "raise_exception" || name == "strftime_now";
 }
 
-Expected<Object> call_global(std::string_view name, const CallArgs& args, const std::optional<std::string>& strftime_text) {
+Expected<Object> call_global(std::string_view name, const CallArgs& args, const std::optional<std::string>& strftime_text,
+                             size_t max_bytes) {
     if (name == "namespace") return make_namespace(args);
     if (name == "range") return make_range(args);
     if (name == "dict") return make_dict(args);
-    if (name == "strftime_now") return strftime_now(args, strftime_text);
+    if (name == "strftime_now") return strftime_now(args, strftime_text, max_bytes);
     const Object* message = args.get(0, "message");
     return fail(ErrorKind::invalid_argument, "raise_exception: " + (message ? to_text(*message) : std::string()));
 }

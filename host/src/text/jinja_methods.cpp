@@ -135,19 +135,20 @@ Expected<Object> split_method(const std::string& s, std::string_view method, con
     return Object::of(Value::list(method == "split" ? split_on(s, separator, maxsplit) : rsplit_on(s, separator, maxsplit)));
 }
 
-std::string replace_all(const std::string& s, const std::string& old, const std::string& replacement, int64_t count) {
+Expected<std::string> replace_all(const std::string& s, const std::string& old, const std::string& replacement, int64_t count,
+                                  size_t max_bytes) {
     std::string out;
     if (old.empty()) {  // Python inserts the replacement around every character
         std::vector<std::string> cps = code_points(s);
         int64_t done = 0;
         for (const std::string& c : cps) {
             if (count < 0 || done < count) {
-                out += replacement;
+                STORMO_TRY(append_within(out, replacement, max_bytes));
                 ++done;
             }
-            out += c;
+            STORMO_TRY(append_within(out, c, max_bytes));
         }
-        if (count < 0 || done < count) out += replacement;
+        if (count < 0 || done < count) STORMO_TRY(append_within(out, replacement, max_bytes));
         return out;
     }
     size_t start = 0;
@@ -155,12 +156,13 @@ std::string replace_all(const std::string& s, const std::string& old, const std:
     while (count < 0 || done < count) {
         size_t at = s.find(old, start);
         if (at == std::string::npos) break;
-        out += s.substr(start, at - start);
-        out += replacement;
+        STORMO_TRY(append_within(out, std::string_view(s).substr(start, at - start), max_bytes));
+        STORMO_TRY(append_within(out, replacement, max_bytes));
         start = at + old.size();
         ++done;
     }
-    return out + s.substr(start);
+    STORMO_TRY(append_within(out, std::string_view(s).substr(start), max_bytes));
+    return out;
 }
 
 // A byte offset in `s` as Python's character index.
@@ -191,7 +193,7 @@ Object all_chars(const std::string& s, Predicate p) {
     return Object::of(Value(!s.empty() && std::all_of(s.begin(), s.end(), p)));
 }
 
-Expected<Object> call_string_method(const std::string& s, std::string_view name, const CallArgs& args) {
+Expected<Object> call_string_method(const std::string& s, std::string_view name, const CallArgs& args, size_t max_bytes) {
     if (name == "startswith" || name == "endswith") {
         const Object* affix = args.get(0, "prefix");
         if (!affix) return tl::unexpected(type_error(std::string(name) + "() takes at least 1 argument (0 given)"));
@@ -209,7 +211,8 @@ Expected<Object> call_string_method(const std::string& s, std::string_view name,
         STORMO_TRY_ASSIGN(std::string replacement, string_arg(args, 1, "new", name));
         int64_t count = -1;
         if (const Object* c = args.get(2, "count"); c && c->is_data() && c->data.is_int()) count = c->data.as_int();
-        return Object::of(Value(replace_all(s, old, replacement, count)));
+        STORMO_TRY_ASSIGN(std::string replaced, replace_all(s, old, replacement, count, max_bytes));
+        return Object::of(Value(std::move(replaced)));
     }
     if (name == "upper") return Object::of(Value(utf8_upper(s)));
     if (name == "lower") return Object::of(Value(utf8_lower(s)));
@@ -237,8 +240,8 @@ Expected<Object> call_string_method(const std::string& s, std::string_view name,
             if (!parts[k].is_string())
                 return tl::unexpected(type_error("sequence item " + std::to_string(k) + ": expected str instance, " +
                                                  type_name(Object::of(parts[k])) + " found"));
-            if (k > 0) out += s;
-            out += parts[k].as_string();
+            if (k > 0) STORMO_TRY(append_within(out, s, max_bytes));
+            STORMO_TRY(append_within(out, parts[k].as_string(), max_bytes));
         }
         return Object::of(Value(std::move(out)));
     }
@@ -313,8 +316,8 @@ bool is_modifying_method(const Value& self, std::string_view name) {
     return false;
 }
 
-Expected<Object> call_method(const Value& self, std::string_view name, const CallArgs& args) {
-    if (self.is_string()) return call_string_method(self.as_string(), name, args);
+Expected<Object> call_method(const Value& self, std::string_view name, const CallArgs& args, size_t max_bytes) {
+    if (self.is_string()) return call_string_method(self.as_string(), name, args, max_bytes);
     if (self.is_object()) return call_dict_method(self, name, args);
     return call_list_method(self.as_list(), name, args);
 }

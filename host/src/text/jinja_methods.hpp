@@ -14,6 +14,7 @@ bool has_method(const Value& self, std::string_view name);
 bool is_unimplemented_method(const Value& self, std::string_view name);
 // True for list and dict methods that modify their object (append, update, ...).
 bool is_modifying_method(const Value& self, std::string_view name);
-Expected<Object> call_method(const Value& self, std::string_view name, const CallArgs& args);
+// A string result larger than max_bytes (the output limit) is refused before it is built.
+Expected<Object> call_method(const Value& self, std::string_view name, const CallArgs& args, size_t max_bytes);
 
 }  // namespace stormo::text::jinja

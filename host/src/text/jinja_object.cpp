@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <compare>
+#include <limits>
+#include <optional>
 
 #include "text/jinja_methods.hpp"
 #include "text/python_format.hpp"
@@ -11,8 +14,6 @@
 
 namespace stormo::text::jinja {
 namespace {
-
-constexpr size_t max_repeat_bytes = size_t{64} << 20;  // "x" * n and [..] * n
 
 // Jinja2's object_type_repr: how an Undefined's message names the object it came from.
 std::string object_description(const Value& v) {
@@ -27,6 +28,32 @@ Error type_error(std::string message) { return Error{ErrorKind::invalid_argument
 bool is_integral(const Value& v) { return v.is_int() || v.is_bool(); }
 int64_t integral(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1 : 0) : v.as_int(); }
 double numeric(const Value& v) { return v.is_float() ? v.as_double() : static_cast<double>(integral(v)); }
+
+// i <=> d exactly, as Python compares an int with a float (2**53 + 1 != 2.0**53, though both
+// convert to the same double); nullopt when d is nan.
+std::optional<std::partial_ordering> compare_int_float(int64_t i, double d) {
+    if (std::isnan(d)) return std::nullopt;
+    constexpr double two_63 = 9223372036854775808.0;
+    if (d >= two_63) return std::partial_ordering::less;
+    if (d < -two_63) return std::partial_ordering::greater;
+    double whole = std::trunc(d);
+    auto w = static_cast<int64_t>(whole);  // in range: -2^63 <= whole < 2^63
+    if (i != w) return i < w ? std::partial_ordering::less : std::partial_ordering::greater;
+    if (d == whole) return std::partial_ordering::equivalent;
+    return d > whole ? std::partial_ordering::less : std::partial_ordering::greater;
+}
+
+// a <=> b for two numbers (bools are ints); unordered when either is nan.
+std::partial_ordering compare_numbers(const Value& a, const Value& b) {
+    if (is_integral(a) && is_integral(b)) return integral(a) <=> integral(b);
+    if (a.is_float() && b.is_float()) return a.as_double() <=> b.as_double();
+    if (a.is_float()) {
+        auto r = compare_int_float(integral(b), a.as_double());
+        if (!r) return std::partial_ordering::unordered;
+        return 0 <=> *r;  // reversed
+    }
+    return compare_int_float(integral(a), b.as_double()).value_or(std::partial_ordering::unordered);
+}
 
 Expected<Object> index_sequence(const Value& seq, int64_t index) {
     if (seq.is_list()) {
@@ -75,61 +102,116 @@ Expected<std::vector<size_t>> slice_positions(int64_t size, const Object& start_
         stop = clamp(s);
     }
     std::vector<size_t> positions;
-    for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) positions.push_back(static_cast<size_t>(k));
+    for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
+        positions.push_back(static_cast<size_t>(k));
+        if (__builtin_add_overflow(k, step, &k)) break;  // a step near 2^63 leaves the sequence at once
+    }
     return positions;
 }
 
-Expected<Object> repeat(const Value& seq, int64_t times) {
+// "x" * n and [..] * n; the size is checked before anything is built, without overflowing.
+Expected<Object> repeat(const Value& seq, int64_t times, size_t max_bytes) {
     times = std::max<int64_t>(times, 0);
+    uint64_t total = 0;
+    uint64_t unit = seq.is_string() ? seq.as_string().size() : seq.weight();
+    if (__builtin_mul_overflow(unit, static_cast<uint64_t>(times), &total) || total > max_bytes)
+        return tl::unexpected(too_large(seq.is_string() ? "string repetition result" : "list repetition result", max_bytes));
     if (seq.is_string()) {
-        if (seq.as_string().size() * static_cast<size_t>(times) > max_repeat_bytes)
-            return fail(ErrorKind::resource, "string repetition result larger than 64 MiB");
         std::string out;
         for (int64_t k = 0; k < times; ++k) out += seq.as_string();
         return Object::of(Value(std::move(out)));
     }
-    if (seq.as_list().size() * static_cast<size_t>(times) > max_repeat_bytes / 16)
-        return fail(ErrorKind::resource, "list repetition result too large");
     ValueList out;
     for (int64_t k = 0; k < times; ++k) out.insert(out.end(), seq.as_list().begin(), seq.as_list().end());
     return Object::of(Value::list(std::move(out)));
 }
 
-Expected<Object> arithmetic(std::string_view op, const Value& a, const Value& b) {
-    bool ints = is_integral(a) && is_integral(b);
-    if (ints) {
-        int64_t x = integral(a), y = integral(b), r = 0;
-        if (op == "+" && !__builtin_add_overflow(x, y, &r)) return Object::of(Value(r));
-        if (op == "-" && !__builtin_sub_overflow(x, y, &r)) return Object::of(Value(r));
-        if (op == "*" && !__builtin_mul_overflow(x, y, &r)) return Object::of(Value(r));
-        if (op == "//" || op == "%") {
-            if (y == 0) return tl::unexpected(type_error("integer division or modulo by zero"));
-            int64_t q = x / y, m = x % y;
-            if (m != 0 && ((m < 0) != (y < 0))) {  // Python floors
-                --q;
-                m += y;
-            }
-            return Object::of(Value(op == "//" ? q : m));
-        }
-        if (op == "**" && y >= 0) {
-            int64_t p = 1;
-            for (int64_t k = 0; k < y; ++k)
-                if (__builtin_mul_overflow(p, x, &p)) return fail(ErrorKind::invalid_argument, "integer overflow in **");
-            return Object::of(Value(p));
-        }
-        if (op == "+" || op == "-" || op == "*") return fail(ErrorKind::invalid_argument, "integer overflow in " + std::string(op));
+Error overflow(std::string_view op) {
+    return Error{ErrorKind::unsupported, "integer overflow in " + std::string(op) + " (integers here are 64-bit)"};
+}
+
+// x ** y for y >= 0 by squaring: no loop of y steps, and an overflow anywhere is the result's.
+Expected<int64_t> integer_power(int64_t x, int64_t y) {
+    int64_t result = 1, base = x;
+    while (y > 0) {
+        if ((y & 1) && __builtin_mul_overflow(result, base, &result)) return tl::unexpected(overflow("**"));
+        y >>= 1;
+        if (y > 0 && __builtin_mul_overflow(base, base, &base)) return tl::unexpected(overflow("**"));
     }
+    return result;
+}
+
+// Python's int arithmetic where it fits in 64 bits; INT64_MIN // -1 (which C++ traps on) and
+// any other result beyond int64 is an error.
+Expected<Object> integer_arithmetic(std::string_view op, int64_t x, int64_t y) {
+    int64_t r = 0;
+    if (op == "+") return __builtin_add_overflow(x, y, &r) ? tl::unexpected(overflow(op)) : Expected<Object>(Object::of(Value(r)));
+    if (op == "-") return __builtin_sub_overflow(x, y, &r) ? tl::unexpected(overflow(op)) : Expected<Object>(Object::of(Value(r)));
+    if (op == "*") return __builtin_mul_overflow(x, y, &r) ? tl::unexpected(overflow(op)) : Expected<Object>(Object::of(Value(r)));
+    if (op == "**") {
+        STORMO_TRY_ASSIGN(int64_t p, integer_power(x, y));
+        return Object::of(Value(p));
+    }
+    if (y == 0) return tl::unexpected(type_error("integer division or modulo by zero"));
+    if (y == -1) {
+        if (op == "%") return Object::of(Value(int64_t{0}));
+        if (__builtin_sub_overflow(int64_t{0}, x, &r)) return tl::unexpected(overflow(op));
+        return Object::of(Value(r));
+    }
+    int64_t q = x / y, m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) {  // Python floors
+        --q;
+        m += y;
+    }
+    return Object::of(Value(op == "//" ? q : m));
+}
+
+// Python's float ** : its errors where C's pow answers inf or nan instead.
+Expected<Object> float_power(double x, double y) {
+    if (x == 0 && y < 0) return tl::unexpected(type_error("0.0 cannot be raised to a negative power"));
+    if (x < 0 && std::isfinite(y) && y != std::floor(y))
+        return fail(ErrorKind::unsupported, "a negative number to a fractional power is complex (not supported)");
+    double p = std::pow(x, y);
+    if (std::isinf(p) && std::isfinite(x) && std::isfinite(y))
+        return fail(ErrorKind::invalid_argument, "float ** overflows (Numerical result out of range)");
+    return Object::of(Value(p));
+}
+
+// Python's float divmod: the quotient from fmod's exact remainder, rounded as CPython does
+// (1 // 0.1 is 9.0, where floor(1 / 0.1) would be 10.0), and a zero remainder takes y's sign.
+Object float_floor_division(std::string_view op, double x, double y) {
+    double m = std::fmod(x, y);
+    double q = (x - m) / y;
+    if (m != 0) {
+        if ((y < 0) != (m < 0)) {
+            m += y;
+            q -= 1.0;
+        }
+    } else {
+        m = std::copysign(0.0, y);
+    }
+    if (op == "%") return Object::of(Value(m));
+    double floored = 0;
+    if (q != 0) {
+        floored = std::floor(q);
+        if (q - floored > 0.5) floored += 1.0;
+    } else {
+        floored = std::copysign(0.0, x / y);
+    }
+    return Object::of(Value(floored));
+}
+
+Expected<Object> arithmetic(std::string_view op, const Value& a, const Value& b) {
+    if (is_integral(a) && is_integral(b) && !(op == "**" && integral(b) < 0) && op != "/")
+        return integer_arithmetic(op, integral(a), integral(b));
     double x = numeric(a), y = numeric(b);
     if (op == "+") return Object::of(Value(x + y));
     if (op == "-") return Object::of(Value(x - y));
     if (op == "*") return Object::of(Value(x * y));
-    if (op == "**") return Object::of(Value(std::pow(x, y)));
+    if (op == "**") return float_power(x, y);
     if (y == 0) return tl::unexpected(type_error(op == "/" ? "division by zero" : "float modulo or floor division by zero"));
     if (op == "/") return Object::of(Value(x / y));
-    if (op == "//") return Object::of(Value(std::floor(x / y)));
-    double m = std::fmod(x, y);
-    if (m != 0 && ((m < 0) != (y < 0))) m += y;
-    return Object::of(Value(m));
+    return float_floor_division(op, x, y);
 }
 
 }  // namespace
@@ -324,10 +406,7 @@ Expected<ValueList> iterate(const Object& o) {
 }
 
 bool equals(const Value& a, const Value& b) {
-    if (is_number(a) && is_number(b)) {
-        if (is_integral(a) && is_integral(b)) return integral(a) == integral(b);
-        return numeric(a) == numeric(b);
-    }
+    if (is_number(a) && is_number(b)) return compare_numbers(a, b) == 0;
     if (a.is_null() || b.is_null()) return a.is_null() && b.is_null();
     if (a.is_string() && b.is_string()) return a.as_string() == b.as_string();
     if (a.is_list() && b.is_list()) {
@@ -357,10 +436,7 @@ bool equals(const Object& a, const Object& b) {
 }
 
 Expected<bool> less_than(const Value& a, const Value& b) {
-    if (is_number(a) && is_number(b)) {
-        if (is_integral(a) && is_integral(b)) return integral(a) < integral(b);
-        return numeric(a) < numeric(b);
-    }
+    if (is_number(a) && is_number(b)) return compare_numbers(a, b) < 0;
     if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
     if (a.is_list() && b.is_list()) {
         const ValueList& x = a.as_list();
@@ -394,21 +470,35 @@ Expected<bool> contains(const Object& haystack, const Object& needle) {
     return tl::unexpected(type_error("argument of type '" + type_name(haystack) + "' is not iterable"));
 }
 
+Error too_large(std::string_view what, size_t max_bytes) {
+    return Error{ErrorKind::resource, std::string(what) + " larger than " + std::to_string(max_bytes) +
+                                          " bytes (the rendered output's limit)"};
+}
+
+Expected<void> append_within(std::string& out, std::string_view piece, size_t max_bytes) {
+    if (piece.size() > max_bytes || out.size() > max_bytes - piece.size()) return tl::unexpected(too_large("string result", max_bytes));
+    out += piece;
+    return {};
+}
+
 namespace {
 
-// A template doubling a string in a loop could exhaust memory without printing anything.
-Expected<Object> checked_text(std::string text) {
-    if (text.size() > max_repeat_bytes) return fail(ErrorKind::resource, "string result larger than 64 MiB");
-    return Object::of(Value(std::move(text)));
+// a + b for two strings, refused before the sum is allocated when it would pass the limit: a
+// template doubling a string in a loop could exhaust memory without printing anything.
+Expected<Object> concatenated(std::string_view a, std::string_view b, size_t max_bytes) {
+    std::string out;
+    STORMO_TRY(append_within(out, a, max_bytes));
+    STORMO_TRY(append_within(out, b, max_bytes));
+    return Object::of(Value(std::move(out)));
 }
 
 }  // namespace
 
-Expected<Object> binary_operation(std::string_view op, const Object& a, const Object& b) {
-    if (op == "~") return checked_text(to_text(a) + to_text(b));
+Expected<Object> binary_operation(std::string_view op, const Object& a, const Object& b, size_t max_bytes) {
+    if (op == "~") return concatenated(to_text(a), to_text(b), max_bytes);
     // str % Undefined formats the Undefined's text, which is empty.
     if (op == "%" && a.is_data() && a.data.is_string() && b.is_undefined())
-        return binary_operation(op, a, Object::of(Value(std::string())));
+        return binary_operation(op, a, Object::of(Value(std::string())), max_bytes);
     if (a.is_undefined()) return tl::unexpected(type_error(a.hint));
     if (b.is_undefined()) return tl::unexpected(type_error(b.hint));
     auto unsupported = [&]() {
@@ -420,10 +510,9 @@ Expected<Object> binary_operation(std::string_view op, const Object& a, const Ob
     const Value& y = b.data;
     if (is_number(x) && is_number(y)) return arithmetic(op, x, y);
     if (op == "+") {
-        if (x.is_string() && y.is_string()) return checked_text(x.as_string() + y.as_string());
+        if (x.is_string() && y.is_string()) return concatenated(x.as_string(), y.as_string(), max_bytes);
         if (x.is_list() && y.is_list()) {
-            if (x.as_list().size() + y.as_list().size() > max_repeat_bytes / 16)
-                return fail(ErrorKind::resource, "list concatenation result too large");
+            if (uint64_t{x.weight()} + y.weight() > max_bytes) return tl::unexpected(too_large("list concatenation result", max_bytes));
             ValueList out = x.as_list();
             out.insert(out.end(), y.as_list().begin(), y.as_list().end());
             return Object::of(Value::list(std::move(out)));
@@ -434,12 +523,12 @@ Expected<Object> binary_operation(std::string_view op, const Object& a, const Ob
             return tl::unexpected(type_error("can only concatenate list (not \"" + type_name(b) + "\") to list"));
     }
     if (op == "*") {
-        if ((x.is_string() || x.is_list()) && is_integral(y)) return repeat(x, integral(y));
-        if ((y.is_string() || y.is_list()) && is_integral(x)) return repeat(y, integral(x));
+        if ((x.is_string() || x.is_list()) && is_integral(y)) return repeat(x, integral(y), max_bytes);
+        if ((y.is_string() || y.is_list()) && is_integral(x)) return repeat(y, integral(x), max_bytes);
     }
     if (op == "%" && x.is_string()) {
-        STORMO_TRY_ASSIGN(std::string text, percent_format(x.as_string(), y));
-        return checked_text(std::move(text));
+        STORMO_TRY_ASSIGN(std::string text, percent_format(x.as_string(), y, max_bytes));
+        return Object::of(Value(std::move(text)));
     }
     return unsupported();
 }

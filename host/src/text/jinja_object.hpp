@@ -96,8 +96,16 @@ Expected<bool> less_than(const Value& a, const Value& b);
 // Python `needle in haystack`.
 Expected<bool> contains(const Object& haystack, const Object& needle);
 
-// + - * / // % ** and ~ (Jinja's string concatenation).
-Expected<Object> binary_operation(std::string_view op, const Object& a, const Object& b);
+// + - * / // % ** and ~ (Jinja's string concatenation). A string or list result that would be
+// larger than `max_bytes` (the render's output limit) is refused before it is built; integer
+// overflow, which Python would answer with a larger integer, is an error.
+Expected<Object> binary_operation(std::string_view op, const Object& a, const Object& b, size_t max_bytes);
+
+// The error for a string or value larger than the output limit; `what` names it.
+Error too_large(std::string_view what, size_t max_bytes);
+// Appends `piece` to `out` unless `out` would then hold more than max_bytes: text-building
+// filters and methods grow their result through this, so none allocates past the output limit.
+Expected<void> append_within(std::string& out, std::string_view piece, size_t max_bytes);
 
 bool is_number(const Value& v);
 

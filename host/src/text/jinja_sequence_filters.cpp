@@ -1,6 +1,9 @@
 // Filters over sequences: sort, unique, min, max, sum, select and reject (by attribute or not),
 // map, first, last, list, reverse, join, items, dictsort.
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <unordered_map>
 
 #include "text/jinja_builtins.hpp"
 #include "text/jinja_filter_parts.hpp"
@@ -50,6 +53,27 @@ Expected<std::vector<std::pair<Value, Value>>> keyed_items(const Object& input, 
     return keyed;
 }
 
+// A hash equal values share (1, 1.0 and True alike), so unique() compares an item only with the
+// kept ones that may equal it: comparing it with every kept one made a million items take hours.
+size_t equality_hash(const Value& v) {
+    constexpr size_t mix = 0x9e3779b97f4a7c15ull;
+    if (v.is_bool() || v.is_int()) return std::hash<int64_t>{}(v.is_bool() ? int64_t{v.as_bool()} : v.as_int());
+    if (v.is_float()) {
+        double d = v.as_double();
+        if (d == std::trunc(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
+            return std::hash<int64_t>{}(static_cast<int64_t>(d));
+        return std::hash<double>{}(d);
+    }
+    if (v.is_string()) return std::hash<std::string>{}(v.as_string());
+    if (v.is_null()) return mix;
+    size_t h = v.is_tuple() ? 7 : v.is_list() ? 3 : 5;
+    if (v.is_list())
+        for (const Value& item : v.as_list()) h = h * 31 + equality_hash(item);
+    else  // a dict: equal regardless of order
+        for (const auto& [key, member] : v.as_object()) h += std::hash<std::string>{}(key) ^ (equality_hash(member) * mix);
+    return h;
+}
+
 }  // namespace
 
 Expected<Object> sort_filter(const Object& input, const CallArgs& args) {
@@ -74,11 +98,13 @@ Expected<Object> sort_filter(const Object& input, const CallArgs& args) {
 Expected<Object> unique_filter(const Object& input, const CallArgs& args) {
     STORMO_TRY_ASSIGN(auto keyed, keyed_items(input, args, 0, 1));
     ValueList out;
-    std::vector<Value> seen;
-    for (auto& [key, item] : keyed) {
-        if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, key); })) continue;
-        seen.push_back(key);
-        out.push_back(item);
+    std::unordered_map<size_t, std::vector<Value>> seen;  // kept keys by equality_hash
+    for (auto& entry : keyed) {
+        const Value& key = entry.first;  // a lambda may not capture a structured binding before clang 16
+        std::vector<Value>& bucket = seen[equality_hash(key)];
+        if (std::any_of(bucket.begin(), bucket.end(), [&](const Value& s) { return equals(s, key); })) continue;
+        bucket.push_back(key);
+        out.push_back(entry.second);
     }
     return Object::of(Value::list(std::move(out)));
 }
@@ -95,7 +121,7 @@ Expected<Object> extreme_filter(const Object& input, const CallArgs& args, bool 
     return Object::of(keyed[best].second);
 }
 
-Expected<Object> sum_filter(const Object& input, const CallArgs& args) {
+Expected<Object> sum_filter(const Object& input, const CallArgs& args, size_t max_bytes) {
     Object total = Object::of(Value(int64_t{0}));
     if (const Object* start = args.get(1, "start")) total = *start;
     std::string attribute;
@@ -106,7 +132,7 @@ Expected<Object> sum_filter(const Object& input, const CallArgs& args) {
         if (!attribute.empty()) {
             STORMO_TRY_ASSIGN(term, lookup_path(term, attribute));
         }
-        STORMO_TRY_ASSIGN(total, binary_operation("+", total, term));
+        STORMO_TRY_ASSIGN(total, binary_operation("+", total, term, max_bytes));
     }
     return total;
 }
@@ -146,7 +172,7 @@ Expected<Object> select_filter(const Object& input, const CallArgs& args, bool b
     return Object::of(Value::list(std::move(out)));
 }
 
-Expected<Object> map_filter(const Object& input, const CallArgs& args) {
+Expected<Object> map_filter(const Object& input, const CallArgs& args, size_t max_bytes) {
     STORMO_TRY_ASSIGN(ValueList items, iterate(input));
     ValueList out;
     if (const Object* attribute = args.keyword_arg("attribute"); attribute && args.positional.empty()) {
@@ -167,7 +193,7 @@ Expected<Object> map_filter(const Object& input, const CallArgs& args) {
     filter_args.positional.assign(args.positional.begin() + 1, args.positional.end());
     filter_args.keyword = args.keyword;
     for (const Value& item : items) {
-        STORMO_TRY_ASSIGN(Object mapped, apply_filter(filter, Object::of(item), filter_args));
+        STORMO_TRY_ASSIGN(Object mapped, apply_filter(filter, Object::of(item), filter_args, max_bytes));
         STORMO_TRY_ASSIGN(Value v, require_data(mapped, "map"));
         out.push_back(std::move(v));
     }
@@ -190,7 +216,7 @@ Expected<Object> sequence_filter(std::string_view name, const Object& input) {
     return Object::of(name == "first" ? items.front() : items.back());
 }
 
-Expected<Object> join_filter(const Object& input, const CallArgs& args) {
+Expected<Object> join_filter(const Object& input, const CallArgs& args, size_t max_bytes) {
     std::string separator;
     if (const Object* d = args.get(0, "d")) separator = to_text(*d);
     std::string attribute;
@@ -202,8 +228,8 @@ Expected<Object> join_filter(const Object& input, const CallArgs& args) {
         if (!attribute.empty()) {
             STORMO_TRY_ASSIGN(item, lookup_path(item, attribute));
         }
-        if (k > 0) out += separator;
-        out += to_text(item);
+        if (k > 0) STORMO_TRY(append_within(out, separator, max_bytes));
+        STORMO_TRY(append_within(out, to_text(item), max_bytes));
     }
     return Object::of(Value(std::move(out)));
 }
@@ -211,7 +237,7 @@ Expected<Object> join_filter(const Object& input, const CallArgs& args) {
 Expected<Object> items_filter(const Object& input) {
     if (input.is_undefined()) return Object::of(Value::list());
     if (!input.is_data() || !input.data.is_object()) return tl::unexpected(type_error("Can only get item pairs from a mapping."));
-    return call_method(input.data, "items", CallArgs{});
+    return call_method(input.data, "items", CallArgs{}, 0);  // builds no string
 }
 
 // dictsort(case_sensitive=False, by='key', reverse=False): the (key, value) pairs in order.

@@ -51,6 +51,7 @@ Expected<bool> integer_parity(const Object& subject, int64_t divisor, int64_t re
     if (!v.is_int() && !v.is_bool()) return tl::unexpected(type_error("parity test needs an integer, not " + type_name(subject)));
     int64_t i = v.is_bool() ? v.as_bool() : v.as_int();
     if (divisor == 0) return tl::unexpected(type_error("integer division or modulo by zero"));
+    if (divisor == -1) return remainder == 0;  // INT64_MIN % -1 traps in C++
     int64_t m = i % divisor;
     if (m != 0 && ((m < 0) != (divisor < 0))) m += divisor;
     return m == remainder;

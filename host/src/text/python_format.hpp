@@ -11,7 +11,8 @@
 namespace stormo::text {
 
 // `args` is a tuple (its items fill the conversions in order), a dict (for %(key)s), or any other
-// single value. Errors are Python's TypeError and ValueError messages.
-Expected<std::string> percent_format(std::string_view format, const Value& args);
+// single value. Errors are Python's TypeError and ValueError messages; a result, a width or a
+// precision larger than max_bytes is an ErrorKind::resource error, found before the text is built.
+Expected<std::string> percent_format(std::string_view format, const Value& args, size_t max_bytes);
 
 }  // namespace stormo::text
