@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "oracle_support.hpp"
+#include "recording_sink.hpp"
 #include "serve/api_routes.hpp"
 
 namespace stormo::serve {
@@ -31,18 +32,7 @@ TEST(ServeBudget, ALeaseHoldsItsBytesUntilReleasedOrDestroyed) {
     EXPECT_EQ(budget.in_use(), 0u);  // the unnamed lease ended with the statement
 }
 
-class RecordingSink final : public ResponseSink {
-public:
-    bool send(const HttpResponse& r) override {
-        responses.push_back(r);
-        return true;
-    }
-    bool begin_stream(int, std::string_view) override { return false; }
-    bool send_chunk(std::string_view) override { return false; }
-    bool end_stream() override { return false; }
-    int native_handle() const override { return -1; }
-    std::vector<HttpResponse> responses;
-};
+using testing::RecordingSink;
 
 HttpResponse post(ApiRoutes& routes, const std::string& path, const std::string& body) {
     RecordingSink sink;
