@@ -107,7 +107,7 @@ TEST(ServePrepare, ATemplateErrorIsThisRequestsErrorAndTheNextRequestRenders) {
     const DemoText demo = demo_text();
     auto dividing = text::ChatTemplate::parse("{{ (messages[0].content|int) // -1 }}", "divide.jinja");
     ASSERT_TRUE(dividing) << dividing.error().message;
-    const PromptText view{&demo.tokenizer, &*dividing};
+    const PromptText view{&demo.tokenizer, &*dividing, std::nullopt};
     auto trapping = parse_chat_request(R"({"messages": [{"role": "user", "content": "-9223372036854775808"}]})");
     ASSERT_TRUE(trapping);
     auto refused = prepare_request(*trapping, view, 64);
