@@ -25,8 +25,14 @@ public:
     ~SplitRegex();
 
     // Calls piece(begin, end) for every match and every stretch between matches, in order; empty
-    // matches split nothing.
+    // matches split nothing. A known pattern (split_known.hpp) is matched by hand in O(1) memory a
+    // character, with Oniguruma's pieces; any other pattern, or text that is not valid UTF-8, by
+    // Oniguruma (split_isolated_by_regex).
     void split_isolated(std::string_view text, const std::function<void(std::string_view)>& piece) const;
+    // Oniguruma's search: the definition the known patterns' splitters are tested against. Its
+    // backtracking stack takes about 32 bytes per character of one match.
+    void split_isolated_by_regex(std::string_view text, const std::function<void(std::string_view)>& piece) const;
+    bool known_pattern() const;
 
 private:
     struct Impl;

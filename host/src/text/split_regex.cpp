@@ -1,6 +1,7 @@
 #include <oniguruma.h>
 
 #include "text/pre_tokenizer.hpp"
+#include "text/split_known.hpp"
 
 namespace stormo::text {
 
@@ -26,6 +27,7 @@ std::string onig_message(int code, OnigErrorInfo* info) {
 
 struct SplitRegex::Impl {
     regex_t* regex = nullptr;
+    std::unique_ptr<KnownSplitter> known;  // the same pieces in O(1) memory a character, when known
     ~Impl() {
         if (regex) onig_free(regex);
     }
@@ -47,10 +49,18 @@ Expected<SplitRegex> SplitRegex::compile(std::string_view pattern, const std::st
         impl->regex = nullptr;
         return fail(ErrorKind::format, where + ": the regex does not compile: " + onig_message(rc, &info));
     }
+    impl->known = KnownSplitter::recognize(pattern);
     return SplitRegex(std::move(impl));
 }
 
 void SplitRegex::split_isolated(std::string_view text, const std::function<void(std::string_view)>& piece) const {
+    if (impl_->known && impl_->known->split(text, piece)) return;
+    split_isolated_by_regex(text, piece);
+}
+
+bool SplitRegex::known_pattern() const { return impl_->known != nullptr; }
+
+void SplitRegex::split_isolated_by_regex(std::string_view text, const std::function<void(std::string_view)>& piece) const {
     const auto* begin = reinterpret_cast<const OnigUChar*>(text.data());
     const auto* end = begin + text.size();
     OnigRegion* region = onig_region_new();
