@@ -23,19 +23,13 @@ struct PreTokenizerKind {
     std::string_view models;       // whose tokenizer.json this is, for the docs and errors
 };
 
-// GLM's split regex is Llama 3's (digits in groups of up to three); llama.cpp reads "glm4" and
-// "chatglm-bpe" with that regex, no normalizer, and the merges applied to in-vocabulary words.
-constexpr std::string_view kGlm4Regex =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-
 constexpr std::array<PreTokenizerKind, 4> kPreTokenizers{{
-    {"gpt-4o",
-     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
-     false, true, "gpt-oss (o200k)"},
-    {"qwen2", R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
-     true, false, "Qwen2, Qwen3"},
-    {"glm4", kGlm4Regex, false, false, "GLM-4, GLM-4.5"},
-    {"chatglm-bpe", kGlm4Regex, false, false, "ChatGLM"},
+    {"gpt-4o", kO200kPattern, false, true, "gpt-oss (o200k)"},
+    {"qwen2", kQwen2Pattern, true, false, "Qwen2, Qwen3"},
+    // GLM's split regex is Llama 3's; llama.cpp reads "glm4" and "chatglm-bpe" with it, no
+    // normalizer, and the merges applied to in-vocabulary words.
+    {"glm4", kLlama3Pattern, false, false, "GLM-4, GLM-4.5"},
+    {"chatglm-bpe", kLlama3Pattern, false, false, "ChatGLM"},
 }};
 
 std::string known_pre_names() {
