@@ -1,7 +1,5 @@
 #include "text/split_known.hpp"
 
-#include <oniguruma.h>
-
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -9,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "text/onig_regex.hpp"
 #include "text/pre_tokenizer.hpp"
 #include "text/utf8.hpp"
 
@@ -38,12 +37,6 @@ public:
         compile(R"([\p{Ll}\p{Lm}\p{Lo}\p{M}])", kLower);
         for (char32_t cp = 0; cp < small_.size(); ++cp) small_[cp] = ask(cp);
     }
-    ~Classes() {
-        for (regex_t* r : regexes_) onig_free(r);
-    }
-    Classes(const Classes&) = delete;
-    Classes& operator=(const Classes&) = delete;
-
     bool ok() const { return ok_; }
 
     // `cache` holds the answers for characters past the table, one per split call (no shared state).
@@ -56,15 +49,12 @@ public:
 
 private:
     void compile(const char* pattern, uint8_t bit) {
-        regex_t* r = nullptr;
-        OnigErrorInfo info{};
-        const auto* p = reinterpret_cast<const OnigUChar*>(pattern);
-        if (onig_new(&r, p, p + std::char_traits<char>::length(pattern), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
-                     ONIG_SYNTAX_DEFAULT, &info) != ONIG_NORMAL) {
+        auto r = compile_onig(pattern);
+        if (!r) {
             ok_ = false;
             return;
         }
-        regexes_.push_back(r);
+        regexes_.push_back(std::move(*r));
         bits_.push_back(bit);
     }
 
@@ -74,11 +64,11 @@ private:
         const auto* b = reinterpret_cast<const OnigUChar*>(bytes.data());
         uint8_t flags = 0;
         for (size_t i = 0; i < regexes_.size(); ++i)
-            if (onig_match(regexes_[i], b, b + bytes.size(), b, nullptr, ONIG_OPTION_NONE) > 0) flags |= bits_[i];
+            if (onig_match(regexes_[i].get(), b, b + bytes.size(), b, nullptr, ONIG_OPTION_NONE) > 0) flags |= bits_[i];
         return flags;
     }
 
-    std::vector<regex_t*> regexes_;
+    std::vector<OnigRegex> regexes_;
     std::vector<uint8_t> bits_;
     std::array<uint8_t, 0x800> small_{};  // every one- and two-byte character
     bool ok_ = true;
@@ -90,29 +80,20 @@ private:
 class Contractions {
 public:
     explicit Contractions(bool case_insensitive) {
-        const std::string pattern = case_insensitive ? "(?i:'s|'t|'re|'ve|'m|'ll|'d)" : "'s|'t|'re|'ve|'m|'ll|'d";
-        const auto* p = reinterpret_cast<const OnigUChar*>(pattern.data());
-        OnigErrorInfo info{};
-        if (onig_new(&regex_, p, p + pattern.size(), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &info) !=
-            ONIG_NORMAL)
-            regex_ = nullptr;
+        auto r = compile_onig(case_insensitive ? "(?i:'s|'t|'re|'ve|'m|'ll|'d)" : "'s|'t|'re|'ve|'m|'ll|'d");
+        if (r) regex_ = std::move(*r);
     }
-    ~Contractions() {
-        if (regex_) onig_free(regex_);
-    }
-    Contractions(const Contractions&) = delete;
-    Contractions& operator=(const Contractions&) = delete;
     bool ok() const { return regex_ != nullptr; }
 
     // The bytes a contraction takes at `at`, or 0.
     size_t at(std::string_view text, size_t at) const {
         const auto* b = reinterpret_cast<const OnigUChar*>(text.data());
-        const int n = onig_match(regex_, b, b + text.size(), b + at, nullptr, ONIG_OPTION_NONE);
+        const int n = onig_match(regex_.get(), b, b + text.size(), b + at, nullptr, ONIG_OPTION_NONE);
         return n > 0 ? static_cast<size_t>(n) : 0;
     }
 
 private:
-    regex_t* regex_ = nullptr;
+    OnigRegex regex_;
 };
 
 // The text being split, read a character at a time.
@@ -184,10 +165,10 @@ Match spaces_not_before_non_space(const Cursor& c, size_t p) {
     return last;
 }
 
-// `\s+`.
-Match spaces(const Cursor& c, size_t p) {
-    if (!c.is(p, kSpace)) return std::nullopt;
-    return c.run_of(p, kSpace);
+// `X+` for a class X (`\s+`, `\p{L}+`).
+Match class_run(const Cursor& c, size_t p, uint8_t x) {
+    if (!c.is(p, x)) return std::nullopt;
+    return c.run_of(p, x);
 }
 
 // `\p{N}{1,max}`.
@@ -229,7 +210,7 @@ bool split_with(std::string_view text, const Classes& classes, Alternatives firs
 }
 
 const Classes& classes() {
-    static const Classes c;  // immutable once built; Oniguruma is initialised by SplitRegex first
+    static const Classes c;  // immutable once built
     return c;
 }
 
@@ -245,7 +226,7 @@ public:
             if (Match m = spaced_run(c, p, [&](size_t k) { return c.is(k, kNumber); })) return m;
             if (Match m = spaced_run(c, p, [&](size_t k) { return c.other(k); })) return m;
             if (Match m = spaces_not_before_non_space(c, p)) return m;
-            return spaces(c, p);
+            return class_run(c, p, kSpace);
         }, piece);
     }
 
@@ -263,16 +244,12 @@ public:
     bool split(std::string_view text, const std::function<void(std::string_view)>& piece) const override {
         return split_with(text, classes(), [this](const Cursor& c, size_t p) -> Match {
             if (const size_t n = contractions_.at(c.text, p)) return p + n;
-            const auto letters = [&](size_t q) -> Match {
-                if (!c.is(q, kLetter)) return std::nullopt;
-                return c.run_of(q, kLetter);
-            };
-            if (Match m = prefixed(c, p, letters)) return m;
+            if (Match m = prefixed(c, p, [&](size_t q) { return class_run(c, q, kLetter); })) return m;
             if (Match m = digits(c, p, max_digits_)) return m;
             if (Match m = spaced_run_then(c, p, [&](size_t k) { return c.other(k); }, "\r\n")) return m;
             if (Match m = spaces_then_newline(c, p)) return m;
             if (Match m = spaces_not_before_non_space(c, p)) return m;
-            return spaces(c, p);
+            return class_run(c, p, kSpace);
         }, piece);
     }
 
@@ -297,7 +274,7 @@ public:
             if (Match m = spaced_run_then(c, p, [&](size_t k) { return c.other(k); }, "\r\n/")) return m;
             if (Match m = spaces_then_newline(c, p)) return m;
             if (Match m = spaces_not_before_non_space(c, p)) return m;
-            return spaces(c, p);
+            return class_run(c, p, kSpace);
         }, piece);
     }
 
@@ -320,8 +297,9 @@ private:
 
     // U+W*C? from q: nothing gives back (W* and C? always succeed).
     Match upper_plus_then_lower(const Cursor& c, size_t q) const {
-        if (!c.is(q, kUpper)) return std::nullopt;
-        return with_contraction(c, c.run_of(c.run_of(q, kUpper), kLower));
+        const Match upper = class_run(c, q, kUpper);
+        if (!upper) return std::nullopt;
+        return with_contraction(c, c.run_of(*upper, kLower));
     }
 
     Contractions contractions_;

@@ -1,5 +1,4 @@
-#include <oniguruma.h>
-
+#include "text/onig_regex.hpp"
 #include "text/pre_tokenizer.hpp"
 #include "text/split_known.hpp"
 
@@ -25,12 +24,19 @@ std::string onig_message(int code, OnigErrorInfo* info) {
 
 }  // namespace
 
-struct SplitRegex::Impl {
+Expected<OnigRegex> compile_onig(std::string_view pattern) {
+    if (!onig_ready()) return fail(ErrorKind::internal, "Oniguruma failed to initialise");
     regex_t* regex = nullptr;
+    OnigErrorInfo info{};
+    const auto* p = reinterpret_cast<const OnigUChar*>(pattern.data());
+    const int rc = onig_new(&regex, p, p + pattern.size(), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &info);
+    if (rc != ONIG_NORMAL) return fail(ErrorKind::format, "the regex does not compile: " + onig_message(rc, &info));
+    return OnigRegex(regex);
+}
+
+struct SplitRegex::Impl {
+    OnigRegex regex;
     std::unique_ptr<KnownSplitter> known;  // the same pieces in O(1) memory a character, when known
-    ~Impl() {
-        if (regex) onig_free(regex);
-    }
 };
 
 SplitRegex::SplitRegex(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -39,16 +45,10 @@ SplitRegex& SplitRegex::operator=(SplitRegex&&) noexcept = default;
 SplitRegex::~SplitRegex() = default;
 
 Expected<SplitRegex> SplitRegex::compile(std::string_view pattern, const std::string& where) {
-    if (!onig_ready()) return fail(ErrorKind::internal, where + ": Oniguruma failed to initialise");
+    auto regex = compile_onig(pattern);
+    if (!regex) return fail(regex.error().kind, where + ": " + regex.error().message);
     auto impl = std::make_unique<Impl>();
-    OnigErrorInfo info{};
-    const auto* p = reinterpret_cast<const OnigUChar*>(pattern.data());
-    const int rc = onig_new(&impl->regex, p, p + pattern.size(), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
-                            ONIG_SYNTAX_DEFAULT, &info);
-    if (rc != ONIG_NORMAL) {
-        impl->regex = nullptr;
-        return fail(ErrorKind::format, where + ": the regex does not compile: " + onig_message(rc, &info));
-    }
+    impl->regex = std::move(*regex);
     impl->known = KnownSplitter::recognize(pattern);
     return SplitRegex(std::move(impl));
 }
@@ -67,7 +67,7 @@ void SplitRegex::split_isolated_by_regex(std::string_view text, const std::funct
     size_t emitted = 0;  // text before this offset has been handed out
     size_t from = 0;     // where the next search starts
     while (from <= text.size()) {
-        const int at = onig_search(impl_->regex, begin, end, begin + from, end, region, ONIG_OPTION_NONE);
+        const int at = onig_search(impl_->regex.get(), begin, end, begin + from, end, region, ONIG_OPTION_NONE);
         if (at < 0) break;  // ONIG_MISMATCH (or an error: the rest stays one piece)
         const auto m_begin = static_cast<size_t>(region->beg[0]);
         const auto m_end = static_cast<size_t>(region->end[0]);
