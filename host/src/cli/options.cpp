@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string_view>
 
+#include "text/utf8.hpp"
 #include "util/quote.hpp"
 
 namespace stormo::cli {
@@ -110,23 +111,6 @@ Expected<ParseResult> parse_command_line(int argc, char** argv, const std::strin
 
 namespace {
 
-// The length of the valid UTF-8 sequence at s[i] that is not a C1 control (U+0080..U+009F, which
-// some terminals obey like ESC), or 0.
-size_t printable_utf8_length(const std::string& s, size_t i) {
-    const auto lead = static_cast<unsigned char>(s[i]);
-    const size_t n = lead >= 0xf5 ? 0 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc2 ? 2 : 0;
-    if (n == 0 || i + n > s.size()) return 0;
-    uint32_t cp = lead & (0x7f >> n);
-    for (size_t k = 1; k < n; ++k) {
-        const auto c = static_cast<unsigned char>(s[i + k]);
-        if ((c & 0xc0) != 0x80) return 0;
-        cp = cp << 6 | (c & 0x3f);
-    }
-    const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
-    if (overlong || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f)) return 0;
-    return n;
-}
-
 // One line on stderr, whatever the message holds: line breaks become spaces and other control
 // bytes and invalid UTF-8 \xNN, so bytes echoed from a file cannot drive the terminal (the last
 // line of defence; messages quote such bytes with printable() already). Valid UTF-8 (a path
@@ -139,9 +123,11 @@ std::string one_line(const std::string& s) {
         if (c == '\n' || c == '\r') {
             out += ' ';
         } else if (c >= 0x80) {
-            if (const size_t n = printable_utf8_length(s, i); n > 0) {
-                out.append(s, i, n);
-                i += n;
+            // A valid character stays, unless it is a C1 control (U+0080..U+009F), which some
+            // terminals obey like ESC.
+            if (const text::utf8::Step st = text::utf8::read(s, i); st.valid && (st.cp < 0x80 || st.cp > 0x9f)) {
+                out.append(s, i, st.length);
+                i += st.length;
                 continue;
             }
             out += printable(std::string_view(&s[i], 1));
