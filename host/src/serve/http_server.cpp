@@ -55,9 +55,10 @@ public:
     // that long) and the whole request within --timeout. A kept-alive connection, idle after a
     // response, gets twice the limit it announces (announce_idle_limit): a client that reuses it
     // just before the announced limit, its request delayed by a busy machine, is not cut off
-    // mid-request (the soak saw about one request in 20,000 fail so when both limits were one). Beast 1.74 checks its header limit only
-    // against the bytes it has not parsed yet, so fields parsed from earlier reads would escape it:
-    // every byte of the head is counted here, and no read takes more than the cap leaves.
+    // mid-request (the soak saw about one request in 20,000 fail so when both limits were one).
+    // Beast 1.74 checks its header limit only against the bytes it has not parsed yet, so fields
+    // parsed from earlier reads would escape it: every byte of the head is counted here, and no
+    // read takes more than the cap leaves.
     beast::error_code read_head(http::request_parser<http::string_body>& parser, bool kept_alive) {
         parser.header_limit(options_.header_limit);
         parser.body_limit(options_.body_limit);
@@ -164,9 +165,9 @@ public:
 
 private:
     // The next request's deadlines start when the server begins waiting for it, so the head's
-    // limit is also how long a kept-alive connection may stay idle. Saying so lets clients (undici,
-    // the OpenAI client's fetch) retire idle connections first instead of reusing one the server
-    // is closing.
+    // limit also bounds how long a kept-alive connection may stay idle (read_head gives it twice
+    // this). Saying so lets clients (undici, the OpenAI client's fetch) retire idle connections
+    // first instead of reusing one the server is closing.
     template <class Message>
     void announce_idle_limit(Message& res) const {
         const auto idle = std::min(options_.timeout, options_.header_timeout);
