@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli_runner.hpp"
+#include "oracle_support.hpp"
 
 namespace fs = std::filesystem;
 
@@ -20,7 +21,7 @@ using stormo::test::CommandResult;
 using stormo::test::run_cli;
 using stormo::test::TempDir;
 
-const std::string kDemo = std::string(STORMO_SOURCE_DIR) + "/models/gpt-oss-demo";
+const std::string kDemo = stormo::testing::demo_dir();
 
 std::string read_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

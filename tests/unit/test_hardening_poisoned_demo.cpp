@@ -15,6 +15,7 @@
 #include "cli_runner.hpp"
 #include "kernel_test_support.hpp"
 #include "model/model_source.hpp"
+#include "oracle_support.hpp"
 
 namespace {
 
@@ -23,7 +24,7 @@ using stormo::test::run_cli;
 using stormo::test::run_command;
 using stormo::test::TempDir;
 
-std::string demo(const std::string& name) { return std::string(STORMO_SOURCE_DIR) + "/models/" + name; }
+using stormo::testing::demo_dir;
 
 // Values of one tensor to overwrite: element indices into it.
 struct Site {
@@ -36,7 +37,7 @@ void write_poisoned_demo(const TempDir& dir, const std::string& model, const std
     namespace fs = std::filesystem;
     for (const char* f : {"config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json",
                           "tokenizer.json", "tokenizer_config.json"})
-        fs::copy_file(demo(model) + "/" + f, dir.file(f));
+        fs::copy_file(demo_dir(model) + "/" + f, dir.file(f));
     auto source = stormo::open_model_directory(dir.path());
     ASSERT_TRUE(source) << source.error().message;
     for (const Site& site : sites) {
