@@ -7,15 +7,9 @@
 #include "gpt_oss_config.hpp"
 #include "gpt_oss_model.hpp"
 #include "stormo/toolkit/plugin_entry.hpp"
+#include "stormo/toolkit/tensor_roles.hpp"
 
 namespace stormo::gpt_oss {
-namespace {
-
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-
-}  // namespace
-
 Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const {
     STORMO_TRY_ASSIGN(auto parsed, parse_gpt_oss_config(config));
     const GptOssConfig& c = parsed;
@@ -52,13 +46,7 @@ Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const 
 }
 
 TensorRole GptOssFamily::classify(std::string_view name) const {
-    if (starts_with(name, "model.embed_tokens.")) return TensorRole::embedding;
-    if (starts_with(name, "lm_head.")) return TensorRole::head;
-    if (contains(name, ".mlp.experts.")) return TensorRole::experts;
-    if (contains(name, ".mlp.router.")) return TensorRole::router;
-    if (contains(name, ".self_attn.")) return TensorRole::attention;
-    if (starts_with(name, "model.norm.") || contains(name, "layernorm.")) return TensorRole::norm;
-    return TensorRole::other;
+    return toolkit::classify_decoder_tensor(name, {".mlp.router."});
 }
 
 Expected<std::unique_ptr<Model>> GptOssFamily::load(LoadContext& ctx) const { return GptOssModel::load(ctx); }
