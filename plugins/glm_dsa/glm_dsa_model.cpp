@@ -41,21 +41,14 @@ GlmDsaModel::GlmDsaModel(GlmDsaConfig cfg, Compute compute)
 Expected<std::unique_ptr<Model>> GlmDsaModel::load(LoadContext& ctx) {
     STORMO_TRY_ASSIGN(GlmDsaConfig cfg, parse_glm_dsa_config(ctx.config()));
     STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "glm_dsa"));
-    const Compute compute = ctx.compute();
-    if (compute.table == nullptr) return fail(ErrorKind::internal, "glm_dsa: the host gave no kernel table to load with");
+    STORMO_TRY_ASSIGN(const Compute compute, toolkit::load_compute(ctx, "glm_dsa"));
     std::unique_ptr<GlmDsaModel> model(new GlmDsaModel(std::move(cfg), compute));
     model->fp8_ = fp8;
-    STORMO_TRY(model->load_globals(ctx));
-    const size_t n = static_cast<size_t>(model->cfg_.n_layers);
-    model->layers_.resize(n);
-    for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
+    model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
+    toolkit::TensorLoader load(ctx, model->resident_, kMatrixDtypes, kVectorDtypes, fp8);
+    STORMO_TRY(model->load_weights(load, {names::kEmbedding, names::kHead, names::kFinalNorm},
+                                   model->cfg_.tie_word_embeddings, [&](int l) { return model->load_layer(ctx, l); }));
     return std::unique_ptr<Model>(std::move(model));
-}
-
-Expected<void> GlmDsaModel::load_globals(LoadContext& ctx) {
-    toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
-    STORMO_TRY(load_ends(load, names::kEmbedding, names::kHead, names::kFinalNorm, cfg_.tie_word_embeddings));
-    return {};
 }
 
 Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {

@@ -51,7 +51,6 @@ public:
 
 private:
     GlmDsaModel(GlmDsaConfig cfg, Compute compute);
-    Expected<void> load_globals(LoadContext& ctx);
     Expected<void> load_layer(LoadContext& ctx, int layer);
 
     // The indexer's choice for each row: the positions it keeps, ascending (glm_dsa_indexer.cpp).
