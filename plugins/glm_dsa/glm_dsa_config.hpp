@@ -87,8 +87,8 @@ inline Expected<GlmDsaConfig> parse_glm_dsa_config(const ModelConfig& c) {
     g.n_heads = r.positive("num_attention_heads");
     g.n_kv_heads = r.integer_or("num_key_value_heads", 0, 1);
     g.vocab_size = r.positive("vocab_size");
+    g.kv_lora_rank = r.positive("kv_lora_rank");  // before q_lora_rank, which MLA alone may lack
     g.q_lora_rank = r.positive("q_lora_rank");
-    g.kv_lora_rank = r.positive("kv_lora_rank");
     g.qk_nope_head_dim = r.positive("qk_nope_head_dim");
     g.qk_rope_head_dim = r.positive("qk_rope_head_dim");
     g.v_head_dim = r.positive("v_head_dim");
