@@ -9,16 +9,9 @@
 namespace stormo::glm_dsa {
 
 Expected<ModelSummary> GlmDsaFamily::summarize(const ModelConfig& c) const {
-    return toolkit::summarize_parsed(c, parse_glm_dsa_config, [](const GlmDsaConfig& g) {
-        return toolkit::make_summary(
-            g.dimensions, {.n_layers = g.n_layers,
-                           .n_moe_layers = g.moe_layer_count(),
-                           .n_experts = g.n_experts,
-                           .top_k = g.top_k,
-                           .hidden_size = g.hidden_size,
-                           .vocab_size = g.vocab_size,
-                           .kv_floats_per_token = g.n_layers * (g.kv_lora_rank + g.qk_rope_head_dim + g.index_head_dim)});
-    });
+    STORMO_TRY_ASSIGN(const GlmDsaConfig g, parse_glm_dsa_config(c));
+    return toolkit::decoder_summary(g, g.dimensions, g.moe_layer_count(),
+                                    g.n_layers * (g.kv_lora_rank + g.qk_rope_head_dim + g.index_head_dim));
 }
 
 }  // namespace stormo::glm_dsa

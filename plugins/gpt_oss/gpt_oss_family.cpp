@@ -11,44 +11,35 @@
 #include "stormo/toolkit/tensor_roles.hpp"
 
 namespace stormo::gpt_oss {
-namespace {
-
-ModelSummary describe(const GptOssConfig& c) {
-    const auto sliding = std::count(c.layer_types.begin(), c.layer_types.end(), AttentionKind::sliding);
-    std::vector<std::pair<std::string, int64_t>> dimensions = {
-        {"hidden_size", c.hidden_size},
-        {"intermediate_size", c.intermediate_size},
-        {"num_hidden_layers", c.n_layers},
-        {"num_attention_heads", c.n_heads},
-        {"num_key_value_heads", c.n_kv_heads},
-        {"head_dim", c.head_dim},
-        {"num_local_experts", c.n_experts},
-        {"num_experts_per_tok", c.top_k},
-        {"vocab_size", c.vocab_size},
-        {"sliding_window", c.sliding_window},
-        {"sliding_layers", static_cast<int64_t>(sliding)},
-        {"full_layers", c.n_layers - static_cast<int64_t>(sliding)},
-        {"rope_theta", std::llround(c.rope.theta)},
-        {"rope_yarn", c.rope.type == toolkit::RopeType::yarn ? 1 : 0}};
-    if (c.rope.type == toolkit::RopeType::yarn) {
-        dimensions.emplace_back("rope_factor", std::llround(c.rope.factor));
-        dimensions.emplace_back("rope_original_max_position_embeddings", std::llround(c.rope.original_max_position_embeddings));
-    }
-    dimensions.emplace_back("mxfp4_experts", c.mxfp4 ? 1 : 0);
-    return toolkit::make_summary(std::move(dimensions),
-                                 {.n_layers = c.n_layers,
-                                  .n_moe_layers = c.n_layers,  // every layer is MoE
-                                  .n_experts = c.n_experts,
-                                  .top_k = c.top_k,
-                                  .hidden_size = c.hidden_size,
-                                  .vocab_size = c.vocab_size,
-                                  .kv_floats_per_token = c.n_layers * 2 * static_cast<int64_t>(c.kv_width())});
-}
-
-}  // namespace
 
 Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const {
-    return toolkit::summarize_parsed(config, parse_gpt_oss_config, describe);
+    STORMO_TRY_ASSIGN(auto parsed, parse_gpt_oss_config(config));
+    const GptOssConfig& c = parsed;
+    const auto sliding = std::count(c.layer_types.begin(), c.layer_types.end(), AttentionKind::sliding);
+    ModelSummary s;
+    s.dimensions = {{"hidden_size", c.hidden_size},
+                    {"intermediate_size", c.intermediate_size},
+                    {"num_hidden_layers", c.n_layers},
+                    {"num_attention_heads", c.n_heads},
+                    {"num_key_value_heads", c.n_kv_heads},
+                    {"head_dim", c.head_dim},
+                    {"num_local_experts", c.n_experts},
+                    {"num_experts_per_tok", c.top_k},
+                    {"vocab_size", c.vocab_size},
+                    {"sliding_window", c.sliding_window},
+                    {"sliding_layers", static_cast<int64_t>(sliding)},
+                    {"full_layers", c.n_layers - static_cast<int64_t>(sliding)},
+                    {"rope_theta", std::llround(c.rope.theta)},
+                    {"rope_yarn", c.rope.type == toolkit::RopeType::yarn ? 1 : 0}};
+    if (c.rope.type == toolkit::RopeType::yarn) {
+        s.dimensions.emplace_back("rope_factor", std::llround(c.rope.factor));
+        s.dimensions.emplace_back("rope_original_max_position_embeddings",
+                                  std::llround(c.rope.original_max_position_embeddings));
+    }
+    s.dimensions.emplace_back("mxfp4_experts", c.mxfp4 ? 1 : 0);
+    // Every layer is MoE; K and V on every layer.
+    return toolkit::decoder_summary(c, std::move(s.dimensions), c.n_layers,
+                                    c.n_layers * 2 * static_cast<int64_t>(c.kv_width()));
 }
 
 TensorRole GptOssFamily::classify(std::string_view name) const {

@@ -10,18 +10,11 @@
 namespace stormo::qwen3_moe {
 
 Expected<ModelSummary> Qwen3MoeFamily::summarize(const ModelConfig& c) const {
+    STORMO_TRY_ASSIGN(const Qwen3MoeConfig q, parse_qwen3_moe_config(c));
     // The dimensions as the file writes them, in print order (hub: num_experts; transformers 5:
-    // num_local_experts); the optional ones only when present.
-    return toolkit::summarize_parsed(c, parse_qwen3_moe_config, [](const Qwen3MoeConfig& q) {
-        return toolkit::make_summary(q.dimensions,
-                                     {.n_layers = q.n_layers,
-                                      .n_moe_layers = q.moe_layer_count(),
-                                      .n_experts = q.n_experts,
-                                      .top_k = q.top_k,
-                                      .hidden_size = q.hidden_size,
-                                      .vocab_size = q.vocab_size,
-                                      .kv_floats_per_token = q.n_layers * 2 * static_cast<int64_t>(q.kv_width())});  // K and V
-    });
+    // num_local_experts), as the parse read them; K and V on every layer.
+    return toolkit::decoder_summary(q, q.dimensions, q.moe_layer_count(),
+                                    q.n_layers * 2 * static_cast<int64_t>(q.kv_width()));
 }
 
 Expected<std::unique_ptr<Model>> Qwen3MoeFamily::load(LoadContext& ctx) const { return Qwen3MoeModel::load(ctx); }
