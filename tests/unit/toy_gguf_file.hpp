@@ -56,7 +56,7 @@ inline void write_toy_gguf(const std::string& path) {
     GgufBuilder g;
     g.kv_str("general.architecture", "toy");
     g.kv_u32("toy.embedding_length", H).kv_u32("toy.block_count", layers).kv_u32("toy.attention.head_count", 2);
-    g.kv_u32("toy.feed_forward_length", I).kv_u32("toy.context_length", 256);
+    g.kv_u32("toy.feed_forward_length", I).kv_u32("toy.context_length", 4096);
     g.kv_f32("toy.attention.layer_norm_rms_epsilon", 1e-5f).kv_f32("toy.rope.freq_base", 10000.0f);
     std::vector<std::string> tokens = byte_level_tokens();
     std::vector<int32_t> types(256, 1);
