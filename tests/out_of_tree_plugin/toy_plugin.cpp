@@ -1,13 +1,17 @@
-// The smallest family plugin, built out of tree on the installed SDK and family toolkit: it
+// A small family plugin, built out of tree on the installed SDK and family toolkit: it
 // accepts "ToyForCausalLM" / "toy", reads three dimensions with the toolkit's config reader, and
-// sorts tensors by name. It has no forward pass, and says so when asked to load.
+// sorts tensors by name. Its forward pass (toy_model.cpp) and its GGUF architecture "toy"
+// (toy_gguf.cpp) are the toolkit's pieces put together.
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "stormo/family_plugin.hpp"
 #include "stormo/toolkit/config_reader.hpp"
 #include "stormo/toolkit/plugin_entry.hpp"
+#include "toy_gguf.hpp"
+#include "toy_model.hpp"
 
 namespace {
 
@@ -29,8 +33,13 @@ public:
         return stormo::TensorRole::other;
     }
 
-    stormo::Expected<std::unique_ptr<stormo::Model>> load(stormo::LoadContext&) const override {
-        return stormo::fail(stormo::ErrorKind::unsupported, "toy: an example family with no forward pass");
+    stormo::Expected<std::unique_ptr<stormo::Model>> load(stormo::LoadContext& ctx) const override {
+        return toy::load_toy_model(ctx);
+    }
+
+    std::vector<std::string> gguf_architectures() const override { return {toy::kGgufArchitecture}; }
+    stormo::Expected<stormo::GgufMappedModel> map_gguf(const stormo::GgufView& file) const override {
+        return toy::map_toy_gguf(file);
     }
 };
 

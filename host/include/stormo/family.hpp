@@ -12,6 +12,7 @@
 
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
+#include "stormo/gguf_view.hpp"
 #include "stormo/json.hpp"
 #include "stormo/kernels.hpp"
 #include "stormo/packed_bf16.hpp"
@@ -189,6 +190,10 @@ public:
     // The role of a checkpoint tensor by its name (experts, attention, ...).
     virtual TensorRole classify(std::string_view tensor_name) const = 0;
     virtual Expected<std::unique_ptr<Model>> load(LoadContext& ctx) const = 0;
+    // GGUF: the general.architecture values (llama.cpp's names) this family maps, none by default;
+    // and the mapping of a file of one of them onto its config.json and checkpoint tensors.
+    virtual std::vector<std::string> gguf_architectures() const;
+    virtual Expected<GgufMappedModel> map_gguf(const GgufView& file) const;
 };
 
 }  // namespace stormo
