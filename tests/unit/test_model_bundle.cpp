@@ -13,6 +13,7 @@
 #include "model/gguf.hpp"
 #include "model/gguf_split.hpp"
 #include "model/model_bundle.hpp"
+#include "model/model_text_files.hpp"
 #include "text/chat_template.hpp"
 #include "text/tokenizer.hpp"
 
@@ -46,6 +47,10 @@ TEST(ModelBundle, AGgufFileIsRecognisedByItsContentWhateverItsName) {
         ASSERT_TRUE(bundle) << name << ": " << bundle.error().message;
         EXPECT_NE(bundle->source()->gguf_metadata(), nullptr) << name;
         EXPECT_EQ(prompt_ids(bundle->text()), demo_prompt_ids()) << name;
+        // `tokenize --tokenizer` and `chat-template --tokenizer` read it so too.
+        auto text = read_model_text(file);
+        ASSERT_TRUE(text) << text.error().message;
+        EXPECT_NE(text->gguf, nullptr) << name;
         fs::remove(file);
     }
 }
