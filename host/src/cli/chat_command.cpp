@@ -88,17 +88,22 @@ Expected<void> check_chat_options(const ChatOptions& options) {
 Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, const ChatOptions& options) {
     if (!common.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     auto stack = std::make_unique<ChatStack>();
-    STORMO_TRY_ASSIGN(auto tokenizer, text::Tokenizer::load(*common.model));
-    stack->tokenizer = std::make_unique<text::Tokenizer>(std::move(tokenizer));
-    STORMO_TRY_ASSIGN(auto chat_template, text::ChatTemplate::load(*common.model));
-    stack->chat_template = std::make_unique<text::ChatTemplate>(std::move(chat_template));
+    // The model is opened once: the tokenizer, the template and the engine all come from it.
+    STORMO_TRY_ASSIGN(const ModelBundle bundle, open_model_bundle(common));
+    {
+        const text::ModelText model_text = bundle.text();
+        STORMO_TRY_ASSIGN(auto tokenizer, text::Tokenizer::from_model_text(model_text));
+        stack->tokenizer = std::make_unique<text::Tokenizer>(std::move(tokenizer));
+        STORMO_TRY_ASSIGN(auto chat_template, text::ChatTemplate::from_model_text(model_text));
+        stack->chat_template = std::make_unique<text::ChatTemplate>(std::move(chat_template));
+    }
     STORMO_TRY_ASSIGN(text::Value vars, template_options(options));
 
     const bool progress = isatty(STDERR_FILENO);
     if (progress) std::cerr << "stormo: loading " << *common.model << " ..." << std::flush;
     // An answer's worth of rewind slack: every turn re-renders the last answer (Harmony rewrites
     // its end and drops its analysis), so the session rewinds about that far each time.
-    auto loaded = open_engine(common, static_cast<size_t>(options.max_tokens) + 64);
+    auto loaded = open_engine(common, bundle, static_cast<size_t>(options.max_tokens) + 64);
     if (progress) std::cerr << "\r\033[K" << std::flush;
     if (!loaded) return tl::unexpected(loaded.error());
     stack->loaded = std::move(*loaded);

@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "model/model_text_files.hpp"
 #include "text/chat_template.hpp"
 #include "text/tokenizer.hpp"
 #include "util/file.hpp"
@@ -59,7 +60,10 @@ int run_chat_template(int argc, char** argv) {
 
     auto input = read_messages(*messages_file);
     if (!input) return report_error(input.error());
-    auto chat_template = text::ChatTemplate::load(*dir);
+    // The files read once: the template and, for --ids, the tokenizer come from the same reading.
+    auto model_text = read_model_text(*dir);
+    if (!model_text) return report_error(model_text.error());
+    auto chat_template = text::ChatTemplate::from_model_text(*model_text);
     if (!chat_template) return report_error(chat_template.error());
     auto prompt = chat_template->render(input->messages, input->options);
     if (!prompt) return report_error(prompt.error());
@@ -67,7 +71,7 @@ int run_chat_template(int argc, char** argv) {
         std::cout << *prompt << std::flush;
         return 0;
     }
-    auto tokenizer = text::Tokenizer::load(*dir);
+    auto tokenizer = text::Tokenizer::from_model_text(*model_text);
     if (!tokenizer) return report_error(tokenizer.error());
     const std::vector<int32_t> ids = tokenizer->encode(*prompt, /*match_special=*/true);
     for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];

@@ -102,9 +102,9 @@ std::string model_name(const std::string& dir) {
 
 // Loads the engine and a session over it and makes the routes ready; the server answers /health
 // (503) meanwhile.
-Expected<void> load_model(const CommonOptions& common, const text::Tokenizer& tokenizer, serve::ApiRoutes& routes,
-                          LoadedEngine& loaded, std::unique_ptr<Session>& session) {
-    STORMO_TRY_ASSIGN(loaded, open_engine(common, kServeRewindSlack));
+Expected<void> load_model(const CommonOptions& common, const ModelBundle& bundle, const text::Tokenizer& tokenizer,
+                          serve::ApiRoutes& routes, LoadedEngine& loaded, std::unique_ptr<Session>& session) {
+    STORMO_TRY_ASSIGN(loaded, open_engine(common, bundle, kServeRewindSlack));
     // A token the embedding lacks fails here, not on the first request that produces it.
     STORMO_TRY(tokenizer.check_fits(loaded.engine->model().vocab_size()));
     STORMO_TRY_ASSIGN(size_t context, chat_context(loaded));
@@ -136,11 +136,16 @@ int run_serve(int argc, char** argv) {
     auto budget = tokenize_budget(serve_options);
     if (!budget) return report_usage_error("serve", budget.error());
 
-    // The tokenizer and template first: a broken one fails before the port is taken.
-    auto tokenizer = text::Tokenizer::load(*common.model);
+    // The model opened once, and its tokenizer and template first: a broken one fails before the
+    // port is taken.
+    auto bundle = open_model_bundle(common);
+    if (!bundle) return report_error(bundle.error());
+    auto model_text = std::make_unique<text::ModelText>(bundle->text());
+    auto tokenizer = text::Tokenizer::from_model_text(*model_text);
     if (!tokenizer) return report_error(tokenizer.error());
-    auto chat_template = text::ChatTemplate::load(*common.model);
+    auto chat_template = text::ChatTemplate::from_model_text(*model_text);
     if (!chat_template) return report_error(chat_template.error());
+    model_text.reset();  // the texts are parsed: their bytes need not stay for the server's life
 
     serve::RouteSettings settings;
     settings.model_name = model_name(*common.model);
@@ -157,7 +162,7 @@ int run_serve(int argc, char** argv) {
     std::thread network([&] { (*server)->run([&] { routes.shutdown(grace); }); });
     LoadedEngine loaded;
     std::unique_ptr<Session> session;
-    auto ready = load_model(common, *tokenizer, routes, loaded, session);
+    auto ready = load_model(common, *bundle, *tokenizer, routes, loaded, session);
     if (!ready) {
         (*server)->stop();
         network.join();

@@ -21,12 +21,16 @@ std::string context_origin_for(const EngineConfig& config, size_t run_need, cons
     return "the context " + run_need_origin + " need";
 }
 
-Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack, size_t run_need,
-                                   const std::string& run_need_origin) {
+namespace {
+
+// `opened`: the model when the command opened it already (else the engine opens --model).
+Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::shared_ptr<ModelSource> opened, size_t rewind_slack,
+                                        size_t run_need, const std::string& run_need_origin) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
     EngineOptions eo;
     eo.setup = setup_request(config, options);
+    eo.setup.opened = std::move(opened);
     eo.threads = config.threads ? static_cast<size_t>(*config.threads) : 0;
     eo.pin_threads = config.pin_threads;
     eo.expert_budget = config.expert_budget;
@@ -58,6 +62,28 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
         std::cerr << "\n";
     }
     return LoadedEngine{std::move(config), std::move(engine), eo.context, eo.context_origin};
+}
+
+}  // namespace
+
+Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack, size_t run_need,
+                                   const std::string& run_need_origin) {
+    return open_engine_with(options, nullptr, rewind_slack, run_need, run_need_origin);
+}
+
+Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack) {
+    return open_engine_with(options, bundle.source(), rewind_slack, 0, "the context this run needs");
+}
+
+Expected<ModelBundle> open_model_bundle(const CommonOptions& options) {
+    if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
+    // The family plugins map a GGUF model; the engine's set-up finds them again for its own
+    // selection (a second discovery of the same libraries, not a second parse of the model).
+    STORMO_TRY_ASSIGN(const auto config, resolve_engine_config(options));
+    STORMO_TRY_ASSIGN(const PluginRegistry plugins, discover_plugins(config, options));
+    auto bundle = ModelBundle::open(*options.model, plugins.families());
+    if (!bundle) return tl::unexpected(with_context(bundle.error(), "--model " + *options.model));
+    return bundle;
 }
 
 void add_sampling_options(po::options_description& d, SamplingParams& out) {

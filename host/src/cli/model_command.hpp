@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "model/model_bundle.hpp"
 #include "runtime/dump_tracer.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/sampler.hpp"
@@ -33,6 +34,11 @@ std::string context_origin_for(const EngineConfig& config, size_t run_need, cons
 // run_need: the positions the run needs (0: none), which sizes the context unless it is given.
 Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack = 0, size_t run_need = 0,
                                    const std::string& run_need_origin = "the context this run needs");
+// The same with --model opened already by open_model_bundle, whose tokenizer and chat template
+// the command took first: the model is opened once.
+Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack);
+// Opens --model once (model/model_bundle.hpp); errors name it as --model PATH.
+Expected<ModelBundle> open_model_bundle(const CommonOptions& options);
 
 // --temperature --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed
 void add_sampling_options(po::options_description& d, SamplingParams& out);

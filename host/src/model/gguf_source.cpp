@@ -48,6 +48,8 @@ public:
     const std::optional<ModelConfig>& generation_config() const override { return generation_; }
     const std::vector<TensorInfo>& tensors() const override { return infos_; }
 
+    const GgufHeader* gguf_metadata() const override { return &model_.metadata(); }
+
     bool in_memory(const TensorInfo& t) const override {
         const TensorInfo* own = find(t.name);
         return own != nullptr && !tensors_[static_cast<size_t>(own - infos_.data())].mapped.in_file;

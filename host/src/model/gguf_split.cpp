@@ -58,6 +58,12 @@ std::string gguf_split_path(std::string_view prefix, int part, int count) {
     return std::string(prefix) + tail;
 }
 
+std::optional<std::string> gguf_split_prefix(std::string_view path) {
+    auto name = parse_split_name(path);
+    if (!name) return std::nullopt;
+    return std::move(name->prefix);
+}
+
 const GgufTensorRef* GgufModel::find(std::string_view name) const {
     auto it = by_name_.find(name);
     return it == by_name_.end() ? nullptr : &tensors_[it->second];

@@ -4,6 +4,7 @@
 // split.count (u16) and the first part split.tensors.count (i32, the tensors of all parts); the
 // model's metadata is the first part's. Each tensor lives in exactly one part.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,5 +40,7 @@ private:
 
 // "<prefix>-%05d-of-%05d.gguf" as llama.cpp names a part (llama_split_path), numbered from 1.
 STORMO_API std::string gguf_split_path(std::string_view prefix, int part, int count);
+// The "<prefix>" of a path named as a part of a split model, or nothing when it is not so named.
+STORMO_API std::optional<std::string> gguf_split_prefix(std::string_view path);
 
 }  // namespace stormo

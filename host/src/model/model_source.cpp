@@ -1,6 +1,6 @@
 // ModelSource's out-of-line destructor: the key function that anchors its vtable and RTTI in the
 // core library, so plugins and the CLI share one definition; and the choice between a model
-// directory and a GGUF file.
+// directory and a GGUF file, by what the path holds.
 #include "model/model_source.hpp"
 
 #include "model/gguf_source.hpp"
@@ -9,11 +9,15 @@ namespace stormo {
 
 ModelSource::~ModelSource() = default;
 
-// By the name's ending, as llama.cpp users name their files: a directory named "x.gguf" would
-// be refused by the GGUF reader as not a regular file, which says what is wrong.
+// By the path's content, not its name (model_path.hpp).
 Expected<std::unique_ptr<ModelSource>> open_model_source(const std::string& path, std::span<const Family* const> families) {
-    if (path.ends_with(".gguf")) return open_gguf_source(path, families);
-    return open_model_directory(path);
+    STORMO_TRY_ASSIGN(const ModelPath recognised, recognise_model_path(path));
+    return open_model_source(recognised, families);
+}
+
+Expected<std::unique_ptr<ModelSource>> open_model_source(const ModelPath& recognised, std::span<const Family* const> families) {
+    if (recognised.kind == ModelPathKind::gguf) return open_gguf_source(recognised.path, families);
+    return open_model_directory(recognised.path);
 }
 
 }  // namespace stormo

@@ -8,12 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "model/model_path.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
 #include "stormo/json.hpp"
 #include "stormo/tensor.hpp"
 
 namespace stormo {
+
+struct GgufHeader;
 
 // Where a checkpoint tensor lives: which shard file and which byte range of it.
 struct TensorInfo {
@@ -39,6 +42,9 @@ public:
     // True when the tensor is held in RAM (a GGUF tensor dequantized on load) rather than a byte
     // range of a file: it can be read, never streamed from its file.
     virtual bool in_memory(const TensorInfo&) const { return false; }
+    // A GGUF model's metadata (its first part's header), which also holds the tokenizer and the
+    // chat template (model/model_bundle.hpp); null for a model directory.
+    virtual const GgufHeader* gguf_metadata() const { return nullptr; }
 
     // The distinct files its tensors live in, in the order they first appear; streamable_files:
     // only those holding a tensor that is a byte range of its file (not in_memory).
@@ -66,10 +72,14 @@ STORMO_API Expected<std::unique_ptr<ModelSource>> open_model_directory(const std
 
 class Family;
 
-// What --model names: a Hugging Face model directory, or a GGUF file (a path ending in .gguf, or
-// any part of a split GGUF model; model/gguf_source.hpp), mapped by the one of `families` (the
-// loaded family plugins) that claims its architecture.
+// What --model names: a Hugging Face model directory, a GGUF file (any part of a split GGUF model;
+// model/gguf_source.hpp), or a directory holding one GGUF model, recognised by content
+// (model/model_path.hpp). A GGUF model is mapped by the one of `families` (the loaded family
+// plugins) that claims its architecture.
 STORMO_API Expected<std::unique_ptr<ModelSource>> open_model_source(const std::string& path,
+                                                                   std::span<const Family* const> families);
+// The same for a path already recognised.
+STORMO_API Expected<std::unique_ptr<ModelSource>> open_model_source(const ModelPath& recognised,
                                                                    std::span<const Family* const> families);
 
 }  // namespace stormo

@@ -13,6 +13,9 @@ namespace stormo {
 
 struct SetupRequest {
     std::string model_dir;
+    // The model already opened from model_dir (a ModelBundle's source), so it is not opened
+    // twice; empty: open_model_setup opens model_dir.
+    std::shared_ptr<ModelSource> opened;
     std::string model_origin = "--model";
     PluginSearch search;
     PluginRequest family{"auto", "--family"};
@@ -23,7 +26,7 @@ struct SetupRequest {
 struct ModelSetup {
     PluginRegistry registry;
     CpuFeatureSet cpu;
-    std::unique_ptr<ModelSource> source;
+    std::shared_ptr<ModelSource> source;
     FamilySelection family;
     KernelsSelection kernels;
 

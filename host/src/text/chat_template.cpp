@@ -1,40 +1,21 @@
-// ChatTemplate: finding a model directory's template, parsing it once, rendering it with the
-// variables transformers' apply_chat_template passes.
+// ChatTemplate: choosing a model's template from what its opened bundle read, parsing it once,
+// rendering it with the variables transformers' apply_chat_template passes.
 #include "text/chat_template.hpp"
 
-#include <system_error>
-
-#include "model/gguf_split.hpp"
+#include "model/gguf.hpp"
+#include "model/model_text_files.hpp"
 #include "text/jinja_evaluator.hpp"
 #include "text/jinja_lexer.hpp"
 #include "text/jinja_parser.hpp"
-#include "util/file.hpp"
 
 namespace stormo::text {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint64_t max_template_bytes = uint64_t{4} << 20;
-constexpr uint64_t max_config_bytes = uint64_t{64} << 20;  // some configs list every added token
-
 // The special tokens transformers passes to every template (its special_tokens_map).
 constexpr const char* special_token_names[] = {"bos_token", "eos_token", "unk_token", "sep_token",
                                                "pad_token", "cls_token", "mask_token"};
-
-Expected<std::string> read_capped(const fs::path& path, uint64_t cap) {
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec))
-        return fail(ErrorKind::io, path.string() + ": not a regular file");
-    STORMO_TRY_ASSIGN(FileDescriptor fd, FileDescriptor::open_read(path.string()));
-    STORMO_TRY_ASSIGN(uint64_t size, fd.size(path.string()));
-    if (size > cap)
-        return fail(ErrorKind::resource, path.string() + ": " + std::to_string(size) + " bytes, more than the " +
-                                             std::to_string(cap) + " a chat template file may have");
-    std::string text(size, '\0');
-    if (size > 0) STORMO_TRY(pread_exact(fd.get(), text.data(), size, 0, path.string()));
-    return text;
-}
 
 // A token as tokenizer_config.json writes it: "text" or {"content": "text", ...}; else none.
 const std::string* token_text(const Value* v) {
@@ -99,9 +80,7 @@ Expected<ChatTemplate> ChatTemplate::parse(const std::string& text, const std::s
 // A GGUF model's template is its tokenizer.chat_template; the special tokens the template may
 // use are the texts of the ids the tokenizer.ggml.*_token_id keys name, as tokenizer_config.json
 // names them for transformers.
-Expected<ChatTemplate> load_gguf_chat_template(const fs::path& file) {
-    STORMO_TRY_ASSIGN(auto model, GgufModel::open(file.string()));
-    const GgufHeader& h = model.metadata();
+Expected<ChatTemplate> ChatTemplate::from_gguf(const GgufHeader& h) {
     const GgufValue* text = h.find("tokenizer.chat_template");
     if (text == nullptr) return fail(ErrorKind::missing, h.path + ": no chat template (tokenizer.chat_template is missing)");
     if (!text->as_string())
@@ -130,34 +109,37 @@ Expected<ChatTemplate> load_gguf_chat_template(const fs::path& file) {
     return loaded;
 }
 
-Expected<ChatTemplate> ChatTemplate::load(const fs::path& dir) {
-    if (dir.string().ends_with(".gguf")) return load_gguf_chat_template(dir);
-    const fs::path jinja_path = dir / "chat_template.jinja";
-    const fs::path config_path = dir / "tokenizer_config.json";
-    std::error_code ec;
+Expected<ChatTemplate> ChatTemplate::from_model_text(const ModelText& model) {
+    if (model.gguf != nullptr) return from_gguf(*model.gguf);
     Value config = Value::object();
-    if (fs::exists(config_path, ec)) {
-        STORMO_TRY_ASSIGN(std::string text, read_capped(config_path, max_config_bytes));
-        STORMO_TRY_ASSIGN(config, parse_json_value(text, config_path.string()));
-        if (!config.is_object()) return fail(ErrorKind::format, config_path.string() + ": not a JSON object");
+    if (model.tokenizer_config.present()) {
+        if (!model.tokenizer_config.bytes) return tl::unexpected(model.tokenizer_config.bytes.error());
+        STORMO_TRY_ASSIGN(config, parse_json_value(*model.tokenizer_config.bytes, model.tokenizer_config.path));
+        if (!config.is_object()) return fail(ErrorKind::format, model.tokenizer_config.path + ": not a JSON object");
     }
     std::string text;
     std::string source;
-    if (fs::exists(jinja_path, ec)) {
-        STORMO_TRY_ASSIGN(text, read_capped(jinja_path, max_template_bytes));
-        source = jinja_path.string();
+    if (model.chat_template.present()) {
+        if (!model.chat_template.bytes) return tl::unexpected(model.chat_template.bytes.error());
+        text = *model.chat_template.bytes;
+        source = model.chat_template.path;
     } else if (const Value* field = config.find("chat_template"); field && !field->is_null()) {
-        source = config_path.string() + ":chat_template";
-        STORMO_TRY_ASSIGN(text, template_of(*field, config_path.string()));
+        source = model.tokenizer_config.path + ":chat_template";
+        STORMO_TRY_ASSIGN(text, template_of(*field, model.tokenizer_config.path));
     } else {
-        return fail(ErrorKind::missing, dir.string() + ": no chat template (looked for chat_template.jinja and for "
-                                                       "a chat_template field in tokenizer_config.json)");
+        return fail(ErrorKind::missing, model.path + ": no chat template (looked for chat_template.jinja and for "
+                                                     "a chat_template field in tokenizer_config.json)");
     }
     STORMO_TRY_ASSIGN(ChatTemplate loaded, parse(text, source));
     loaded.impl_->special_tokens = special_tokens_of(config);
     if (const std::string* bos = token_text(config.find("bos_token"))) loaded.impl_->bos_token = *bos;
     if (const std::string* eos = token_text(config.find("eos_token"))) loaded.impl_->eos_token = *eos;
     return loaded;
+}
+
+Expected<ChatTemplate> ChatTemplate::load(const fs::path& dir) {
+    STORMO_TRY_ASSIGN(const ModelText model, read_model_text(dir.string()));
+    return from_model_text(model);
 }
 
 // The variables, in the order transformers layers them: special tokens, then tools, documents and

@@ -9,21 +9,21 @@
 
 #include "stormo/error.hpp"
 #include "text/chat_value.hpp"
+#include "text/model_text.hpp"
 #include "text/render_limits.hpp"
 
 namespace stormo::text {
 
-class ChatTemplate;
-// A GGUF model's tokenizer.chat_template (ChatTemplate::load takes .gguf paths through it).
-Expected<ChatTemplate> load_gguf_chat_template(const std::filesystem::path& file);
-
 class ChatTemplate {
 public:
-    // `dir` holds chat_template.jinja or tokenizer_config.json with a chat_template (a string, or
-    // the list of named templates, "default" chosen). bos_token and eos_token (strings or
-    // {"content": ...} objects) come from tokenizer_config.json when present.
-    // A path ending in .gguf is a GGUF model: its tokenizer.chat_template, with the special tokens
-    // its tokenizer.ggml.*_token_id keys name.
+    // From what an opened model hands over (model/model_bundle.hpp): a model directory's
+    // chat_template.jinja or tokenizer_config.json with a chat_template (a string, or the list of
+    // named templates, "default" chosen), bos_token and eos_token (strings or {"content": ...}
+    // objects) coming from tokenizer_config.json when present; or a GGUF model's
+    // tokenizer.chat_template, with the special tokens its tokenizer.ggml.*_token_id keys name.
+    static Expected<ChatTemplate> from_model_text(const ModelText& text);
+    // `dir` is a directory with those files or a GGUF model (recognised by its content), read
+    // through read_model_text (model/model_text_files.hpp).
     static Expected<ChatTemplate> load(const std::filesystem::path& dir);
     // From template text (tests, GGUF metadata later); `source` names it in errors.
     static Expected<ChatTemplate> parse(const std::string& text, const std::string& source);
@@ -47,7 +47,7 @@ public:
     const std::string& source() const;
 
 private:
-    friend Expected<ChatTemplate> load_gguf_chat_template(const std::filesystem::path& file);
+    static Expected<ChatTemplate> from_gguf(const GgufHeader& h);
     struct Impl;
     explicit ChatTemplate(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;

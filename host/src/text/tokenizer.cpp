@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "model/model_text_files.hpp"
 #include "text/byte_level.hpp"
 #include "text/tokenizer_impl.hpp"
 #include "text/utf8.hpp"
@@ -20,16 +21,23 @@ Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
-Expected<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
-    // A GGUF model carries its tokenizer in its metadata (model/gguf_source.hpp names files so).
-    if (path.string().ends_with(".gguf")) {
-        STORMO_TRY_ASSIGN(auto data, load_tokenizer_gguf(path));
+Expected<std::unique_ptr<TokenizerData>> load_tokenizer_json(const std::filesystem::path& file) {
+    return load_tokenizer_json(read_tokenizer_files(file.string()).tokenizer_json);
+}
+
+Expected<Tokenizer> Tokenizer::from_model_text(const ModelText& text) {
+    // A GGUF model carries its tokenizer in its metadata.
+    if (text.gguf != nullptr) {
+        STORMO_TRY_ASSIGN(auto data, load_tokenizer_gguf(*text.gguf, text.path));
         return Tokenizer(std::make_unique<Impl>(Impl{std::move(data)}));
     }
-    std::error_code ec;
-    const bool directory = std::filesystem::is_directory(path, ec);
-    STORMO_TRY_ASSIGN(auto data, load_tokenizer_json(directory ? path / "tokenizer.json" : path));
+    STORMO_TRY_ASSIGN(auto data, load_tokenizer_json(text.tokenizer_json));
     return Tokenizer(std::make_unique<Impl>(Impl{std::move(data)}));
+}
+
+Expected<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
+    STORMO_TRY_ASSIGN(const ModelText text, read_model_text(path.string()));
+    return from_model_text(text);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool match_special) const {

@@ -13,14 +13,18 @@
 #include <vector>
 
 #include "stormo/error.hpp"
+#include "text/model_text.hpp"
 
 namespace stormo::text {
 
 class Tokenizer {
 public:
+    // From what an opened model hands over (model/model_bundle.hpp): its tokenizer.json, or a GGUF
+    // model's tokenizer.ggml.* metadata. A missing file, malformed JSON or a component this
+    // implementation lacks is an error naming file and field.
+    static Expected<Tokenizer> from_model_text(const ModelText& text);
     // `path` is a tokenizer.json, a directory holding one (a model directory), or a GGUF model
-    // (a path ending in .gguf: its tokenizer.ggml.* metadata). A missing file, malformed JSON or
-    // a component this implementation lacks is an error naming file and field.
+    // (recognised by its content), read through read_model_text (model/model_text_files.hpp).
     static Expected<Tokenizer> load(const std::filesystem::path& path);
     Tokenizer(Tokenizer&&) noexcept;
     Tokenizer& operator=(Tokenizer&&) noexcept;

@@ -5,7 +5,7 @@
 // decodes exactly as that file would.
 #include <array>
 
-#include "model/gguf_split.hpp"
+#include "model/gguf.hpp"
 #include "text/tokenizer_impl.hpp"
 #include "util/quote.hpp"
 
@@ -50,9 +50,7 @@ Expected<const GgufValue*> required(const GgufHeader& h, std::string_view key, G
 
 }  // namespace
 
-Expected<std::unique_ptr<TokenizerData>> load_tokenizer_gguf(const std::filesystem::path& file) {
-    STORMO_TRY_ASSIGN(auto model, GgufModel::open(file.string()));
-    const GgufHeader& h = model.metadata();
+Expected<std::unique_ptr<TokenizerData>> load_tokenizer_gguf(const GgufHeader& h, const std::filesystem::path& file) {
     const std::string& path = h.path;
 
     STORMO_TRY_ASSIGN(const GgufValue* kind_v, required(h, "tokenizer.ggml.model", GgufValueType::string, false));

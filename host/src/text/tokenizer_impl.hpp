@@ -9,6 +9,7 @@
 
 #include "text/added_tokens.hpp"
 #include "text/bpe.hpp"
+#include "text/model_text.hpp"
 #include "text/normalizer.hpp"
 #include "text/pre_tokenizer.hpp"
 #include "text/tokenizer.hpp"
@@ -32,9 +33,11 @@ struct TokenizerData {
     size_t size = 0;
 };
 
-// Reads and checks a tokenizer.json (the file itself, not a directory).
+// Checks a tokenizer.json as the model bundle read it (a file that could not be read is its error).
+Expected<std::unique_ptr<TokenizerData>> load_tokenizer_json(const TextFile& file);
+// The same from a tokenizer.json's path, read by read_tokenizer_files (model/model_text_files.hpp).
 Expected<std::unique_ptr<TokenizerData>> load_tokenizer_json(const std::filesystem::path& file);
-// Builds one from a GGUF file's tokenizer.ggml.* metadata (tokenizer_gguf.cpp).
-Expected<std::unique_ptr<TokenizerData>> load_tokenizer_gguf(const std::filesystem::path& file);
+// Builds one from a GGUF model's tokenizer.ggml.* metadata (tokenizer_gguf.cpp); `file` names it.
+Expected<std::unique_ptr<TokenizerData>> load_tokenizer_gguf(const GgufHeader& h, const std::filesystem::path& file);
 
 }  // namespace stormo::text

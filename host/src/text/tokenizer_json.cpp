@@ -1,42 +1,17 @@
-// Loading a tokenizer.json: the file read with a size cap, parsed with simdjson (a 27 MB file
-// parses in tens of milliseconds), each component checked against what this implementation
-// supports. Every error names the file and the field path.
+// Loading a tokenizer.json: the text the model bundle read (with a size cap), parsed with
+// simdjson (a 27 MB file parses in tens of milliseconds), each component checked against what this
+// implementation supports. Every error names the file and the field path.
 #include <simdjson.h>
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "text/tokenizer_impl.hpp"
-#include "util/file.hpp"
 
 namespace stormo::text {
 
 namespace {
 
 namespace dom = simdjson::dom;
-
-constexpr uint64_t kMaxTokenizerBytes = 256ull << 20;
-
-// The file's bytes with simdjson's padding. It must be a regular file no larger than the cap.
-Expected<simdjson::padded_string> read_capped(const std::filesystem::path& file) {
-    const std::string name = file.string();
-    struct stat st {};
-    if (::stat(name.c_str(), &st) != 0) {
-        const int e = errno;
-        return fail(e == ENOENT ? ErrorKind::missing : ErrorKind::io, name + ": " + std::strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) return fail(ErrorKind::invalid_argument, name + ": not a regular file");
-    if (static_cast<uint64_t>(st.st_size) > kMaxTokenizerBytes)
-        return fail(ErrorKind::resource, name + ": " + std::to_string(st.st_size) + " bytes, over the 256 MiB limit for a tokenizer.json");
-    STORMO_TRY_ASSIGN(auto fd, FileDescriptor::open_read(name));
-    STORMO_TRY_ASSIGN(const uint64_t size, fd.size(name));
-    if (size > kMaxTokenizerBytes) return fail(ErrorKind::resource, name + ": over the 256 MiB limit for a tokenizer.json");
-    simdjson::padded_string bytes(static_cast<size_t>(size));
-    STORMO_TRY(pread_exact(fd.get(), bytes.data(), size, 0, name));
-    return bytes;
-}
 
 // Field access that reports "<file>: <path>: <what>".
 class Reader {
@@ -340,16 +315,18 @@ Expected<std::unique_ptr<TokenizerData>> build(const Reader& r, dom::object root
 
 }  // namespace
 
-Expected<std::unique_ptr<TokenizerData>> load_tokenizer_json(const std::filesystem::path& file) {
-    STORMO_TRY_ASSIGN(auto bytes, read_capped(file));
-    const Reader r(file.string());
+Expected<std::unique_ptr<TokenizerData>> load_tokenizer_json(const TextFile& file) {
+    if (!file.bytes) return tl::unexpected(file.bytes.error());
+    // simdjson reads past the end of its input: the text is copied into a padded buffer.
+    const simdjson::padded_string bytes(*file.bytes);
+    const Reader r(file.path);
     dom::parser parser;
     dom::element root_el;
     if (const auto err = parser.parse(bytes).get(root_el); err != simdjson::SUCCESS)
-        return fail(ErrorKind::format, file.string() + ": malformed JSON: " + simdjson::error_message(err));
+        return fail(ErrorKind::format, file.path + ": malformed JSON: " + simdjson::error_message(err));
     STORMO_TRY_ASSIGN(auto root, r.object(root_el, "(top level)"));
     STORMO_TRY_ASSIGN(auto impl, build(r, root));
-    impl->file = file;
+    impl->file = file.path;
     return impl;
 }
 

@@ -1,0 +1,72 @@
+// recognise_model_path: see model_path.hpp.
+#include "model/model_path.hpp"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <vector>
+
+#include "model/gguf_split.hpp"
+#include "util/file.hpp"
+
+namespace stormo {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::array<char, 4> kGgufMagic{'G', 'G', 'U', 'F'};
+
+// The GGUF models in a directory without config.json: one file, or the parts of one split (the
+// first part by name is given; the split reader finds the others). Several models are refused.
+Expected<ModelPath> gguf_in_directory(const fs::path& dir) {
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec))
+        if (starts_with_gguf_magic(entry.path().string())) found.push_back(entry.path().string());
+    if (ec) return fail(ErrorKind::io, dir.string() + ": cannot list the directory: " + ec.message());
+    if (found.empty())
+        return fail(ErrorKind::missing, "not a model directory: no config.json or .gguf in " + dir.string());
+    std::sort(found.begin(), found.end());
+    const auto prefix = gguf_split_prefix(found.front());
+    const bool one_model = found.size() == 1 || (prefix && std::all_of(found.begin(), found.end(), [&](const std::string& f) {
+                                                     return gguf_split_prefix(f) == prefix;
+                                                 }));
+    if (!one_model) {
+        std::string names;
+        for (const std::string& f : found) names += (names.empty() ? "" : ", ") + fs::path(f).filename().string();
+        return fail(ErrorKind::invalid_argument, dir.string() + " holds " + std::to_string(found.size()) +
+                                                     " GGUF models (" + names + "): pass the one to run");
+    }
+    return ModelPath{ModelPathKind::gguf, found.front()};
+}
+
+}  // namespace
+
+bool starts_with_gguf_magic(const std::string& file) {
+    auto fd = FileDescriptor::open_read(file);
+    if (!fd) return false;
+    std::array<char, 4> head{};
+    return pread_exact(fd->get(), head.data(), head.size(), 0, file) && head == kGgufMagic;
+}
+
+Expected<ModelPath> recognise_model_path(const std::string& path) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    // A path that is not there (or empty) is left to the directory reader, whose errors say so.
+    if (path.empty() || !fs::exists(status)) return ModelPath{ModelPathKind::directory, path};
+    if (fs::is_directory(status)) {
+        if (fs::exists(fs::path(path) / "config.json", ec)) return ModelPath{ModelPathKind::directory, path};
+        return gguf_in_directory(fs::path(path));
+    }
+    if (starts_with_gguf_magic(path)) return ModelPath{ModelPathKind::gguf, path};
+    // A file of a model directory (its config.json, a shard, the tokenizer) given for the directory.
+    const fs::path parent = fs::absolute(fs::path(path), ec).lexically_normal().parent_path();
+    if (fs::exists(parent / "config.json", ec))
+        return fail(ErrorKind::invalid_argument, path + " is a file of a model directory, not a model: pass the directory that holds it: " +
+                                                     parent.string());
+    if (!fs::is_regular_file(status))
+        return fail(ErrorKind::invalid_argument, path + " is not a model: neither a directory nor a regular file");
+    return fail(ErrorKind::invalid_argument, path + " is not a model: not a directory, and not a GGUF file (it does not start with \"GGUF\")");
+}
+
+}  // namespace stormo
