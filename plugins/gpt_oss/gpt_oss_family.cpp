@@ -6,6 +6,7 @@
 
 #include "gpt_oss_config.hpp"
 #include "gpt_oss_model.hpp"
+#include "stormo/toolkit/attention.hpp"
 #include "stormo/toolkit/plugin_entry.hpp"
 
 namespace stormo::gpt_oss {
@@ -48,6 +49,11 @@ Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const 
     s.hidden_size = static_cast<size_t>(c.hidden_size);
     s.vocab_size = static_cast<size_t>(c.vocab_size);
     s.kv_floats_per_token = static_cast<size_t>(c.n_layers) * 2 * c.kv_width();
+    // The sliding layers keep a ring, not the context: the buffers as the model declares them.
+    const toolkit::GqaShape shape{static_cast<size_t>(c.n_heads), static_cast<size_t>(c.n_kv_heads),
+                                  static_cast<size_t>(c.head_dim)};
+    for (int l = 0; l < c.n_layers; ++l)
+        for (KvBufferDecl& b : toolkit::gqa_kv_buffers(shape, c.window_of(l))) s.kv_buffers.push_back(std::move(b));
     return s;
 }
 
