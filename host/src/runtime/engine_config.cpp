@@ -149,7 +149,8 @@ std::optional<std::string> thread_count_problem(int64_t threads) {
 
 Expected<void> check_thread_count(int64_t threads, const std::string& origin) {
     if (threads <= 0) return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(threads) + ": must be a positive integer");
-    if (auto over = thread_count_problem(threads)) return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(threads) + ": " + *over);
+    if (auto over = thread_count_problem(threads))
+        return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(threads) + ": " + *over);
     return {};
 }
 

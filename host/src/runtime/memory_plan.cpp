@@ -180,8 +180,10 @@ std::string describe_budget(const ExpertBudget& budget, uint64_t slots, uint64_t
 
 uint64_t kv_cache_bytes(std::span<const KvBufferDecl> buffers, size_t context, size_t rewind_slack) {
     uint64_t total = 0;
-    for (const KvBufferDecl& b : buffers)
-        total += Session::rows_for(b, context, Session::kDefaultMaxBlock, rewind_slack) * b.floats_per_position * sizeof(float);
+    for (const KvBufferDecl& b : buffers) {
+        const size_t rows = Session::rows_for(b, context, Session::kDefaultMaxBlock, rewind_slack);
+        total += static_cast<uint64_t>(rows) * b.floats_per_position * sizeof(float);
+    }
     return total;
 }
 
