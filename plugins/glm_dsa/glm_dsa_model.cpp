@@ -18,14 +18,24 @@ const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 
 }  // namespace
 
+toolkit::MlaShape mla_shape(const GlmDsaConfig& c) {
+    return {static_cast<size_t>(c.n_heads),      static_cast<size_t>(c.q_lora_rank),
+            static_cast<size_t>(c.kv_lora_rank), static_cast<size_t>(c.qk_nope_head_dim),
+            static_cast<size_t>(c.qk_rope_head_dim), static_cast<size_t>(c.v_head_dim)};
+}
+
+std::vector<KvBufferDecl> layer_kv(const GlmDsaConfig& c, int) {
+    std::vector<KvBufferDecl> kv = toolkit::mla_kv_buffers(mla_shape(c));
+    kv.push_back(KvBufferDecl{"index_key", static_cast<size_t>(c.index_head_dim), 0});
+    return kv;
+}
+
 GlmDsaModel::GlmDsaModel(GlmDsaConfig cfg, Compute compute)
     : DecoderModel(compute, "glm_dsa", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
       cfg_(std::move(cfg)),
       rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
-    mla_options_.shape = {static_cast<size_t>(cfg_.n_heads), static_cast<size_t>(cfg_.q_lora_rank),
-                          static_cast<size_t>(cfg_.kv_lora_rank), static_cast<size_t>(cfg_.qk_nope_head_dim),
-                          static_cast<size_t>(cfg_.qk_rope_head_dim), static_cast<size_t>(cfg_.v_head_dim)};
+    mla_options_.shape = mla_shape(cfg_);
     mla_options_.rope = &rope_;
     mla_options_.scale = static_cast<float>(std::pow(static_cast<double>(cfg_.qk_head_dim()), -0.5));
     mla_options_.kv_buffers = kv_buffer_count;
@@ -71,8 +81,7 @@ Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
                                                   hidden));
 
     LayerPlan& plan = plans_[static_cast<size_t>(l)];
-    plan.kv = toolkit::mla_kv_buffers(mla_options_.shape);
-    plan.kv.push_back(KvBufferDecl{"index_key", static_cast<size_t>(idim), 0});
+    plan.kv = layer_kv(cfg_, l);
     const bool moe = cfg_.moe_layer[static_cast<size_t>(l)];
     const int64_t inter = moe ? cfg_.moe_intermediate_size * cfg_.n_shared_experts : cfg_.intermediate_size;
     const std::string mlp_prefix = moe ? "shared_experts." : "";

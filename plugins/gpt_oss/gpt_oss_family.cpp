@@ -37,9 +37,7 @@ Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const 
                                   std::llround(c.rope.original_max_position_embeddings));
     }
     s.dimensions.emplace_back("mxfp4_experts", c.mxfp4 ? 1 : 0);
-    // Every layer is MoE; K and V on every layer.
-    return toolkit::decoder_summary(c, std::move(s.dimensions), c.n_layers,
-                                    c.n_layers * 2 * static_cast<int64_t>(c.kv_width()));
+    return toolkit::decoder_summary(c, std::move(s.dimensions), c.n_layers, toolkit::every_layer_kv(c, layer_kv));
 }
 
 TensorRole GptOssFamily::classify(std::string_view name) const {

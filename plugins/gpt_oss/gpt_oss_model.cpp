@@ -20,6 +20,12 @@ toolkit::TensorLoader loader(LoadContext& ctx, std::vector<Tensor>& keep) { retu
 
 }  // namespace
 
+std::vector<KvBufferDecl> layer_kv(const GptOssConfig& c, int layer) {
+    const toolkit::GqaShape shape{static_cast<size_t>(c.n_heads), static_cast<size_t>(c.n_kv_heads),
+                                  static_cast<size_t>(c.head_dim)};
+    return toolkit::gqa_kv_buffers(shape, c.window_of(layer));
+}
+
 GptOssModel::GptOssModel(GptOssConfig cfg, Compute compute)
     : DecoderModel(compute, "gpt_oss", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
@@ -68,7 +74,7 @@ Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {
     STORMO_TRY_ASSIGN(w.experts, layer_expert_form(cfg_, ctx, l));
 
     LayerPlan& plan = plans_[static_cast<size_t>(l)];
-    plan.kv = toolkit::gqa_kv_buffers(attention_options_[static_cast<size_t>(l)].shape, cfg_.window_of(l));
+    plan.kv = layer_kv(cfg_, l);
     plan.ffn = FfnKind::moe;  // every GPT-OSS layer is MoE; dense_ffn is never planned
     plan.n_experts = static_cast<int>(cfg_.n_experts);
     plan.top_k = static_cast<int>(cfg_.top_k);

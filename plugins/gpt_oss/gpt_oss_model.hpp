@@ -26,6 +26,10 @@ enum class ExpertForm {
     linear,  // stacked nn.Linear matrices gate_proj/up_proj/down_proj.weight [E, out, in] + .bias (a GGUF file's form)
 };
 
+// Layer `layer`'s KV buffers (K and V; a sliding layer's as a ring of its window): what its
+// LayerPlan declares and what the summary plans with.
+std::vector<KvBufferDecl> layer_kv(const GptOssConfig& c, int layer);
+
 struct LayerWeights {
     toolkit::GqaWeights attn;                // q/k/v/o with biases, sinks
     toolkit::RouterWeights router;           // [experts, hidden] + bias

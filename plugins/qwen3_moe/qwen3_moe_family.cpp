@@ -12,9 +12,8 @@ namespace stormo::qwen3_moe {
 Expected<ModelSummary> Qwen3MoeFamily::summarize(const ModelConfig& c) const {
     STORMO_TRY_ASSIGN(const Qwen3MoeConfig q, parse_qwen3_moe_config(c));
     // The dimensions as the file writes them, in print order (hub: num_experts; transformers 5:
-    // num_local_experts), as the parse read them; K and V on every layer.
-    return toolkit::decoder_summary(q, q.dimensions, q.moe_layer_count(),
-                                    q.n_layers * 2 * static_cast<int64_t>(q.kv_width()));
+    // num_local_experts), as the parse read them.
+    return toolkit::decoder_summary(q, q.dimensions, q.moe_layer_count(), toolkit::every_layer_kv(q, layer_kv));
 }
 
 Expected<std::unique_ptr<Model>> Qwen3MoeFamily::load(LoadContext& ctx) const { return Qwen3MoeModel::load(ctx); }

@@ -19,6 +19,12 @@ const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 
 }  // namespace
 
+std::vector<KvBufferDecl> layer_kv(const Qwen3MoeConfig& c, int) {
+    const toolkit::GqaShape shape{static_cast<size_t>(c.n_heads), static_cast<size_t>(c.n_kv_heads),
+                                  static_cast<size_t>(c.head_dim)};
+    return toolkit::gqa_kv_buffers(shape, 0);  // every layer attends over the whole context
+}
+
 Qwen3MoeModel::Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute)
     : DecoderModel(compute, "qwen3_moe", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
@@ -66,7 +72,7 @@ Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
     w.attn.k_norm.eps = eps;
 
     LayerPlan& plan = plans_[static_cast<size_t>(l)];
-    plan.kv = toolkit::gqa_kv_buffers(attention_options_.shape, 0);
+    plan.kv = layer_kv(cfg_, l);
     plan.shared_experts = false;
     if (!cfg_.is_moe(l)) {
         const int64_t inter = cfg_.intermediate_size;

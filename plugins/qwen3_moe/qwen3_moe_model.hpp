@@ -19,6 +19,9 @@
 
 namespace stormo::qwen3_moe {
 
+// Layer `layer`'s KV buffers (K and V): what its LayerPlan declares and what the summary plans with.
+std::vector<KvBufferDecl> layer_kv(const Qwen3MoeConfig& c, int layer);
+
 struct LayerWeights {
     toolkit::GqaWeights attn;                // q/k/v/o, q_norm and k_norm
     toolkit::RouterWeights router;           // MoE layers: mlp.gate [experts, hidden]

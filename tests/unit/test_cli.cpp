@@ -241,7 +241,16 @@ void check_inspect_fixtures(const FamilyCase& fc) {
         EXPECT_TRUE(flag(*plan, "all_experts_resident"));
         EXPECT_EQ(integer(*plan, "kv_bytes_per_token"), kv * 4);
         EXPECT_EQ(integer(*plan, "context"), 4096);
-        EXPECT_EQ(integer(*plan, "kv_bytes_for_context"), kv * 4 * 4096);
+        // A sliding layer keeps a ring of its window plus a forward block (256 positions), not the
+        // context (Session::rows_for).
+        int64_t kv_rows = 0;  // over all layers, each row of kv / layers floats
+        const stormo::Json* types = config.find("layer_types");
+        for (int64_t l = 0; l < layers; ++l) {
+            const bool sliding =
+                types != nullptr && (*types->as_array())[static_cast<size_t>(l)].as_string() == "sliding_attention";
+            kv_rows += sliding ? std::min<int64_t>(4096, *config.find("sliding_window")->as_int() + 255) : 4096;
+        }
+        EXPECT_EQ(integer(*plan, "kv_bytes_for_context"), kv / layers * 4 * kv_rows);
     }
     EXPECT_GE(checked, 2) << "no " << fc.fixture_prefix << " fixtures found";
 }

@@ -146,18 +146,20 @@ TEST(EngineConfig, UnknownKeyNamesTheKeyTheFileAndTheKnownKeys) {
                  "activations, head, dense_bf16, pin_threads)");
 }
 
+// The words of the command line's errors (engine_settings.hpp), with the key and the file where
+// the option would be named.
 TEST(EngineConfig, WrongTypeNamesTheKeyAndTheExpectedType) {
-    EXPECT_EQ(error_of("threads: two\n"), "test.yaml: key 'threads' must be a positive integer or auto, got 'two'");
-    EXPECT_EQ(error_of("threads: 0\n"), "test.yaml: key 'threads' must be a positive integer or auto, got '0'");
-    EXPECT_EQ(error_of("context: -5\n"), "test.yaml: key 'context' must be a positive integer or auto, got '-5'");
-    EXPECT_EQ(error_of("context: [1]\n"), "test.yaml: key 'context' must be a positive integer or auto, got a list");
-    EXPECT_EQ(error_of("prefetch: maybe\n"), "test.yaml: key 'prefetch' must be a boolean (true or false), got 'maybe'");
-    EXPECT_EQ(error_of("kernels: [avx2]\n"), "test.yaml: key 'kernels' must be a non-empty string, got a list");
-    EXPECT_EQ(error_of("family:\n"), "test.yaml: key 'family' must be a non-empty string, got no value");
-    EXPECT_EQ(error_of("plugins_dirs: /opt/x\n"), "test.yaml: key 'plugins_dirs' must be a list of strings, got '/opt/x'");
-    EXPECT_EQ(error_of("eviction: fifo\n"), "test.yaml: key 'eviction' must be lru or hotness, got 'fifo'");
-    EXPECT_EQ(error_of("activations: int4\n"), "test.yaml: key 'activations' must be f32 or int8, got 'int4'");
-    EXPECT_EQ(error_of("direct_io: {a: 1}\n"), "test.yaml: key 'direct_io' must be a boolean (true or false), got a map");
+    EXPECT_EQ(error_of("threads: two\n"), "threads in test.yaml 'two': must be a positive integer or auto");
+    EXPECT_EQ(error_of("threads: 0\n"), "threads in test.yaml 0: must be a positive integer or auto");
+    EXPECT_EQ(error_of("context: -5\n"), "context in test.yaml -5: must be a positive integer or auto");
+    EXPECT_EQ(error_of("context: [1]\n"), "context in test.yaml: must be a positive integer or auto, got a list");
+    EXPECT_EQ(error_of("prefetch: maybe\n"), "prefetch in test.yaml 'maybe': must be a boolean (true or false)");
+    EXPECT_EQ(error_of("kernels: [avx2]\n"), "kernels in test.yaml: must be a name (auto, reference or a plugin), got a list");
+    EXPECT_EQ(error_of("family:\n"), "family in test.yaml: must be a name (auto or a model plugin), got no value");
+    EXPECT_EQ(error_of("plugins_dirs: /opt/x\n"), "plugins_dirs in test.yaml: must be a list of directories, got '/opt/x'");
+    EXPECT_EQ(error_of("eviction: fifo\n"), "eviction in test.yaml 'fifo': must be lru or hotness");
+    EXPECT_EQ(error_of("activations: int4\n"), "activations in test.yaml 'int4': must be f32 or int8");
+    EXPECT_EQ(error_of("direct_io: {a: 1}\n"), "direct_io in test.yaml: must be a boolean (true or false), got a map");
     EXPECT_EQ(error_of("expert_budget: 8GB\n"),
               "expert_budget in test.yaml '8GB': unknown unit 'GB' (use KiB, MiB, GiB, TiB or K, M, G, T)");
 }
@@ -195,11 +197,11 @@ TEST(EngineConfig, ValuesInErrorsAreEscapedAndCut) {
     // Invalid UTF-8 and terminal escapes come back as \xNN; a long value (1 MiB here) as its first
     // 64 bytes and its length.
     EXPECT_EQ(error_of("eviction: \"a\\e[31m\\xff\"\n"),
-              "test.yaml: key 'eviction' must be lru or hotness, got 'a\\x1b[31m\\xc3\\xbf'");
-    EXPECT_EQ(error_of("eviction: b\xff\xfe\n"), "test.yaml: key 'eviction' must be lru or hotness, got 'b\\xff\\xfe'");
+              "eviction in test.yaml 'a\\x1b[31m\\xc3\\xbf': must be lru or hotness");
+    EXPECT_EQ(error_of("eviction: b\xff\xfe\n"), "eviction in test.yaml 'b\\xff\\xfe': must be lru or hotness");
     const std::string huge(1 << 20, 'z');
     EXPECT_EQ(error_of("eviction: " + huge + "\n"),
-              "test.yaml: key 'eviction' must be lru or hotness, got '" + std::string(64, 'z') + "... (1048576 bytes)'");
+              "eviction in test.yaml '" + std::string(64, 'z') + "... (1048576 bytes)': must be lru or hotness");
     const std::string huge_key = error_of("? " + huge + "\n: 1\n");
     EXPECT_EQ(huge_key.substr(0, 40), "test.yaml: unknown key '" + std::string(16, 'z'));
     EXPECT_LT(huge_key.size(), 400u);

@@ -184,6 +184,7 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(ModelSummary, hidden_size);
     STORMO_ABI_FIELD(ModelSummary, vocab_size);
     STORMO_ABI_FIELD(ModelSummary, kv_floats_per_token);
+    STORMO_ABI_FIELD(ModelSummary, kv_buffers);
     h = mix_type<GgufValue>(h);
     STORMO_ABI_FIELD(GgufValue, type);
     STORMO_ABI_FIELD(GgufValue, element_type);

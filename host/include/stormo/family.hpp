@@ -181,6 +181,10 @@ struct ModelSummary {
     size_t hidden_size = 0;
     size_t vocab_size = 0;
     size_t kv_floats_per_token = 0;  // over all layers
+    // Every layer's KV buffers, in layer order, as its LayerPlan will declare them: with them the
+    // host plans a sliding window's ring as the session will hold it. Empty: kv_floats_per_token
+    // floats for every position of the context.
+    std::vector<KvBufferDecl> kv_buffers;
 };
 
 class STORMO_API Family {

@@ -276,7 +276,7 @@ int run_bench_kernels(int argc, char** argv) {
     options.ram_only = o.ram_only;
 
     CommonOptions common;
-    common.plugins_dirs = o.plugins_dirs;
+    common.settings["plugins_dirs"] = o.plugins_dirs;
     auto registry = discover_plugins(default_engine_config(), common);
     if (!registry) return report_error(registry.error());
     Tables tables;

@@ -114,8 +114,8 @@ int run_generate(int argc, char** argv) {
 
     // Sampling, the repetition penalty and --dump need every logit (docs/head_bound.md): the
     // compact copy of the head would never be read, so it is not built.
-    if ((!takes_argmax(g.sampling) || g.dump.dir) && (!common.head || head_read_from_name(*common.head)))
-        common.head = "exact-only";
+    if ((!takes_argmax(g.sampling) || g.dump.dir) && (!common.given("head") || head_read_from_name(*common.given("head"))))
+        common.settings["head"] = {"exact-only"};
     auto loaded = open_engine(common, 0, prompt->size() + static_cast<size_t>(g.max_tokens), "the prompt and --max-tokens");
     if (!loaded) return report_error(loaded.error());
     Engine& engine = *loaded->engine;

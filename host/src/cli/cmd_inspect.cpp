@@ -104,15 +104,12 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
     p.experts = c.expert_bytes();
     p.kv_per_token = static_cast<uint64_t>(summary.kv_floats_per_token) * sizeof(float);
     p.context = s.config.context;
-    p.kv_for_context = p.kv_per_token * static_cast<uint64_t>(p.context);
-    // The same plan `generate` makes at start, except that here the dense part is not loaded yet:
-    // it is taken off what is available.
+    // The same plan `generate` makes at start (plan_run_memory), except that here the dense part
+    // is not loaded yet: it is taken off what is available.
     AvailableMemory available = available_memory();
     const uint64_t loaded = p.dense_resident + p.compact_head;
     available.bytes = available.bytes > loaded ? available.bytes - loaded : 0;
     available.source += p.compact_head > 0 ? " - dense part - compact head" : " - dense part";
-    STORMO_TRY(check_context_fits(static_cast<uint64_t>(p.context), s.config.origin("context"), s.source->config(),
-                                  p.kv_for_context, available));
     const uint64_t experts_total = static_cast<uint64_t>(summary.n_moe_layers) * static_cast<uint64_t>(summary.n_experts);
     // config.json's expert count against the checkpoint's expert tensors: more experts than bytes
     // means the count is wrong (and would divide by zero below).
@@ -121,9 +118,21 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
                                              " MoE layers x " + std::to_string(summary.n_experts) +
                                              " experts, but the checkpoint's expert tensors hold only " +
                                              format_bytes(p.experts) + "; the expert count does not match the tensors");
-    const ExpertBudget budget = plan_expert_budget(s.config.expert_budget, p.experts, p.kv_for_context, available);
-    // The checks `generate` makes when it plans the store, so inspect refuses the same budgets.
-    STORMO_TRY(check_budget_fits(s.config.expert_budget, budget, p.experts, available, s.config.origin("expert_budget")));
+    RunMemoryRequest request;
+    request.config = &s.source->config();
+    // A family that declares no buffers holds kv_floats_per_token for every position.
+    request.kv = summary.kv_buffers.empty()
+                     ? std::vector<KvBufferDecl>{KvBufferDecl{"kv", summary.kv_floats_per_token, 0}}
+                     : summary.kv_buffers;
+    request.context = static_cast<size_t>(p.context);
+    request.context_origin = s.config.origin("context");
+    request.expert_bytes = p.experts;
+    request.expert_budget = s.config.expert_budget;
+    request.expert_budget_origin = s.config.origin("expert_budget");
+    request.available = available;
+    STORMO_TRY_ASSIGN(const RunMemory planned, plan_run_memory(request));
+    p.kv_for_context = planned.kv_bytes;
+    const ExpertBudget& budget = planned.budget;
     p.expert_budget = budget.all ? p.experts : budget.bytes;
     p.all_experts_resident = budget.all;
     const uint64_t slot_bytes = slot_bytes_upper_bound(s, summary, experts_total);

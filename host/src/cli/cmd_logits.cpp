@@ -39,7 +39,7 @@ int run_logits(int argc, char** argv) {
 
     // logits computes every row of the head: a compact copy would never be read (a bad --head
     // value is still refused by the engine configuration).
-    if (!common.head || head_read_from_name(*common.head)) common.head = "exact-only";
+    if (!common.given("head") || head_read_from_name(*common.given("head"))) common.settings["head"] = {"exact-only"};
     auto loaded = open_engine(common, 0, tokens->size(), "the ids");
     if (!loaded) return report_error(loaded.error());
     Engine& engine = *loaded->engine;

@@ -84,9 +84,10 @@ Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common)
         return fail(ErrorKind::invalid_argument, "--shutdown-grace must be in [0, 3600] seconds");
     if (o.api_key && o.api_key->empty()) return fail(ErrorKind::invalid_argument, "--api-key must not be empty");
     if (o.ctx) {
-        if (common.context && *common.context != *o.ctx)
+        const std::string ctx = std::to_string(*o.ctx);
+        if (const auto context = common.given("context"); context && *context != ctx)
             return fail(ErrorKind::invalid_argument, "--ctx and --context name different contexts; give one");
-        common.context = o.ctx;
+        common.settings["context"] = {ctx};
     }
     return {};
 }

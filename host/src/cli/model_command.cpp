@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include "runtime/engine_settings.hpp"
 #include "runtime/memory_plan.hpp"
 #include "util/file.hpp"
 #include "util/token_ids.hpp"
@@ -28,24 +29,11 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
                                         size_t run_need, const std::string& run_need_origin) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
-    EngineOptions eo;
+    EngineOptions eo = engine_options(config);
     eo.setup = setup_request(config, options);
     eo.setup.opened = std::move(opened);
-    eo.threads = config.threads ? static_cast<size_t>(*config.threads) : 0;
-    eo.pin_threads = config.pin_threads;
-    eo.expert_budget = config.expert_budget;
-    eo.expert_budget_origin = config.origin("expert_budget");
-    eo.eviction.policy = config.eviction;
-    eo.eviction.decay = config.hotness_decay;
-    eo.direct_io = config.direct_io;
-    eo.io_threads = static_cast<size_t>(config.io_threads);
-    eo.pipeline.prefetch = config.prefetch;
-    eo.pipeline.async_compute = config.async_compute;
     eo.context = context_for(config, run_need);
     eo.context_origin = context_origin_for(config, run_need, run_need_origin);
-    eo.activations = config.activations;
-    eo.head = config.head;
-    eo.dense_bf16 = config.dense_bf16;
     eo.rewind_slack = rewind_slack;
     STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));
     if (options.verbose) {

@@ -4,10 +4,38 @@
 #include <iostream>
 #include <string_view>
 
+#include "runtime/engine.hpp"
+#include "runtime/engine_settings.hpp"
 #include "text/utf8.hpp"
 #include "util/quote.hpp"
 
 namespace stormo::cli {
+
+std::optional<std::string> CommonOptions::given(std::string_view key) const {
+    const auto it = settings.find(key);
+    if (it == settings.end() || it->second.empty()) return std::nullopt;
+    return it->second.front();
+}
+
+namespace {
+
+// One setting's option, made from its row: a value, or a repeatable one for a list.
+void add_setting_option(po::options_description& d, const EngineSetting& s, CommonOptions& out) {
+    const std::string key(s.key), flag(s.flag), help(s.help), value_name(s.value_name);
+    if (s.form == EngineSetting::Form::list) {
+        d.add_options()(flag.c_str(),
+                        po::value<std::vector<std::string>>()->value_name(value_name)->composing()->notifier(
+                            [&out, key](const std::vector<std::string>& v) { out.settings[key] = v; }),
+                        help.c_str());
+    } else {
+        d.add_options()(flag.c_str(),
+                        po::value<std::string>()->value_name(value_name)->notifier(
+                            [&out, key](const std::string& v) { out.settings[key] = {v}; }),
+                        help.c_str());
+    }
+}
+
+}  // namespace
 
 po::options_description common_options(CommonOptions& out) {
     po::options_description d("Options every model command accepts");
@@ -15,29 +43,9 @@ po::options_description common_options(CommonOptions& out) {
         ("model", po::value<std::string>()->value_name("DIR")->notifier([&out](const std::string& v) { out.model = v; }),
          "Hugging Face model directory (config.json, safetensors shards or index)")
         ("config", po::value<std::string>()->value_name("FILE")->notifier([&out](const std::string& v) { out.config = v; }),
-         "YAML engine configuration (default: the values of configs/default.yaml)")
-        ("kernels", po::value<std::string>()->value_name("NAME")->notifier([&out](const std::string& v) { out.kernels = v; }),
-         "auto (default), reference, or a kernels plugin name (avx2, vnni)")
-        ("family", po::value<std::string>()->value_name("NAME")->notifier([&out](const std::string& v) { out.family = v; }),
-         "auto (default: chosen from config.json) or a model plugin name")
-        ("expert-budget", po::value<std::string>()->value_name("SIZE")->notifier([&out](const std::string& v) { out.expert_budget = v; }),
-         "RAM for routed experts: bytes, or with KiB/MiB/GiB/TiB; all keeps every expert; auto")
-        ("threads", po::value<int>()->value_name("N")->notifier([&out](int v) { out.threads = v; }),
-         "compute threads (default: physical cores)")
-        ("context", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.context = v; }),
-         "KV context in tokens; default (context: auto): what the run needs, i.e. the prompt + --max-tokens "
-         "for generate, --prompt-tokens + --gen-tokens for bench, the ids for logits, 4096 for inspect")
-        ("activations", po::value<std::string>()->value_name("ROAD")->notifier([&out](const std::string& v) { out.activations = v; }),
-         "f32 (default) or int8: the integer road for MXFP4 matrices (docs/kernels.md)")
-        ("head", po::value<std::string>()->value_name("READ")->notifier([&out](const std::string& v) { out.head = v; }),
-         "bounded (default) or exact-only: greedy decoding reads the LM head by bound from an int8 copy, or "
-         "computes every logit (docs/head_bound.md)")
-        ("dense-bf16", po::value<std::string>()->value_name("FORM")->notifier([&out](const std::string& v) { out.dense_bf16 = v; }),
-         "packed (default) or plain: hold dense BF16 matrices losslessly in about 12 bits a value, or "
-         "as the checkpoint has them (docs/kernels.md)")
-        ("plugins-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing()
-             ->notifier([&out](const std::vector<std::string>& v) { out.plugins_dirs = v; }),
-         "another directory to search for plugins (repeatable)")
+         "YAML engine configuration (default: the values of configs/default.yaml)");
+    for (const EngineSetting& s : engine_settings()) add_setting_option(d, s, out);
+    d.add_options()
         ("verbose,v", po::bool_switch(&out.verbose),
          "print the family, kernels, threads and expert budget chosen to stderr at start");
     return d;
@@ -161,67 +169,17 @@ Expected<EngineConfig> resolve_engine_config(const CommonOptions& o) {
         if (!loaded) return tl::unexpected(with_context(loaded.error(), "--config"));
         cfg = std::move(*loaded);
     }
-    if (o.kernels) {
-        if (o.kernels->empty()) return fail(ErrorKind::invalid_argument, "--kernels: needs a name (auto, reference or a plugin)");
-        cfg.kernels = *o.kernels;
-        cfg.origins["kernels"] = "--kernels";
-    }
-    if (o.family) {
-        if (o.family->empty()) return fail(ErrorKind::invalid_argument, "--family: needs a name (auto or a model plugin)");
-        cfg.family = *o.family;
-        cfg.origins["family"] = "--family";
-    }
-    if (o.threads) {
-        STORMO_TRY(check_thread_count(*o.threads, "--threads"));
-        cfg.threads = *o.threads;
-        cfg.origins["threads"] = "--threads";
-    }
-    if (o.context) {
-        if (*o.context <= 0)
-            return fail(ErrorKind::invalid_argument, "--context " + std::to_string(*o.context) + ": must be a positive integer");
-        if (*o.context > kMaxContext)
-            return fail(ErrorKind::invalid_argument, "--context " + std::to_string(*o.context) + ": more than the " +
-                                                         std::to_string(kMaxContext) + " positions stormo accepts");
-        cfg.context = *o.context;
-        cfg.origins["context"] = "--context";
-    }
-    if (o.activations) {
-        const std::optional<ActivationRoad> road = activation_road_from_name(*o.activations);
-        if (!road)
-            return fail(ErrorKind::invalid_argument, "--activations '" + printable(*o.activations) + "': must be f32 or int8");
-        cfg.activations = *road;
-        cfg.origins["activations"] = "--activations";
-    }
-    if (o.head) {
-        const std::optional<HeadRead> head = head_read_from_name(*o.head);
-        if (!head) return fail(ErrorKind::invalid_argument, "--head '" + printable(*o.head) + "': must be bounded or exact-only");
-        cfg.head = *head;
-        cfg.origins["head"] = "--head";
-    }
-    if (o.dense_bf16) {
-        const std::optional<DenseBf16> form = dense_bf16_from_name(*o.dense_bf16);
-        if (!form) return fail(ErrorKind::invalid_argument, "--dense-bf16 '" + printable(*o.dense_bf16) + "': must be packed or plain");
-        cfg.dense_bf16 = *form;
-        cfg.origins["dense_bf16"] = "--dense-bf16";
-    }
-    if (o.expert_budget) {
-        auto size = parse_size(*o.expert_budget, "--expert-budget");
-        if (!size) {
-            Error e = size.error();
-            e.kind = ErrorKind::invalid_argument;
-            return tl::unexpected(e);
-        }
-        cfg.expert_budget = *size;
-        cfg.origins["expert_budget"] = "--expert-budget";
+    for (const EngineSetting& s : engine_settings()) {
+        const auto given = o.settings.find(s.key);
+        if (given == o.settings.end()) continue;
+        const SettingSource from{"--" + std::string(s.flag), ErrorKind::invalid_argument, ""};
+        for (const std::string& text : given->second) STORMO_TRY(apply_setting(cfg, s, text, from));
     }
     return cfg;
 }
 
-PluginSearch plugin_search(const EngineConfig& config, const CommonOptions& options) {
-    PluginSearch search;
-    for (const std::string& d : config.plugins_dirs) search.extra.push_back({d, config.origin("plugins_dirs"), true});
-    for (const std::string& d : options.plugins_dirs) search.extra.push_back({d, "--plugins-dir", true});
-    return search;
+PluginSearch plugin_search(const EngineConfig& config, const CommonOptions&) {
+    return engine_options(config).setup.search;
 }
 
 Expected<PluginRegistry> discover_plugins(const EngineConfig& config, const CommonOptions& options) {
@@ -229,11 +187,8 @@ Expected<PluginRegistry> discover_plugins(const EngineConfig& config, const Comm
 }
 
 SetupRequest setup_request(const EngineConfig& config, const CommonOptions& options) {
-    SetupRequest r;
+    SetupRequest r = engine_options(config).setup;
     r.model_dir = options.model.value_or("");
-    r.search = plugin_search(config, options);
-    r.family = PluginRequest{config.family, config.origin("family")};
-    r.kernels = PluginRequest{config.kernels, config.origin("kernels")};
     return r;
 }
 

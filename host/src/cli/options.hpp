@@ -7,9 +7,11 @@
 // parse_command_line; errors come back as values and the command returns report_error(e).
 #include <boost/program_options.hpp>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plugins/plugin_registry.hpp"
@@ -38,20 +40,18 @@ void validate(boost::any& out, const std::vector<std::string>& values, UnsignedA
 struct CommonOptions {
     std::optional<std::string> model;
     std::optional<std::string> config;
-    std::optional<std::string> kernels;
-    std::optional<std::string> family;
-    std::optional<std::string> expert_budget;
-    std::optional<int> threads;
-    std::optional<int64_t> context;
-    std::optional<std::string> activations;
-    std::optional<std::string> head;
-    std::optional<std::string> dense_bf16;
-    std::vector<std::string> plugins_dirs;
+    // The engine settings given on the command line, by key (engine_settings.hpp): the option's
+    // argument, or each of a repeated option's.
+    std::map<std::string, std::vector<std::string>, std::less<>> settings;
     bool verbose = false;  // the engine's set-up (family, kernels, expert budget) on stderr at start
+
+    // The one value given for `key`, if any.
+    std::optional<std::string> given(std::string_view key) const;
 };
 
-// --model --config --kernels --family --expert-budget --threads --context --activations --plugins-dir,
-// stored into `out` when parsed. `out` must outlive the parse.
+// --model --config, an option for every engine setting (--kernels, --threads, --context, ...:
+// the table in engine_settings.hpp) and --verbose, stored into `out` when parsed. `out` must
+// outlive the parse.
 po::options_description common_options(CommonOptions& out);
 
 enum class ParseResult { run, help_shown };
@@ -69,7 +69,7 @@ int report_error(const Error& error);
 int report_usage_error(const std::string& command, const Error& error);
 
 // --config FILE (or the built-in defaults, which configs/default.yaml documents), then each
-// option given on the command line over it; checks --threads, --context and --expert-budget.
+// setting given on the command line over it, checked by the same table as the file's keys.
 Expected<EngineConfig> resolve_engine_config(const CommonOptions& options);
 
 // Built-in directory, STORMO_PLUGIN_PATH, the configuration's plugins_dirs, then --plugins-dir.

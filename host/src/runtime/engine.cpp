@@ -96,14 +96,18 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     for (const auto& layout : layouts) total += layout.bytes_per_expert() * layout.locations.size();
     for (int l = 0; l < model_->n_layers(); ++l)
         min_slots = std::max(min_slots, static_cast<size_t>(std::max(0, model_->layer_plan(l).top_k)));
-    uint64_t kv_bytes = 0;
+    RunMemoryRequest request;
+    request.config = &source().config();
     for (int l = 0; l < model_->n_layers(); ++l)
-        for (const auto& kv : model_->layer_plan(l).kv)
-            kv_bytes += Session::rows_for(kv, options.context, Session::kDefaultMaxBlock, options.rewind_slack) * kv.floats_per_position * sizeof(float);
-    const AvailableMemory available = available_memory();
-    STORMO_TRY(check_context_fits(options.context, options.context_origin, source().config(), kv_bytes, available));
-    budget_ = plan_expert_budget(options.expert_budget, total, kv_bytes, available);
-    STORMO_TRY(check_budget_fits(options.expert_budget, budget_, total, available, options.expert_budget_origin));
+        for (const auto& kv : model_->layer_plan(l).kv) request.kv.push_back(kv);
+    request.context = options.context;
+    request.context_origin = options.context_origin;
+    request.rewind_slack = options.rewind_slack;
+    request.expert_bytes = total;
+    request.expert_budget = options.expert_budget;
+    request.expert_budget_origin = options.expert_budget_origin;
+    request.available = available_memory();
+    STORMO_TRY_ASSIGN(memory_, plan_run_memory(request));
 
     std::unique_ptr<ExpertStore> store;
     // Experts already in RAM (a GGUF tensor dequantized on load) have no file to stream from.
@@ -114,7 +118,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
                     if (setup_.source->in_memory(*part.tensor)) return true;
         return false;
     };
-    if (budget_.all || layouts.empty() || in_memory()) {
+    if (memory_.budget.all || layouts.empty() || in_memory()) {
         store = make_resident_expert_store(*setup_.source);
     } else {
         std::vector<std::string> files;
@@ -125,7 +129,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
         STORMO_TRY_ASSIGN(auto backend, make_pread_backend(files, options.direct_io));
         if (options.wrap_read_backend) backend = options.wrap_read_backend(std::move(backend));
         StreamingStoreOptions so;
-        so.budget_bytes = budget_.bytes;
+        so.budget_bytes = memory_.budget.bytes;
         so.min_slots = min_slots;
         so.eviction = options.eviction;
         so.io_threads = options.io_threads;

@@ -66,7 +66,9 @@ public:
     // The dense matrices held as BF16_PACKED, by tensor name, with their bytes in RAM (what a
     // pass over each reads instead of its checkpoint bytes).
     const std::map<std::string, uint64_t, std::less<>>& packed_bytes() const { return packed_bytes_; }
-    const ExpertBudget& expert_budget() const { return budget_; }
+    const ExpertBudget& expert_budget() const { return memory_.budget; }
+    // The KV cache and expert budget planned at open (plan_run_memory: `inspect` plans the same).
+    const RunMemory& memory() const { return memory_; }
     // The compact copy greedy steps read the head by (nullptr with --head exact-only, or when
     // the head cannot be read by bound: head_note() says why).
     const CompactHead* compact_head() const { return compact_head_ ? &*compact_head_ : nullptr; }
@@ -91,7 +93,7 @@ private:
     uint64_t dense_bytes_ = 0;
     std::map<std::string, uint64_t, std::less<>> packed_bytes_;
     size_t rewind_slack_ = 0;
-    ExpertBudget budget_;
+    RunMemory memory_;
     std::optional<CompactHead> compact_head_;
     std::string head_note_;
 };

@@ -1,5 +1,6 @@
 // YAML engine configuration and the size syntax shared with the command line.
 #include "runtime/engine_config.hpp"
+#include "runtime/engine_settings.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -47,13 +48,9 @@ std::optional<uint64_t> unit_multiplier(std::string_view unit) {
 // invalid UTF-8, terminal escapes or a 10 MB scalar cost one short line.
 std::string quoted_value(std::string_view s) { return "'" + printable(s) + "'"; }
 
-Error size_error(std::string_view option, std::string_view text, const std::string& why) {
-    return Error{ErrorKind::config, std::string(option) + " " + quoted_value(text) + ": " + why};
-}
-
 }  // namespace
 
-Expected<SizeSpec> parse_size(std::string_view text, std::string_view option) {
+tl::expected<SizeSpec, std::string> read_size(std::string_view text) {
     const std::string_view t = trim(text);
     const std::string l = lower(t);
     if (l == "all") return SizeSpec{SizeSpec::Kind::all, 0};
@@ -68,21 +65,17 @@ Expected<SizeSpec> parse_size(std::string_view text, std::string_view option) {
         fraction = t.substr(start, i - start);
     }
     if (whole.empty() && fraction.empty())
-        return tl::unexpected(size_error(option, text,
-                                         "not a size (bytes, or a number with KiB, MiB, GiB, TiB; or all, auto)"));
+        return tl::unexpected(std::string("not a size (bytes, or a number with KiB, MiB, GiB, TiB; or all, auto)"));
     const std::string_view unit = trim(t.substr(i));
     const std::optional<uint64_t> mult = unit_multiplier(unit);
-    if (!mult)
-        return tl::unexpected(size_error(option, text, "unknown unit " + quoted_value(unit) +
-                                                           " (use KiB, MiB, GiB, TiB or K, M, G, T)"));
+    if (!mult) return tl::unexpected("unknown unit " + quoted_value(unit) + " (use KiB, MiB, GiB, TiB or K, M, G, T)");
     uint64_t n = 0;
     if (!whole.empty()) {
         const auto [ptr, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), n);
         if (ec != std::errc() || ptr != whole.data() + whole.size())
-            return tl::unexpected(size_error(option, text, "the number is too large"));
+            return tl::unexpected(std::string("the number is too large"));
     }
-    if (n > std::numeric_limits<uint64_t>::max() / *mult)
-        return tl::unexpected(size_error(option, text, "the size is too large"));
+    if (n > std::numeric_limits<uint64_t>::max() / *mult) return tl::unexpected(std::string("the size is too large"));
     uint64_t bytes = n * *mult;
     if (!fraction.empty()) {
         // The fraction of a unit, rounded down to whole bytes.
@@ -95,6 +88,12 @@ Expected<SizeSpec> parse_size(std::string_view text, std::string_view option) {
         bytes += static_cast<uint64_t>(std::floor(f * static_cast<long double>(*mult)));
     }
     return SizeSpec{SizeSpec::Kind::bytes, bytes};
+}
+
+Expected<SizeSpec> parse_size(std::string_view text, std::string_view option) {
+    auto size = read_size(text);
+    if (!size) return fail(ErrorKind::config, std::string(option) + " " + quoted_value(text) + ": " + size.error());
+    return *size;
 }
 
 std::string format_size(const SizeSpec& size) {
@@ -143,20 +142,24 @@ int max_threads() {
     return static_cast<int>(std::min<unsigned>(8 * cpus, 1024));
 }
 
+std::optional<std::string> thread_count_problem(int64_t threads) {
+    if (threads <= max_threads()) return std::nullopt;
+    return "more than the " + std::to_string(max_threads()) + " threads stormo starts (8 per logical CPU, at most 1024)";
+}
+
 Expected<void> check_thread_count(int64_t threads, const std::string& origin) {
     if (threads <= 0) return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(threads) + ": must be a positive integer");
-    if (threads > max_threads())
-        return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(threads) + ": more than the " +
-                                                     std::to_string(max_threads()) +
-                                                     " threads stormo starts (8 per logical CPU, at most 1024)");
+    if (auto over = thread_count_problem(threads))
+        return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(threads) + ": " + *over);
     return {};
 }
 
 const std::vector<std::string>& engine_config_keys() {
-    static const std::vector<std::string> keys{"kernels", "family", "threads", "expert_budget",
-                                               "plugins_dirs", "context", "eviction", "hotness_decay",
-                                               "prefetch", "async_compute", "direct_io", "io_threads",
-                                               "activations", "head", "dense_bf16", "pin_threads"};
+    static const std::vector<std::string> keys = [] {
+        std::vector<std::string> out;
+        for (const EngineSetting& s : engine_settings()) out.emplace_back(s.key);
+        return out;
+    }();
     return keys;
 }
 
@@ -170,159 +173,36 @@ std::string known_keys() {
     return out;
 }
 
-// Reads one key's value; each error names the file, the key and the expected type.
-class KeyReader {
-public:
-    KeyReader(const std::string& source, const std::string& key, const YAML::Node& node)
-        : source_(source), key_(key), node_(node) {}
-
-    Error wrong(const std::string& expected) const {
-        std::string got;
-        if (node_.IsNull()) got = "no value";
-        else if (node_.IsSequence()) got = "a list";
-        else if (node_.IsMap()) got = "a map";
-        else got = quoted_value(node_.Scalar());
-        return Error{ErrorKind::config,
-                     source_ + ": key '" + key_ + "' must be " + expected + ", got " + got};
-    }
-
-    Expected<std::string> string() const {
-        if (!node_.IsScalar() || node_.Scalar().empty()) return tl::unexpected(wrong("a non-empty string"));
-        return node_.Scalar();
-    }
-
-    Expected<int64_t> positive_integer() const {
-        if (!node_.IsScalar()) return tl::unexpected(wrong("a positive integer"));
-        const std::string& s = node_.Scalar();
-        int64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec != std::errc() || ptr != s.data() + s.size() || v <= 0)
-            return tl::unexpected(wrong("a positive integer"));
-        return v;
-    }
-
-    Expected<bool> boolean() const {
-        if (!node_.IsScalar()) return tl::unexpected(wrong("a boolean (true or false)"));
-        const std::string s = lower(node_.Scalar());
-        if (s == "true" || s == "yes" || s == "on") return true;
-        if (s == "false" || s == "no" || s == "off") return false;
-        return tl::unexpected(wrong("a boolean (true or false)"));
-    }
-
-    Expected<std::vector<std::string>> strings() const {
-        if (!node_.IsSequence()) return tl::unexpected(wrong("a list of strings"));
-        std::vector<std::string> out;
-        for (const YAML::Node& item : node_) {
-            if (!item.IsScalar() || item.Scalar().empty()) return tl::unexpected(wrong("a list of strings"));
-            out.push_back(item.Scalar());
-        }
-        return out;
-    }
-
-    std::string origin() const { return key_ + " in " + source_; }
-
-private:
-    const std::string& source_;
-    const std::string& key_;
-    const YAML::Node& node_;
-};
-
-// Relative plugin directories in a file are relative to that file, not to the working directory.
-std::string resolve_against(const std::string& source, const std::string& dir) {
-    namespace fs = std::filesystem;
-    const fs::path p(dir);
-    if (p.is_absolute()) return dir;
-    const fs::path base = fs::path(source).parent_path();
-    if (base.empty() || !fs::exists(source)) return dir;
-    return (base / p).lexically_normal().string();
+// What a YAML node holds instead of the value expected, for an error.
+std::string node_kind(const YAML::Node& node) {
+    if (node.IsNull()) return "no value";
+    if (node.IsSequence()) return "a list";
+    if (node.IsMap()) return "a map";
+    return quoted_value(node.Scalar());
 }
 
-Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const KeyReader& r,
+// One key's value, through the settings table: a scalar is the text an option would take, a
+// sequence the texts a repeated option would. Its errors are the command line's, naming the
+// key and the file where the option would be named.
+Expected<void> apply_key(EngineConfig& cfg, const std::string& key, const YAML::Node& node,
                          const std::string& source) {
-    if (key == "kernels" || key == "family") {
-        auto v = r.string();
-        if (!v) return tl::unexpected(v.error());
-        (key == "kernels" ? cfg.kernels : cfg.family) = *v;
-    } else if (key == "threads") {
-        if (auto s = r.string(); s && lower(*s) == "auto") {
-            cfg.threads.reset();
-        } else {
-            auto v = r.positive_integer();
-            if (!v) return tl::unexpected(r.wrong("a positive integer or auto"));
-            if (*v > max_threads())
-                return tl::unexpected(r.wrong("a thread count up to " + std::to_string(max_threads()) +
-                                              " (8 per logical CPU, at most 1024)"));
-            cfg.threads = static_cast<int>(*v);
-        }
-    } else if (key == "expert_budget") {
-        auto s = r.string();
-        if (!s) return tl::unexpected(r.wrong("a size (bytes, 8GiB, all or auto)"));
-        auto v = parse_size(*s, r.origin());
-        if (!v) return tl::unexpected(v.error());
-        cfg.expert_budget = *v;
-    } else if (key == "plugins_dirs") {
-        auto v = r.strings();
-        if (!v) return tl::unexpected(v.error());
-        cfg.plugins_dirs.clear();
-        for (const std::string& d : *v) cfg.plugins_dirs.push_back(resolve_against(source, d));
-    } else if (key == "context") {
-        if (auto s = r.string(); s && lower(*s) == "auto") {
-            // auto: the run's own need (see EngineConfig::context); not a given context.
-            cfg.context = default_engine_config().context;
-            cfg.origins.erase(key);
-            return {};
-        }
-        auto v = r.positive_integer();
-        if (!v) return tl::unexpected(r.wrong("a positive integer or auto"));
-        if (*v > kMaxContext) return tl::unexpected(r.wrong("a context up to " + std::to_string(kMaxContext) + " positions"));
-        cfg.context = *v;
-    } else if (key == "eviction") {
-        auto v = r.string();
-        if (!v || (*v != "lru" && *v != "hotness")) return tl::unexpected(r.wrong("lru or hotness"));
-        cfg.eviction = *v == "lru" ? EvictionPolicy::lru : EvictionPolicy::hotness;
-    } else if (key == "prefetch" || key == "direct_io" || key == "async_compute" || key == "pin_threads") {
-        auto v = r.boolean();
-        if (!v) return tl::unexpected(v.error());
-        (key == "prefetch"        ? cfg.prefetch
-         : key == "direct_io"     ? cfg.direct_io
-         : key == "async_compute" ? cfg.async_compute
-                                  : cfg.pin_threads) = *v;
-    } else if (key == "io_threads") {
-        auto v = r.positive_integer();
-        if (!v) return tl::unexpected(v.error());
-        if (*v > 256) return tl::unexpected(r.wrong("a positive integer up to 256"));
-        cfg.io_threads = static_cast<int>(*v);
-    } else if (key == "activations") {
-        auto v = r.string();
-        const std::optional<ActivationRoad> road = v ? activation_road_from_name(*v) : std::nullopt;
-        if (!road) return tl::unexpected(r.wrong("f32 or int8"));
-        cfg.activations = *road;
-    } else if (key == "head") {
-        auto v = r.string();
-        const std::optional<HeadRead> head = v ? head_read_from_name(*v) : std::nullopt;
-        if (!head) return tl::unexpected(r.wrong("bounded or exact-only"));
-        cfg.head = *head;
-    } else if (key == "dense_bf16") {
-        auto v = r.string();
-        const std::optional<DenseBf16> form = v ? dense_bf16_from_name(*v) : std::nullopt;
-        if (!form) return tl::unexpected(r.wrong("packed or plain"));
-        cfg.dense_bf16 = *form;
-    } else if (key == "hotness_decay") {
-        auto text = r.string();
-        double d = 0.0;
-        try {
-            size_t used = 0;
-            d = text ? std::stod(*text, &used) : 0.0;
-            if (text && used != text->size()) d = 0.0;
-        } catch (const std::exception&) {
-            d = 0.0;
-        }
-        if (!(d > 0.0 && d < 1.0)) return tl::unexpected(r.wrong("a number between 0 and 1 (exclusive)"));
-        cfg.hotness_decay = d;
-    } else {
+    const EngineSetting* setting = find_engine_setting(key);
+    if (!setting)
         return fail(ErrorKind::config, source + ": unknown key " + quoted_value(key) + " (known keys: " + known_keys() + ")");
+    const SettingSource from{key + " in " + source, ErrorKind::config, source};
+    const auto wrong = [&] {
+        return fail(ErrorKind::config,
+                    from.origin + ": must be " + std::string(setting->expected) + ", got " + node_kind(node));
+    };
+    if (setting->form == EngineSetting::Form::one) {
+        if (!node.IsScalar()) return wrong();
+        return apply_setting(cfg, *setting, node.Scalar(), from);
     }
-    cfg.origins[key] = r.origin();
+    if (!node.IsSequence()) return wrong();
+    for (const YAML::Node& item : node)
+        if (!item.IsScalar()) return wrong();
+    cfg.origins[key] = from.origin;  // an empty list is given too
+    for (const YAML::Node& item : node) STORMO_TRY(apply_setting(cfg, *setting, item.Scalar(), from));
     return {};
 }
 
@@ -392,7 +272,7 @@ Expected<EngineConfig> parse_engine_config(std::string_view yaml_text, const std
             if (!seen.insert(key).second)
                 return fail(ErrorKind::config, source_name + ": key " + quoted_value(key) + " appears twice");
             const YAML::Node value = entry.second;
-            if (auto ok = apply_key(cfg, key, KeyReader(source_name, key, value), source_name); !ok)
+            if (auto ok = apply_key(cfg, key, value, source_name); !ok)
                 return tl::unexpected(ok.error());
         }
     } catch (const YAML::Exception& e) {

@@ -1,7 +1,8 @@
 #pragma once
 // The engine configuration: a YAML file (configs/default.yaml documents every key and holds the
-// defaults), overridden by command-line options. Each value remembers where it came from, so an
-// error later names the option or the file at fault.
+// defaults), overridden by command-line options; both are read by the one table of settings in
+// engine_settings.hpp. Each value remembers where it came from, so an error later names the
+// option or the file at fault.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -26,6 +27,8 @@ struct SizeSpec {
 // Parses a size: an integer (optionally with a fraction) and a unit among KiB, MiB, GiB, TiB and
 // K, M, G, T (all powers of 1024, case-insensitive), or "all" / "auto". Errors name `option`.
 STORMO_API Expected<SizeSpec> parse_size(std::string_view text, std::string_view option);
+// The same, with only the reason when the text is not a size ("unknown unit 'GB' (...)").
+STORMO_API tl::expected<SizeSpec, std::string> read_size(std::string_view text);
 // format_bytes(bytes), or "all" / "auto".
 STORMO_API std::string format_size(const SizeSpec& size);
 
@@ -60,6 +63,7 @@ struct STORMO_API EngineConfig {
     std::optional<int> threads;             // nullopt: one per physical core
     SizeSpec expert_budget;                 // RAM for routed experts
     std::vector<std::string> plugins_dirs;  // searched after the built-in and STORMO_PLUGIN_PATH dirs
+    std::vector<std::string> plugins_dir_origins;  // where each of plugins_dirs was named
     // KV context length. Given (an origin is recorded) when --context or a YAML context: sets it;
     // otherwise generate and bench size it to the run (prompt + max tokens), logits to its ids,
     // and inspect plans for this default.
@@ -86,15 +90,18 @@ struct STORMO_API EngineConfig {
 // The most compute threads stormo starts: 8 per logical CPU, and never more than 1024 (more only
 // time-slice the same cores and cost a stack each).
 STORMO_API int max_threads();
-// A thread count from `origin` ("--threads", "threads in FILE"): 1..max_threads(), or an error
-// naming the origin and the cap.
+// Why a positive thread count is more than stormo starts ("more than the N threads ..."), or nullopt.
+STORMO_API std::optional<std::string> thread_count_problem(int64_t threads);
+// A thread count from `origin` ("--threads-list"): 1..max_threads(), or an error naming the
+// origin and the cap.
 STORMO_API Expected<void> check_thread_count(int64_t threads, const std::string& origin);
 
 // The longest context accepted from the command line or a file (far beyond any model's positions;
 // it bounds the KV arithmetic before the model's own max_position_embeddings is checked).
 inline constexpr int64_t kMaxContext = int64_t{1} << 32;
 
-// The keys a YAML engine configuration may hold, in documentation order.
+// The keys a YAML engine configuration may hold, in documentation order (engine_settings.hpp's
+// table, which also makes the command-line options).
 STORMO_API const std::vector<std::string>& engine_config_keys();
 
 // The defaults (identical to configs/default.yaml; a test holds them equal).

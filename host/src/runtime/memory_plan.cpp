@@ -5,6 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include "runtime/session.hpp"
+
 namespace stormo {
 namespace {
 
@@ -174,6 +176,25 @@ std::string describe_budget(const ExpertBudget& budget, uint64_t slots, uint64_t
     if (!budget.all && slot_bytes > 0)
         out += std::string("; ") + (estimated ? "about " : "") + std::to_string(slots) + " slots of " + format_bytes(slot_bytes);
     return out;
+}
+
+uint64_t kv_cache_bytes(std::span<const KvBufferDecl> buffers, size_t context, size_t rewind_slack) {
+    uint64_t total = 0;
+    for (const KvBufferDecl& b : buffers) {
+        const size_t rows = Session::rows_for(b, context, Session::kDefaultMaxBlock, rewind_slack);
+        total += static_cast<uint64_t>(rows) * b.floats_per_position * sizeof(float);
+    }
+    return total;
+}
+
+Expected<RunMemory> plan_run_memory(const RunMemoryRequest& r) {
+    RunMemory m;
+    m.kv_bytes = kv_cache_bytes(r.kv, r.context, r.rewind_slack);
+    m.expert_bytes = r.expert_bytes;
+    STORMO_TRY(check_context_fits(r.context, r.context_origin, *r.config, m.kv_bytes, r.available));
+    m.budget = plan_expert_budget(r.expert_budget, r.expert_bytes, m.kv_bytes, r.available);
+    STORMO_TRY(check_budget_fits(r.expert_budget, m.budget, r.expert_bytes, r.available, r.expert_budget_origin));
+    return m;
 }
 
 }  // namespace stormo

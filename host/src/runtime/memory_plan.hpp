@@ -3,9 +3,12 @@
 // start (the cgroup's limit when the process runs under one, v1 or v2) minus the KV cache and a
 // stated reserve. The dense part is already resident when this is measured.
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "runtime/engine_config.hpp"
+#include "stormo/family.hpp"
 #include "stormo/json.hpp"
 #include "stormo/error.hpp"
 
@@ -44,6 +47,35 @@ Expected<void> check_budget_fits(const SizeSpec& requested, const ExpertBudget& 
 // memory available. The error blames the context, not the expert budget it would starve.
 Expected<void> check_context_fits(uint64_t context, const std::string& origin, const ModelConfig& config,
                                   uint64_t kv_bytes, const AvailableMemory& available);
+
+// The KV cache a session of `context` positions holds: each of `buffers` (every layer's, in order)
+// has `context` rows, or a sliding window's ring (Session::rows_for, with the session's default
+// block and `rewind_slack`), of floats_per_position floats.
+uint64_t kv_cache_bytes(std::span<const KvBufferDecl> buffers, size_t context, size_t rewind_slack = 0);
+
+// What a run sets aside besides the dense part: its KV cache and the expert store's budget. The
+// one plan of Engine::open and of `inspect`, so what inspect shows is what the engine reserves.
+struct RunMemoryRequest {
+    const ModelConfig* config = nullptr;  // its max_position_embeddings bounds the context
+    std::vector<KvBufferDecl> kv;         // every layer's KV buffers (ModelSummary::kv_buffers, LayerPlan::kv)
+    size_t context = 0;
+    std::string context_origin;           // "--context", "context in FILE" or the run's need
+    size_t rewind_slack = 0;              // see Session
+    uint64_t expert_bytes = 0;            // every routed expert
+    SizeSpec expert_budget;
+    std::string expert_budget_origin;
+    AvailableMemory available;            // with the dense part (and any compact head) already taken off
+};
+
+struct RunMemory {
+    uint64_t kv_bytes = 0;
+    uint64_t expert_bytes = 0;
+    ExpertBudget budget;
+};
+
+// Checks the context against the model and the memory (check_context_fits), plans the expert
+// budget around the KV cache and refuses an asked budget that cannot fit (check_budget_fits).
+Expected<RunMemory> plan_run_memory(const RunMemoryRequest& request);
 
 // One description of an expert budget for `inspect` and `generate --verbose`: how it was reached
 // and, when experts stream, the slots it buys ("about" when the slot size is estimated).

@@ -13,10 +13,12 @@ namespace stormo::toolkit {
 
 // `dimensions` named as config.json names them, in print order; the counts the host plans with
 // from the fields every toolkit family's config has (n_layers, n_experts, top_k, hidden_size,
-// vocab_size), and the two that depend on the family's layout.
+// vocab_size), and the two that depend on the family's layout: its MoE layers and every layer's
+// KV buffers in layer order, made by the function its layer plans declare them with, so the
+// host's memory plan (sliding-window rings included) is the engine's.
 template <class Config>
 ModelSummary decoder_summary(const Config& c, std::vector<std::pair<std::string, int64_t>> dimensions,
-                             int64_t n_moe_layers, int64_t kv_floats_per_token) {
+                             int64_t n_moe_layers, std::vector<KvBufferDecl> kv_buffers) {
     ModelSummary s;
     s.dimensions = std::move(dimensions);
     s.n_layers = static_cast<int>(c.n_layers);
@@ -25,8 +27,19 @@ ModelSummary decoder_summary(const Config& c, std::vector<std::pair<std::string,
     s.top_k = static_cast<int>(c.top_k);
     s.hidden_size = static_cast<size_t>(c.hidden_size);
     s.vocab_size = static_cast<size_t>(c.vocab_size);
-    s.kv_floats_per_token = static_cast<size_t>(kv_floats_per_token);
+    for (const KvBufferDecl& b : kv_buffers) s.kv_floats_per_token += b.floats_per_position;
+    s.kv_buffers = std::move(kv_buffers);
     return s;
+}
+
+// Every layer's KV buffers in layer order, from the family's `layer_kv(config, layer)`: the
+// function its layer plans use.
+template <class Config, class LayerKv>
+std::vector<KvBufferDecl> every_layer_kv(const Config& c, LayerKv&& layer_kv) {
+    std::vector<KvBufferDecl> all;
+    for (int l = 0; l < static_cast<int>(c.n_layers); ++l)
+        for (KvBufferDecl& b : layer_kv(c, l)) all.push_back(std::move(b));
+    return all;
 }
 
 }  // namespace stormo::toolkit
