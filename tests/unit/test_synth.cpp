@@ -259,7 +259,9 @@ TEST(Synth, BadRequestsAreRefusedByName) {
     auto unknown = synth::plan_synth(o);
     ASSERT_FALSE(unknown.has_value());
     EXPECT_NE(unknown.error().message.find("gpt-oss-7b"), std::string::npos);
-    for (const auto& p : synth::synth_presets()) EXPECT_NE(unknown.error().message.find(p.name), std::string::npos);
+    const auto presets = synth::synth_presets();
+    ASSERT_TRUE(presets.has_value()) << presets.error().message;
+    for (const auto& p : *presets) EXPECT_NE(unknown.error().message.find(p.name), std::string::npos);
     o.preset = "gpt-oss-tiny";
     o.layers = 0;
     auto zero = synth::plan_synth(o);
@@ -455,6 +457,37 @@ TEST(Synth, ADanglingSymlinkAsTheDirectoryIsNamedAsOne) {
               std::string::npos)
         << r.err;
     EXPECT_EQ(r.err.find("File exists"), std::string::npos) << r.err;
+}
+
+// The presets come from the family plugins: each built-in family lists its own, and the host's
+// synth names none of them.
+TEST(Synth, EveryLoadedFamilyListsItsOwnPresets) {
+    const auto presets = synth::synth_presets();
+    ASSERT_TRUE(presets.has_value()) << presets.error().message;
+    auto family_of = [&](const std::string& name) {
+        for (const auto& p : *presets)
+            if (p.name == name) return p.family;
+        return std::string("none");
+    };
+    EXPECT_EQ(family_of("gpt-oss-20b"), "gpt_oss");
+    EXPECT_EQ(family_of("qwen3-moe-tiny-fp8"), "qwen3_moe");
+    EXPECT_EQ(family_of("glm-5"), "glm_dsa");
+    EXPECT_EQ(plan_of("glm-moe-dsa-tiny").family, "glm_dsa");
+
+    const auto listed = run_cli("synth --list");
+    EXPECT_EQ(listed.status, 0) << listed.err;
+    for (const auto& p : *presets) EXPECT_NE(listed.out.find(p.name + "\t" + p.description + "\n"), std::string::npos) << p.name;
+}
+
+TEST(Synth, TheHostsSynthNamesNoFamily) {
+    for (const char* file : {"host/src/tools/synth.cpp", "host/src/tools/synth.hpp", "host/src/cli/cmd_synth.cpp"}) {
+        std::ifstream in(std::string(STORMO_SOURCE_DIR) + "/" + file);
+        ASSERT_TRUE(in) << file;
+        std::stringstream text;
+        text << in.rdbuf();
+        for (const char* family : {"gpt_oss", "gpt-oss", "GptOss", "qwen3", "Qwen3", "glm", "GLM"})
+            EXPECT_EQ(text.str().find(family), std::string::npos) << file << " names " << family;
+    }
 }
 
 }  // namespace

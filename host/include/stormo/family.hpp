@@ -15,6 +15,7 @@
 #include "stormo/json.hpp"
 #include "stormo/kernels.hpp"
 #include "stormo/packed_bf16.hpp"
+#include "stormo/synth_preset.hpp"
 #include "stormo/tensor.hpp"
 
 namespace stormo {
@@ -189,6 +190,10 @@ public:
     // The role of a checkpoint tensor by its name (experts, attention, ...).
     virtual TensorRole classify(std::string_view tensor_name) const = 0;
     virtual Expected<std::unique_ptr<Model>> load(LoadContext& ctx) const = 0;
+    // The synthetic checkpoints `stormo synth` writes in this family's shapes (none by default),
+    // and one of them at a depth and expert count the host checked against the preset's bounds.
+    virtual std::vector<SynthPreset> synth_presets() const;
+    virtual Expected<SynthCheckpoint> synth_checkpoint(const SynthRequest& request) const;
 };
 
 }  // namespace stormo
