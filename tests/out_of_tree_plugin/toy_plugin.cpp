@@ -1,6 +1,7 @@
 // The smallest family plugin, built out of tree on the installed SDK and family toolkit: it
 // accepts "ToyForCausalLM" / "toy", reads three dimensions with the toolkit's config reader, and
-// sorts tensors by name. It has no forward pass, and says so when asked to load.
+// sorts tensors by name. Its synth preset (toy_synth.cpp) and its dense toolkit decoder
+// (toy_model.cpp) let the installed stormo write a toy checkpoint and generate from it.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -8,6 +9,7 @@
 #include "stormo/family_plugin.hpp"
 #include "stormo/toolkit/config_reader.hpp"
 #include "stormo/toolkit/plugin_entry.hpp"
+#include "toy_family.hpp"
 
 namespace {
 
@@ -29,8 +31,13 @@ public:
         return stormo::TensorRole::other;
     }
 
-    stormo::Expected<std::unique_ptr<stormo::Model>> load(stormo::LoadContext&) const override {
-        return stormo::fail(stormo::ErrorKind::unsupported, "toy: an example family with no forward pass");
+    stormo::Expected<std::unique_ptr<stormo::Model>> load(stormo::LoadContext& ctx) const override {
+        return toy::load_model(ctx);
+    }
+
+    std::vector<stormo::SynthPreset> synth_presets() const override { return toy::synth_presets(); }
+    stormo::Expected<stormo::SynthCheckpoint> synth_checkpoint(const stormo::SynthRequest& request) const override {
+        return toy::synth_checkpoint(request);
     }
 };
 
