@@ -316,7 +316,7 @@ struct PresetOwner {
     const FamilyPlugin* family = nullptr;
 };
 
-// The family that describes `name`: exactly one may, or the request is refused naming them all.
+// The family that describes `name`: exactly one may, or the request is refused naming two of them.
 Expected<PresetOwner> find_preset(const PluginRegistry& registry, const std::string& name) {
     std::vector<PresetOwner> owners;
     for (const LoadedPlugin* plugin : registry.of_kind(PluginKind::model))
@@ -407,6 +407,9 @@ Expected<SynthPlan> plan_synth(const PluginRegistry& registry, const SynthOption
     plan.config_json = std::move(checkpoint.config_json);
     plan.generation_config_json = std::move(checkpoint.generation_config_json);
     STORMO_TRY_ASSIGN(plan.tensors, planned_tensors(owner.plugin, preset.name, std::move(checkpoint.tensors)));
+    // A family's config.json that does not parse would make a checkpoint nothing can open.
+    for (const std::string* json : {&plan.config_json, &plan.generation_config_json})
+        STORMO_TRY(ModelConfig::parse(*json, owner.plugin + " synth preset \"" + preset.name + "\""));
     plan.shards = plan_shards(plan.tensors, options.max_shard_bytes);
     return plan;
 }
