@@ -490,5 +490,23 @@ TEST(Synth, TheHostsSynthNamesNoFamily) {
     }
 }
 
+// A family's preset mistakes are refused with the family named: a preset name another family
+// gives, a tensor listed twice, a config.json that is not JSON.
+TEST(Synth, AFamilysPresetMistakesAreRefusedNamingIt) {
+    const std::string plugins = std::string(" --dry-run --plugins-dir ") + STORMO_TEST_PLUGIN_DIR + "/synth_mistakes";
+    const auto shared = run_cli("synth --preset gpt-oss-tiny" + plugins);
+    EXPECT_EQ(shared.status, 2);
+    EXPECT_NE(shared.err.find("described by two family plugins (gpt_oss, synth_mistakes)"), std::string::npos) << shared.err;
+    const auto twice = run_cli("synth --preset tensor-twice" + plugins);
+    EXPECT_EQ(twice.status, 2);
+    EXPECT_NE(twice.err.find("synth_mistakes synth preset \"tensor-twice\": tensor model.norm.weight is listed twice"),
+              std::string::npos)
+        << twice.err;
+    const auto config = run_cli("synth --preset config-not-json" + plugins);
+    EXPECT_EQ(config.status, 2);
+    EXPECT_NE(config.err.find("synth_mistakes synth preset \"config-not-json\""), std::string::npos) << config.err;
+    EXPECT_EQ(std::count(config.err.begin(), config.err.end(), '\n'), 1) << config.err;
+}
+
 }  // namespace
 }  // namespace stormo::testing
