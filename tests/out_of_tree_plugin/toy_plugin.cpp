@@ -1,15 +1,17 @@
 // The smallest family plugin, built out of tree on the installed SDK and family toolkit: it
 // accepts "ToyForCausalLM" / "toy", reads three dimensions with the toolkit's config reader, and
-// sorts tensors by name. Its synth preset (toy_synth.cpp) and its dense toolkit decoder
-// (toy_model.cpp) let the installed stormo write a toy checkpoint and generate from it.
+// sorts tensors by name. Its forward pass (toy_model.cpp) and its synth preset (toy_synth.cpp)
+// are the toolkit's pieces put together.
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "stormo/family_plugin.hpp"
 #include "stormo/toolkit/config_reader.hpp"
 #include "stormo/toolkit/plugin_entry.hpp"
-#include "toy_family.hpp"
+#include "toy_model.hpp"
+#include "toy_synth.hpp"
 
 namespace {
 
@@ -32,7 +34,7 @@ public:
     }
 
     stormo::Expected<std::unique_ptr<stormo::Model>> load(stormo::LoadContext& ctx) const override {
-        return toy::load_model(ctx);
+        return toy::load_toy_model(ctx);
     }
 
     std::vector<stormo::SynthPreset> synth_presets() const override { return toy::synth_presets(); }
