@@ -10,6 +10,10 @@ const WeightView* Model::head_weight() const { return nullptr; }
 LoadContext::~LoadContext() = default;
 std::optional<packed_bf16::Packed> LoadContext::pack_bf16(const std::string&, const WeightView&) { return std::nullopt; }
 Family::~Family() = default;
+std::vector<std::string> Family::gguf_architectures() const { return {}; }
+Expected<GgufMappedModel> Family::map_gguf(const GgufView& file) const {
+    return fail(ErrorKind::unsupported, file.path() + ": this family maps no GGUF architecture");
+}
 std::vector<SynthPreset> Family::synth_presets() const { return {}; }
 Expected<SynthCheckpoint> Family::synth_checkpoint(const SynthRequest& request) const {
     return fail(ErrorKind::unsupported, "synth preset \"" + request.preset + "\": this family describes no presets");

@@ -3,6 +3,12 @@
 
 namespace stormo::toolkit {
 
+Expected<Compute> load_compute(const LoadContext& ctx, const std::string& who) {
+    const Compute compute = ctx.compute();
+    if (compute.table == nullptr) return fail(ErrorKind::internal, who + ": the host gave no kernel table to load with");
+    return compute;
+}
+
 DecoderModel::DecoderModel(Compute compute, std::string who, size_t hidden, size_t vocab, size_t layers,
                            float rms_norm_eps)
     : compute_(compute), who_(std::move(who)), plans_(layers), hidden_(hidden), vocab_(vocab) {
@@ -16,6 +22,13 @@ Expected<void> DecoderModel::load_ends(TensorLoader& load, const std::string& em
     const auto vocab = static_cast<int64_t>(vocab_), hidden = static_cast<int64_t>(hidden_);
     STORMO_TRY_ASSIGN(embedding_, load_embedding_and_head(load, embedding, head, vocab, hidden, tied));
     STORMO_TRY_ASSIGN(norms_.final_norm, load.vector(final_norm, TensorRole::norm, hidden));
+    return {};
+}
+
+Expected<void> DecoderModel::load_weights(TensorLoader& load, const DecoderEnds& ends, bool tied,
+                                          const std::function<Expected<void>(int layer)>& load_layer) {
+    STORMO_TRY(load_ends(load, ends.embedding, ends.head, ends.final_norm, tied));
+    for (int l = 0; l < n_layers(); ++l) STORMO_TRY(load_layer(l));
     return {};
 }
 

@@ -31,10 +31,11 @@ void layer_norm(const float* x, size_t n, const std::vector<float>& w, const std
 
 }  // namespace
 
-std::vector<std::vector<int64_t>> GlmDsaModel::select_positions(int layer, std::span<const int64_t> positions,
-                                                                const std::vector<float>& q_resid, const Rows& normed,
-                                                                const KvView& kv) const {
-    const IndexerWeights& w = layers_.at(static_cast<size_t>(layer)).indexer;
+toolkit::KeptPositions GlmDsaModel::select_positions(const toolkit::MlaSelectionInput& in) const {
+    const std::span<const int64_t> positions = in.positions;
+    const Rows& normed = in.normed;
+    const KvView& kv = in.kv;
+    const IndexerWeights& w = layers_.at(static_cast<size_t>(in.layer)).indexer;
     const KernelTable& kt = *compute_.table;
     const size_t n = positions.size(), heads = static_cast<size_t>(cfg_.index_n_heads);
     const size_t dim = static_cast<size_t>(cfg_.index_head_dim);
@@ -48,7 +49,7 @@ std::vector<std::vector<int64_t>> GlmDsaModel::select_positions(int layer, std::
     for (size_t r = 0; r < n; ++r) std::copy_n(k.data() + r * dim, dim, keys + kv.row(kv_index_key, positions[r]) * dim);
 
     std::vector<float> q(n * heads * dim), weights(n * heads);
-    matmul(compute_, w.wq_b, q_resid.data(), n, q.data());
+    matmul(compute_, w.wq_b, in.q_latent.data(), n, q.data());
     rope_.apply(positions, q.data(), heads * dim, heads, dim);
     matmul(compute_, w.weights_proj, normed.data, n, weights.data());
     const float head_scale = static_cast<float>(std::pow(static_cast<double>(heads), -0.5));
@@ -56,7 +57,7 @@ std::vector<std::vector<int64_t>> GlmDsaModel::select_positions(int layer, std::
     for (float& x : weights) x *= head_scale;
 
     const size_t topk = static_cast<size_t>(cfg_.index_topk);
-    std::vector<std::vector<int64_t>> kept(n);
+    toolkit::KeptPositions kept(n);
     auto run = [&](size_t begin, size_t end) {
         std::vector<float> scores;
         for (size_t r = begin; r < end; ++r) {

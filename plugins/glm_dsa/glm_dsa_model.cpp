@@ -2,6 +2,8 @@
 // the simple steps: embedding, norms, router, experts, dense MLP and shared experts, head.
 #include "glm_dsa_model.hpp"
 
+#include <cmath>
+
 #include "stormo/toolkit/experts.hpp"
 #include "tensor_names.hpp"
 
@@ -14,26 +16,20 @@ namespace {
 const std::vector<DType> kMatrixDtypes = {DType::BF16, DType::F32, DType::F16};
 const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 
-size_t element_bytes(WeightFormat f) { return f == WeightFormat::F32 ? 4 : 2; }
-
 }  // namespace
-
-WeightView AbsorbedKvB::k_half(size_t head) const {
-    const auto* base = static_cast<const std::byte*>(matrix.data) + head * (nope + v) * rank * element_bytes(matrix.format);
-    return WeightView{matrix.format, Layout::in_out, base, nullptr, rank, nope};
-}
-
-WeightView AbsorbedKvB::v_half(size_t head) const {
-    const auto* base =
-        static_cast<const std::byte*>(matrix.data) + (head * (nope + v) + nope) * rank * element_bytes(matrix.format);
-    return WeightView{matrix.format, Layout::out_in, base, nullptr, v, rank};
-}
 
 GlmDsaModel::GlmDsaModel(GlmDsaConfig cfg, Compute compute)
     : DecoderModel(compute, "glm_dsa", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
       cfg_(std::move(cfg)),
       rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
+    mla_options_.shape = {static_cast<size_t>(cfg_.n_heads), static_cast<size_t>(cfg_.q_lora_rank),
+                          static_cast<size_t>(cfg_.kv_lora_rank), static_cast<size_t>(cfg_.qk_nope_head_dim),
+                          static_cast<size_t>(cfg_.qk_rope_head_dim), static_cast<size_t>(cfg_.v_head_dim)};
+    mla_options_.rope = &rope_;
+    mla_options_.scale = static_cast<float>(std::pow(static_cast<double>(cfg_.qk_head_dim()), -0.5));
+    mla_options_.kv_buffers = kv_buffer_count;
+    mla_options_.who = "glm_dsa";
     router_spec_.rule = toolkit::RouterRule::sigmoid_grouped;
     router_spec_.top_k = static_cast<size_t>(cfg_.top_k);
     router_spec_.renormalize = cfg_.norm_topk_prob;
@@ -45,53 +41,23 @@ GlmDsaModel::GlmDsaModel(GlmDsaConfig cfg, Compute compute)
 Expected<std::unique_ptr<Model>> GlmDsaModel::load(LoadContext& ctx) {
     STORMO_TRY_ASSIGN(GlmDsaConfig cfg, parse_glm_dsa_config(ctx.config()));
     STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "glm_dsa"));
-    const Compute compute = ctx.compute();
-    if (compute.table == nullptr) return fail(ErrorKind::internal, "glm_dsa: the host gave no kernel table to load with");
+    STORMO_TRY_ASSIGN(const Compute compute, toolkit::load_compute(ctx, "glm_dsa"));
     std::unique_ptr<GlmDsaModel> model(new GlmDsaModel(std::move(cfg), compute));
     model->fp8_ = fp8;
-    STORMO_TRY(model->load_globals(ctx));
-    const size_t n = static_cast<size_t>(model->cfg_.n_layers);
-    model->layers_.resize(n);
-    for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
+    model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
+    toolkit::TensorLoader load(ctx, model->resident_, kMatrixDtypes, kVectorDtypes, fp8);
+    STORMO_TRY(model->load_weights(load, {names::kEmbedding, names::kHead, names::kFinalNorm},
+                                   model->cfg_.tie_word_embeddings, [&](int l) { return model->load_layer(ctx, l); }));
     return std::unique_ptr<Model>(std::move(model));
-}
-
-Expected<void> GlmDsaModel::load_globals(LoadContext& ctx) {
-    toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
-    STORMO_TRY(load_ends(load, names::kEmbedding, names::kHead, names::kFinalNorm, cfg_.tie_word_embeddings));
-    return {};
 }
 
 Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
     toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
     LayerWeights& w = layers_[static_cast<size_t>(l)];
-    const int64_t hidden = cfg_.hidden_size, heads = cfg_.n_heads, rope = cfg_.qk_rope_head_dim;
+    const int64_t hidden = cfg_.hidden_size;
     STORMO_TRY(toolkit::load_layer_norms(load, names::layer(l), l, hidden, norms_));
 
-    MlaWeights& a = w.mla;
-    const auto attn = [&](const char* part) { return names::attention(l, part); };
-    STORMO_TRY_ASSIGN(a.q_a, load.matrix(attn("q_a_proj.weight"), TensorRole::attention, cfg_.q_lora_rank, hidden));
-    STORMO_TRY_ASSIGN(a.q_a_norm, load.vector(attn("q_a_layernorm.weight"), TensorRole::norm, cfg_.q_lora_rank));
-    STORMO_TRY_ASSIGN(a.q_b, load.matrix(attn("q_b_proj.weight"), TensorRole::attention, heads * cfg_.qk_head_dim(),
-                                         cfg_.q_lora_rank));
-    STORMO_TRY_ASSIGN(a.kv_a, load.matrix(attn("kv_a_proj_with_mqa.weight"), TensorRole::attention,
-                                          cfg_.kv_lora_rank + rope, hidden));
-    STORMO_TRY_ASSIGN(a.kv_a_norm, load.vector(attn("kv_a_layernorm.weight"), TensorRole::norm, cfg_.kv_lora_rank));
-    // Sliced per head below (AbsorbedKvB), so held as stored.
-    STORMO_TRY_ASSIGN(a.kv_b, load.matrix_as_stored(attn("kv_b_proj.weight"), TensorRole::attention,
-                                                    heads * (cfg_.qk_nope_head_dim + cfg_.v_head_dim), cfg_.kv_lora_rank));
-    STORMO_TRY_ASSIGN(a.o, load.matrix(attn("o_proj.weight"), TensorRole::attention, hidden, heads * cfg_.v_head_dim));
-    AbsorbedKvB& kvb = w.absorbed;
-    kvb.nope = static_cast<size_t>(cfg_.qk_nope_head_dim);
-    kvb.v = static_cast<size_t>(cfg_.v_head_dim);
-    kvb.rank = static_cast<size_t>(cfg_.kv_lora_rank);
-    kvb.matrix = a.kv_b;
-    if (a.kv_b.format == WeightFormat::FP8_E4M3) {
-        kvb.dense.resize(a.kv_b.rows * a.kv_b.cols);
-        const RowToF32Fn decode = compute_.table->row_to_f32[static_cast<size_t>(WeightFormat::FP8_E4M3)];
-        for (size_t r = 0; r < a.kv_b.rows; ++r) decode(a.kv_b, r, kvb.dense.data() + r * a.kv_b.cols);
-        kvb.matrix = WeightView{WeightFormat::F32, Layout::out_in, kvb.dense.data(), nullptr, a.kv_b.rows, a.kv_b.cols};
-    }
+    STORMO_TRY(toolkit::load_mla(load, names::attention_module(l), mla_options_.shape, hidden, *compute_.table, w.mla));
 
     IndexerWeights& x = w.indexer;
     const int64_t idim = cfg_.index_head_dim;
@@ -105,9 +71,8 @@ Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
                                                   hidden));
 
     LayerPlan& plan = plans_[static_cast<size_t>(l)];
-    plan.kv = {KvBufferDecl{"latent", static_cast<size_t>(cfg_.kv_lora_rank), 0},
-               KvBufferDecl{"rope_key", static_cast<size_t>(rope), 0},
-               KvBufferDecl{"index_key", static_cast<size_t>(idim), 0}};
+    plan.kv = toolkit::mla_kv_buffers(mla_options_.shape);
+    plan.kv.push_back(KvBufferDecl{"index_key", static_cast<size_t>(idim), 0});
     const bool moe = cfg_.moe_layer[static_cast<size_t>(l)];
     const int64_t inter = moe ? cfg_.moe_intermediate_size * cfg_.n_shared_experts : cfg_.intermediate_size;
     const std::string mlp_prefix = moe ? "shared_experts." : "";

@@ -7,14 +7,10 @@
 #include "gpt_oss_config.hpp"
 #include "gpt_oss_model.hpp"
 #include "stormo/toolkit/plugin_entry.hpp"
+#include "stormo/toolkit/summary.hpp"
+#include "stormo/toolkit/tensor_roles.hpp"
 
 namespace stormo::gpt_oss {
-namespace {
-
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-
-}  // namespace
 
 Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const {
     STORMO_TRY_ASSIGN(auto parsed, parse_gpt_oss_config(config));
@@ -41,24 +37,13 @@ Expected<ModelSummary> GptOssFamily::summarize(const ModelConfig& config) const 
                                   std::llround(c.rope.original_max_position_embeddings));
     }
     s.dimensions.emplace_back("mxfp4_experts", c.mxfp4 ? 1 : 0);
-    s.n_layers = static_cast<int>(c.n_layers);
-    s.n_moe_layers = static_cast<int>(c.n_layers);
-    s.n_experts = static_cast<int>(c.n_experts);
-    s.top_k = static_cast<int>(c.top_k);
-    s.hidden_size = static_cast<size_t>(c.hidden_size);
-    s.vocab_size = static_cast<size_t>(c.vocab_size);
-    s.kv_floats_per_token = static_cast<size_t>(c.n_layers) * 2 * c.kv_width();
-    return s;
+    // Every layer is MoE; K and V on every layer.
+    return toolkit::decoder_summary(c, std::move(s.dimensions), c.n_layers,
+                                    c.n_layers * 2 * static_cast<int64_t>(c.kv_width()));
 }
 
 TensorRole GptOssFamily::classify(std::string_view name) const {
-    if (starts_with(name, "model.embed_tokens.")) return TensorRole::embedding;
-    if (starts_with(name, "lm_head.")) return TensorRole::head;
-    if (contains(name, ".mlp.experts.")) return TensorRole::experts;
-    if (contains(name, ".mlp.router.")) return TensorRole::router;
-    if (contains(name, ".self_attn.")) return TensorRole::attention;
-    if (starts_with(name, "model.norm.") || contains(name, "layernorm.")) return TensorRole::norm;
-    return TensorRole::other;
+    return toolkit::classify_decoder_tensor(name, {".mlp.router."});
 }
 
 Expected<std::unique_ptr<Model>> GptOssFamily::load(LoadContext& ctx) const { return GptOssModel::load(ctx); }

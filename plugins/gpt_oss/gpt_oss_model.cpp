@@ -41,23 +41,17 @@ GptOssModel::GptOssModel(GptOssConfig cfg, Compute compute)
 
 Expected<std::unique_ptr<Model>> GptOssModel::load(LoadContext& ctx) {
     STORMO_TRY_ASSIGN(GptOssConfig cfg, parse_gpt_oss_config(ctx.config()));
-    const Compute compute = ctx.compute();
-    if (compute.table == nullptr) return fail(ErrorKind::internal, "gpt_oss: the host gave no kernel table to load with");
+    STORMO_TRY_ASSIGN(const Compute compute, toolkit::load_compute(ctx, "gpt_oss"));
     // The counts that size the model are checked against the checkpoint first.
     STORMO_TRY(toolkit::require_last_layer(ctx, cfg.n_layers, names::layer(static_cast<int>(cfg.n_layers) - 1) + "input_layernorm.weight"));
     std::unique_ptr<GptOssModel> model(new GptOssModel(std::move(cfg), compute));
-    STORMO_TRY(model->load_globals(ctx));
     model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
-    for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
+    auto load = loader(ctx, model->resident_);
+    STORMO_TRY(model->load_weights(load, {names::kEmbedding, names::kHead, names::kFinalNorm},
+                                   model->cfg_.tie_word_embeddings, [&](int l) { return model->load_layer(ctx, l); }));
     // Sized by head_dim, so made once the q/k/v shapes have confirmed it.
     model->rope_ = toolkit::Rope(model->cfg_.rope, static_cast<int>(model->cfg_.head_dim));
     return std::unique_ptr<Model>(std::move(model));
-}
-
-Expected<void> GptOssModel::load_globals(LoadContext& ctx) {
-    auto load = loader(ctx, resident_);
-    STORMO_TRY(load_ends(load, names::kEmbedding, names::kHead, names::kFinalNorm, cfg_.tie_word_embeddings));
-    return {};
 }
 
 Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {

@@ -48,7 +48,6 @@ public:
 
 private:
     GptOssModel(GptOssConfig cfg, Compute compute);
-    Expected<void> load_globals(LoadContext& ctx);
     Expected<void> load_layer(LoadContext& ctx, int layer);
 
     GptOssConfig cfg_;

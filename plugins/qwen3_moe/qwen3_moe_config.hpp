@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stormo/toolkit/config_reader.hpp"
@@ -15,7 +16,7 @@ namespace stormo::qwen3_moe {
 
 struct Qwen3MoeConfig {
     int64_t hidden_size = 0;
-    int64_t intermediate_size = 0;      // dense MLP layers (0 when every layer is MoE)
+    int64_t intermediate_size = 0;      // dense MLP layers (0 when absent; required when a layer is dense)
     int64_t moe_intermediate_size = 0;  // each routed expert
     int64_t n_layers = 0;
     int64_t n_heads = 0;
@@ -31,6 +32,9 @@ struct Qwen3MoeConfig {
     bool tie_word_embeddings = false;
     double rms_norm_eps = 0.0;
     toolkit::RopeParams rope;
+    int64_t max_position_embeddings = 0;  // recognised, not a limit here (the session's context is)
+    // The integer fields read, under the keys the file used, in order: what `inspect` prints.
+    std::vector<std::pair<std::string, int64_t>> dimensions;
 
     // transformers' rule: a layer is MoE when mlp_only_layers does not list it and
     // (layer + 1) is a multiple of decoder_sparse_step.
@@ -65,15 +69,20 @@ inline Expected<Qwen3MoeConfig> parse_qwen3_moe_config(const ModelConfig& c) {
     q.n_experts = r.positive_any({"num_experts", "num_local_experts"});
     q.top_k = r.positive("num_experts_per_tok");
     q.moe_intermediate_size = r.positive("moe_intermediate_size");
+    q.intermediate_size = r.integer_or("intermediate_size", 0, 0);
     q.decoder_sparse_step = r.integer_or("decoder_sparse_step", 1, 1);
+    q.max_position_embeddings = r.integer_or("max_position_embeddings", 0, 0);
     q.mlp_only_layers = r.integers_or_empty("mlp_only_layers");
     q.norm_topk_prob = r.boolean_or("norm_topk_prob", true);
     q.attention_bias = r.boolean_or("attention_bias", false);
     q.tie_word_embeddings = r.boolean_or("tie_word_embeddings", false);
     q.rms_norm_eps = r.positive_number("rms_norm_eps");
     q.rope = r.rope();
-    if (r.ok() && q.moe_layer_count() < q.n_layers) q.intermediate_size = r.positive("intermediate_size");
+    q.dimensions = r.integers_read();
     if (!r.ok()) return r.result(std::move(q));
+    r.require(q.intermediate_size > 0 || q.moe_layer_count() == q.n_layers,
+              "field \"intermediate_size\" is missing or 0, and a layer is dense (mlp_only_layers, decoder_sparse_step)",
+              ErrorKind::missing);
     r.require(q.top_k <= q.n_experts, "num_experts_per_tok (" + std::to_string(q.top_k) +
                                           ") exceeds the number of experts (" + std::to_string(q.n_experts) + ")");
     r.require(q.n_heads % q.n_kv_heads == 0, "num_attention_heads (" + std::to_string(q.n_heads) +

@@ -38,24 +38,18 @@ Qwen3MoeModel::Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute)
 Expected<std::unique_ptr<Model>> Qwen3MoeModel::load(LoadContext& ctx) {
     STORMO_TRY_ASSIGN(Qwen3MoeConfig cfg, parse_qwen3_moe_config(ctx.config()));
     STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "qwen3_moe"));
-    const Compute compute = ctx.compute();
-    if (compute.table == nullptr) return fail(ErrorKind::internal, "qwen3_moe: the host gave no kernel table to load with");
+    STORMO_TRY_ASSIGN(const Compute compute, toolkit::load_compute(ctx, "qwen3_moe"));
     // The counts that size the model are checked against the checkpoint first.
     STORMO_TRY(toolkit::require_last_layer(ctx, cfg.n_layers, names::layer(static_cast<int>(cfg.n_layers) - 1) + "input_layernorm.weight"));
     std::unique_ptr<Qwen3MoeModel> model(new Qwen3MoeModel(std::move(cfg), compute));
     model->fp8_ = fp8;
-    STORMO_TRY(model->load_globals(ctx));
     model->layers_.resize(static_cast<size_t>(model->cfg_.n_layers));
-    for (int l = 0; l < model->n_layers(); ++l) STORMO_TRY(model->load_layer(ctx, l));
+    toolkit::TensorLoader load(ctx, model->resident_, kMatrixDtypes, kVectorDtypes, fp8);
+    STORMO_TRY(model->load_weights(load, {names::kEmbedding, names::kHead, names::kFinalNorm},
+                                   model->cfg_.tie_word_embeddings, [&](int l) { return model->load_layer(ctx, l); }));
     // Sized by head_dim, so made once the q/k/v shapes have confirmed it.
     model->rope_ = toolkit::Rope(model->cfg_.rope, static_cast<int>(model->cfg_.head_dim));
     return std::unique_ptr<Model>(std::move(model));
-}
-
-Expected<void> Qwen3MoeModel::load_globals(LoadContext& ctx) {
-    toolkit::TensorLoader load(ctx, resident_, kMatrixDtypes, kVectorDtypes, fp8_);
-    STORMO_TRY(load_ends(load, names::kEmbedding, names::kHead, names::kFinalNorm, cfg_.tie_word_embeddings));
-    return {};
 }
 
 Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {

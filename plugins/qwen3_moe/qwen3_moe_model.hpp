@@ -38,7 +38,6 @@ public:
 
 private:
     Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute);
-    Expected<void> load_globals(LoadContext& ctx);
     Expected<void> load_layer(LoadContext& ctx, int layer);
 
     Qwen3MoeConfig cfg_;

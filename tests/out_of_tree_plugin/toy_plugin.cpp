@@ -1,7 +1,7 @@
-// The smallest family plugin, built out of tree on the installed SDK and family toolkit: it
+// A small family plugin, built out of tree on the installed SDK and family toolkit: it
 // accepts "ToyForCausalLM" / "toy", reads three dimensions with the toolkit's config reader, and
-// sorts tensors by name. Its forward pass (toy_model.cpp) and its synth preset (toy_synth.cpp)
-// are the toolkit's pieces put together.
+// sorts tensors by name. Its forward pass (toy_model.cpp), its GGUF architecture "toy"
+// (toy_gguf.cpp) and its synth preset (toy_synth.cpp) are the toolkit's pieces put together.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -10,6 +10,7 @@
 #include "stormo/family_plugin.hpp"
 #include "stormo/toolkit/config_reader.hpp"
 #include "stormo/toolkit/plugin_entry.hpp"
+#include "toy_gguf.hpp"
 #include "toy_model.hpp"
 #include "toy_synth.hpp"
 
@@ -35,6 +36,11 @@ public:
 
     stormo::Expected<std::unique_ptr<stormo::Model>> load(stormo::LoadContext& ctx) const override {
         return toy::load_toy_model(ctx);
+    }
+
+    std::vector<std::string> gguf_architectures() const override { return {toy::kGgufArchitecture}; }
+    stormo::Expected<stormo::GgufMappedModel> map_gguf(const stormo::GgufView& file) const override {
+        return toy::map_toy_gguf(file);
     }
 
     std::vector<stormo::SynthPreset> synth_presets() const override { return toy::synth_presets(); }

@@ -13,11 +13,19 @@
 #include "checkpoint_rewrite.hpp"
 #include "kernels/mxfp4.hpp"
 #include "model/gguf_source.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "runtime/generation.hpp"
 
 namespace stormo::testing {
 
 inline std::string gguf_path(const std::string& file) { return std::string(STORMO_TEST_DATA_DIR) + "/gguf/" + file; }
+
+// A GGUF model opened as the engine opens it: mapped by the family plugin of this build (found
+// where the engine finds them) that claims its architecture.
+inline Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path) {
+    STORMO_TRY_ASSIGN(const PluginRegistry plugins, PluginRegistry::discover(PluginSearch{}));
+    return stormo::open_gguf_source(path, plugins.families());
+}
 
 // A GGUF fixture, the oracle fixture it was converted from, and how far its weights may lie from
 // the fixture's (the converter's rounding of BF16 weights).

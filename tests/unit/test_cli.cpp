@@ -6,6 +6,7 @@
 
 #include "cli_runner.hpp"
 #include "kernel_test_support.hpp"
+#include "toy_gguf_file.hpp"
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -452,6 +453,29 @@ TEST(Cli, FailuresAreOneLineOnStderr) {
 // Installs this build into a temporary prefix, builds tests/out_of_tree_plugin against it with
 // find_package(stormo), and checks the installed stormo loads that plugin and its own five.
 // Labelled "slow" in ctest.
+// The toy family's own GGUF architecture, with no host change: the installed stormo refuses the
+// file without the toy plugin (naming the architecture), and with it `generate` and `run` load
+// and run it (tokenizer, chat template and weights from the file).
+void expect_toy_gguf_runs(const std::string& installed, const std::string& toy_dir, const std::string& file) {
+    stormo::test::write_toy_gguf(file);
+    const CliResult without = run_shell(installed + " generate --model " + quote(file) + " --ids 1,2,3 --max-tokens 4");
+    EXPECT_NE(without.status, 0);
+    EXPECT_NE(without.err.find("general.architecture \"toy\" has no mapping onto a loaded family"), std::string::npos) << without.err;
+    const std::string with_toy = " --model " + quote(file) + " --plugins-dir " + quote(toy_dir);
+    const CliResult generated = run_shell(installed + " generate" + with_toy + " --ids 72,105,33 --max-tokens 4 --ignore-eos");
+    ASSERT_EQ(generated.status, 0) << generated.err;
+    std::istringstream ids(generated.out);
+    int64_t id = -1, count = 0;
+    while (ids >> id) {
+        EXPECT_GE(id, 0);
+        EXPECT_LT(id, stormo::test::kToyVocab);
+        ++count;
+    }
+    EXPECT_EQ(count, 4) << generated.out;
+    const CliResult ran = run_shell(installed + " run" + with_toy + " --prompt 'Hello' --max-tokens 4");
+    EXPECT_EQ(ran.status, 0) << ran.err;
+}
+
 // The toy family's own synth preset, written by the installed stormo and generated from: a
 // family out of tree describes its checkpoints and runs them with no change to the host.
 void expect_toy_synth_runs(const std::string& installed, const std::string& toy_dir, const std::string& scratch) {
@@ -492,6 +516,7 @@ TEST(CliOutOfTreePlugin, InstalledStormoLoadsToyPlugin) {
     ASSERT_EQ(compile.status, 0) << compile.out << compile.err;
     const std::string toy_dir = build + "/plugins";
     ASSERT_TRUE(fs::exists(toy_dir + "/libstormo-model-toy.so"));
+    expect_toy_gguf_runs(quote(prefix.file("bin/stormo")), toy_dir, prefix.file("toy.gguf"));
 
     const std::string installed = quote(prefix.file("bin/stormo"));
     const CliResult with_toy = run_shell(installed + " plugins --json --plugins-dir " + quote(toy_dir));

@@ -12,9 +12,10 @@
 #include <sstream>
 
 #include "gguf_writer.hpp"
-#include "model/gguf_mapping.hpp"
+#include "model/gguf_model_view.hpp"
 #include "model/gguf_split.hpp"
 #include "safetensors_writer.hpp"
+#include "stormo/toolkit/gguf_mapping.hpp"
 #include "text/chat_template.hpp"
 #include "text/chat_value.hpp"
 #include "text/tokenizer.hpp"
@@ -168,16 +169,35 @@ TEST_P(GgufTokenizer, ChatTemplateRendersEveryReferenceCase) {
 TEST_P(GgufTokenizer, EndsGenerationWhereTheCheckpointsGenerationConfigDoes) {
     auto model = GgufModel::open(vocab_gguf(GetParam()));
     ASSERT_TRUE(model) << model.error().message;
-    const gguf_mapping::Keys keys(model->metadata(), "");
+    const GgufModelView view(*model, "");
+    const toolkit::gguf::Keys keys(view, "");
     const uint64_t vocab = from_gguf(GetParam()).size();
-    auto eos = gguf_mapping::eos_token_id(keys, vocab);
+    auto eos = toolkit::gguf::eos_token_id(keys, vocab);
     ASSERT_TRUE(eos) << eos.error().message;
-    auto ids = gguf_mapping::end_of_generation_ids(keys, vocab, *eos);
+    auto ids = toolkit::gguf::end_of_generation_ids(keys, vocab, *eos);
     ASSERT_TRUE(ids) << ids.error().message;
     const std::vector<int64_t> expected =
         GetParam() == "gpt-oss" ? std::vector<int64_t>{200002, 199999} : std::vector<int64_t>{151645, 151643};
     EXPECT_EQ(*ids, expected);
 }
+
+// A GGUF header without tensors or a file, as a family's mapping sees a model.
+class MetadataOnly final : public GgufView {
+public:
+    explicit MetadataOnly(const GgufHeader& h) : h_(h) {}
+    const std::string& path() const override { return h_.path; }
+    const std::string& architecture() const override { return arch_; }
+    const GgufValue* value(std::string_view key) const override { return h_.find(key); }
+    const std::vector<const GgufTensorInfo*>& tensors() const override { return none_; }
+    const GgufTensorInfo* tensor(std::string_view) const override { return nullptr; }
+    const std::string& file_of(const GgufTensorInfo&) const override { return h_.path; }
+    std::span<const std::byte> bytes(const GgufTensorInfo&) const override { return {}; }
+
+private:
+    const GgufHeader& h_;
+    std::string arch_;
+    std::vector<const GgufTensorInfo*> none_;
+};
 
 // An end-of-turn or end-of-message id the vocabulary does not hold is refused, naming the file
 // and the key, rather than stopping on a token that can never come.
@@ -190,8 +210,9 @@ TEST(GgufEndOfGeneration, AnIdOutsideTheVocabularyNamesTheFileAndTheKey) {
         value.type = GgufValueType::u32;
         value.raw = std::as_bytes(std::span<const uint32_t>(&id, 1));
         header.metadata.emplace(key, value);
-        const gguf_mapping::Keys keys(header, "");
-        auto ids = gguf_mapping::end_of_generation_ids(keys, 64, std::optional<int64_t>(2));
+        const MetadataOnly view(header);
+        const toolkit::gguf::Keys keys(view, "");
+        auto ids = toolkit::gguf::end_of_generation_ids(keys, 64, std::optional<int64_t>(2));
         ASSERT_FALSE(ids) << key;
         EXPECT_EQ(ids.error().message, std::string("/models/tiny.gguf: ") + key + " must be a token id below 64");
     }

@@ -3,7 +3,7 @@
 // must be equal, or the plugin is refused with both strings in the reason. It covers what can
 // break when a plugin and the host are built apart:
 //   - the SDK's major version (bumped for any change to a virtual interface: Model, Family,
-//     LoadContext, Tracer, ThreadPool, the plugin objects);
+//     LoadContext, GgufView, Tracer, ThreadPool, the plugin objects);
 //   - the compiler and standard library (C++ objects and std:: types cross the boundary);
 //   - the tl-expected version (Expected<T> crosses it);
 //   - the debug and assertion macros (NDEBUG, _GLIBCXX_ASSERTIONS, _GLIBCXX_DEBUG: the last
@@ -185,6 +185,33 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(ModelSummary, hidden_size);
     STORMO_ABI_FIELD(ModelSummary, vocab_size);
     STORMO_ABI_FIELD(ModelSummary, kv_floats_per_token);
+    h = mix_type<GgufValue>(h);
+    STORMO_ABI_FIELD(GgufValue, type);
+    STORMO_ABI_FIELD(GgufValue, element_type);
+    STORMO_ABI_FIELD(GgufValue, count);
+    STORMO_ABI_FIELD(GgufValue, raw);
+    STORMO_ABI_FIELD(GgufValue, text);
+    STORMO_ABI_FIELD(GgufValue, strings);
+    h = mix_type<GgufTensorInfo>(h);
+    STORMO_ABI_FIELD(GgufTensorInfo, name);
+    STORMO_ABI_FIELD(GgufTensorInfo, type);
+    STORMO_ABI_FIELD(GgufTensorInfo, n_dims);
+    STORMO_ABI_FIELD(GgufTensorInfo, ne);
+    STORMO_ABI_FIELD(GgufTensorInfo, offset);
+    STORMO_ABI_FIELD(GgufTensorInfo, nbytes);
+    STORMO_ABI_FIELD(GgufTensorInfo, elements);
+    h = mix_type<GgufMappedTensor>(h);
+    STORMO_ABI_FIELD(GgufMappedTensor, name);
+    STORMO_ABI_FIELD(GgufMappedTensor, shape);
+    STORMO_ABI_FIELD(GgufMappedTensor, dtype);
+    STORMO_ABI_FIELD(GgufMappedTensor, in_file);
+    STORMO_ABI_FIELD(GgufMappedTensor, slice_offset);
+    STORMO_ABI_FIELD(GgufMappedTensor, slice_bytes);
+    STORMO_ABI_FIELD(GgufMappedTensor, values);
+    h = mix_type<GgufMappedModel>(h);
+    STORMO_ABI_FIELD(GgufMappedModel, config_json);
+    STORMO_ABI_FIELD(GgufMappedModel, generation_config_json);
+    STORMO_ABI_FIELD(GgufMappedModel, tensors);
     h = mix_type<SynthFillSpec>(h);
     STORMO_ABI_FIELD(SynthFillSpec, kind);
     STORMO_ABI_FIELD(SynthFillSpec, center);

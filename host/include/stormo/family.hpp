@@ -12,6 +12,7 @@
 
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
+#include "stormo/gguf_view.hpp"
 #include "stormo/json.hpp"
 #include "stormo/kernels.hpp"
 #include "stormo/packed_bf16.hpp"
@@ -190,6 +191,10 @@ public:
     // The role of a checkpoint tensor by its name (experts, attention, ...).
     virtual TensorRole classify(std::string_view tensor_name) const = 0;
     virtual Expected<std::unique_ptr<Model>> load(LoadContext& ctx) const = 0;
+    // GGUF: the general.architecture values (llama.cpp's names) this family maps, none by default;
+    // and the mapping of a file of one of them onto its config.json and checkpoint tensors.
+    virtual std::vector<std::string> gguf_architectures() const;
+    virtual Expected<GgufMappedModel> map_gguf(const GgufView& file) const;
     // The synthetic checkpoints `stormo synth` writes in this family's shapes (none by default),
     // and one of them at a depth and expert count the host checked against the preset's bounds.
     virtual std::vector<SynthPreset> synth_presets() const;

@@ -165,7 +165,7 @@ int run_plugins(int argc, char** argv) {
     std::unique_ptr<ModelSource> source;
     std::optional<FamilySelection> family;
     if (common.model) {
-        auto opened = open_model_source(*common.model);
+        auto opened = open_model_source(*common.model, registry->families());
         if (!opened) return report_error(with_context(opened.error(), "--model " + *common.model));
         source = std::move(*opened);
         auto chosen = select_family(*registry, source->config(), PluginRequest{cfg->family, cfg->origin("family")});

@@ -16,20 +16,6 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 
-// The fixed size of a scalar value type; 0 for string and array.
-size_t scalar_size(GgufValueType t) {
-    switch (t) {
-        case GgufValueType::u8: case GgufValueType::i8: case GgufValueType::boolean: return 1;
-        case GgufValueType::u16: case GgufValueType::i16: return 2;
-        case GgufValueType::u32: case GgufValueType::i32: case GgufValueType::f32: return 4;
-        case GgufValueType::u64: case GgufValueType::i64: case GgufValueType::f64: return 8;
-        case GgufValueType::string: case GgufValueType::array: return 0;
-    }
-    return 0;
-}
-
-bool known_value_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueType::f64); }
-
 template <class T>
 T load(const std::byte* p) {
     T v;
@@ -37,37 +23,7 @@ T load(const std::byte* p) {
     return v;
 }
 
-// An integer of any integer value type at p, widened; nothing for non-integers or for u64 values
-// above INT64_MAX (callers wanting those use the unsigned path).
-std::optional<int64_t> integer_at(GgufValueType t, const std::byte* p) {
-    switch (t) {
-        case GgufValueType::u8: return load<uint8_t>(p);
-        case GgufValueType::i8: return load<int8_t>(p);
-        case GgufValueType::u16: return load<uint16_t>(p);
-        case GgufValueType::i16: return load<int16_t>(p);
-        case GgufValueType::u32: return load<uint32_t>(p);
-        case GgufValueType::i32: return load<int32_t>(p);
-        case GgufValueType::i64: return load<int64_t>(p);
-        case GgufValueType::u64: {
-            const auto v = load<uint64_t>(p);
-            if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-            return static_cast<int64_t>(v);
-        }
-        default: return std::nullopt;
-    }
-}
-
-std::optional<double> floating_at(GgufValueType t, const std::byte* p) {
-    if (t == GgufValueType::f32) return load<float>(p);
-    if (t == GgufValueType::f64) return load<double>(p);
-    if (auto i = integer_at(t, p)) {
-        // Only integers a double holds exactly. Near INT64_MAX the double rounds up to 2^63, which
-        // int64 cannot hold: casting it back would be undefined, so the range is checked first.
-        const auto d = static_cast<double>(*i);
-        if (d < 0x1p63 && static_cast<int64_t>(d) == *i) return d;
-    }
-    return std::nullopt;
-}
+bool known_value_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueType::f64); }
 
 // Reads the file front to back; every read checks the bytes left first, so a count or length
 // the file cannot hold is refused before it sizes anything.
@@ -125,7 +81,7 @@ Expected<GgufValue> read_value(Reader& r, const std::string& where) {
         return v;
     }
     if (v.type != GgufValueType::array) {
-        STORMO_TRY_ASSIGN(v.raw, r.take(scalar_size(v.type), where + ": value"));
+        STORMO_TRY_ASSIGN(v.raw, r.take(gguf_scalar_size(v.type), where + ": value"));
         if (v.type == GgufValueType::boolean && static_cast<uint8_t>(v.raw[0]) > 1)
             return fail(ErrorKind::format, where + ": bool value " + std::to_string(static_cast<unsigned>(v.raw[0])) +
                                                " is neither 0 nor 1");
@@ -137,7 +93,7 @@ Expected<GgufValue> read_value(Reader& r, const std::string& where) {
     STORMO_TRY_ASSIGN(v.count, r.scalar<uint64_t>(where + ": array length"));
     // The smallest encoding of each element (a string is at least its 8-byte length) bounds the
     // count by the bytes left, before anything is reserved.
-    const uint64_t min_size = v.element_type == GgufValueType::string ? 8 : scalar_size(v.element_type);
+    const uint64_t min_size = v.element_type == GgufValueType::string ? 8 : gguf_scalar_size(v.element_type);
     if (v.count > r.left() / min_size)
         return fail(ErrorKind::format, where + ": array of " + std::to_string(v.count) + " " +
                                            std::string(gguf_value_type_name(v.element_type)) + " values needs at least " +
@@ -246,67 +202,6 @@ Expected<void> check_tensor_ranges(GgufHeader& h) {
 }
 
 }  // namespace
-
-std::string_view gguf_value_type_name(GgufValueType t) {
-    switch (t) {
-        case GgufValueType::u8: return "u8";
-        case GgufValueType::i8: return "i8";
-        case GgufValueType::u16: return "u16";
-        case GgufValueType::i16: return "i16";
-        case GgufValueType::u32: return "u32";
-        case GgufValueType::i32: return "i32";
-        case GgufValueType::f32: return "f32";
-        case GgufValueType::boolean: return "bool";
-        case GgufValueType::string: return "string";
-        case GgufValueType::array: return "array";
-        case GgufValueType::u64: return "u64";
-        case GgufValueType::i64: return "i64";
-        case GgufValueType::f64: return "f64";
-    }
-    return "unknown";
-}
-
-std::optional<int64_t> GgufValue::as_int() const {
-    if (is_array() || raw.empty()) return std::nullopt;
-    return integer_at(type, raw.data());
-}
-
-std::optional<uint64_t> GgufValue::as_uint() const {
-    if (type == GgufValueType::u64) return load<uint64_t>(raw.data());
-    auto i = as_int();
-    if (!i || *i < 0) return std::nullopt;
-    return static_cast<uint64_t>(*i);
-}
-
-std::optional<double> GgufValue::as_float() const {
-    if (is_array() || raw.empty()) return std::nullopt;
-    return floating_at(type, raw.data());
-}
-
-std::optional<bool> GgufValue::as_bool() const {
-    if (type != GgufValueType::boolean) return std::nullopt;
-    return static_cast<uint8_t>(raw[0]) != 0;
-}
-
-std::optional<std::string_view> GgufValue::as_string() const {
-    if (type != GgufValueType::string) return std::nullopt;
-    return text;
-}
-
-std::optional<int64_t> GgufValue::int_at(uint64_t i) const {
-    if (!is_array() || i >= count || element_type == GgufValueType::string) return std::nullopt;
-    return integer_at(element_type, raw.data() + i * scalar_size(element_type));
-}
-
-std::optional<double> GgufValue::float_at(uint64_t i) const {
-    if (!is_array() || i >= count || element_type == GgufValueType::string) return std::nullopt;
-    return floating_at(element_type, raw.data() + i * scalar_size(element_type));
-}
-
-std::string GgufValue::type_name() const {
-    if (!is_array()) return std::string(gguf_value_type_name(type));
-    return "array of " + std::string(gguf_value_type_name(element_type));
-}
 
 const GgufValue* GgufHeader::find(std::string_view key) const {
     auto it = metadata.find(key);

@@ -4,14 +4,19 @@
 #include <algorithm>
 #include <cstring>
 
-#include "model/gguf_mapping.hpp"
+#include "model/gguf_model_view.hpp"
+#include "stormo/family.hpp"
 #include "util/file.hpp"
 #include "util/quote.hpp"
 
 namespace stormo {
 namespace {
 
-using gguf_mapping::FamilyTensor;
+// A tensor the family mapped, and for bytes of the file the part (of the model's) they lie in.
+struct FamilyTensor {
+    GgufMappedTensor mapped;
+    size_t part = 0;
+};
 
 // The family's tensors: byte ranges of the GGUF file, or float32 values the mapping made, held in
 // RAM. The file's bytes are read with pread, not copied out of the mapping the header was parsed
@@ -23,14 +28,16 @@ public:
                std::vector<FamilyTensor> tensors)
         : model_(std::move(model)), parts_(std::move(parts)), path_(model_.parts().front()->path()), config_(std::move(config)),
           generation_(std::move(generation)), tensors_(std::move(tensors)) {
-        std::sort(tensors_.begin(), tensors_.end(), [](const FamilyTensor& a, const FamilyTensor& b) { return a.name < b.name; });
+        std::sort(tensors_.begin(), tensors_.end(),
+                  [](const FamilyTensor& a, const FamilyTensor& b) { return a.mapped.name < b.mapped.name; });
         // An in-memory tensor's TensorInfo::file names no file the bytes could be read from, so
         // nothing that opens files (the streaming store) can mistake it for a range of the file.
         const std::string origin = path_ + " (dequantized in memory)";
-        for (const FamilyTensor& t : tensors_) {
+        for (const FamilyTensor& held : tensors_) {
+            const GgufMappedTensor& t = held.mapped;
             if (t.in_file)
-                infos_.push_back(TensorInfo{t.name, t.dtype, t.shape, t.in_file->file->path(), t.in_file->info->offset + t.slice_offset,
-                                            t.slice_bytes});
+                infos_.push_back(TensorInfo{t.name, t.dtype, t.shape, model_.parts()[held.part]->path(),
+                                            t.in_file->offset + t.slice_offset, t.slice_bytes});
             else
                 infos_.push_back(TensorInfo{t.name, DType::F32, t.shape, origin, 0, t.values.size() * sizeof(float)});
         }
@@ -43,7 +50,7 @@ public:
 
     bool in_memory(const TensorInfo& t) const override {
         const TensorInfo* own = find(t.name);
-        return own != nullptr && !tensors_[static_cast<size_t>(own - infos_.data())].in_file;
+        return own != nullptr && !tensors_[static_cast<size_t>(own - infos_.data())].mapped.in_file;
     }
 
     const TensorInfo* find(std::string_view name) const override {
@@ -62,14 +69,8 @@ public:
                                                          std::to_string(offset) + " runs past the tensor's " +
                                                          std::to_string(own->nbytes) + " bytes");
         const FamilyTensor& held = tensors_[static_cast<size_t>(own - infos_.data())];
-        if (held.in_file) {
-            const auto& files = model_.parts();
-            size_t part = 0;
-            while (part < files.size() && files[part].get() != held.in_file->file) ++part;
-            if (part == files.size()) return fail(ErrorKind::internal, what + ": its file is not a part of the model");
-            return pread_exact(parts_[part].get(), dst, size, own->offset + offset, what);
-        }
-        std::memcpy(dst, reinterpret_cast<const std::byte*>(held.values.data()) + offset, size);
+        if (held.mapped.in_file) return pread_exact(parts_[held.part].get(), dst, size, own->offset + offset, what);
+        std::memcpy(dst, reinterpret_cast<const std::byte*>(held.mapped.values.data()) + offset, size);
         return {};
     }
 
@@ -83,25 +84,67 @@ private:
     std::vector<TensorInfo> infos_;
 };
 
+// general.architecture, a string; errors name the file and the key.
+Expected<std::string> architecture_of(const GgufHeader& h) {
+    const std::string key = "general.architecture";
+    const GgufValue* v = h.find(key);
+    if (v == nullptr) return fail(ErrorKind::missing, h.path + ": key " + in_quotes(key) + " is missing");
+    const std::optional<std::string_view> arch = v->as_string();
+    if (!arch) return fail(ErrorKind::format, h.path + ": key " + in_quotes(key) + " must be a string, found " + v->type_name());
+    return std::string(*arch);
+}
+
+// The first family that claims `arch`, or an error naming the file, the architecture and what
+// the loaded families claim.
+Expected<const Family*> claiming_family(const GgufHeader& h, const std::string& arch, std::span<const Family* const> families) {
+    std::vector<std::string> claimed;
+    for (const Family* family : families) {
+        for (const std::string& a : family->gguf_architectures()) {
+            if (a == arch) return family;
+            if (std::find(claimed.begin(), claimed.end(), a) == claimed.end()) claimed.push_back(a);
+        }
+    }
+    std::string list;
+    for (const std::string& a : claimed) list += (list.empty() ? "" : ", ") + a;
+    return fail(ErrorKind::unsupported, h.path + ": general.architecture " + in_quotes(arch) + " has no mapping onto a loaded family (" +
+                                            (claimed.empty() ? std::string("no loaded family maps a GGUF architecture")
+                                                             : "the loaded families map " + list) + ")");
+}
+
+// The family's tensors checked against the model before the host reads a byte through them: an
+// in-file tensor must be one of the model's, its range inside that tensor; values must fill the
+// shape. Errors name the file and the tensor (a fault of the family's mapping, not of the file).
+Expected<std::vector<FamilyTensor>> checked_tensors(const GgufModelView& view, std::vector<GgufMappedTensor> mapped) {
+    std::vector<FamilyTensor> out;
+    out.reserve(mapped.size());
+    for (GgufMappedTensor& t : mapped) {
+        const std::string what = view.path() + ": the " + view.architecture() + " mapping's tensor " + in_quotes(t.name);
+        size_t part = 0;
+        if (t.in_file) {
+            const GgufTensorRef* ref = view.ref(t.in_file);
+            if (ref == nullptr) return fail(ErrorKind::internal, what + " refers to a tensor that is not the file's");
+            if (t.slice_offset > ref->info->nbytes || t.slice_bytes > ref->info->nbytes - t.slice_offset)
+                return fail(ErrorKind::internal, what + " runs past the bytes of " + in_quotes(ref->info->name));
+            const auto& files = view.model().parts();
+            while (part < files.size() && files[part].get() != ref->file) ++part;
+        } else if (static_cast<int64_t>(t.values.size()) != element_count(t.shape)) {
+            return fail(ErrorKind::internal, what + " has " + std::to_string(t.values.size()) + " values for its shape");
+        }
+        out.push_back({std::move(t), part});
+    }
+    return out;
+}
+
 }  // namespace
 
-Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path) {
+Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path, std::span<const Family* const> families) {
     STORMO_TRY_ASSIGN(auto model, GgufModel::open(path));
     const GgufHeader& h = model.metadata();
-    gguf_mapping::Keys general(h, "general");
-    STORMO_TRY_ASSIGN(const std::string arch, general.text("general.architecture"));
-    gguf_mapping::Keys keys(h, arch);
-    gguf_mapping::MappedModel mapped;
-    if (arch == "gpt-oss") {
-        STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_gpt_oss(model, keys));
-    } else if (arch == "qwen3moe") {
-        STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_qwen3_moe(model, keys));
-    } else if (arch == "glm-dsa") {
-        STORMO_TRY_ASSIGN(mapped, gguf_mapping::map_glm_dsa(model, keys));
-    } else {
-        return fail(ErrorKind::unsupported, h.path + ": general.architecture " + in_quotes(arch) +
-                                                " has no mapping onto a stormo family yet (gpt-oss, qwen3moe and glm-dsa have)");
-    }
+    STORMO_TRY_ASSIGN(const std::string arch, architecture_of(h));
+    STORMO_TRY_ASSIGN(const Family* family, claiming_family(h, arch, families));
+    const GgufModelView view(model, arch);
+    STORMO_TRY_ASSIGN(GgufMappedModel mapped, family->map_gguf(view));
+    STORMO_TRY_ASSIGN(std::vector<FamilyTensor> tensors, checked_tensors(view, std::move(mapped.tensors)));
     // The synthesized texts are named after the file, so a family's error about a field points
     // at the GGUF file it came from.
     STORMO_TRY_ASSIGN(auto config, ModelConfig::parse(mapped.config_json, h.path + " (metadata as config.json)"));
@@ -116,7 +159,7 @@ Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path)
         parts.push_back(std::move(fd));
     }
     return std::make_unique<GgufSource>(std::move(model), std::move(parts), std::move(config), std::move(generation),
-                                        std::move(mapped.tensors));
+                                        std::move(tensors));
 }
 
 }  // namespace stormo

@@ -11,8 +11,8 @@ ModelSource::~ModelSource() = default;
 
 // By the name's ending, as llama.cpp users name their files: a directory named "x.gguf" would
 // be refused by the GGUF reader as not a regular file, which says what is wrong.
-Expected<std::unique_ptr<ModelSource>> open_model_source(const std::string& path) {
-    if (path.ends_with(".gguf")) return open_gguf_source(path);
+Expected<std::unique_ptr<ModelSource>> open_model_source(const std::string& path, std::span<const Family* const> families) {
+    if (path.ends_with(".gguf")) return open_gguf_source(path, families);
     return open_model_directory(path);
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,12 @@ private:
 // model.safetensors.index.json).
 STORMO_API Expected<std::unique_ptr<ModelSource>> open_model_directory(const std::string& dir);
 
+class Family;
+
 // What --model names: a Hugging Face model directory, or a GGUF file (a path ending in .gguf, or
-// any part of a split GGUF model; model/gguf_source.hpp).
-STORMO_API Expected<std::unique_ptr<ModelSource>> open_model_source(const std::string& path);
+// any part of a split GGUF model; model/gguf_source.hpp), mapped by the one of `families` (the
+// loaded family plugins) that claims its architecture.
+STORMO_API Expected<std::unique_ptr<ModelSource>> open_model_source(const std::string& path,
+                                                                   std::span<const Family* const> families);
 
 }  // namespace stormo

@@ -143,4 +143,11 @@ std::vector<const LoadedPlugin*> PluginRegistry::of_kind(PluginKind kind) const 
     return out;
 }
 
+std::vector<const Family*> PluginRegistry::families() const {
+    std::vector<const Family*> out;
+    for (const LoadedPlugin& p : plugins_)
+        if (p.family) out.push_back(p.family.get());
+    return out;
+}
+
 }  // namespace stormo

@@ -83,6 +83,8 @@ public:
 
     const LoadedPlugin* find(std::string_view name) const;
     std::vector<const LoadedPlugin*> of_kind(PluginKind kind) const;
+    // The families of the model plugins, in load order (what opens a GGUF model asks).
+    std::vector<const Family*> families() const;
 
     // Loads one library and records it (accepted or rejected); exposed for tests.
     void add_library(const std::string& path, CpuFeatureSet cpu);

@@ -7,7 +7,7 @@ Expected<void> open_model_setup(const SetupRequest& request, ModelSetup& out) {
     if (!registry) return tl::unexpected(registry.error());
     out.registry = std::move(*registry);
 
-    auto source = open_model_source(request.model_dir);
+    auto source = open_model_source(request.model_dir, out.registry.families());
     if (!source) return tl::unexpected(with_context(source.error(), request.model_origin + " " + request.model_dir));
     out.source = std::move(*source);
 

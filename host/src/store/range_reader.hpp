@@ -2,8 +2,8 @@
 // Many byte ranges of model files copied into memory through a few large reads. Loading every
 // expert into RAM part by part through the page cache left a copy of the file in the cache as the
 // resident copy filled: the kernel reclaimed and compacted memory for the rest of the load, huge
-// pages ran out and the experts were left on small pages (docs/benchmarks.md, 2026-12-02). With
-// O_DIRECT windows of a few MiB the file's bytes never enter the cache.
+// pages ran out and the experts were left on small pages (docs/log/benchmarks-history.md,
+// "2026-12-02, morning"). With O_DIRECT windows of a few MiB the file's bytes never enter the cache.
 #include <cstdint>
 #include <string>
 #include <vector>

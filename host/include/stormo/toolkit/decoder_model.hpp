@@ -3,6 +3,7 @@
 // layer plans and the storage of the resident tensors. A family derives from it and writes only its
 // own steps (attention, route, expert_ffn, dense_ffn) and its load.
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,17 @@
 #include "stormo/toolkit/loading.hpp"
 
 namespace stormo::toolkit {
+
+// The checkpoint names of a decoder's ends.
+struct DecoderEnds {
+    std::string embedding;
+    std::string head;        // not read when the head is tied to the embedding
+    std::string final_norm;
+};
+
+// The host's kernel table and pool a family loads with (it decodes and dequantizes weights with
+// them), or an internal error naming the family when the host gave no table.
+Expected<Compute> load_compute(const LoadContext& ctx, const std::string& who);
 
 class DecoderModel : public Model {
 public:
@@ -33,6 +45,10 @@ protected:
     // The token embedding, the head (the embedding itself when `tied`) and the final norm.
     Expected<void> load_ends(TensorLoader& load, const std::string& embedding, const std::string& head,
                              const std::string& final_norm, bool tied);
+    // The body of every decoder family's load, once its model is built and its layers sized: the
+    // ends through `load`, then load_layer(l) for every layer in order.
+    Expected<void> load_weights(TensorLoader& load, const DecoderEnds& ends, bool tied,
+                                const std::function<Expected<void>(int layer)>& load_layer);
 
     Compute compute_;
     std::string who_;

@@ -1,49 +1,48 @@
-// The pieces every GGUF architecture mapping shares: see gguf_mapping.hpp.
-#include "model/gguf_mapping.hpp"
+// The pieces every family's GGUF mapping shares: see stormo/toolkit/gguf_mapping.hpp.
+#include "stormo/toolkit/gguf_mapping.hpp"
 
 #include <algorithm>
 #include <array>
-
 #include <charconv>
 #include <cmath>
 #include <limits>
 
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
-namespace stormo::gguf_mapping {
+namespace stormo::toolkit::gguf {
 
 namespace {
 
 // The value of `key` as `convert` reads it; errors name the file and the key, and `want` the type.
 template <class T, class Convert>
-Expected<T> typed(const GgufHeader& h, std::string_view key, const char* want, Convert convert) {
-    const GgufValue* v = h.find(key);
-    if (v == nullptr) return fail(ErrorKind::missing, h.path + ": key " + in_quotes(key) + " is missing");
+Expected<T> typed(const GgufView& file, std::string_view key, const char* want, Convert convert) {
+    const GgufValue* v = file.value(key);
+    if (v == nullptr) return fail(ErrorKind::missing, file.path() + ": key " + in_quotes(key) + " is missing");
     std::optional<T> x = convert(*v);
-    if (!x) return fail(ErrorKind::format, h.path + ": key " + in_quotes(key) + " must be " + want + ", found " + v->type_name());
+    if (!x) return fail(ErrorKind::format, file.path() + ": key " + in_quotes(key) + " must be " + want + ", found " + v->type_name());
     return *x;
 }
 
 }  // namespace
 
 Expected<uint64_t> Keys::count(std::string_view key) const {
-    return typed<uint64_t>(h_, key, "a non-negative integer", [](const GgufValue& v) { return v.as_uint(); });
+    return typed<uint64_t>(file_, key, "a non-negative integer", [](const GgufValue& v) { return v.as_uint(); });
 }
 
 Expected<double> Keys::number(std::string_view key) const {
-    STORMO_TRY_ASSIGN(const double v, typed<double>(h_, key, "a number", [](const GgufValue& v) { return v.as_float(); }));
+    STORMO_TRY_ASSIGN(const double v, typed<double>(file_, key, "a number", [](const GgufValue& v) { return v.as_float(); }));
     // JSON has no NaN or infinity: the config made from the metadata would fail to parse without
     // naming the key.
-    if (!std::isfinite(v)) return fail(ErrorKind::format, h_.path + ": key " + in_quotes(key) + " must be a finite number, found " + std::to_string(v));
+    if (!std::isfinite(v)) return fail(ErrorKind::format, file_.path() + ": key " + in_quotes(key) + " must be a finite number, found " + std::to_string(v));
     return v;
 }
 
 Expected<bool> Keys::flag(std::string_view key) const {
-    return typed<bool>(h_, key, "a bool", [](const GgufValue& v) { return v.as_bool(); });
+    return typed<bool>(file_, key, "a bool", [](const GgufValue& v) { return v.as_bool(); });
 }
 
 Expected<std::string> Keys::text(std::string_view key) const {
-    return typed<std::string>(h_, key, "a string", [](const GgufValue& v) -> std::optional<std::string> {
+    return typed<std::string>(file_, key, "a string", [](const GgufValue& v) -> std::optional<std::string> {
         if (auto s = v.as_string()) return std::string(*s);
         return std::nullopt;
     });
@@ -62,26 +61,25 @@ Expected<bool> Keys::flag_or(std::string_view key, bool absent) const {
 }
 
 Error Keys::refuse(std::string_view key, const std::string& what, ErrorKind kind) const {
-    return Error{kind, h_.path + ": key " + in_quotes(arch_key(key)) + " " + what};
+    return Error{kind, file_.path() + ": key " + in_quotes(arch_key(key)) + " " + what};
 }
 
 std::string blk(int layer, std::string_view name) { return "blk." + std::to_string(layer) + "." + std::string(name); }
 std::string hf(int layer, std::string_view name) { return "model.layers." + std::to_string(layer) + "." + std::string(name); }
 
-Expected<void> require_last_block(const GgufModel& model, const Keys& k, uint64_t blocks, uint64_t layers) {
+Expected<void> require_last_block(const GgufView& model, const Keys& k, uint64_t blocks, uint64_t layers) {
     if (layers == 0) return {};
     const bool indexable = layers - 1 <= static_cast<uint64_t>(std::numeric_limits<int>::max());
     const std::string last = "blk." + std::to_string(layers - 1) + ".attn_norm.weight";
-    if (indexable && model.find(last) != nullptr) return {};
+    if (indexable && model.tensor(last) != nullptr) return {};
     return tl::unexpected(k.refuse("block_count", "is " + std::to_string(blocks) + ", but the file has no tensor " + in_quotes(last),
                                    ErrorKind::mismatch));
 }
 
-Expected<GgufTensorRef> checked_ne(const GgufModel& model, const std::string& name, const std::vector<uint64_t>& ne) {
-    const GgufTensorRef* t = model.find(name);
-    const std::string& first = model.parts().front()->path();
-    if (t == nullptr) return fail(ErrorKind::missing, first + ": tensor " + in_quotes(name) + " is missing");
-    const GgufTensorInfo& info = *t->info;
+Expected<const GgufTensorInfo*> checked_ne(const GgufView& model, const std::string& name, const std::vector<uint64_t>& ne) {
+    const GgufTensorInfo* t = model.tensor(name);
+    if (t == nullptr) return fail(ErrorKind::missing, model.path() + ": tensor " + in_quotes(name) + " is missing");
+    const GgufTensorInfo& info = *t;
     bool same = info.n_dims == ne.size();
     for (size_t d = 0; same && d < ne.size(); ++d) same = info.ne[d] == ne[d];
     if (!same) {
@@ -90,19 +88,21 @@ Expected<GgufTensorRef> checked_ne(const GgufModel& model, const std::string& na
             for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
             return s + "]";
         };
-        return fail(ErrorKind::mismatch, t->file->path() + ": tensor " + in_quotes(name) + ": has ne " +
+        return fail(ErrorKind::mismatch, model.file_of(info) + ": tensor " + in_quotes(name) + ": has ne " +
                                              dims(info.ne.data(), info.n_dims) + ", the metadata needs " + dims(ne.data(), ne.size()));
     }
-    return *t;
+    return t;
 }
 
 namespace {
 
 // A tensor already found and checked, as float32.
-Expected<std::vector<float>> dequantize(const GgufTensorRef& t) {
-    std::vector<float> values(static_cast<size_t>(t.info->elements));
-    if (auto r = dequantize_gguf(t.info->type, t.bytes().data(), values.size(), values.data()); !r)
-        return tl::unexpected(with_context(r.error(), t.file->path() + ": tensor " + in_quotes(t.info->name)));
+Expected<std::vector<float>> dequantize(const GgufView& model, const GgufTensorInfo& t) {
+    const std::span<const std::byte> bytes = model.bytes(t);
+    if (bytes.size() != t.nbytes) return fail(ErrorKind::internal, model.path() + ": tensor " + in_quotes(t.name) + " is not the file's");
+    std::vector<float> values(static_cast<size_t>(t.elements));
+    if (auto r = dequantize_gguf(t.type, bytes.data(), values.size(), values.data()); !r)
+        return tl::unexpected(with_context(r.error(), model.file_of(t) + ": tensor " + in_quotes(t.name)));
     return values;
 }
 
@@ -121,50 +121,50 @@ Shape row_major(const std::vector<uint64_t>& ne) {
 
 }  // namespace
 
-Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne) {
-    STORMO_TRY_ASSIGN(const GgufTensorRef t, checked_ne(model, name, ne));
-    return dequantize(t);
+Expected<std::vector<float>> dequantized(const GgufView& model, const std::string& name, std::vector<uint64_t> ne) {
+    STORMO_TRY_ASSIGN(const GgufTensorInfo* t, checked_ne(model, name, ne));
+    return dequantize(model, *t);
 }
 
-Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
+Expected<void> copy_tensor(const GgufView& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
                            std::vector<uint64_t> ne) {
-    STORMO_TRY_ASSIGN(const GgufTensorRef t, checked_ne(model, gguf_name, ne));
-    if (const std::optional<DType> dtype = in_file_dtype(*t.info)) {
-        m.tensors.push_back({std::move(hf_name), row_major(ne), *dtype, t, 0, t.info->nbytes, {}});
+    STORMO_TRY_ASSIGN(const GgufTensorInfo* t, checked_ne(model, gguf_name, ne));
+    if (const std::optional<DType> dtype = in_file_dtype(*t)) {
+        m.tensors.push_back({std::move(hf_name), row_major(ne), *dtype, t, 0, t->nbytes, {}});
         return {};
     }
-    STORMO_TRY_ASSIGN(auto values, dequantize(t));
+    STORMO_TRY_ASSIGN(auto values, dequantize(model, *t));
     add_values(m, std::move(hf_name), row_major(ne), std::move(values));
     return {};
 }
 
 void add_values(MappedModel& m, std::string hf_name, Shape shape, std::vector<float> values) {
-    m.tensors.push_back({std::move(hf_name), std::move(shape), DType::F32, std::nullopt, 0, 0, std::move(values)});
+    m.tensors.push_back({std::move(hf_name), std::move(shape), DType::F32, nullptr, 0, 0, std::move(values)});
 }
 
-Expected<void> copy_ends(const GgufModel& model, MappedModel& m, uint64_t hidden, uint64_t vocab) {
+Expected<void> copy_ends(const GgufView& model, MappedModel& m, uint64_t hidden, uint64_t vocab) {
     STORMO_TRY(copy_tensor(model, m, "token_embd.weight", "model.embed_tokens.weight", {hidden, vocab}));
     STORMO_TRY(copy_tensor(model, m, "output_norm.weight", "model.norm.weight", {hidden}));
-    if (model.find("output.weight") == nullptr) return {};
+    if (model.tensor("output.weight") == nullptr) return {};
     return copy_tensor(model, m, "output.weight", "lm_head.weight", {hidden, vocab});
 }
 
-Expected<void> copy_layer_norms(const GgufModel& model, MappedModel& m, int l, uint64_t hidden, std::string_view post_attention) {
+Expected<void> copy_layer_norms(const GgufView& model, MappedModel& m, int l, uint64_t hidden, std::string_view post_attention) {
     STORMO_TRY(copy_tensor(model, m, blk(l, "attn_norm.weight"), hf(l, "input_layernorm.weight"), {hidden}));
     return copy_tensor(model, m, blk(l, std::string(post_attention) + ".weight"), hf(l, "post_attention_layernorm.weight"), {hidden});
 }
 
-Expected<void> unstack_experts(const GgufModel& model, MappedModel& m, const std::string& gguf_name,
+Expected<void> unstack_experts(const GgufView& model, MappedModel& m, const std::string& gguf_name,
                                const std::string& hf_pattern, uint64_t in, uint64_t out, uint64_t experts) {
-    STORMO_TRY_ASSIGN(const GgufTensorRef t, checked_ne(model, gguf_name, {in, out, experts}));
-    const std::optional<DType> dtype = in_file_dtype(*t.info);
+    STORMO_TRY_ASSIGN(const GgufTensorInfo* t, checked_ne(model, gguf_name, {in, out, experts}));
+    const std::optional<DType> dtype = in_file_dtype(*t);
     std::vector<float> values;
     if (!dtype) {
-        STORMO_TRY_ASSIGN(values, dequantize(t));
+        STORMO_TRY_ASSIGN(values, dequantize(model, *t));
     }
     const size_t slot = hf_pattern.find("{e}");
     const auto per_expert = static_cast<std::ptrdiff_t>(in * out);
-    const uint64_t slice = t.info->nbytes / experts;  // ne[0] is whole blocks, so every slice is
+    const uint64_t slice = t->nbytes / experts;  // ne[0] is whole blocks, so every slice is
     for (uint64_t e = 0; e < experts; ++e) {
         std::string name = hf_pattern;
         name.replace(slot, 3, std::to_string(e));
@@ -187,13 +187,13 @@ std::vector<float> transpose_each(const std::vector<float>& v, uint64_t n, uint6
     return out;
 }
 
-Expected<uint64_t> embedding_rows(const GgufModel& model, const Keys& k) {
-    const GgufTensorRef* embd = model.find("token_embd.weight");
+Expected<uint64_t> embedding_rows(const GgufView& model, const Keys& k) {
+    const GgufTensorInfo* embd = model.tensor("token_embd.weight");
     if (embd == nullptr) return fail(ErrorKind::missing, k.path() + ": tensor \"token_embd.weight\" is missing");
-    if (embd->info->n_dims != 2)
-        return fail(ErrorKind::mismatch, k.path() + ": tensor \"token_embd.weight\" has " + std::to_string(embd->info->n_dims) +
+    if (embd->n_dims != 2)
+        return fail(ErrorKind::mismatch, k.path() + ": tensor \"token_embd.weight\" has " + std::to_string(embd->n_dims) +
                                              " dimensions, not 2");
-    return embd->info->ne[1];
+    return embd->ne[1];
 }
 
 namespace {
@@ -208,10 +208,10 @@ Expected<std::optional<int64_t>> token_id_key(const Keys& k, const std::string& 
     return std::optional<int64_t>(*id);
 }
 
-// Control-token texts that end generation in the families' chat formats (their checkpoints'
-// generation_config.json lists these ids beside the eos): Qwen3's <|im_end|> and <|endoftext|>,
-// gpt-oss's <|return|> and <|endoftext|>, GLM's <|endoftext|>, <|user|> and <|observation|>.
-// Not gpt-oss's <|end|>, which closes a message that the reply goes on after.
+// Control-token texts that end generation in the chat formats the toolkit knows (a checkpoint's
+// generation_config.json lists these ids beside the eos): GPT-2's <|endoftext|>, ChatML's
+// <|im_end|>, harmony's <|return|> (not its <|end|>, which closes a message the reply goes on
+// after), and the <|user|> and <|observation|> that start the next turn in the ChatGLM format.
 constexpr std::array<std::string_view, 5> kEndOfGenerationTexts{"<|endoftext|>", "<|im_end|>", "<|return|>",
                                                                  "<|user|>", "<|observation|>"};
 
@@ -272,11 +272,11 @@ Expected<std::string> rope_parameters(const Keys& k, Yarn yarn) {
     return y.str();
 }
 
-Expected<void> add_common_fields(JsonObject& j, const GgufModel& model, const Keys& k, Yarn yarn, std::optional<int64_t> eos) {
+Expected<void> add_common_fields(JsonObject& j, const GgufView& model, const Keys& k, Yarn yarn, std::optional<int64_t> eos) {
     STORMO_TRY_ASSIGN(const double eps, k.number(k.arch_key("attention.layer_norm_rms_epsilon")));
     STORMO_TRY_ASSIGN(const uint64_t context, k.count(k.arch_key("context_length")));
     STORMO_TRY_ASSIGN(const std::string rope, rope_parameters(k, yarn));
-    j.number("rms_norm_eps", eps).flag("tie_word_embeddings", model.find("output.weight") == nullptr);
+    j.number("rms_norm_eps", eps).flag("tie_word_embeddings", model.tensor("output.weight") == nullptr);
     j.integer("max_position_embeddings", context).raw("rope_parameters", rope);
     if (eos) j.integer("eos_token_id", static_cast<uint64_t>(*eos));
     return {};
@@ -304,4 +304,4 @@ JsonObject& JsonObject::raw(std::string_view key, std::string_view json) {
     return *this;
 }
 
-}  // namespace stormo::gguf_mapping
+}  // namespace stormo::toolkit::gguf

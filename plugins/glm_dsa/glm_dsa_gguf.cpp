@@ -9,10 +9,13 @@
 #include <algorithm>
 #include <string>
 
-#include "model/gguf_mapping.hpp"
+#include "glm_dsa_family.hpp"
+#include "stormo/toolkit/gguf_mapping.hpp"
 
-namespace stormo::gguf_mapping {
+namespace stormo::glm_dsa {
 namespace {
+
+using namespace toolkit::gguf;
 
 // llama.cpp's expert_gating_func values (LLAMA_EXPERT_GATING_FUNC_TYPE_*): 0 (absent) is taken as
 // sigmoid for this architecture, as GLM's router is.
@@ -106,7 +109,7 @@ Expected<void> read_experts(const Keys& k, Dims& d) {
     return {};
 }
 
-Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
+Expected<Dims> read_dims(const GgufView& model, const Keys& k) {
     Dims d;
     STORMO_TRY_ASSIGN(d.hidden, k.count(k.arch_key("embedding_length")));
     STORMO_TRY_ASSIGN(const uint64_t blocks, k.count(k.arch_key("block_count")));
@@ -132,7 +135,7 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
     return d;
 }
 
-Expected<std::string> config_json(const GgufModel& model, const Keys& k, const Dims& d, std::optional<int64_t> eos) {
+Expected<std::string> config_json(const GgufView& model, const Keys& k, const Dims& d, std::optional<int64_t> eos) {
     JsonObject j;
     j.raw("architectures", "[\"GlmMoeDsaForCausalLM\"]").text("model_type", "glm_moe_dsa");
     j.integer("hidden_size", d.hidden).integer("num_hidden_layers", d.layers).integer("num_attention_heads", d.heads);
@@ -167,7 +170,7 @@ std::vector<float> join_kv_b(const std::vector<float>& k_b, const std::vector<fl
     return out;
 }
 
-Expected<void> map_attention(const GgufModel& model, MappedModel& m, const Dims& d, int l) {
+Expected<void> map_attention(const GgufView& model, MappedModel& m, const Dims& d, int l) {
     const auto H = d.hidden;
     auto plain = [&](const char* gguf_name, const char* hf_name, std::vector<uint64_t> ne) {
         return copy_tensor(model, m, blk(l, gguf_name), hf(l, hf_name), std::move(ne));
@@ -190,7 +193,7 @@ Expected<void> map_attention(const GgufModel& model, MappedModel& m, const Dims&
     return {};
 }
 
-Expected<void> map_ffn(const GgufModel& model, MappedModel& m, const Dims& d, int l) {
+Expected<void> map_ffn(const GgufView& model, MappedModel& m, const Dims& d, int l) {
     const auto H = d.hidden, E = d.experts, I = d.moe_inter;
     auto plain = [&](const char* gguf_name, const char* hf_name, std::vector<uint64_t> ne) {
         return copy_tensor(model, m, blk(l, gguf_name), hf(l, hf_name), std::move(ne));
@@ -215,9 +218,7 @@ Expected<void> map_ffn(const GgufModel& model, MappedModel& m, const Dims& d, in
     return {};
 }
 
-}  // namespace
-
-Expected<MappedModel> map_glm_dsa(const GgufModel& model, const Keys& k) {
+Expected<MappedModel> map_glm_dsa(const GgufView& model, const Keys& k) {
     STORMO_TRY_ASSIGN(const Dims d, read_dims(model, k));
     STORMO_TRY_ASSIGN(MappedModel m, mapped_config(k, d.vocab, [&](auto eos) { return config_json(model, k, d, eos); }));
 
@@ -233,4 +234,10 @@ Expected<MappedModel> map_glm_dsa(const GgufModel& model, const Keys& k) {
     return m;
 }
 
-}  // namespace stormo::gguf_mapping
+}  // namespace
+
+std::vector<std::string> GlmDsaFamily::gguf_architectures() const { return {"glm-dsa"}; }
+
+Expected<GgufMappedModel> GlmDsaFamily::map_gguf(const GgufView& file) const { return map_glm_dsa(file, Keys(file)); }
+
+}  // namespace stormo::glm_dsa

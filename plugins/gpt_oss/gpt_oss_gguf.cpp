@@ -7,11 +7,14 @@
 // over in the file's own blocks and stream from the file like a safetensors checkpoint's.
 #include <string>
 
-#include "model/gguf_mapping.hpp"
-#include "util/quote.hpp"
+#include "gpt_oss_family.hpp"
+#include "stormo/quote.hpp"
+#include "stormo/toolkit/gguf_mapping.hpp"
 
-namespace stormo::gguf_mapping {
+namespace stormo::gpt_oss {
 namespace {
+
+using namespace toolkit::gguf;
 
 // llama.cpp runs every gpt-oss file with the SwiGLU limit of the released models (a constant in
 // llama-graph.cpp, LLM_FFN_SWIGLU_OAI_MOE); GGUF carries no key for it.
@@ -25,7 +28,7 @@ struct Dims {
              vocab = 0, window = 0, period = kDefaultSwaPeriod;
 };
 
-Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
+Expected<Dims> read_dims(const GgufView& model, const Keys& k) {
     Dims d;
     STORMO_TRY_ASSIGN(d.hidden, k.count(k.arch_key("embedding_length")));
     STORMO_TRY_ASSIGN(d.layers, k.count(k.arch_key("block_count")));
@@ -53,7 +56,7 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
     return d;
 }
 
-Expected<std::string> config_json(const GgufModel& model, const Keys& k, const Dims& d, std::optional<int64_t> eos) {
+Expected<std::string> config_json(const GgufView& model, const Keys& k, const Dims& d, std::optional<int64_t> eos) {
     std::string layer_types = "[";
     for (uint64_t l = 0; l < d.layers; ++l) {
         const bool sliding = d.period == 0 || l % d.period < d.period - 1;
@@ -67,23 +70,21 @@ Expected<std::string> config_json(const GgufModel& model, const Keys& k, const D
     j.integer("num_attention_heads", d.heads).integer("num_key_value_heads", d.kv_heads).integer("head_dim", d.head_dim);
     j.integer("vocab_size", d.vocab).integer("num_local_experts", d.experts).integer("num_experts_per_tok", d.top_k);
     j.raw("layer_types", layer_types).integer("sliding_window", d.window).number("swiglu_limit", kSwigluLimit);
-    j.flag("attention_bias", model.find(blk(0, "attn_q.bias")) != nullptr);
+    j.flag("attention_bias", model.tensor(blk(0, "attn_q.bias")) != nullptr);
     // YaRN's truncate false: the released gpt-oss models' config.json says so and transformers
     // follows it; llama.cpp always floors and ceils the ramp bounds (docs/gguf.md).
     STORMO_TRY(add_common_fields(j, model, k, Yarn::no_truncate, eos));
     return j.str();
 }
 
-}  // namespace
-
-Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& k) {
+Expected<MappedModel> map_gpt_oss(const GgufView& model, const Keys& k) {
     STORMO_TRY_ASSIGN(const Dims d, read_dims(model, k));
     STORMO_TRY_ASSIGN(MappedModel m, mapped_config(k, d.vocab, [&](auto eos) { return config_json(model, k, d, eos); }));
 
     const auto H = d.hidden, V = d.vocab, E = d.experts, I = d.inter;
     const auto q_width = d.heads * d.head_dim, kv_width = d.kv_heads * d.head_dim;
     STORMO_TRY(copy_ends(model, m, H, V));
-    const bool bias = model.find(blk(0, "attn_q.bias")) != nullptr;
+    const bool bias = model.tensor(blk(0, "attn_q.bias")) != nullptr;
     for (int l = 0; l < static_cast<int>(d.layers); ++l) {
         STORMO_TRY(copy_layer_norms(model, m, l, H, "post_attention_norm"));
         const std::pair<const char*, const char*> projections[] = {
@@ -110,4 +111,10 @@ Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& k) {
     return m;
 }
 
-}  // namespace stormo::gguf_mapping
+}  // namespace
+
+std::vector<std::string> GptOssFamily::gguf_architectures() const { return {"gpt-oss"}; }
+
+Expected<GgufMappedModel> GptOssFamily::map_gguf(const GgufView& file) const { return map_gpt_oss(file, Keys(file)); }
+
+}  // namespace stormo::gpt_oss

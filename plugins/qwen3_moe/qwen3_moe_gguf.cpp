@@ -6,17 +6,20 @@
 // unstacks the experts again.
 #include <string>
 
-#include "model/gguf_mapping.hpp"
-#include "util/quote.hpp"
+#include "qwen3_moe_family.hpp"
+#include "stormo/quote.hpp"
+#include "stormo/toolkit/gguf_mapping.hpp"
 
-namespace stormo::gguf_mapping {
+namespace stormo::qwen3_moe {
 namespace {
+
+using namespace toolkit::gguf;
 
 struct Dims {
     uint64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, moe_inter = 0, experts = 0, top_k = 0, vocab = 0;
 };
 
-Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
+Expected<Dims> read_dims(const GgufView& model, const Keys& k) {
     Dims d;
     STORMO_TRY_ASSIGN(d.hidden, k.count(k.arch_key("embedding_length")));
     STORMO_TRY_ASSIGN(d.layers, k.count(k.arch_key("block_count")));
@@ -43,7 +46,7 @@ Expected<Dims> read_dims(const GgufModel& model, const Keys& k) {
     return d;
 }
 
-Expected<std::string> config_json(const GgufModel& model, const Keys& k, const Dims& d, std::optional<int64_t> eos) {
+Expected<std::string> config_json(const GgufView& model, const Keys& k, const Dims& d, std::optional<int64_t> eos) {
     JsonObject j;
     j.raw("architectures", "[\"Qwen3MoeForCausalLM\"]").text("model_type", "qwen3_moe");
     j.integer("hidden_size", d.hidden).integer("num_hidden_layers", d.layers);
@@ -66,18 +69,16 @@ Expected<std::string> config_json(const GgufModel& model, const Keys& k, const D
 
 // Forms of a layer llama.cpp accepts and this mapping does not carry over: a fused q/k/v matrix
 // and attention biases (no published Qwen3-MoE has either).
-Expected<void> refuse_unmapped(const GgufModel& model, const Keys& k, uint64_t layers) {
+Expected<void> refuse_unmapped(const GgufView& model, const Keys& k, uint64_t layers) {
     for (int l = 0; l < static_cast<int>(layers); ++l)
         for (const char* name : {"attn_qkv.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias"})
-            if (model.find(blk(l, name)) != nullptr)
+            if (model.tensor(blk(l, name)) != nullptr)
                 return fail(ErrorKind::unsupported, k.path() + ": tensor " + in_quotes(blk(l, name)) +
                                                         " is not mapped onto qwen3_moe (separate q/k/v without biases are)");
     return {};
 }
 
-}  // namespace
-
-Expected<MappedModel> map_qwen3_moe(const GgufModel& model, const Keys& k) {
+Expected<MappedModel> map_qwen3_moe(const GgufView& model, const Keys& k) {
     STORMO_TRY_ASSIGN(const Dims d, read_dims(model, k));
     STORMO_TRY(refuse_unmapped(model, k, d.layers));
     STORMO_TRY_ASSIGN(MappedModel m, mapped_config(k, d.vocab, [&](auto eos) { return config_json(model, k, d, eos); }));
@@ -101,4 +102,10 @@ Expected<MappedModel> map_qwen3_moe(const GgufModel& model, const Keys& k) {
     return m;
 }
 
-}  // namespace stormo::gguf_mapping
+}  // namespace
+
+std::vector<std::string> Qwen3MoeFamily::gguf_architectures() const { return {"qwen3moe"}; }
+
+Expected<GgufMappedModel> Qwen3MoeFamily::map_gguf(const GgufView& file) const { return map_qwen3_moe(file, Keys(file)); }
+
+}  // namespace stormo::qwen3_moe

@@ -1,48 +1,32 @@
 #pragma once
-// What maps one GGUF architecture onto a family (host-internal): metadata reads that name the
-// file and key when they fail, tensors with a shape check, the pieces every architecture's
-// mapping shares (gguf_mapping.cpp), and the result each mapping returns (a config.json text and
-// the family's tensors: byte ranges of the file where the file's layout is the family's, float32
-// values where llama.cpp's converter reordered them). One file per architecture holds the rest.
+// What every family's GGUF mapping shares (Family::map_gguf, stormo/gguf_view.hpp): metadata reads
+// that name the file and key when they fail, tensors with a shape check, the ends and norms every
+// architecture has, stacked experts unstacked, and the config.json fields every mapping ends with.
+// A family's mapping (plugins/<family>/<family>_gguf.cpp) holds only what is its own.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "model/gguf_split.hpp"
 #include "stormo/error.hpp"
+#include "stormo/gguf_view.hpp"
 #include "stormo/tensor.hpp"
 
-namespace stormo::gguf_mapping {
+namespace stormo::toolkit::gguf {
 
-// A tensor as the family will read it: its checkpoint name and shape (row-major, PyTorch's order),
-// and either bytes of the file as they are (`in_file`: the GGUF tensor's own type, or one
-// expert's slice of a stacked tensor) or float32 values made when the model opened.
-struct FamilyTensor {
-    std::string name;
-    Shape shape;
-    DType dtype = DType::F32;
-    std::optional<GgufTensorRef> in_file;
-    uint64_t slice_offset = 0;  // in_file: where the bytes start inside the GGUF tensor
-    uint64_t slice_bytes = 0;
-    std::vector<float> values;  // otherwise
-};
-
-struct MappedModel {
-    std::string config_json;        // what config.json would say
-    std::optional<std::string> generation_config_json;
-    std::vector<FamilyTensor> tensors;
-};
+using MappedModel = GgufMappedModel;
 
 // Typed reads of "<arch>.<key>" (or of a full key) from the model's metadata; errors name the file
 // and the key.
 class Keys {
 public:
-    Keys(const GgufHeader& h, std::string arch) : h_(h), arch_(std::move(arch)) {}
+    Keys(const GgufView& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
+    // The file's own architecture's keys.
+    explicit Keys(const GgufView& file) : Keys(file, file.architecture()) {}
     std::string arch_key(std::string_view key) const { return arch_ + "." + std::string(key); }
     const std::string& arch() const { return arch_; }
-    const GgufValue* find(std::string_view full_key) const { return h_.find(full_key); }
+    const GgufValue* find(std::string_view full_key) const { return file_.value(full_key); }
     // Non-negative integer of any integer type.
     Expected<uint64_t> count(std::string_view full_key) const;
     Expected<double> number(std::string_view full_key) const;
@@ -52,12 +36,12 @@ public:
     Expected<uint64_t> count_or(std::string_view full_key, uint64_t absent) const;
     Expected<double> number_or(std::string_view full_key, double absent) const;
     Expected<bool> flag_or(std::string_view full_key, bool absent) const;
-    const std::string& path() const { return h_.path; }
+    const std::string& path() const { return file_.path(); }
     // "<file>: key "<arch>.<key>" <what>" as an error of `kind`.
     Error refuse(std::string_view arch_relative_key, const std::string& what, ErrorKind kind = ErrorKind::unsupported) const;
 
 private:
-    const GgufHeader& h_;
+    const GgufView& file_;
     std::string arch_;
 };
 
@@ -67,39 +51,39 @@ std::string hf(int layer, std::string_view name);
 
 // block_count bounded by the tensors before anything is sized by it: the last of `layers` layers
 // (block_count `blocks` less any the mapping leaves out) must have its attn_norm in the file.
-Expected<void> require_last_block(const GgufModel& model, const Keys& k, uint64_t blocks, uint64_t layers);
+Expected<void> require_last_block(const GgufView& model, const Keys& k, uint64_t blocks, uint64_t layers);
 
 // The tensor's values as float32, after checking that it exists with exactly `ne` (ggml's order,
 // fastest dimension first); errors name the file and the tensor.
-Expected<std::vector<float>> dequantized(const GgufModel& model, const std::string& name, std::vector<uint64_t> ne);
+Expected<std::vector<float>> dequantized(const GgufView& model, const std::string& name, std::vector<uint64_t> ne);
 
 // A tensor the mapping computed (reordered from the file), as float32 values.
 void add_values(MappedModel& m, std::string hf_name, Shape shape, std::vector<float> values);
 
 // The GGUF tensor `name` after checking that it exists with exactly `ne`; errors name the file
 // and the tensor.
-Expected<GgufTensorRef> checked_ne(const GgufModel& model, const std::string& name, const std::vector<uint64_t>& ne);
+Expected<const GgufTensorInfo*> checked_ne(const GgufView& model, const std::string& name, const std::vector<uint64_t>& ne);
 
 // One tensor as it is (ggml's ne reversed is the row-major shape) into `m` under `hf_name`: the
 // file's bytes when the family can take its type (gguf_dtype: F32, F16, BF16 and the block types
 // with kernels; a one-dimensional tensor only when F32, since families take small vectors as
 // float32), float32 values otherwise.
-Expected<void> copy_tensor(const GgufModel& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
+Expected<void> copy_tensor(const GgufView& model, MappedModel& m, const std::string& gguf_name, std::string hf_name,
                            std::vector<uint64_t> ne);
 
 // The ends every architecture shares, as llama.cpp names them: token_embd, output_norm and, unless
 // the embedding is tied, output -> model.embed_tokens, model.norm, lm_head.
-Expected<void> copy_ends(const GgufModel& model, MappedModel& m, uint64_t hidden, uint64_t vocab);
+Expected<void> copy_ends(const GgufView& model, MappedModel& m, uint64_t hidden, uint64_t vocab);
 
 // Layer l's two norms: attn_norm -> input_layernorm and `post_attention` (llama.cpp's name for the
 // norm before the FFN, which differs between architectures) -> post_attention_layernorm.
-Expected<void> copy_layer_norms(const GgufModel& model, MappedModel& m, int l, uint64_t hidden, std::string_view post_attention);
+Expected<void> copy_layer_norms(const GgufView& model, MappedModel& m, int l, uint64_t hidden, std::string_view post_attention);
 
 // A stacked expert tensor, ne {in, out, experts} ([E, out, in] row-major, as llama.cpp's converter
 // stacks transformers' per-expert [out, in] matrices), as one [out, in] tensor per expert named
 // by `hf_pattern` with "{e}" replaced by the expert id (the hub checkpoints' layout): each
 // expert's slice of the file, or float32 values as copy_tensor decides.
-Expected<void> unstack_experts(const GgufModel& model, MappedModel& m, const std::string& gguf_name,
+Expected<void> unstack_experts(const GgufView& model, MappedModel& m, const std::string& gguf_name,
                                const std::string& hf_pattern, uint64_t in, uint64_t out, uint64_t experts);
 
 // [n, cols, rows] from [n, rows, cols] (row-major): each of the n matrices transposed.
@@ -107,7 +91,7 @@ std::vector<float> transpose_each(const std::vector<float>& v, uint64_t n, uint6
 
 // The vocabulary size: token_embd.weight's rows (a file converted without a tokenizer has no
 // token list to count).
-Expected<uint64_t> embedding_rows(const GgufModel& model, const Keys& k);
+Expected<uint64_t> embedding_rows(const GgufView& model, const Keys& k);
 
 // tokenizer.ggml.eos_token_id when present, checked to be a token id below `vocab`.
 Expected<std::optional<int64_t>> eos_token_id(const Keys& k, uint64_t vocab);
@@ -127,14 +111,15 @@ class JsonObject;
 // layer_norm_rms_epsilon"), tie_word_embeddings (whether output.weight is absent),
 // max_position_embeddings ("<arch>.context_length"), rope_parameters (YaRN as `yarn` says) and,
 // when the file names one, eos_token_id.
-Expected<void> add_common_fields(JsonObject& j, const GgufModel& model, const Keys& k, Yarn yarn, std::optional<int64_t> eos);
+Expected<void> add_common_fields(JsonObject& j, const GgufView& model, const Keys& k, Yarn yarn, std::optional<int64_t> eos);
 
 // The ids generation stops at, as the checkpoint's generation_config.json lists them: the file's
 // eos id first, then tokenizer.ggml.eot_token_id and eom_token_id, then every control token whose
-// text ends a turn or a reply in the chat formats of the families here (kEndOfGenerationTexts in
-// gguf_mapping.cpp); each once, each checked below `vocab`. A GGUF file keeps only one eos id,
-// where Qwen3's generation_config.json stops at <|im_end|> and <|endoftext|>, gpt-oss's at
-// <|return|> and <|endoftext|>, GLM's at <|endoftext|>, <|user|> and <|observation|>.
+// text ends a turn or a reply in a chat format this toolkit knows (kEndOfGenerationTexts in
+// host/toolkit/gguf_mapping.cpp); each once, each checked below `vocab`. A GGUF file keeps only
+// one eos id, where a checkpoint's generation_config.json lists every id its chat format stops at.
+// The chat format travels with the vocabulary and its template, not with the architecture (a
+// fine-tune may chat in another format), so the table is a tokenizer fact shared by every family.
 Expected<std::vector<int64_t>> end_of_generation_ids(const Keys& k, uint64_t vocab, std::optional<int64_t> eos);
 
 // A mapping's result so far: the config.json `config_json(eos)` writes for the file's eos id
@@ -171,10 +156,4 @@ private:
     std::string body_;
 };
 
-// The mappings, one file each: llama.cpp's "gpt-oss" onto the gpt_oss family (gguf_gpt_oss.cpp),
-// "qwen3moe" onto qwen3_moe (gguf_qwen3_moe.cpp), "glm-dsa" onto glm_dsa (gguf_glm_dsa.cpp).
-Expected<MappedModel> map_gpt_oss(const GgufModel& model, const Keys& keys);
-Expected<MappedModel> map_qwen3_moe(const GgufModel& model, const Keys& keys);
-Expected<MappedModel> map_glm_dsa(const GgufModel& model, const Keys& keys);
-
-}  // namespace stormo::gguf_mapping
+}  // namespace stormo::toolkit::gguf

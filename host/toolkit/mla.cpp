@@ -1,0 +1,157 @@
+// Multi-head latent attention: the block (projections, cache write, the family's selection, the
+// absorbed attention, o_proj) and its two attention paths. See mla.hpp for the math.
+#include "stormo/toolkit/mla.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "stormo/toolkit/attention.hpp"
+
+namespace stormo::toolkit {
+
+void deinterleave_rope(float* x, size_t dim) {
+    std::vector<float> pairs(x, x + dim);
+    for (size_t i = 0; i < dim / 2; ++i) {
+        x[i] = pairs[2 * i];
+        x[dim / 2 + i] = pairs[2 * i + 1];
+    }
+}
+
+KeptPositions all_past_positions(std::span<const int64_t> positions) {
+    KeptPositions kept(positions.size());
+    for (size_t r = 0; r < positions.size(); ++r) {
+        kept[r].resize(static_cast<size_t>(positions[r]) + 1);
+        std::iota(kept[r].begin(), kept[r].end(), int64_t{0});
+    }
+    return kept;
+}
+
+Expected<void> build_mla_attention(const Compute& c, int layer, const StepContext& ctx, const MlaWeights& w,
+                                   const MlaOptions& o, const Rows& normed, KvView kv, Rows out,
+                                   const MlaSelector& select) {
+    STORMO_TRY(check_attention_block(o.who, layer, ctx, normed, kv, o.kv_buffers));
+    const size_t n = normed.n;
+    const std::span<const int64_t> positions = ctx.positions.first(n);
+    const KernelTable& kt = *c.table;
+    const MlaShape& s = o.shape;
+    const size_t heads = s.heads, nope = s.nope, rope = s.rope, qkd = s.qk(), vd = s.v, rank = s.kv_lora_rank;
+    const size_t q_rank = s.q_lora_rank;
+    const bool interleaved = o.rope_layout == MlaRopeLayout::interleaved;
+    const bool tracing = ctx.tracer != nullptr && ctx.tracer->wants(layer);
+
+    // Queries: the low-rank path (or q_proj), then RoPE on each head's rope part (after its nope
+    // part). The first projection and kv_a read the same rows: one call of the pool for both.
+    std::vector<float> q_a(n * q_rank), q_latent(n * q_rank), q(n * heads * qkd), compressed(n * (rank + rope));
+    if (q_rank > 0) {
+        const MatmulOut down_projections[] = {{w.q_a, q_a.data()}, {w.kv_a, compressed.data()}};
+        matmul_many(c, down_projections, normed.data, n);
+        for (size_t r = 0; r < n; ++r)
+            kt.rmsnorm(q_a.data() + r * q_rank, w.q_a_norm.data(), q_rank, o.inner_norm_eps, q_latent.data() + r * q_rank);
+        matmul(c, w.q_b, q_latent.data(), n, q.data());
+    } else {
+        const MatmulOut projections[] = {{w.q, q.data()}, {w.kv_a, compressed.data()}};
+        matmul_many(c, projections, normed.data, n);
+    }
+    if (interleaved)
+        for (size_t i = 0; i < n * heads; ++i) deinterleave_rope(q.data() + i * qkd + nope, rope);
+    o.rope->apply(positions, q.data(), heads * qkd, heads, qkd, nope);
+
+    // This block's latents and rope keys, into the cache at their positions.
+    std::vector<float> rope_keys(n * rope);
+    for (size_t r = 0; r < n; ++r) {
+        const float* row = compressed.data() + r * (rank + rope);
+        kt.rmsnorm(row, w.kv_a_norm.data(), rank, o.inner_norm_eps, kv.buffers[0] + kv.row(0, positions[r]) * rank);
+        std::copy_n(row + rank, rope, rope_keys.data() + r * rope);
+        if (interleaved) deinterleave_rope(rope_keys.data() + r * rope, rope);
+    }
+    o.rope->apply(positions, rope_keys.data(), rope, 1, rope);
+    for (size_t r = 0; r < n; ++r)
+        std::copy_n(rope_keys.data() + r * rope, rope, kv.buffers[1] + kv.row(1, positions[r]) * rope);
+
+    // Which past positions each row attends to.
+    const KeptPositions kept =
+        select ? select(MlaSelectionInput{layer, ctx, positions, q_latent, normed, kv}) : all_past_positions(positions);
+
+    std::vector<float> context(n * heads * vd);
+    mla_attend_absorbed(c, s, positions, q, kept, w.absorbed, kv, o.scale, context);
+    matmul(c, w.o, context.data(), n, out.data);
+    if (tracing) {
+        ctx.tracer->record("attn_in", layer, normed.data, n, normed.width, positions);
+        ctx.tracer->record("q_rope", layer, q.data(), n, heads * qkd, positions);
+        ctx.tracer->record("attn_context", layer, context.data(), n, heads * vd, positions);
+        ctx.tracer->record("attn_out", layer, out.data, n, out.width, positions);
+        std::vector<float> expanded_context(n * heads * vd), expanded_out(n * out.width);
+        mla_attend_expanded(c, s, positions, q, kept, w.kv_b, kv, o.scale, expanded_context);
+        matmul(c, w.o, expanded_context.data(), n, expanded_out.data());
+        ctx.tracer->record("attn_out_expanded", layer, expanded_out.data(), n, out.width, positions);
+    }
+    return {};
+}
+
+// Per (row, head): q_lat = W_kb[h]^T q_nope; score_t = (q_lat . latent_t + q_pe . rope_key_t) *
+// scale over the kept positions; softmax; pooled = sum_t p_t latent_t; context = W_vb[h] pooled.
+void mla_attend_absorbed(const Compute& c, const MlaShape& s, std::span<const int64_t> positions,
+                         const std::vector<float>& q, const KeptPositions& kept, const AbsorbedKvB& kvb,
+                         const KvView& kv, float scale, std::vector<float>& context) {
+    const KernelTable& kt = *c.table;
+    const size_t n = positions.size(), heads = s.heads, nope = s.nope, rope = s.rope;
+    const size_t qkd = s.qk(), vd = s.v, rank = s.kv_lora_rank;
+    const Compute inline_compute{c.table, nullptr, c.int8_activations};  // already split by (row, head)
+    auto run = [&](size_t begin, size_t end) {
+        std::vector<float> q_lat(rank), pooled(rank), scores;
+        for (size_t item = begin; item < end; ++item) {
+            const size_t r = item / heads, h = item % heads;
+            const float* qh = q.data() + (r * heads + h) * qkd;
+            matmul(inline_compute, kvb.k_half(h), qh, 1, q_lat.data());
+            const std::vector<int64_t>& keys = kept[r];
+            scores.resize(keys.size());
+            for (size_t j = 0; j < keys.size(); ++j) {
+                const float* latent = kv.buffers[0] + kv.row(0, keys[j]) * rank;
+                const float* rope_key = kv.buffers[1] + kv.row(1, keys[j]) * rope;
+                scores[j] = (kt.dot(q_lat.data(), latent, rank) + kt.dot(qh + nope, rope_key, rope)) * scale;
+            }
+            kt.softmax(scores.data(), scores.size());
+            std::fill(pooled.begin(), pooled.end(), 0.0f);
+            for (size_t j = 0; j < keys.size(); ++j)
+                kt.axpy(scores[j], kv.buffers[0] + kv.row(0, keys[j]) * rank, pooled.data(), rank);
+            matmul(inline_compute, kvb.v_half(h), pooled.data(), 1, context.data() + (r * heads + h) * vd);
+        }
+    };
+    if (c.pool != nullptr) c.pool->parallel_for(n * heads, 1, run);
+    else run(0, n * heads);
+}
+
+// transformers' order: k_nope and v of every position up to the block's last expanded through
+// kv_b_proj, k = [k_nope | rope key], softmax(q . k * scale) over the kept positions, sum of v.
+void mla_attend_expanded(const Compute& c, const MlaShape& s, std::span<const int64_t> positions,
+                         const std::vector<float>& q, const KeptPositions& kept, const WeightView& kv_b,
+                         const KvView& kv, float scale, std::vector<float>& context) {
+    const KernelTable& kt = *c.table;
+    const size_t n = positions.size(), heads = s.heads, nope = s.nope, rope = s.rope;
+    const size_t qkd = s.qk(), vd = s.v, rank = s.kv_lora_rank;
+    const size_t span = static_cast<size_t>(positions.back()) + 1;
+    std::vector<float> latents(span * rank), expanded(span * heads * (nope + vd));
+    for (size_t t = 0; t < span; ++t)
+        std::copy_n(kv.buffers[0] + kv.row(0, static_cast<int64_t>(t)) * rank, rank, latents.data() + t * rank);
+    matmul(c, kv_b, latents.data(), span, expanded.data());
+    std::vector<float> key(qkd), scores;
+    for (size_t r = 0; r < n; ++r)
+        for (size_t h = 0; h < heads; ++h) {
+            const std::vector<int64_t>& keys = kept[r];
+            const float* qh = q.data() + (r * heads + h) * qkd;
+            scores.resize(keys.size());
+            for (size_t j = 0; j < keys.size(); ++j) {
+                const size_t t = static_cast<size_t>(keys[j]);
+                std::copy_n(expanded.data() + (t * heads + h) * (nope + vd), nope, key.data());
+                std::copy_n(kv.buffers[1] + kv.row(1, keys[j]) * rope, rope, key.data() + nope);
+                scores[j] = kt.dot(qh, key.data(), qkd) * scale;
+            }
+            kt.softmax(scores.data(), scores.size());
+            float* ctx_h = context.data() + (r * heads + h) * vd;
+            std::fill_n(ctx_h, vd, 0.0f);
+            for (size_t j = 0; j < keys.size(); ++j)
+                kt.axpy(scores[j], expanded.data() + (static_cast<size_t>(keys[j]) * heads + h) * (nope + vd) + nope, ctx_h, vd);
+        }
+}
+
+}  // namespace stormo::toolkit
