@@ -14,6 +14,10 @@ std::vector<std::string> Family::gguf_architectures() const { return {}; }
 Expected<GgufMappedModel> Family::map_gguf(const GgufView& file) const {
     return fail(ErrorKind::unsupported, file.path() + ": this family maps no GGUF architecture");
 }
+std::vector<SynthPreset> Family::synth_presets() const { return {}; }
+Expected<SynthCheckpoint> Family::synth_checkpoint(const SynthRequest& request) const {
+    return fail(ErrorKind::unsupported, "synth preset \"" + request.preset + "\": this family describes no presets");
+}
 
 const char* tensor_role_name(TensorRole r) {
     switch (r) {

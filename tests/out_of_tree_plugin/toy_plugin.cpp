@@ -1,7 +1,7 @@
 // A small family plugin, built out of tree on the installed SDK and family toolkit: it
 // accepts "ToyForCausalLM" / "toy", reads three dimensions with the toolkit's config reader, and
-// sorts tensors by name. Its forward pass (toy_model.cpp) and its GGUF architecture "toy"
-// (toy_gguf.cpp) are the toolkit's pieces put together.
+// sorts tensors by name. Its forward pass (toy_model.cpp), its GGUF architecture "toy"
+// (toy_gguf.cpp) and its synth preset (toy_synth.cpp) are the toolkit's pieces put together.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -12,6 +12,7 @@
 #include "stormo/toolkit/plugin_entry.hpp"
 #include "toy_gguf.hpp"
 #include "toy_model.hpp"
+#include "toy_synth.hpp"
 
 namespace {
 
@@ -40,6 +41,11 @@ public:
     std::vector<std::string> gguf_architectures() const override { return {toy::kGgufArchitecture}; }
     stormo::Expected<stormo::GgufMappedModel> map_gguf(const stormo::GgufView& file) const override {
         return toy::map_toy_gguf(file);
+    }
+
+    std::vector<stormo::SynthPreset> synth_presets() const override { return toy::synth_presets(); }
+    stormo::Expected<stormo::SynthCheckpoint> synth_checkpoint(const stormo::SynthRequest& request) const override {
+        return toy::synth_checkpoint(request);
     }
 };
 

@@ -485,6 +485,29 @@ void expect_toy_gguf_runs(const std::string& installed, const std::string& toy_d
     EXPECT_EQ(ran.status, 0) << ran.err;
 }
 
+// The toy family's own synth preset, written by the installed stormo and generated from: a
+// family out of tree describes its checkpoints and runs them with no change to the host.
+void expect_toy_synth_runs(const std::string& installed, const std::string& toy_dir, const std::string& scratch) {
+    const std::string plugins = " --plugins-dir " + quote(toy_dir);
+    const CliResult list = run_shell(installed + " synth --list" + plugins);
+    ASSERT_EQ(list.status, 0) << list.err;
+    EXPECT_NE(list.out.find("toy-tiny\t"), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find("gpt-oss-tiny\t"), std::string::npos) << list.out;
+    const std::string model = scratch + "/toy-tiny";
+    const CliResult synth = run_shell(installed + " synth --preset toy-tiny --seed 3 --out " + quote(model) + plugins);
+    ASSERT_EQ(synth.status, 0) << synth.err;
+    const CliResult generated =
+        run_shell(installed + " generate --model " + quote(model) + " --ids 1,2,3 --max-tokens 4 --ignore-eos" + plugins);
+    ASSERT_EQ(generated.status, 0) << generated.err;
+    std::istringstream ids(generated.out);
+    int count = 0;
+    for (int id = 0; ids >> id; ++count) {
+        EXPECT_GE(id, 0);
+        EXPECT_LT(id, 256);
+    }
+    EXPECT_EQ(count, 4) << generated.out;
+}
+
 TEST(CliOutOfTreePlugin, InstalledStormoLoadsToyPlugin) {
     const auto start = std::chrono::steady_clock::now();
     ScratchDir prefix;
@@ -527,6 +550,7 @@ TEST(CliOutOfTreePlugin, InstalledStormoLoadsToyPlugin) {
         EXPECT_EQ(fs::weakly_canonical(fs::path(string_of(*p, "path")).parent_path()).string(), plugin_dir) << name;
     }
     EXPECT_EQ(entry_named(own, "toy"), nullptr);
+    expect_toy_synth_runs(installed, toy_dir, prefix.path());
     const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_LT(seconds, 60.0) << "the out-of-tree plugin test took " << seconds << " s";
 }

@@ -259,7 +259,9 @@ TEST(Synth, BadRequestsAreRefusedByName) {
     auto unknown = synth::plan_synth(o);
     ASSERT_FALSE(unknown.has_value());
     EXPECT_NE(unknown.error().message.find("gpt-oss-7b"), std::string::npos);
-    for (const auto& p : synth::synth_presets()) EXPECT_NE(unknown.error().message.find(p.name), std::string::npos);
+    const auto presets = synth::synth_presets();
+    ASSERT_TRUE(presets.has_value()) << presets.error().message;
+    for (const auto& p : *presets) EXPECT_NE(unknown.error().message.find(p.name), std::string::npos);
     o.preset = "gpt-oss-tiny";
     o.layers = 0;
     auto zero = synth::plan_synth(o);
@@ -455,6 +457,55 @@ TEST(Synth, ADanglingSymlinkAsTheDirectoryIsNamedAsOne) {
               std::string::npos)
         << r.err;
     EXPECT_EQ(r.err.find("File exists"), std::string::npos) << r.err;
+}
+
+// The presets come from the family plugins: each built-in family lists its own, and the host's
+// synth names none of them.
+TEST(Synth, EveryLoadedFamilyListsItsOwnPresets) {
+    const auto presets = synth::synth_presets();
+    ASSERT_TRUE(presets.has_value()) << presets.error().message;
+    auto family_of = [&](const std::string& name) {
+        for (const auto& p : *presets)
+            if (p.name == name) return p.family;
+        return std::string("none");
+    };
+    EXPECT_EQ(family_of("gpt-oss-20b"), "gpt_oss");
+    EXPECT_EQ(family_of("qwen3-moe-tiny-fp8"), "qwen3_moe");
+    EXPECT_EQ(family_of("glm-5"), "glm_dsa");
+    EXPECT_EQ(plan_of("glm-moe-dsa-tiny").family, "glm_dsa");
+
+    const auto listed = run_cli("synth --list");
+    EXPECT_EQ(listed.status, 0) << listed.err;
+    for (const auto& p : *presets) EXPECT_NE(listed.out.find(p.name + "\t" + p.description + "\n"), std::string::npos) << p.name;
+}
+
+TEST(Synth, TheHostsSynthNamesNoFamily) {
+    for (const char* file : {"host/src/tools/synth.cpp", "host/src/tools/synth.hpp", "host/src/cli/cmd_synth.cpp"}) {
+        std::ifstream in(std::string(STORMO_SOURCE_DIR) + "/" + file);
+        ASSERT_TRUE(in) << file;
+        std::stringstream text;
+        text << in.rdbuf();
+        for (const char* family : {"gpt_oss", "gpt-oss", "GptOss", "qwen3", "Qwen3", "glm", "GLM"})
+            EXPECT_EQ(text.str().find(family), std::string::npos) << file << " names " << family;
+    }
+}
+
+// A family's preset mistakes are refused with the family named: a preset name another family
+// gives, a tensor listed twice, a config.json that is not JSON.
+TEST(Synth, AFamilysPresetMistakesAreRefusedNamingIt) {
+    const std::string plugins = std::string(" --dry-run --plugins-dir ") + STORMO_TEST_PLUGIN_DIR + "/synth_mistakes";
+    const auto shared = run_cli("synth --preset gpt-oss-tiny" + plugins);
+    EXPECT_EQ(shared.status, 2);
+    EXPECT_NE(shared.err.find("described by two family plugins (gpt_oss, synth_mistakes)"), std::string::npos) << shared.err;
+    const auto twice = run_cli("synth --preset tensor-twice" + plugins);
+    EXPECT_EQ(twice.status, 2);
+    EXPECT_NE(twice.err.find("synth_mistakes synth preset \"tensor-twice\": tensor model.norm.weight is listed twice"),
+              std::string::npos)
+        << twice.err;
+    const auto config = run_cli("synth --preset config-not-json" + plugins);
+    EXPECT_EQ(config.status, 2);
+    EXPECT_NE(config.err.find("synth_mistakes synth preset \"config-not-json\""), std::string::npos) << config.err;
+    EXPECT_EQ(std::count(config.err.begin(), config.err.end(), '\n'), 1) << config.err;
 }
 
 }  // namespace

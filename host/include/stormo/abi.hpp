@@ -19,6 +19,7 @@
 #include "stormo/cpu_features.hpp"
 #include "stormo/error.hpp"
 #include "stormo/family.hpp"
+#include "stormo/fp8_codes.hpp"
 #include "stormo/json.hpp"
 #include "stormo/kernels.hpp"
 #include "stormo/tensor.hpp"
@@ -212,6 +213,34 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(GgufMappedModel, config_json);
     STORMO_ABI_FIELD(GgufMappedModel, generation_config_json);
     STORMO_ABI_FIELD(GgufMappedModel, tensors);
+    h = mix_type<SynthFillSpec>(h);
+    STORMO_ABI_FIELD(SynthFillSpec, kind);
+    STORMO_ABI_FIELD(SynthFillSpec, center);
+    STORMO_ABI_FIELD(SynthFillSpec, half_width);
+    STORMO_ABI_FIELD(SynthFillSpec, byte_lo);
+    STORMO_ABI_FIELD(SynthFillSpec, byte_hi);
+    h = mix_type<SynthTensor>(h);
+    STORMO_ABI_FIELD(SynthTensor, name);
+    STORMO_ABI_FIELD(SynthTensor, dtype);
+    STORMO_ABI_FIELD(SynthTensor, shape);
+    STORMO_ABI_FIELD(SynthTensor, fill);
+    h = mix_type<SynthPreset>(h);
+    STORMO_ABI_FIELD(SynthPreset, name);
+    STORMO_ABI_FIELD(SynthPreset, description);
+    STORMO_ABI_FIELD(SynthPreset, layers);
+    STORMO_ABI_FIELD(SynthPreset, experts);
+    STORMO_ABI_FIELD(SynthPreset, experts_per_token);
+    h = mix_type<SynthRequest>(h);
+    STORMO_ABI_FIELD(SynthRequest, preset);
+    STORMO_ABI_FIELD(SynthRequest, layers);
+    STORMO_ABI_FIELD(SynthRequest, experts);
+    h = mix_type<SynthCheckpoint>(h);
+    STORMO_ABI_FIELD(SynthCheckpoint, config_json);
+    STORMO_ABI_FIELD(SynthCheckpoint, generation_config_json);
+    STORMO_ABI_FIELD(SynthCheckpoint, tensors);
+    h = mix_type<E4m3GaussianCodes>(h);
+    STORMO_ABI_FIELD(E4m3GaussianCodes, magnitude);
+    STORMO_ABI_FIELD(E4m3GaussianCodes, rms);
     return h;
 }
 

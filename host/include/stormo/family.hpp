@@ -16,6 +16,7 @@
 #include "stormo/json.hpp"
 #include "stormo/kernels.hpp"
 #include "stormo/packed_bf16.hpp"
+#include "stormo/synth_preset.hpp"
 #include "stormo/tensor.hpp"
 
 namespace stormo {
@@ -198,6 +199,10 @@ public:
     // and the mapping of a file of one of them onto its config.json and checkpoint tensors.
     virtual std::vector<std::string> gguf_architectures() const;
     virtual Expected<GgufMappedModel> map_gguf(const GgufView& file) const;
+    // The synthetic checkpoints `stormo synth` writes in this family's shapes (none by default),
+    // and one of them at a depth and expert count the host checked against the preset's bounds.
+    virtual std::vector<SynthPreset> synth_presets() const;
+    virtual Expected<SynthCheckpoint> synth_checkpoint(const SynthRequest& request) const;
 };
 
 }  // namespace stormo

@@ -1,5 +1,6 @@
 // stormo synth: a random-weight checkpoint with a real model's config, tensor names, shapes and
-// dtypes, written streaming (a few MiB of memory whatever the size). Progress goes to stderr.
+// dtypes, as a family plugin's preset describes them, written streaming (a few MiB of memory
+// whatever the size). Progress goes to stderr.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -24,6 +25,7 @@ struct SynthCommandOptions {
     bool force = false;
     bool dry_run = false;
     bool list = false;
+    std::vector<std::string> plugins_dirs;
 };
 
 std::string gigabytes(uint64_t bytes) {
@@ -32,8 +34,8 @@ std::string gigabytes(uint64_t bytes) {
     return buf;
 }
 
-void print_presets() {
-    for (const auto& p : synth::synth_presets()) std::cout << p.name << "\t" << p.description << "\n";
+void print_presets(const PluginRegistry& registry) {
+    for (const auto& p : synth::synth_presets(registry)) std::cout << p.name << "\t" << p.description << "\n";
 }
 
 void print_plan(const synth::SynthPlan& plan) {
@@ -79,15 +81,21 @@ int run_synth(int argc, char** argv) {
         ("max-shard", po::value<std::string>(&o.max_shard)->value_name("SIZE"), "shard size limit (4GiB)")
         ("force", po::bool_switch(&o.force), "write into a non-empty directory, replacing its checkpoint")
         ("dry-run", po::bool_switch(&o.dry_run), "print the plan (tensors, bytes, shards) without writing")
-        ("list", po::bool_switch(&o.list), "list the presets");
+        ("list", po::bool_switch(&o.list), "list the presets of every family plugin found")
+        ("plugins-dir", po::value(&o.plugins_dirs)->value_name("DIR")->composing(),
+         "another directory to search for family plugins (repeatable)");
     auto parsed = parse_command_line(argc, argv, "synth", "--preset NAME --out DIR [--seed S] [--layers N]",
                                      "Writes a random-weight checkpoint with a real model's config.json, tensor names, "
                                      "shapes and dtypes.",
                                      d);
     if (!parsed) return report_usage_error("synth", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
+    CommonOptions common;
+    common.plugins_dirs = o.plugins_dirs;
+    auto registry = discover_plugins(default_engine_config(), common);
+    if (!registry) return report_error(registry.error());
     if (o.list) {
-        print_presets();
+        print_presets(*registry);
         return 0;
     }
     if (o.preset.empty())
@@ -105,7 +113,7 @@ int run_synth(int argc, char** argv) {
     so.layers = o.layers;
     so.experts = o.experts;
     so.max_shard_bytes = shard->bytes;
-    auto plan = synth::plan_synth(so);
+    auto plan = synth::plan_synth(*registry, so);
     if (!plan) return report_usage_error("synth", plan.error());
     if (o.dry_run) {
         print_plan(*plan);

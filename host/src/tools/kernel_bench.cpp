@@ -5,7 +5,7 @@
 #include "kernels/matrix_bytes.hpp"
 #include "kernels/worker_pool.hpp"
 #include "tools/kernel_bench.hpp"
-#include "tools/fp8_codes.hpp"
+#include "stormo/fp8_codes.hpp"
 
 #include "stormo/packed_bf16.hpp"
 #include "stormo/tensor.hpp"  // AlignedBuffer
@@ -93,11 +93,11 @@ void fill_gguf(BenchMatrix& m, WeightFormat f, Random& rng) {
 }
 
 // FP8 as the hub's checkpoints block it (128 x 128 per scale): the codes of normal weights scaled
-// to the block's amax (tools/fp8_codes.hpp), scales around what amax / 448 gives for weights of a
+// to the block's amax (stormo/fp8_codes.hpp), scales around what amax / 448 gives for weights of a
 // few hundredths.
-constexpr auto kFp8Block = static_cast<size_t>(tools::kFp8CheckpointBlock);
+constexpr auto kFp8Block = static_cast<size_t>(kFp8CheckpointBlock);
 void fill_fp8(BenchMatrix& m, Random& rng) {
-    const tools::E4m3GaussianCodes& codes = tools::e4m3_gaussian_codes();
+    const E4m3GaussianCodes& codes = e4m3_gaussian_codes();
     const size_t n = m.view.rows * m.view.cols;
     m.data.resize(n);
     for (size_t i = 0; i < n; i += 4) {

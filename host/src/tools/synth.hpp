@@ -1,36 +1,27 @@
 #pragma once
 // Synthetic checkpoints for benchmarks and tests: a real model's config.json, tensor names,
 // shapes and dtypes (as the Hugging Face hub stores them), with seeded random values in ranges
-// that keep the forward pass finite. Written streaming: the headers first (every tensor's size is
-// known up front), then each tensor generated in small chunks, so memory stays a few MiB whatever
-// the model's size.
+// that keep the forward pass finite. The family plugins describe the presets (Family::synth_presets,
+// stormo/synth_preset.hpp); this is the machinery that writes any of them. Written streaming: the
+// headers first (every tensor's size is known up front), then each tensor generated in small
+// chunks, so memory stays a few MiB whatever the model's size.
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "plugins/plugin_registry.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
+#include "stormo/synth_preset.hpp"
 #include "stormo/tensor.hpp"
 
 namespace stormo::synth {
 
-// How a tensor's values are drawn.
-enum class Fill : uint8_t {
-    uniform,       // BF16, uniform in [center - half_width, center + half_width)
-    random_bytes,  // U8, every byte uniform (MXFP4 blocks: two uniform E2M1 codes per byte)
-    byte_range,    // U8, uniform in [byte_lo, byte_hi] (MXFP4 E8M0 scales)
-    e4m3_codes,    // F8_E4M3, the codes of normal weights scaled to a block's amax (tools/fp8_codes.hpp)
-};
-
-struct FillSpec {
-    Fill kind = Fill::uniform;
-    float center = 0.0f;
-    float half_width = 0.0f;
-    uint8_t byte_lo = 0;
-    uint8_t byte_hi = 0;
-};
+// How a tensor's values are drawn: a family states it in its preset (stormo/synth_preset.hpp).
+using Fill = SynthFill;
+using FillSpec = SynthFillSpec;
 
 struct PlannedTensor {
     std::string name;
@@ -48,6 +39,7 @@ struct PlannedShard {
 
 struct SynthPlan {
     std::string preset;
+    std::string family;  // the plugin that described it
     uint64_t seed = 0;
     int layers = 0;
     std::string config_json;
@@ -63,17 +55,22 @@ struct SynthOptions {
     std::optional<int> layers;                      // overrides num_hidden_layers
     std::optional<int> experts;                     // overrides the routed expert count (a cut that fits)
     uint64_t max_shard_bytes = uint64_t{4} << 30;   // shards are balanced below this
+    PluginSearch search;                            // where the families that describe presets are found
 };
 
 struct SynthPresetInfo {
     std::string name;
     std::string description;
+    std::string family;  // the plugin that describes it
 };
-STORMO_API const std::vector<SynthPresetInfo>& synth_presets();
+// The presets of every family plugin the search loads, grouped by family in load order.
+STORMO_API Expected<std::vector<SynthPresetInfo>> synth_presets(const PluginSearch& search = {});
+STORMO_API std::vector<SynthPresetInfo> synth_presets(const PluginRegistry& registry);
 
-// Everything about the checkpoint except the values: config, tensors, shards. An unknown preset
-// is an error listing the known ones.
+// Everything about the checkpoint except the values: config, tensors, shards, as the family whose
+// preset it is describes them. An unknown preset is an error listing the known ones.
 STORMO_API Expected<SynthPlan> plan_synth(const SynthOptions& options);
+STORMO_API Expected<SynthPlan> plan_synth(const PluginRegistry& registry, const SynthOptions& options);
 
 // The bytes of tensor `index` in [offset, offset + size): deterministic in (seed, tensor name),
 // independent of chunking, sharding and the other tensors. offset and size are multiples of 8

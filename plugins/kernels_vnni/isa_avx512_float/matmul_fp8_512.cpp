@@ -15,7 +15,7 @@
 // to 16 bits, shifted by 7 and widened by vcvtph2ps: one more operation, and vcvtph2ps issues at
 // about one a cycle where the shift and the mask issue two). Float subnormals cost this core a
 // little, not a trap: in a standalone loop, one byte in 8000 at exponent 0 (checkpoints, see
-// host/src/tools/fp8_codes.hpp) ran 40 GB/s, one in 500 31, one in 16 (uniform random bytes) 22,
+// host/include/stormo/fp8_codes.hpp) ran 40 GB/s, one in 500 31, one in 16 (uniform random bytes) 22,
 // against 25-27 through half at any rate. The NaN-code scan before each tile reads its rows once
 // more (two max and two or per 128 bytes); without it the tile ran 10-15% faster.
 //

@@ -5,13 +5,14 @@
 // 448, and rounded to the nearest code. Uniform random bytes would be a poor stand-in: their
 // magnitudes spread evenly over every exponent, so one byte in 16 is a subnormal, where a
 // checkpoint's subnormals are about one in 8000; the kernels decode blocks without subnormals
-// faster (docs/kernels.md).
+// faster (docs/kernels.md). In the SDK because both sides use it: the host's `synth` draws the
+// codes, a family's FP8 preset sizes its block scales from their RMS.
 #include <array>
 #include <cstdint>
 
 #include "stormo/export.hpp"
 
-namespace stormo::tools {
+namespace stormo {
 
 // weight_block_size of the hub's -FP8 checkpoints: rows and columns per scale.
 constexpr int64_t kFp8CheckpointBlock = 128;
@@ -28,4 +29,4 @@ struct E4m3GaussianCodes {
 // Built once, on first use.
 STORMO_API const E4m3GaussianCodes& e4m3_gaussian_codes();
 
-}  // namespace stormo::tools
+}  // namespace stormo

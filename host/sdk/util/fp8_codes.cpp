@@ -1,10 +1,10 @@
-#include "tools/fp8_codes.hpp"
+#include "stormo/fp8_codes.hpp"
 
 #include <cmath>
 
 #include "stormo/dtype.hpp"
 
-namespace stormo::tools {
+namespace stormo {
 namespace {
 
 constexpr double kAmaxSigmas = 4.5;  // a 128 x 128 block's largest |weight|, in standard deviations
@@ -39,4 +39,4 @@ const E4m3GaussianCodes& e4m3_gaussian_codes() {
     return codes;
 }
 
-}  // namespace stormo::tools
+}  // namespace stormo
