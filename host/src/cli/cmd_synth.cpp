@@ -91,8 +91,10 @@ int run_synth(int argc, char** argv) {
     if (!parsed) return report_usage_error("synth", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     CommonOptions common;
-    common.plugins_dirs = o.plugins_dirs;
-    auto registry = discover_plugins(default_engine_config(), common);
+    if (!o.plugins_dirs.empty()) common.settings["plugins_dirs"] = o.plugins_dirs;
+    auto config = resolve_engine_config(common);
+    if (!config) return report_error(config.error());
+    auto registry = discover_plugins(*config, common);
     if (!registry) return report_error(registry.error());
     if (o.list) {
         print_presets(*registry);
