@@ -11,8 +11,8 @@
 #include <fstream>
 #include <string>
 
-#include "text/chat_template.hpp"
-#include "text/chat_value.hpp"
+#include "jinja/chat_template.hpp"
+#include "jinja/chat_value.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "text/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <cstring>
 
 #include "checkpoint_rewrite.hpp"
-#include "kernels/mxfp4.hpp"
+#include "reference_kernels/mxfp4.hpp"
 #include "model/gguf_source.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "runtime/generation.hpp"
 
 namespace stormo::testing {

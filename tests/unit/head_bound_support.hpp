@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
-#include "kernels/worker_pool.hpp"
+#include "compute/worker_pool.hpp"
 #include "oracle_support.hpp"
 #include "runtime/bounded_argmax.hpp"
 #include "runtime/compact_head.hpp"

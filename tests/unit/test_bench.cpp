@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <thread>
 
-#include "kernels/worker_pool.hpp"
+#include "compute/worker_pool.hpp"
 #include "oracle_support.hpp"
 #include "tools/bench.hpp"
 #include "tools/synth.hpp"

@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "text/chat_template.hpp"
-#include "text/chat_value.hpp"
+#include "jinja/chat_template.hpp"
+#include "jinja/chat_value.hpp"
 
 namespace {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "text/chat_value.hpp"
-#include "text/python_text.hpp"
+#include "jinja/chat_value.hpp"
+#include "jinja/python_text.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "cli_runner.hpp"
-#include "text/chat_value.hpp"
+#include "jinja/chat_value.hpp"
 #include "util/file.hpp"
 
 namespace stormo::test {

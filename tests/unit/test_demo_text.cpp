@@ -3,8 +3,8 @@
 // text; and one conversation that answers problem after problem, as `stormo chat` does.
 #include "oracle_support.hpp"
 #include "runtime/conversation.hpp"
-#include "text/chat_template.hpp"
-#include "text/tokenizer.hpp"
+#include "jinja/chat_template.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo::testing {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "checkpoint_rewrite.hpp"
 #include "cli_runner.hpp"
-#include "text/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo::testing {
 namespace {

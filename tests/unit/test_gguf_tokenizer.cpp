@@ -16,9 +16,9 @@
 #include "model/gguf_split.hpp"
 #include "safetensors_writer.hpp"
 #include "stormo/toolkit/gguf_mapping.hpp"
-#include "text/chat_template.hpp"
-#include "text/chat_value.hpp"
-#include "text/tokenizer.hpp"
+#include "jinja/chat_template.hpp"
+#include "jinja/chat_value.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "tokenizer_reference_support.hpp"
 
 namespace stormo {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "cli_runner.hpp"
-#include "text/chat_template.hpp"
-#include "text/chat_value.hpp"
+#include "jinja/chat_template.hpp"
+#include "jinja/chat_value.hpp"
 #include "util/file.hpp"
 
 namespace stormo::test {

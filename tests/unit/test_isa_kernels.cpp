@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/worker_pool.hpp"
+#include "compute/worker_pool.hpp"
 #include "kernel_plugin_loader.hpp"
 #include "kernel_test_support.hpp"
 #include "stormo/cpu_features.hpp"
@@ -41,7 +41,7 @@
 #include <simde/x86/avx512/dpbusd.h>
 #include <simde/x86/avx512/dpwssd.h>
 
-#include "kernels/gguf_blocks.hpp"
+#include "reference_kernels/gguf_blocks.hpp"
 
 namespace stormo::simd {
 namespace {

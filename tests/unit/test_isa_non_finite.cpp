@@ -19,7 +19,7 @@
 
 #include "kernel_plugin_loader.hpp"
 #include "kernel_test_support.hpp"
-#include "kernels/worker_pool.hpp"
+#include "compute/worker_pool.hpp"
 #include "stormo/dtype.hpp"
 #include "stormo/kernels.hpp"
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "text/chat_template.hpp"
-#include "text/chat_value.hpp"
+#include "jinja/chat_template.hpp"
+#include "jinja/chat_value.hpp"
 
 namespace {
 

@@ -14,9 +14,9 @@
 #include "model/gguf_split.hpp"
 #include "model/model_bundle.hpp"
 #include "model/model_text_files.hpp"
-#include "plugins/plugin_registry.hpp"
-#include "text/chat_template.hpp"
-#include "text/tokenizer.hpp"
+#include "plugin_loading/plugin_registry.hpp"
+#include "jinja/chat_template.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo::testing {
 namespace {

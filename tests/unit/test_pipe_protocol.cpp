@@ -3,8 +3,8 @@
 
 #include <sstream>
 
-#include "serve/pipe_protocol.hpp"
-#include "serve/pipe_server.hpp"
+#include "pipe/pipe_protocol.hpp"
+#include "pipe/pipe_server.hpp"
 
 namespace stormo::pipe {
 namespace {

@@ -9,11 +9,11 @@
 #include <optional>
 #include <string>
 
-#include "kernels/worker_pool.hpp"
+#include "compute/worker_pool.hpp"
 #include "model/model_source.hpp"
-#include "plugins/library_bound.hpp"
-#include "plugins/plugin_loader.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/library_bound.hpp"
+#include "plugin_loading/plugin_loader.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "stormo/family_plugin.hpp"
 #include "runtime/host_load_context.hpp"
 #include "stormo/kernels_plugin.hpp"

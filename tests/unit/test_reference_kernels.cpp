@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
-#include "kernels/mxfp4.hpp"
+#include "reference_kernels/mxfp4.hpp"
 #include "stormo/dtype.hpp"
 #include "stormo/kernels.hpp"
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "text/reply_parser.hpp"
-#include "text/tokenizer.hpp"
+#include "reply/reply_parser.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "tokenizer_reference_support.hpp"
 
 namespace stormo::text {

@@ -2,7 +2,7 @@
 // (and for made-up CPUs), forcing by option or YAML, and the errors that name what is wrong.
 #include <gtest/gtest.h>
 
-#include "kernels/kernel_table.hpp"
+#include "compute/kernel_table.hpp"
 #include "kernel_test_support.hpp"
 
 #include <filesystem>
@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "plugins/plugin_registry.hpp"
-#include "plugins/selection.hpp"
+#include "plugin_loading/plugin_registry.hpp"
+#include "plugin_loading/selection.hpp"
 #include "runtime/engine_config.hpp"
 #include "stormo/cpu_features.hpp"
 

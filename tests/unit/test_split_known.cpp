@@ -1,4 +1,4 @@
-// The known split patterns, matched by hand in O(1) memory a character (text/split_known.cpp),
+// The known split patterns, matched by hand in O(1) memory a character (tokenizer/split_known.cpp),
 // give Oniguruma's pieces: on random text over every character class the patterns tell apart
 // (letters of each case class, marks, digits of each kind, every kind of space, the contraction
 // letters and their Unicode case folds), and on the long runs whose matches depend on a character
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "text/pre_tokenizer.hpp"
+#include "tokenizer/pre_tokenizer.hpp"
 
 namespace stormo::text {
 namespace {

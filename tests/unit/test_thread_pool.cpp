@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/worker_pool.hpp"
+#include "compute/worker_pool.hpp"
 #include "kernel_test_support.hpp"
 #include "stormo/kernels.hpp"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "safetensors_writer.hpp"
-#include "text/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "tokenizer_reference_support.hpp"
 
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "text/byte_level.hpp"
-#include "text/tokenizer.hpp"
-#include "text/tokenizer_impl.hpp"
+#include "tokenizer/byte_level.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "tokenizer/tokenizer_impl.hpp"
 #include "tokenizer_reference_support.hpp"
 
 namespace {

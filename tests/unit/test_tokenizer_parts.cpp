@@ -3,9 +3,9 @@
 // byte-level alphabet, and NFC normalizing line by line.
 #include <gtest/gtest.h>
 
-#include "text/byte_level.hpp"
-#include "text/normalizer.hpp"
-#include "text/utf8.hpp"
+#include "tokenizer/byte_level.hpp"
+#include "tokenizer/normalizer.hpp"
+#include "util/utf8.hpp"
 
 namespace {
 

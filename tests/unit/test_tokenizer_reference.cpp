@@ -7,7 +7,7 @@
 #include <map>
 #include <memory>
 
-#include "text/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "tokenizer_reference_support.hpp"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
-#include "kernels/worker_pool.hpp"
+#include "compute/worker_pool.hpp"
 #include "stormo/toolkit/attention.hpp"
 
 namespace stormo::toolkit {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/worker_pool.hpp"
+#include "compute/worker_pool.hpp"
 
 namespace stormo {
 namespace {

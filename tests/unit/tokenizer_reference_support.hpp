@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "text/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo::test {
 

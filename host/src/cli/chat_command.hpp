@@ -9,8 +9,8 @@
 
 #include "cli/model_command.hpp"
 #include "runtime/conversation.hpp"
-#include "text/chat_template.hpp"
-#include "text/tokenizer.hpp"
+#include "jinja/chat_template.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo::cli {
 

@@ -11,8 +11,8 @@
 #include <iostream>
 #include <optional>
 
-#include "kernels/kernel_table.hpp"
-#include "kernels/worker_pool.hpp"
+#include "compute/kernel_table.hpp"
+#include "compute/worker_pool.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kernel_table.hpp"
+#include "compute/kernel_table.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"

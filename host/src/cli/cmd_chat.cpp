@@ -13,7 +13,7 @@ namespace stormo::cli {
 namespace {
 
 // The longest message line kept: some million tokens of text, more than any model's context, and
-// well within what a template may render (text/render_limits.hpp). A longer line is skipped with
+// well within what a template may render (jinja/render_limits.hpp). A longer line is skipped with
 // its length, not read into memory whole.
 constexpr size_t kMaxMessageBytes = size_t{4} << 20;
 

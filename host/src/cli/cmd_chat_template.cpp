@@ -5,8 +5,8 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "model/model_text_files.hpp"
-#include "text/chat_template.hpp"
-#include "text/tokenizer.hpp"
+#include "jinja/chat_template.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "util/file.hpp"
 
 namespace stormo::cli {

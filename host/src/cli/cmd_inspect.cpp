@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kernel_table.hpp"
+#include "compute/kernel_table.hpp"
 #include "model/finite_scan.hpp"
 #include "util/quote.hpp"
-#include "kernels/worker_pool.hpp"
+#include "compute/worker_pool.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"

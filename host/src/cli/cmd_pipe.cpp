@@ -1,12 +1,12 @@
 // stormo pipe: the line protocol on stdin/stdout for programs that embed stormo without HTTP
-// (serve/pipe_protocol.hpp holds the lines); diagnostics go to stderr.
+// (pipe/pipe_protocol.hpp holds the lines); diagnostics go to stderr.
 #include <csignal>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/model_command.hpp"
 #include "runtime/generation.hpp"
-#include "serve/pipe_server.hpp"
+#include "pipe/pipe_server.hpp"
 
 namespace stormo::cli {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "text/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "util/file.hpp"
 #include "util/token_ids.hpp"
 

@@ -6,7 +6,7 @@
 
 #include "runtime/engine.hpp"
 #include "runtime/engine_settings.hpp"
-#include "text/utf8.hpp"
+#include "util/utf8.hpp"
 #include "util/quote.hpp"
 
 namespace stormo::cli {

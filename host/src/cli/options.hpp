@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "plugins/plugin_registry.hpp"
-#include "plugins/selection.hpp"
+#include "plugin_loading/plugin_registry.hpp"
+#include "plugin_loading/selection.hpp"
 #include "runtime/engine_config.hpp"
 #include "runtime/model_setup.hpp"
 #include "stormo/cpu_features.hpp"

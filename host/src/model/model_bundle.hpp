@@ -10,7 +10,7 @@
 #include "model/model_source.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
-#include "text/model_text.hpp"
+#include "model/model_text.hpp"
 
 namespace stormo {
 

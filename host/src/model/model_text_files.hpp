@@ -1,12 +1,12 @@
 #pragma once
-// Reading what a model's tokenizer and chat template are made from (text/model_text.hpp), so that
+// Reading what a model's tokenizer and chat template are made from (model/model_text.hpp), so that
 // text/ opens no file: for a model the bundle opened (model_bundle.hpp), and for a path that need
 // not be a whole model.
 #include <string>
 
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
-#include "text/model_text.hpp"
+#include "model/model_text.hpp"
 
 namespace stormo {
 

@@ -1,6 +1,6 @@
 #include "runtime/compact_head.hpp"
 
-#include "kernels/matrix_bytes.hpp"
+#include "compute/matrix_bytes.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -11,9 +11,9 @@
 
 #include "runtime/generation.hpp"
 #include "runtime/session.hpp"
-#include "text/chat_template.hpp"
-#include "text/reply_parser.hpp"
-#include "text/tokenizer.hpp"
+#include "jinja/chat_template.hpp"
+#include "reply/reply_parser.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo {
 

@@ -1,4 +1,4 @@
-#include "kernels/kernel_table.hpp"
+#include "compute/kernel_table.hpp"
 #include "runtime/engine.hpp"
 #include "util/file.hpp"
 #include "util/format_bytes.hpp"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/worker_pool.hpp"
-#include "plugins/library_bound.hpp"
+#include "compute/worker_pool.hpp"
+#include "plugin_loading/library_bound.hpp"
 #include "runtime/compact_head.hpp"
 #include "runtime/engine_config.hpp"
 #include "runtime/forward.hpp"

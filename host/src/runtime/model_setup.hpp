@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "plugins/plugin_registry.hpp"
-#include "plugins/selection.hpp"
+#include "plugin_loading/plugin_registry.hpp"
+#include "plugin_loading/selection.hpp"
 #include "stormo/cpu_features.hpp"
 #include "model/model_source.hpp"
 

@@ -1,6 +1,6 @@
 #include "serve/api_error.hpp"
 
-#include "text/chat_value.hpp"
+#include "jinja/chat_value.hpp"
 
 namespace stormo::serve {
 

@@ -18,8 +18,8 @@
 #include "serve/metrics.hpp"
 #include "serve/prepare_request.hpp"
 #include "serve/request_queue.hpp"
-#include "text/chat_template.hpp"
-#include "text/tokenizer.hpp"
+#include "jinja/chat_template.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {
 

@@ -11,8 +11,8 @@
 #include "runtime/session.hpp"
 #include "serve/metrics.hpp"
 #include "serve/request_queue.hpp"
-#include "text/reply_parser.hpp"
-#include "text/tokenizer.hpp"
+#include "reply/reply_parser.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {
 

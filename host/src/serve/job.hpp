@@ -14,7 +14,7 @@
 #include "runtime/sampler.hpp"
 #include "serve/api_error.hpp"
 #include "serve/openai_request.hpp"
-#include "text/reply_parser.hpp"
+#include "reply/reply_parser.hpp"
 
 namespace stormo::serve {
 

@@ -10,7 +10,7 @@
 
 #include "runtime/sampler.hpp"
 #include "serve/api_error.hpp"
-#include "text/chat_value.hpp"
+#include "jinja/chat_value.hpp"
 
 namespace stormo::serve {
 

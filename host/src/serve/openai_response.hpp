@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "serve/job.hpp"
-#include "text/reply_parser.hpp"
+#include "reply/reply_parser.hpp"
 
 namespace stormo::serve {
 

@@ -8,8 +8,8 @@
 #include "serve/api_error.hpp"
 #include "serve/job.hpp"
 #include "serve/openai_request.hpp"
-#include "text/chat_template.hpp"
-#include "text/tokenizer.hpp"
+#include "jinja/chat_template.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {
 

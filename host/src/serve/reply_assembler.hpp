@@ -10,8 +10,8 @@
 
 #include "serve/openai_request.hpp"
 #include "serve/stop_sequences.hpp"
-#include "text/reply_parser.hpp"
-#include "text/tokenizer.hpp"
+#include "reply/reply_parser.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {
 

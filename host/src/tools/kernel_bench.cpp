@@ -2,8 +2,8 @@
 // pseudo-random values (identical pages could be merged by the hypervisor and then served from
 // cache), and read round-robin; the RAM probe runs first, with the same pools, so both figures
 // come from the same machine state.
-#include "kernels/matrix_bytes.hpp"
-#include "kernels/worker_pool.hpp"
+#include "compute/matrix_bytes.hpp"
+#include "compute/worker_pool.hpp"
 #include "tools/kernel_bench.hpp"
 #include "stormo/fp8_codes.hpp"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
 #include "stormo/synth_preset.hpp"

@@ -3,7 +3,7 @@
 // Q5_K sub-block, two Q6_K scale groups) at a time, into four 8-float vectors in element order.
 // A block's scales are decoded once into its Header (F::header), then each unit reads them
 // (F::unit), so a tile of several rows pays for the scale unpacking once per block and output.
-// Each value is the reference's (host/sdk/kernels/gguf_dequant.cpp) bit for bit: the same float
+// Each value is the reference's (host/sdk/reference_kernels/gguf_dequant.cpp) bit for bit: the same float
 // operations in the same order, a multiply and a subtract never fused (the including files are
 // compiled with -ffp-contract=off). Internal linkage, as every helper of the ISA files.
 #include <immintrin.h>

@@ -1,5 +1,5 @@
 // The integer road for GGUF's block formats on AVX2 (MatmulQ8Fn): q8_gguf.hpp's kernels over
-// pmaddubsw + pmaddwd, bit-identical to host/sdk/kernels/reference_q8_gguf.cpp.
+// pmaddubsw + pmaddwd, bit-identical to host/sdk/reference_kernels/reference_q8_gguf.cpp.
 // Compiled with -ffp-contract=off (CMakeLists.txt): the float steps stay a multiply and an add.
 #include <immintrin.h>
 

@@ -2,7 +2,7 @@
 // The integer road for GGUF's block formats (MatmulQ8Fn), written once over a `Dot` type that
 // supplies the byte dot steps, as q8_mxfp4.hpp is: pmaddubsw + pmaddwd (AVX2: matmul_q8_gguf.cpp),
 // vpdpbusd and vpdpwssd (the vnni plugin's two flavours), or SIMDe's emulation of those (the unit
-// tests, on any CPU). Bit-identical to host/sdk/kernels/reference_q8_gguf.cpp: block sums are
+// tests, on any CPU). Bit-identical to host/sdk/reference_kernels/reference_q8_gguf.cpp: block sums are
 // exact integers whatever order computes them, and everything after them is the reference's float
 // steps in the reference's order.
 //

@@ -8,7 +8,7 @@
 // The small helpers are always inlined: none is worth a call, and a 256-bit value passed to an
 // out-of-line function of the baseline-compiled SIMDe test would change the ABI (-Wpsabi).
 //
-// Bit-exact against reference::matmul_q8_mxfp4_out_in (host/src/kernels/reference_q8.cpp): the
+// Bit-exact against reference::matmul_q8_mxfp4_out_in (host/src/reference_kernels/reference_q8.cpp): the
 // per-block sums are exact integers whatever the order, and the float work after them is the
 // reference's, lane for lane: eight block sums at a time go into one vector, are multiplied by
 // (x scale * 2^(s-128)) and added to an 8-lane accumulator, so block b lands in lane b % 8; a last

@@ -1,5 +1,5 @@
 // FP8_E4M3 out_in matrix kernel on 512-bit registers (block-scaled FP8, as DeepSeek-V3, GLM and
-// Qwen3's -FP8 checkpoints store it; the reference in host/sdk/kernels/reference_matmul.cpp).
+// Qwen3's -FP8 checkpoints store it; the reference in host/sdk/reference_kernels/reference_matmul.cpp).
 //
 // Every weight is the reference's float, bit for bit, decoded without a table by shifting each
 // byte onto float's bits: sign-extended to 32 bits and shifted left by 20, E4M3's exponent and

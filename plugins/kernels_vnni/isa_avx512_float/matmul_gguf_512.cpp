@@ -8,7 +8,7 @@
 //   Q4_0   table = d * (k - 8)                                       per block,
 //   Q4_K   table = (d * sc) * k - dmin * m                           per sub-block of 32,
 //   Q5_K   the same over k = 0..31, two tables                       per sub-block of 32;
-// each entry is computed by the reference's own operations (host/sdk/kernels/gguf_dequant.cpp)
+// each entry is computed by the reference's own operations (host/sdk/reference_kernels/gguf_dequant.cpp)
 // on the same operands, or for Q4_K/Q5_K by one fused multiply-subtract that rounds once where
 // the reference rounds only once too (sub_table says why), so every weight picked is the
 // reference's value bit for bit. Q8_0 (256

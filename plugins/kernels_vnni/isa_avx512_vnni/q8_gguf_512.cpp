@@ -9,7 +9,7 @@
 // and elements 16-31 in the high nibbles or last 16 bytes, so activations split into halves.
 // Unsigned weights: the nibble (Q4_0, offset 8), doubled E2M1 + 12 (MXFP4, offset 12), the int8
 // + 128 (Q8_0, offset 128; vpdpbusd has no int16 stage to saturate). Bit-exact against
-// host/sdk/kernels/reference_q8_gguf.cpp: the reference's float steps, lane for lane.
+// host/sdk/reference_kernels/reference_q8_gguf.cpp: the reference's float steps, lane for lane.
 #include "avx512_intrinsics.hpp"
 
 #include "int8_kernels.hpp"

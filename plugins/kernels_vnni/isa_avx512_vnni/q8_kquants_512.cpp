@@ -12,7 +12,7 @@
 //   Q6_K: register k = scale groups 4k .. 4k + 3 (64 consecutive values, activations as they
 //     are): 64 bytes of ql (low or high nibbles) and two bits of [qh | qh] shifted by [4h | 4h + 2].
 // The sub-block scales are spread over each register's int16 lanes by vpermw. Bit-exact against
-// host/sdk/kernels/reference_q8_gguf.cpp: exact integer sums (pmaddubsw pairs at most
+// host/sdk/reference_kernels/reference_q8_gguf.cpp: exact integer sums (pmaddubsw pairs at most
 // 2 * 63 * 128 < 2^15; vpdpwssd adds in int32), then the reference's float term.
 #include "avx512_intrinsics.hpp"
 

@@ -1,0 +1,114 @@
+#include "pipe/pipe_server.hpp"
+
+#include <istream>
+#include <ostream>
+
+#include "runtime/generation.hpp"
+
+namespace stormo::pipe {
+
+LineRead read_line(std::istream& in, std::string& line, size_t cap) {
+    line.clear();
+    std::streambuf* buf = in.rdbuf();
+    bool too_long = false;
+    for (;;) {
+        const int c = buf->sbumpc();
+        if (c == std::char_traits<char>::eof()) {
+            in.setstate(std::ios::eofbit);
+            if (too_long) return LineRead::too_long;
+            return line.empty() ? LineRead::end : LineRead::line;
+        }
+        if (c == '\n') return too_long ? LineRead::too_long : LineRead::line;
+        if (line.size() < cap)
+            line.push_back(static_cast<char>(c));
+        else
+            too_long = true;
+    }
+}
+
+PipeServer::PipeServer(Pipeline& pipeline, Session& session, PipeModel model, std::ostream& out)
+    : pipeline_(&pipeline), session_(&session), model_(std::move(model)), out_(&out) {}
+
+void PipeServer::write(const std::string& line) { *out_ << line << '\n' << std::flush; }
+
+void PipeServer::greet() { write(ready_line(session_->capacity(), model_.vocab, model_.stop_ids)); }
+
+std::optional<LineError> PipeServer::check(const TurnCommand& command) const {
+    if (command.keep > session_->position())
+        return LineError{"bad_keep", "keep " + std::to_string(command.keep) + " is beyond the session's position " +
+                                         std::to_string(session_->position())};
+    for (const int32_t id : command.ids)
+        if (static_cast<size_t>(id) >= model_.vocab)
+            return LineError{"bad_token", "id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                              std::to_string(model_.vocab) + ")"};
+    if (command.keep + command.ids.size() > session_->capacity())
+        return LineError{"context_full", "keep " + std::to_string(command.keep) + " + " + std::to_string(command.ids.size()) +
+                                             " ids exceed the context of " + std::to_string(session_->capacity())};
+    return std::nullopt;
+}
+
+void PipeServer::turn(const TurnCommand& command) {
+    if (auto refused = check(command)) return write(error_line(refused->code, false, refused->message));
+    // Generated tokens but the last are fed back, so `room` tokens fit after the ids.
+    const size_t room = session_->capacity() - command.keep - command.ids.size();
+    GenerationRequest request;
+    request.prompt = command.ids;
+    request.max_tokens = std::min(command.max_new, room);
+    request.sampling = command.sampling;
+    request.sampling.seed = model_.seed;
+    request.stop_ids = model_.stop_ids;
+    session_->rewind(command.keep);
+    size_t n_out = 0;
+    auto result = generate(*pipeline_, *session_, request, [&](int32_t id) {
+        write(token_line(id));
+        ++n_out;
+    });
+    if (!result) {
+        // generate() rewound to `keep`: the session is consistent and the client can go on.
+        return write(error_line("engine", false,
+                                result.error().message + " (the session is back at position " +
+                                    std::to_string(session_->position()) + ")"));
+    }
+    DoneReason reason = DoneReason::max_tokens;
+    if (result->reason == StopReason::stop)
+        reason = DoneReason::stop;
+    else if (request.max_tokens < command.max_new)
+        reason = DoneReason::context_full;
+    write(done_line(reason, n_out, session_->position()));
+}
+
+bool PipeServer::handle(std::string_view line) {
+    auto parsed = parse_line(line);
+    if (auto* error = std::get_if<LineError>(&parsed)) {
+        write(error_line(error->code, false, error->message));
+        return true;
+    }
+    auto& command = std::get<Command>(parsed);
+    if (std::holds_alternative<ShutdownCommand>(command)) return false;
+    if (std::holds_alternative<ResetCommand>(command)) {
+        session_->rewind(0);
+        return true;
+    }
+    turn(std::get<TurnCommand>(command));
+    return true;
+}
+
+bool PipeServer::serve(std::istream& in) {
+    greet();
+    std::string line;
+    for (;;) {
+        if (!*out_) return false;
+        switch (read_line(in, line)) {
+            case LineRead::end: return true;
+            case LineRead::too_long:
+                write(error_line("line_too_long", false, "a line is longer than " + std::to_string(kMaxLineBytes) +
+                                                             " bytes; it was skipped"));
+                continue;
+            case LineRead::line:
+                if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are ignored
+                if (!handle(line)) return static_cast<bool>(*out_);
+        }
+    }
+}
+
+}  // namespace stormo::pipe

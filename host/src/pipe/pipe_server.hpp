@@ -1,0 +1,56 @@
+#pragma once
+// `stormo pipe`'s loop over one session: reads protocol lines, checks each request against the
+// session and the model before any KV change, runs it, and writes the answer lines, flushed one by
+// one so a client reading tokens sees them as they come.
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/forward.hpp"
+#include "runtime/session.hpp"
+#include "pipe/pipe_protocol.hpp"
+
+namespace stormo::pipe {
+
+// The longest line read; a longer one is refused (ERROR line_too_long) and skipped whole. A full
+// context of ids (128k positions of up to 10 digits) fits several times over.
+inline constexpr size_t kMaxLineBytes = 16u << 20;
+
+enum class LineRead { line, too_long, end };
+// Reads up to '\n' (not kept). A line longer than `cap` is consumed to its end and reported.
+LineRead read_line(std::istream& in, std::string& line, size_t cap = kMaxLineBytes);
+
+struct PipeModel {
+    size_t vocab = 0;
+    std::vector<int32_t> stop_ids;
+    uint64_t seed = 0;  // every turn samples from this seed: the same turn gives the same answer
+};
+
+class PipeServer {
+public:
+    PipeServer(Pipeline& pipeline, Session& session, PipeModel model, std::ostream& out);
+
+    // Writes READY.
+    void greet();
+    // Handles one line; false once the client asked to shut down.
+    bool handle(std::string_view line);
+    // greet(), then lines until SHUTDOWN or the end of input. False if the output failed (the
+    // client is gone).
+    bool serve(std::istream& in);
+
+private:
+    void turn(const TurnCommand& command);
+    // The engine-dependent checks, all before the session changes.
+    std::optional<LineError> check(const TurnCommand& command) const;
+    void write(const std::string& line);
+
+    Pipeline* pipeline_;
+    Session* session_;
+    PipeModel model_;
+    std::ostream* out_;
+};
+
+}  // namespace stormo::pipe

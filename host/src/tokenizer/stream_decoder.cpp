@@ -1,0 +1,26 @@
+// Streaming decode: bytes are released as soon as they end on a character boundary (or on an
+// invalid subpart, which can never become valid), so each piece renders exactly as the same bytes
+// do inside a whole decode.
+#include "tokenizer/tokenizer.hpp"
+#include "util/utf8.hpp"
+
+namespace stormo::text {
+
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special) : tokenizer_(&tokenizer), skip_special_(skip_special) {}
+
+Expected<std::string> StreamDecoder::push(int32_t id) {
+    STORMO_TRY_ASSIGN(auto bytes, tokenizer_->token_bytes(id, skip_special_));
+    pending_ += bytes;
+    const size_t ready = pending_.size() - utf8::incomplete_tail(pending_);
+    std::string text = utf8::lossy(std::string_view(pending_).substr(0, ready));
+    pending_.erase(0, ready);
+    return text;
+}
+
+std::string StreamDecoder::finish() {
+    std::string text = utf8::lossy(pending_);
+    pending_.clear();
+    return text;
+}
+
+}  // namespace stormo::text
