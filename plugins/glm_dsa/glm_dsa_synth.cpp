@@ -123,13 +123,7 @@ std::vector<SynthTensor> glm_tensors(const GlmPreset& p, int64_t layers, int64_t
 
 }  // namespace
 
-std::vector<SynthPreset> GlmDsaFamily::synth_presets() const {
-    std::vector<SynthPreset> out;
-    for (const GlmPreset& p : glm_presets())
-        out.push_back({p.name, p.description, static_cast<int>(p.layers), static_cast<int>(p.experts),
-                       static_cast<int>(p.top_k)});
-    return out;
-}
+std::vector<SynthPreset> GlmDsaFamily::synth_presets() const { return toolkit::synth_preset_list(glm_presets()); }
 
 Expected<SynthCheckpoint> GlmDsaFamily::synth_checkpoint(const SynthRequest& request) const {
     const GlmPreset* preset = toolkit::find_synth_preset(glm_presets(), request.preset);

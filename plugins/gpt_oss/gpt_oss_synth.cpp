@@ -160,13 +160,7 @@ std::vector<SynthTensor> gpt_oss_tensors(const GptOssPreset& p, int64_t layers) 
 
 }  // namespace
 
-std::vector<SynthPreset> GptOssFamily::synth_presets() const {
-    std::vector<SynthPreset> out;
-    for (const GptOssPreset& p : gpt_oss_presets())
-        out.push_back({p.name, p.description, static_cast<int>(p.layers), static_cast<int>(p.experts),
-                       static_cast<int>(p.top_k)});
-    return out;
-}
+std::vector<SynthPreset> GptOssFamily::synth_presets() const { return toolkit::synth_preset_list(gpt_oss_presets()); }
 
 Expected<SynthCheckpoint> GptOssFamily::synth_checkpoint(const SynthRequest& request) const {
     const GptOssPreset* preset = toolkit::find_synth_preset(gpt_oss_presets(), request.preset);

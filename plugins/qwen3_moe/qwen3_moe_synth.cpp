@@ -133,13 +133,7 @@ std::vector<SynthTensor> qwen3_tensors(const Qwen3Preset& p, int64_t layers) {
 
 }  // namespace
 
-std::vector<SynthPreset> Qwen3MoeFamily::synth_presets() const {
-    std::vector<SynthPreset> out;
-    for (const Qwen3Preset& p : qwen3_presets())
-        out.push_back({p.name, p.description, static_cast<int>(p.layers), static_cast<int>(p.experts),
-                       static_cast<int>(p.top_k)});
-    return out;
-}
+std::vector<SynthPreset> Qwen3MoeFamily::synth_presets() const { return toolkit::synth_preset_list(qwen3_presets()); }
 
 Expected<SynthCheckpoint> Qwen3MoeFamily::synth_checkpoint(const SynthRequest& request) const {
     const Qwen3Preset* preset = toolkit::find_synth_preset(qwen3_presets(), request.preset);

@@ -54,4 +54,15 @@ const Preset* find_synth_preset(const std::vector<Preset>& presets, std::string_
     return nullptr;
 }
 
+// What `stormo synth --list` shows of a family's presets (each with a name, a description and its
+// layers, experts and top_k).
+template <class Preset>
+std::vector<SynthPreset> synth_preset_list(const std::vector<Preset>& presets) {
+    std::vector<SynthPreset> out;
+    for (const Preset& p : presets)
+        out.push_back({p.name, p.description, static_cast<int>(p.layers), static_cast<int>(p.experts),
+                       static_cast<int>(p.top_k)});
+    return out;
+}
+
 }  // namespace stormo::toolkit
