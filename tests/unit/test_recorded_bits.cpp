@@ -1,8 +1,11 @@
-// The logits' bits on every GPT-OSS fixture and the demo, per kernels choice and activation road,
-// compared with bits recorded before the family toolkit replaced GPT-OSS's own helpers
-// (tests/data/recorded_logit_bits.json). A refactoring that claims "nothing changes" is held to it
-// here, to the bit. Recording (only when the numbers are meant to change, saying why in the commit):
+// The logits' bits on every fixture and shipped demo, per kernels choice and activation road,
+// compared with bits recorded before a refactoring (tests/data/recorded_logit_bits.json): GPT-OSS's
+// before the family toolkit replaced its own helpers, Qwen3-MoE's and GLM-MoE-DSA's before the
+// host's family knowledge moved into the plugins and MLA into the toolkit (recorded by the engine
+// as it was then). A refactoring that claims "nothing changes" is held to it here, to the bit.
+// Recording (only when the numbers are meant to change, saying why in the commit):
 //   STORMO_RECORD_BITS=tests/data/recorded_logit_bits.json build/bin/stormo_tests --gtest_filter='RecordedBits*'
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -14,7 +17,7 @@ namespace stormo::testing {
 namespace {
 
 struct BitsCase {
-    std::string model;  // a fixture name, or "demo"
+    std::string model;  // a fixture name, "demo" (the gpt-oss demo) or another demo's folder name
     std::string kernels;
     ActivationRoad road;
 };
@@ -34,13 +37,17 @@ std::string recorded_key(const BitsCase& c) {
 
 void PrintTo(const BitsCase& c, std::ostream* os) { *os << case_key(c); }
 
-std::string model_dir(const std::string& model) { return model == "demo" ? demo_dir() : fixture_dir(model); }
+bool is_demo(const std::string& model) { return model == "demo" || model.ends_with("-demo"); }
+std::string model_dir(const std::string& model) {
+    if (!is_demo(model)) return fixture_dir(model);
+    return model == "demo" ? demo_dir() : demo_dir(model);
+}
 
 // The fixture's teacher-forced sequence; for the demo, its first four public problems with answers.
 std::vector<int32_t> sequence_of(const std::string& model) {
-    if (model != "demo") return int_list(*read_json_file(fixture_dir(model) + "/reference/greedy.json").find("full_sequence"));
+    if (!is_demo(model)) return int_list(*read_json_file(fixture_dir(model) + "/reference/greedy.json").find("full_sequence"));
     std::vector<int32_t> seq;
-    const Json eval = read_json_file(demo_dir() + "/reference/eval.json");
+    const Json eval = read_json_file(model_dir(model) + "/reference/eval.json");
     const auto* problems = eval.find("problems")->as_array();
     for (size_t i = 0; i < 4 && i < problems->size(); ++i)
         for (const char* part : {"prompt_ids", "output_ids"})
@@ -86,7 +93,8 @@ TEST_P(RecordedBits, LogitsAreTheRecordedBits) {
 
 std::vector<BitsCase> all_cases() {
     std::vector<BitsCase> cases;
-    for (const char* model : {"gpt_oss", "gpt_oss_long", "gpt_oss_mxfp4", "demo"}) {
+    for (const char* model : {"gpt_oss", "gpt_oss_long", "gpt_oss_mxfp4", "demo", "qwen3_moe", "qwen3_moe_long",
+                              "qwen3-moe-demo", "glm_moe_dsa", "glm_moe_dsa_long", "glm-moe-dsa-demo"}) {
         for (const char* k : {"reference", "avx2", "vnni"}) cases.push_back({model, k, ActivationRoad::f32});
         for (const char* k : {"avx2", "vnni"}) cases.push_back({model, k, ActivationRoad::int8});
     }
@@ -95,7 +103,9 @@ std::vector<BitsCase> all_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Models, RecordedBits, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<BitsCase>& i) {
-                             return i.param.model + "_" + i.param.kernels + "_" + road_name(i.param.road);
+                             std::string model = i.param.model;
+                             std::replace(model.begin(), model.end(), '-', '_');
+                             return model + "_" + i.param.kernels + "_" + road_name(i.param.road);
                          });
 
 }  // namespace
