@@ -37,7 +37,7 @@ const std::vector<GlmPreset>& glm_presets() {
 }
 
 // config.json as zai-org writes GLM-5's (first_k_dense_replace, n_routed_experts, rope_parameters).
-std::string glm_config_json(const GlmPreset& p, int64_t layers, int64_t experts) {
+std::string glm_config_json(const GlmPreset& p, int64_t layers) {
     auto num = [](int64_t v) { return std::to_string(v); };
     std::string j = "{\n";
     j += "  \"architectures\": [\n    \"GlmMoeDsaForCausalLM\"\n  ],\n";
@@ -49,7 +49,7 @@ std::string glm_config_json(const GlmPreset& p, int64_t layers, int64_t experts)
     j += "  \"index_topk\": " + num(p.index_topk) + ",\n  \"intermediate_size\": " + num(p.intermediate) + ",\n";
     j += "  \"kv_lora_rank\": " + num(p.kv_lora_rank) + ",\n  \"max_position_embeddings\": 202752,\n";
     j += "  \"model_type\": \"glm_moe_dsa\",\n  \"moe_intermediate_size\": " + num(p.moe_intermediate) + ",\n";
-    j += "  \"n_group\": 1,\n  \"n_routed_experts\": " + num(experts) + ",\n";
+    j += "  \"n_group\": 1,\n  \"n_routed_experts\": " + num(p.experts) + ",\n";
     j += "  \"n_shared_experts\": " + num(p.shared) + ",\n  \"norm_topk_prob\": true,\n";
     j += "  \"num_attention_heads\": " + num(p.heads) + ",\n  \"num_experts_per_tok\": " + num(p.top_k) + ",\n";
     j += "  \"num_hidden_layers\": " + num(layers) + ",\n  \"num_key_value_heads\": " + num(p.heads) + ",\n";
@@ -72,7 +72,8 @@ std::string glm_generation_config_json(const GlmPreset& p) {
 // per routed expert. The F32 correction bias takes the uniform stream too: each float is a +-0.02
 // BF16 draw in its high half with random low mantissa bits, small values around 0 as a trained
 // bias is (zero would leave the router's own scores).
-std::vector<SynthTensor> glm_tensors(const GlmPreset& p, int64_t layers, int64_t experts) {
+std::vector<SynthTensor> glm_tensors(const GlmPreset& p, int64_t layers) {
+    const int64_t experts = p.experts;
     const int64_t h = p.hidden, qkd = p.nope + p.rope;
     std::vector<SynthTensor> t;
     add_tensor(t, "model.embed_tokens.weight", DType::BF16, {p.vocab, h}, toolkit::embedding_fill());
@@ -126,10 +127,9 @@ std::vector<SynthTensor> glm_tensors(const GlmPreset& p, int64_t layers, int64_t
 std::vector<SynthPreset> GlmDsaFamily::synth_presets() const { return toolkit::synth_preset_list(glm_presets()); }
 
 Expected<SynthCheckpoint> GlmDsaFamily::synth_checkpoint(const SynthRequest& request) const {
-    const GlmPreset* preset = toolkit::find_synth_preset(glm_presets(), request.preset);
-    if (preset == nullptr) return fail(ErrorKind::invalid_argument, "glm_dsa: no synth preset \"" + request.preset + "\"");
-    return SynthCheckpoint{glm_config_json(*preset, request.layers, request.experts), glm_generation_config_json(*preset),
-                           glm_tensors(*preset, request.layers, request.experts)};
+    STORMO_TRY_ASSIGN(const GlmPreset p, toolkit::requested_preset(glm_presets(), request, kName));
+    return SynthCheckpoint{glm_config_json(p, request.layers), glm_generation_config_json(p),
+                           glm_tensors(p, request.layers)};
 }
 
 }  // namespace stormo::glm_dsa

@@ -163,12 +163,9 @@ std::vector<SynthTensor> gpt_oss_tensors(const GptOssPreset& p, int64_t layers) 
 std::vector<SynthPreset> GptOssFamily::synth_presets() const { return toolkit::synth_preset_list(gpt_oss_presets()); }
 
 Expected<SynthCheckpoint> GptOssFamily::synth_checkpoint(const SynthRequest& request) const {
-    const GptOssPreset* preset = toolkit::find_synth_preset(gpt_oss_presets(), request.preset);
-    if (preset == nullptr) return fail(ErrorKind::invalid_argument, "gpt_oss: no synth preset \"" + request.preset + "\"");
-    GptOssPreset cut = *preset;
-    cut.experts = request.experts;
-    return SynthCheckpoint{gpt_oss_config_json(cut, request.layers), gpt_oss_generation_config_json(cut),
-                           gpt_oss_tensors(cut, request.layers)};
+    STORMO_TRY_ASSIGN(const GptOssPreset p, toolkit::requested_preset(gpt_oss_presets(), request, "gpt_oss"));
+    return SynthCheckpoint{gpt_oss_config_json(p, request.layers), gpt_oss_generation_config_json(p),
+                           gpt_oss_tensors(p, request.layers)};
 }
 
 }  // namespace stormo::gpt_oss

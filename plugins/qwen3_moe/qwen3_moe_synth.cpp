@@ -136,12 +136,9 @@ std::vector<SynthTensor> qwen3_tensors(const Qwen3Preset& p, int64_t layers) {
 std::vector<SynthPreset> Qwen3MoeFamily::synth_presets() const { return toolkit::synth_preset_list(qwen3_presets()); }
 
 Expected<SynthCheckpoint> Qwen3MoeFamily::synth_checkpoint(const SynthRequest& request) const {
-    const Qwen3Preset* preset = toolkit::find_synth_preset(qwen3_presets(), request.preset);
-    if (preset == nullptr) return fail(ErrorKind::invalid_argument, "qwen3_moe: no synth preset \"" + request.preset + "\"");
-    Qwen3Preset cut = *preset;
-    cut.experts = request.experts;
-    return SynthCheckpoint{qwen3_config_json(cut, request.layers), qwen3_generation_config_json(cut),
-                           qwen3_tensors(cut, request.layers)};
+    STORMO_TRY_ASSIGN(const Qwen3Preset p, toolkit::requested_preset(qwen3_presets(), request, kName));
+    return SynthCheckpoint{qwen3_config_json(p, request.layers), qwen3_generation_config_json(p),
+                           qwen3_tensors(p, request.layers)};
 }
 
 }  // namespace stormo::qwen3_moe

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stormo/error.hpp"
 #include "stormo/synth_preset.hpp"
 
 namespace stormo::toolkit {
@@ -52,6 +53,18 @@ const Preset* find_synth_preset(const std::vector<Preset>& presets, std::string_
     for (const Preset& p : presets)
         if (name == p.name) return &p;
     return nullptr;
+}
+
+// The preset `request` names, its routed experts cut to request.experts; an unknown name is an
+// error naming the family.
+template <class Preset>
+Expected<Preset> requested_preset(const std::vector<Preset>& presets, const SynthRequest& request, std::string_view family) {
+    const Preset* preset = find_synth_preset(presets, request.preset);
+    if (preset == nullptr)
+        return fail(ErrorKind::invalid_argument, std::string(family) + ": no synth preset \"" + request.preset + "\"");
+    Preset cut = *preset;
+    cut.experts = request.experts;
+    return cut;
 }
 
 // What `stormo synth --list` shows of a family's presets (each with a name, a description and its
