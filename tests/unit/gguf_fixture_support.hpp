@@ -11,9 +11,9 @@
 #include <cstring>
 
 #include "checkpoint_rewrite.hpp"
-#include "reference_kernels/mxfp4.hpp"
 #include "model/gguf_source.hpp"
 #include "plugin_loading/plugin_registry.hpp"
+#include "reference_kernels/mxfp4.hpp"
 #include "runtime/generation.hpp"
 
 namespace stormo::testing {

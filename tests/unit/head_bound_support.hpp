@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "kernel_test_support.hpp"
 #include "compute/worker_pool.hpp"
+#include "kernel_test_support.hpp"
 #include "oracle_support.hpp"
 #include "runtime/bounded_argmax.hpp"
 #include "runtime/compact_head.hpp"

@@ -13,13 +13,13 @@
 #include <sys/wait.h>
 #include <thread>
 
+#include "cli_runner.hpp"
 #include "compute/worker_pool.hpp"
 #include "oracle_support.hpp"
-#include "tools/bench.hpp"
-#include "tools/synth.hpp"
-#include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
 #include "tools/bandwidth.hpp"
+#include "tools/bench.hpp"
+#include "tools/synth.hpp"
 
 namespace stormo::testing {
 namespace {

@@ -1,9 +1,9 @@
 // The shipped demo models through text in and text out: each of the 200 public problems rendered
 // with the demo's own chat template, answered, and read back, giving transformers' answer ids and
 // text; and one conversation that answers problem after problem, as `stormo chat` does.
+#include "jinja/chat_template.hpp"
 #include "oracle_support.hpp"
 #include "runtime/conversation.hpp"
-#include "jinja/chat_template.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::testing {

@@ -12,12 +12,12 @@
 #include <sstream>
 
 #include "gguf_writer.hpp"
+#include "jinja/chat_template.hpp"
+#include "jinja/chat_value.hpp"
 #include "model/gguf_model_view.hpp"
 #include "model/gguf_split.hpp"
 #include "safetensors_writer.hpp"
 #include "stormo/toolkit/gguf_mapping.hpp"
-#include "jinja/chat_template.hpp"
-#include "jinja/chat_value.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer_reference_support.hpp"
 

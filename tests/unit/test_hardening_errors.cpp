@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli_runner.hpp"
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace fs = std::filesystem;
 

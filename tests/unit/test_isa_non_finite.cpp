@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "compute/worker_pool.hpp"
 #include "kernel_plugin_loader.hpp"
 #include "kernel_test_support.hpp"
-#include "compute/worker_pool.hpp"
 #include "stormo/dtype.hpp"
 #include "stormo/kernels.hpp"
 

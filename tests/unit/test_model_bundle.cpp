@@ -10,12 +10,12 @@
 #include "checkpoint_rewrite.hpp"
 #include "cli_runner.hpp"
 #include "gguf_writer.hpp"
+#include "jinja/chat_template.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_split.hpp"
 #include "model/model_bundle.hpp"
 #include "model/model_text_files.hpp"
 #include "plugin_loading/plugin_registry.hpp"
-#include "jinja/chat_template.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::testing {

@@ -14,8 +14,8 @@
 #include "plugin_loading/library_bound.hpp"
 #include "plugin_loading/plugin_loader.hpp"
 #include "plugin_loading/plugin_registry.hpp"
-#include "stormo/family_plugin.hpp"
 #include "runtime/host_load_context.hpp"
+#include "stormo/family_plugin.hpp"
 #include "stormo/kernels_plugin.hpp"
 
 namespace fs = std::filesystem;

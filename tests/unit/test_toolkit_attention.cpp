@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kernel_test_support.hpp"
 #include "compute/worker_pool.hpp"
+#include "kernel_test_support.hpp"
 #include "stormo/toolkit/attention.hpp"
 
 namespace stormo::toolkit {

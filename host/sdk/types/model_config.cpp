@@ -3,7 +3,7 @@
 #include <string>
 
 #include "stormo/json.hpp"
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo {
 namespace {

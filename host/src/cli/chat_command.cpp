@@ -8,8 +8,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "stormo/quote.hpp"
 #include "util/file.hpp"
-#include "util/quote.hpp"
 
 namespace stormo::cli {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "cli/model_command.hpp"
-#include "runtime/conversation.hpp"
 #include "jinja/chat_template.hpp"
+#include "runtime/conversation.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::cli {

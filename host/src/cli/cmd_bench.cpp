@@ -11,14 +11,14 @@
 #include <iostream>
 #include <optional>
 
-#include "compute/kernel_table.hpp"
-#include "compute/worker_pool.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
 #include "cli/progress.hpp"
-#include "tools/bench.hpp"
+#include "compute/kernel_table.hpp"
+#include "compute/worker_pool.hpp"
 #include "tools/bandwidth.hpp"
+#include "tools/bench.hpp"
 
 namespace stormo::cli {
 namespace {

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "compute/kernel_table.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
+#include "compute/kernel_table.hpp"
 #include "runtime/engine_config.hpp"
+#include "stormo/quote.hpp"
 #include "tools/kernel_bench.hpp"
-#include "util/quote.hpp"
 
 namespace stormo::cli {
 namespace {

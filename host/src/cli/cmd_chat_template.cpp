@@ -4,8 +4,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "model/model_text_files.hpp"
 #include "jinja/chat_template.hpp"
+#include "model/model_text_files.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "util/file.hpp"
 

@@ -9,19 +9,19 @@
 #include <string>
 #include <vector>
 
-#include "compute/kernel_table.hpp"
-#include "model/finite_scan.hpp"
-#include "util/quote.hpp"
-#include "compute/worker_pool.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
+#include "compute/kernel_table.hpp"
+#include "compute/worker_pool.hpp"
+#include "model/finite_scan.hpp"
 #include "runtime/compact_head.hpp"
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/family.hpp"
 #include "stormo/kernels.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo::cli {
 namespace {

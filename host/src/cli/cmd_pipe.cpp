@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/model_command.hpp"
-#include "runtime/generation.hpp"
 #include "pipe/pipe_server.hpp"
+#include "runtime/generation.hpp"
 
 namespace stormo::cli {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "runtime/engine.hpp"
 #include "runtime/engine_settings.hpp"
+#include "stormo/quote.hpp"
 #include "util/utf8.hpp"
-#include "util/quote.hpp"
 
 namespace stormo::cli {
 
@@ -63,7 +63,7 @@ void validate(boost::any& out, const std::vector<std::string>& values, UnsignedA
 namespace {
 
 // Boost's messages quote the argument at fault as given; a 10 MB or binary argument is escaped
-// and cut like every other value in an error (util/quote.hpp). Its text is found in the message
+// and cut like every other value in an error (stormo/quote.hpp). Its text is found in the message
 // as the whole word or, for --name=value, as the value.
 std::string usage_message(std::string message, int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {

@@ -14,13 +14,13 @@
 #include <string_view>
 #include <vector>
 
+#include "model/model_source.hpp"
 #include "plugin_loading/plugin_registry.hpp"
 #include "plugin_loading/selection.hpp"
 #include "runtime/engine_config.hpp"
 #include "runtime/model_setup.hpp"
 #include "stormo/cpu_features.hpp"
 #include "stormo/error.hpp"
-#include "model/model_source.hpp"
 
 namespace stormo::cli {
 

@@ -2,11 +2,11 @@
 // rendering it with the variables transformers' apply_chat_template passes.
 #include "jinja/chat_template.hpp"
 
-#include "model/gguf.hpp"
-#include "model/model_text_files.hpp"
 #include "jinja/jinja_evaluator.hpp"
 #include "jinja/jinja_lexer.hpp"
 #include "jinja/jinja_parser.hpp"
+#include "model/gguf.hpp"
+#include "model/model_text_files.hpp"
 
 namespace stormo::text {
 namespace {

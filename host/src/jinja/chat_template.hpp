@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
-#include "stormo/error.hpp"
 #include "jinja/chat_value.hpp"
-#include "model/model_text.hpp"
 #include "jinja/render_limits.hpp"
+#include "model/model_text.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text {
 

@@ -4,8 +4,8 @@
 // render. Errors are plain messages; the evaluator adds the template line.
 #include <string_view>
 
-#include "stormo/error.hpp"
 #include "jinja/jinja_object.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text::jinja {
 

@@ -5,10 +5,10 @@
 #include <optional>
 #include <string>
 
-#include "stormo/error.hpp"
 #include "jinja/chat_value.hpp"
 #include "jinja/jinja_ast.hpp"
 #include "jinja/render_limits.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text::jinja {
 

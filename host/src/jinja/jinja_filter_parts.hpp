@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "stormo/error.hpp"
 #include "jinja/jinja_object.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text::jinja::filter_parts {
 

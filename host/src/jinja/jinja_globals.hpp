@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "stormo/error.hpp"
 #include "jinja/jinja_object.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text::jinja {
 

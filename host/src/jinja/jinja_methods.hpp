@@ -4,8 +4,8 @@
 // sandbox transformers uses refuses the modifying ones (append, pop, ...), and so does this.
 #include <string_view>
 
-#include "stormo/error.hpp"
 #include "jinja/jinja_object.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text::jinja {
 

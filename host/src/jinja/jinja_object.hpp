@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "stormo/error.hpp"
 #include "jinja/chat_value.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text::jinja {
 

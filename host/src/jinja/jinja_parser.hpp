@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "stormo/error.hpp"
 #include "jinja/jinja_ast.hpp"
 #include "jinja/jinja_lexer.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text::jinja {
 

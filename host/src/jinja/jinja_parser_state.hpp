@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "stormo/error.hpp"
 #include "jinja/jinja_ast.hpp"
 #include "jinja/jinja_lexer.hpp"
 #include "jinja/jinja_object.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text::jinja::parsing {
 

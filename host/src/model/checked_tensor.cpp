@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo {
 

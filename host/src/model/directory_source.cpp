@@ -7,11 +7,11 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "model/model_source.hpp"
 #include "model/safetensors.hpp"
 #include "model/safetensors_index.hpp"
-#include "model/model_source.hpp"
+#include "stormo/quote.hpp"
 #include "util/file.hpp"
-#include "util/quote.hpp"
 
 namespace stormo {
 namespace {

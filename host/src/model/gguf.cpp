@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo {
 

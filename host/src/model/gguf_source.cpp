@@ -6,8 +6,8 @@
 
 #include "model/gguf_model_view.hpp"
 #include "stormo/family.hpp"
+#include "stormo/quote.hpp"
 #include "util/file.hpp"
-#include "util/quote.hpp"
 
 namespace stormo {
 namespace {

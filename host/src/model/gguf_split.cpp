@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo {
 namespace {

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "model/model_source.hpp"
+#include "model/model_text.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
-#include "model/model_text.hpp"
 
 namespace stormo {
 

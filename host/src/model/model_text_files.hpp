@@ -4,9 +4,9 @@
 // not be a whole model.
 #include <string>
 
+#include "model/model_text.hpp"
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
-#include "model/model_text.hpp"
 
 namespace stormo {
 

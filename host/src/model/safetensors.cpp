@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "stormo/json.hpp"
+#include "stormo/quote.hpp"
 #include "util/file.hpp"
-#include "util/quote.hpp"
 
 namespace stormo {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "stormo/json.hpp"
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo {
 namespace {

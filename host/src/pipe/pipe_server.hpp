@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "pipe/pipe_protocol.hpp"
 #include "runtime/forward.hpp"
 #include "runtime/session.hpp"
-#include "pipe/pipe_protocol.hpp"
 
 namespace stormo::pipe {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "stormo/error.hpp"
 #include "jinja/chat_value.hpp"
+#include "stormo/error.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::text {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/generation.hpp"
-#include "runtime/session.hpp"
 #include "jinja/chat_template.hpp"
 #include "reply/reply_parser.hpp"
+#include "runtime/generation.hpp"
+#include "runtime/session.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compute/worker_pool.hpp"
+#include "model/model_source.hpp"
 #include "plugin_loading/library_bound.hpp"
 #include "runtime/compact_head.hpp"
 #include "runtime/engine_config.hpp"
@@ -20,7 +21,6 @@
 #include "runtime/session.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/kernels.hpp"
-#include "model/model_source.hpp"
 
 namespace stormo {
 

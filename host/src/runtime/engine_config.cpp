@@ -16,8 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "stormo/quote.hpp"
 #include "util/file.hpp"
-#include "util/quote.hpp"
 
 namespace stormo {
 namespace {
@@ -44,7 +44,7 @@ std::optional<uint64_t> unit_multiplier(std::string_view unit) {
     return std::nullopt;
 }
 
-// A value from the file or the command line in an error: escaped and cut (util/quote.hpp), so
+// A value from the file or the command line in an error: escaped and cut (stormo/quote.hpp), so
 // invalid UTF-8, terminal escapes or a 10 MB scalar cost one short line.
 std::string quoted_value(std::string_view s) { return "'" + printable(s) + "'"; }
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "runtime/engine.hpp"
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo {
 namespace {

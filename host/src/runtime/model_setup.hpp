@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
+#include "model/model_source.hpp"
 #include "plugin_loading/plugin_registry.hpp"
 #include "plugin_loading/selection.hpp"
 #include "stormo/cpu_features.hpp"
-#include "model/model_source.hpp"
 
 namespace stormo {
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "jinja/chat_template.hpp"
 #include "runtime/engine.hpp"
 #include "serve/byte_budget.hpp"
 #include "serve/http_types.hpp"
@@ -18,7 +19,6 @@
 #include "serve/metrics.hpp"
 #include "serve/prepare_request.hpp"
 #include "serve/request_queue.hpp"
-#include "jinja/chat_template.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {

@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
+#include "reply/reply_parser.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/session.hpp"
 #include "serve/metrics.hpp"
 #include "serve/request_queue.hpp"
-#include "reply/reply_parser.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {

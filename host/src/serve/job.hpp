@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "reply/reply_parser.hpp"
 #include "runtime/sampler.hpp"
 #include "serve/api_error.hpp"
 #include "serve/openai_request.hpp"
-#include "reply/reply_parser.hpp"
 
 namespace stormo::serve {
 

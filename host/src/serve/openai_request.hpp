@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "jinja/chat_value.hpp"
 #include "runtime/sampler.hpp"
 #include "serve/api_error.hpp"
-#include "jinja/chat_value.hpp"
 
 namespace stormo::serve {
 

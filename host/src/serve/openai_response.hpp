@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "serve/job.hpp"
 #include "reply/reply_parser.hpp"
+#include "serve/job.hpp"
 
 namespace stormo::serve {
 

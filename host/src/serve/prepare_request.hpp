@@ -5,10 +5,10 @@
 #include <cstddef>
 #include <optional>
 
+#include "jinja/chat_template.hpp"
 #include "serve/api_error.hpp"
 #include "serve/job.hpp"
 #include "serve/openai_request.hpp"
-#include "jinja/chat_template.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {

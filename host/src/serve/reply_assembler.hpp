@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "reply/reply_parser.hpp"
 #include "serve/openai_request.hpp"
 #include "serve/stop_sequences.hpp"
-#include "reply/reply_parser.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo {
 namespace {

@@ -5,10 +5,10 @@
 #include <algorithm>
 
 #include "model/model_text_files.hpp"
+#include "stormo/quote.hpp"
 #include "tokenizer/byte_level.hpp"
 #include "tokenizer/tokenizer_impl.hpp"
 #include "util/utf8.hpp"
-#include "util/quote.hpp"
 
 namespace stormo::text {
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "stormo/error.hpp"
 #include "model/model_text.hpp"
+#include "stormo/error.hpp"
 
 namespace stormo::text {
 

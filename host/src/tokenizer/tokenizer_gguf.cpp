@@ -6,8 +6,8 @@
 #include <array>
 
 #include "model/gguf.hpp"
+#include "stormo/quote.hpp"
 #include "tokenizer/tokenizer_impl.hpp"
-#include "util/quote.hpp"
 
 namespace stormo::text {
 namespace {

@@ -7,9 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/model_text.hpp"
 #include "tokenizer/added_tokens.hpp"
 #include "tokenizer/bpe.hpp"
-#include "model/model_text.hpp"
 #include "tokenizer/normalizer.hpp"
 #include "tokenizer/pre_tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"

@@ -4,8 +4,8 @@
 // come from the same machine state.
 #include "compute/matrix_bytes.hpp"
 #include "compute/worker_pool.hpp"
-#include "tools/kernel_bench.hpp"
 #include "stormo/fp8_codes.hpp"
+#include "tools/kernel_bench.hpp"
 
 #include "stormo/packed_bf16.hpp"
 #include "stormo/tensor.hpp"  // AlignedBuffer

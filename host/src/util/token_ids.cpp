@@ -3,7 +3,7 @@
 
 #include <charconv>
 
-#include "util/quote.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo {
 namespace {

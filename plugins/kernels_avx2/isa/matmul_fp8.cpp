@@ -17,8 +17,8 @@
 // block_cols, never on the tile, the output range or the thread.
 
 #include "float_kernels.hpp"
-#include "out_in_tiles.hpp"
 #include "fp8_scales.hpp"
+#include "out_in_tiles.hpp"
 #include "simd.hpp"
 
 namespace stormo::simd {
