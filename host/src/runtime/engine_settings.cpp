@@ -38,33 +38,38 @@ std::optional<bool> boolean(std::string_view text) {
 Why must_be(std::string_view expected) { return "must be " + std::string(expected); }
 
 // The row's own `expected`, for the checks that have nothing more to say.
-Why refused(std::string_view key) { return must_be(find_engine_setting(key)->expected); }
+Why refused(const EngineSetting& self) { return must_be(self.expected); }
 
-Why set_kernels(EngineConfig& c, std::string_view text, const SettingSource&) {
-    if (text.empty()) return "needs " + std::string(find_engine_setting("kernels")->expected);
-    c.kernels = std::string(text);
+// A plugin name (kernels, family): any text but the empty one.
+template <std::string EngineConfig::*Field>
+Why set_name(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
+    if (text.empty()) return "needs " + std::string(self.expected);
+    c.*Field = std::string(text);
     return std::nullopt;
 }
 
-Why set_family(EngineConfig& c, std::string_view text, const SettingSource&) {
-    if (text.empty()) return "needs " + std::string(find_engine_setting("family")->expected);
-    c.family = std::string(text);
+// One of a few named values, read by the value's own `from_name`.
+template <class T, T EngineConfig::*Field, std::optional<T> (*FromName)(std::string_view)>
+Why set_named(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
+    const std::optional<T> v = FromName(text);
+    if (!v) return refused(self);
+    c.*Field = *v;
     return std::nullopt;
 }
 
-Why set_threads(EngineConfig& c, std::string_view text, const SettingSource&) {
+Why set_threads(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
     if (lower(text) == "auto") {
         c.threads.reset();
         return std::nullopt;
     }
     const std::optional<int64_t> v = integer(text);
-    if (!v || *v <= 0) return refused("threads");
+    if (!v || *v <= 0) return refused(self);
     if (Why over = thread_count_problem(*v)) return over;
     c.threads = static_cast<int>(*v);
     return std::nullopt;
 }
 
-Why set_expert_budget(EngineConfig& c, std::string_view text, const SettingSource&) {
+Why set_expert_budget(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting&) {
     auto size = read_size(text);
     if (!size) return size.error();
     c.expert_budget = *size;
@@ -81,14 +86,14 @@ std::string resolve_against(const std::string& file, std::string_view dir) {
     return (base / p).lexically_normal().string();
 }
 
-Why add_plugins_dir(EngineConfig& c, std::string_view text, const SettingSource& source) {
+Why add_plugins_dir(EngineConfig& c, std::string_view text, const SettingSource& source, const EngineSetting&) {
     if (text.empty()) return "needs a directory name";
     c.plugins_dirs.push_back(resolve_against(source.file, text));
     c.plugins_dir_origins.push_back(source.origin);
     return std::nullopt;
 }
 
-Why set_context(EngineConfig& c, std::string_view text, const SettingSource&) {
+Why set_context(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
     if (lower(text) == "auto") {
         // auto: the run's own need (see EngineConfig::context); not a given context.
         c.context = default_engine_config().context;
@@ -96,60 +101,39 @@ Why set_context(EngineConfig& c, std::string_view text, const SettingSource&) {
         return std::nullopt;
     }
     const std::optional<int64_t> v = integer(text);
-    if (!v || *v <= 0) return refused("context");
+    if (!v || *v <= 0) return refused(self);
     if (*v > kMaxContext) return "more than the " + std::to_string(kMaxContext) + " positions stormo accepts";
     c.context = *v;
     return std::nullopt;
 }
 
-Why set_eviction(EngineConfig& c, std::string_view text, const SettingSource&) {
-    if (text != "lru" && text != "hotness") return refused("eviction");
+Why set_eviction(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
+    if (text != "lru" && text != "hotness") return refused(self);
     c.eviction = text == "lru" ? EvictionPolicy::lru : EvictionPolicy::hotness;
     return std::nullopt;
 }
 
-Why set_hotness_decay(EngineConfig& c, std::string_view text, const SettingSource&) {
+Why set_hotness_decay(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
     double d = 0.0;
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
     if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !(d > 0.0 && d < 1.0))
-        return refused("hotness_decay");
+        return refused(self);
     c.hotness_decay = d;
     return std::nullopt;
 }
 
 template <bool EngineConfig::*Field>
-Why set_flag(EngineConfig& c, std::string_view text, const SettingSource&) {
+Why set_flag(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting&) {
     const std::optional<bool> v = boolean(text);
     if (!v) return must_be("a boolean (true or false)");
     c.*Field = *v;
     return std::nullopt;
 }
 
-Why set_io_threads(EngineConfig& c, std::string_view text, const SettingSource&) {
+Why set_io_threads(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
     const std::optional<int64_t> v = integer(text);
-    if (!v || *v <= 0 || *v > 256) return refused("io_threads");
+    if (!v || *v <= 0 || *v > 256) return refused(self);
     c.io_threads = static_cast<int>(*v);
-    return std::nullopt;
-}
-
-Why set_activations(EngineConfig& c, std::string_view text, const SettingSource&) {
-    const std::optional<ActivationRoad> road = activation_road_from_name(text);
-    if (!road) return refused("activations");
-    c.activations = *road;
-    return std::nullopt;
-}
-
-Why set_head(EngineConfig& c, std::string_view text, const SettingSource&) {
-    const std::optional<HeadRead> head = head_read_from_name(text);
-    if (!head) return refused("head");
-    c.head = *head;
-    return std::nullopt;
-}
-
-Why set_dense_bf16(EngineConfig& c, std::string_view text, const SettingSource&) {
-    const std::optional<DenseBf16> form = dense_bf16_from_name(text);
-    if (!form) return refused("dense_bf16");
-    c.dense_bf16 = *form;
     return std::nullopt;
 }
 
@@ -158,10 +142,10 @@ using Form = EngineSetting::Form;
 // Documentation order; the help texts are the command line's.
 const std::array<EngineSetting, 16> kSettings{{
     {"kernels", "kernels", "NAME", Form::one, "auto", "a name (auto, reference or a plugin)",
-     "auto (default), reference, or a kernels plugin name (avx2, vnni)", set_kernels,
+     "auto (default), reference, or a kernels plugin name (avx2, vnni)", set_name<&EngineConfig::kernels>,
      [](const EngineConfig& c, EngineOptions& o) { o.setup.kernels = PluginRequest{c.kernels, c.origin("kernels")}; }},
     {"family", "family", "NAME", Form::one, "auto", "a name (auto or a model plugin)",
-     "auto (default: chosen from config.json) or a model plugin name", set_family,
+     "auto (default: chosen from config.json) or a model plugin name", set_name<&EngineConfig::family>,
      [](const EngineConfig& c, EngineOptions& o) { o.setup.family = PluginRequest{c.family, c.origin("family")}; }},
     {"threads", "threads", "N", Form::one, "auto", "a positive integer or auto",
      "compute threads (default: physical cores)", set_threads,
@@ -207,16 +191,16 @@ const std::array<EngineSetting, 16> kSettings{{
      "expert reads kept in flight (4)", set_io_threads,
      [](const EngineConfig& c, EngineOptions& o) { o.io_threads = static_cast<size_t>(c.io_threads); }},
     {"activations", "activations", "ROAD", Form::one, "f32", "f32 or int8",
-     "f32 (default) or int8: the integer road for MXFP4 matrices (docs/kernels.md)", set_activations,
+     "f32 (default) or int8: the integer road for MXFP4 matrices (docs/kernels.md)", set_named<ActivationRoad, &EngineConfig::activations, activation_road_from_name>,
      [](const EngineConfig& c, EngineOptions& o) { o.activations = c.activations; }},
     {"head", "head", "READ", Form::one, "bounded", "bounded or exact-only",
      "bounded (default) or exact-only: greedy decoding reads the LM head by bound from an int8 copy, or "
      "computes every logit (docs/head_bound.md)",
-     set_head, [](const EngineConfig& c, EngineOptions& o) { o.head = c.head; }},
+     set_named<HeadRead, &EngineConfig::head, head_read_from_name>, [](const EngineConfig& c, EngineOptions& o) { o.head = c.head; }},
     {"dense_bf16", "dense-bf16", "FORM", Form::one, "packed", "packed or plain",
      "packed (default) or plain: hold dense BF16 matrices losslessly in about 12 bits a value, or "
      "as the checkpoint has them (docs/kernels.md)",
-     set_dense_bf16, [](const EngineConfig& c, EngineOptions& o) { o.dense_bf16 = c.dense_bf16; }},
+     set_named<DenseBf16, &EngineConfig::dense_bf16, dense_bf16_from_name>, [](const EngineConfig& c, EngineOptions& o) { o.dense_bf16 = c.dense_bf16; }},
     {"pin_threads", "pin-threads", "BOOL", Form::one, "false", "a boolean (true or false)",
      "false (default) or true: pin the compute pool's workers to CPUs", set_flag<&EngineConfig::pin_threads>,
      [](const EngineConfig& c, EngineOptions& o) { o.pin_threads = c.pin_threads; }},
@@ -243,7 +227,7 @@ const EngineSetting* find_engine_setting(std::string_view key) {
 Expected<void> apply_setting(EngineConfig& config, const EngineSetting& setting, std::string_view text,
                              const SettingSource& source) {
     config.origins[std::string(setting.key)] = source.origin;
-    if (const Why why = setting.set(config, text, source))
+    if (const Why why = setting.set(config, text, source, setting))
         return fail(source.kind, source.origin + " " + shown(text) + ": " + *why);
     return {};
 }

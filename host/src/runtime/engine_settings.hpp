@@ -36,8 +36,9 @@ struct EngineSetting {
     std::string_view expected;      // what a value must be, for errors: "a positive integer or auto"
     std::string_view help;          // the option's --help text
     // Sets the value from its text (a YAML scalar, or the option's argument; for a list each
-    // item adds to it). The reason the text is refused, or nullopt.
-    std::optional<std::string> (*set)(EngineConfig& config, std::string_view text, const SettingSource& source);
+    // item adds to it). The reason the text is refused, or nullopt; `self` is this row.
+    std::optional<std::string> (*set)(EngineConfig& config, std::string_view text, const SettingSource& source,
+                                      const EngineSetting& self);
     // Copies the value into the options an engine opens with.
     void (*fill)(const EngineConfig& config, EngineOptions& options);
 };
