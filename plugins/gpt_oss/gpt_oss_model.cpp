@@ -21,9 +21,7 @@ toolkit::TensorLoader loader(LoadContext& ctx, std::vector<Tensor>& keep) { retu
 }  // namespace
 
 std::vector<KvBufferDecl> layer_kv(const GptOssConfig& c, int layer) {
-    const toolkit::GqaShape shape{static_cast<size_t>(c.n_heads), static_cast<size_t>(c.n_kv_heads),
-                                  static_cast<size_t>(c.head_dim)};
-    return toolkit::gqa_kv_buffers(shape, c.window_of(layer));
+    return toolkit::gqa_kv_buffers(toolkit::gqa_shape(c), c.window_of(layer));
 }
 
 GptOssModel::GptOssModel(GptOssConfig cfg, Compute compute)
@@ -32,8 +30,7 @@ GptOssModel::GptOssModel(GptOssConfig cfg, Compute compute)
       cfg_(std::move(cfg)) {
     for (int l = 0; l < cfg_.n_layers; ++l) {
         toolkit::GqaOptions o;
-        o.shape = {static_cast<size_t>(cfg_.n_heads), static_cast<size_t>(cfg_.n_kv_heads),
-                   static_cast<size_t>(cfg_.head_dim)};
+        o.shape = toolkit::gqa_shape(cfg_);
         // transformers: self.head_dim ** -0.5, a Python double, rounded to float where it meets the scores.
         o.scale = static_cast<float>(std::pow(static_cast<double>(cfg_.head_dim), -0.5));
         o.window = cfg_.window_of(l);

@@ -20,17 +20,14 @@ const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 }  // namespace
 
 std::vector<KvBufferDecl> layer_kv(const Qwen3MoeConfig& c, int) {
-    const toolkit::GqaShape shape{static_cast<size_t>(c.n_heads), static_cast<size_t>(c.n_kv_heads),
-                                  static_cast<size_t>(c.head_dim)};
-    return toolkit::gqa_kv_buffers(shape, 0);  // every layer attends over the whole context
+    return toolkit::gqa_kv_buffers(toolkit::gqa_shape(c), 0);  // every layer attends over the whole context
 }
 
 Qwen3MoeModel::Qwen3MoeModel(Qwen3MoeConfig cfg, Compute compute)
     : DecoderModel(compute, "qwen3_moe", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
       cfg_(std::move(cfg)) {
-    attention_options_.shape = {static_cast<size_t>(cfg_.n_heads), static_cast<size_t>(cfg_.n_kv_heads),
-                                static_cast<size_t>(cfg_.head_dim)};
+    attention_options_.shape = toolkit::gqa_shape(cfg_);
     // transformers: self.scaling = head_dim ** -0.5, a Python double rounded to float where it
     // meets the float32 scores.
     attention_options_.scale = static_cast<float>(std::pow(static_cast<double>(cfg_.head_dim), -0.5));

@@ -49,6 +49,13 @@ struct GqaShape {
     size_t kv_width() const { return n_kv_heads * head_dim; }
 };
 
+// The shape config.json gives a GQA layer (num_attention_heads, num_key_value_heads, head_dim),
+// from a family's parsed config with those three fields.
+template <class Config>
+GqaShape gqa_shape(const Config& c) {
+    return {static_cast<size_t>(c.n_heads), static_cast<size_t>(c.n_kv_heads), static_cast<size_t>(c.head_dim)};
+}
+
 struct GqaOptions {
     GqaShape shape;
     float scale = 1.0f;          // multiplies q.k (transformers: head_dim ** -0.5 unless set)
