@@ -8,7 +8,7 @@ demos (models/glm-moe-dsa-demo/README.md); never trained on a public eval prompt
 validation prompt.
 
 Run (Debian 12: apt-get install python3-torch python3-numpy python3-regex python3-packaging
-python3-yaml python3-filelock python3-tqdm python3-requests; use /usr/bin/python3):
+python3-yaml python3-filelock python3-tqdm python3-requests libopenblas0-pthread; use /usr/bin/python3):
 
   nice -n 10 /usr/bin/python3 scripts/train-deepseek-v3-demo.py train --transformers-src <transformers>/src \
       --out <runs>/deepseek_v3 --exclude models/glm-moe-dsa-demo/reference/eval.json \
@@ -358,6 +358,9 @@ def main():
         p.add_argument("--exclude", required=True, help="an eval.json whose public prompts are never trained on")
         p.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
+    # OpenBLAS (Debian's libopenblas0-pthread as libblas.so.3; the netlib default is ~10x slower) gets
+    # the same thread budget as torch.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
     (train if args.cmd == "train" else export)(args)
 
 
