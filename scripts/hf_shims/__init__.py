@@ -224,6 +224,7 @@ def install(transformers_src):
     _patch_torch()
     import transformers
     _patch_transformers()
+    transformers.utils.logging.disable_progress_bar()
     return transformers
 
 
