@@ -87,21 +87,34 @@ def public_problems(path):
         return [(p["task"], p["prompt"], p["expected_answer"]) for p in json.load(f)["problems"]]
 
 
-def training_problem(rng):
-    # add (mixed widths) half the time, the three letter tasks a sixth each.
+def parse_mix(text):
+    """--mix "add:3,sort:1,..." -> [(task, cumulative fraction)]; the default gives add (mixed widths)
+    half the problems and each letter task a sixth."""
+    pairs = [(t, float(w)) for t, w in (item.split(":") for item in text.split(","))]
+    for t, _ in pairs:
+        if t not in TASKS:
+            raise SystemExit(f"--mix: unknown task {t!r} (tasks: {', '.join(TASKS)})")
+    total, acc, out = sum(w for _, w in pairs), 0.0, []
+    for t, w in pairs:
+        acc += w / total
+        out.append((t, acc))
+    return out
+
+
+def training_problem(rng, mix):
     r = rng.random()
-    task = "add" if r < 0.5 else ("sort" if r < 2 / 3 else ("rev" if r < 5 / 6 else "copy"))
+    task = next((t for t, edge in mix if r < edge), mix[-1][0])
     return make_problem(rng, task)
 
 
-def training_batch(torch, rng, batch, excluded):
+def training_batch(torch, rng, batch, excluded, mix):
     """Rows of SEQLEN tokens packed with whole problems from position 0; targets only on answers + <|end|>."""
     ids = torch.full((batch, SEQLEN), PAD, dtype=torch.long)
     targets = torch.full((batch, SEQLEN), -100, dtype=torch.long)
     for row in range(batch):
         pos = 0
         while True:
-            _, prompt, answer = training_problem(rng)
+            _, prompt, answer = training_problem(rng, mix)
             if prompt in excluded:
                 continue
             p, a = encode(prompt), encode(answer) + [END]
@@ -185,6 +198,7 @@ def train(args):
     model.train()
     params = sum(p.numel() for p in model.parameters())
 
+    mix = parse_mix(args.mix)
     val = eval_set(EVAL_SEEDS["val"], 60)
     excluded = {p for _, p, _ in public_problems(args.exclude)} | {p for _, p, _ in val}
 
@@ -218,7 +232,7 @@ def train(args):
             break
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
-        ids, targets = training_batch(torch, rng, args.batch, excluded)
+        ids, targets = training_batch(torch, rng, args.batch, excluded, mix)
         for l in loads:
             l.zero_()
         logits = model(input_ids=ids, use_cache=False).logits
@@ -254,7 +268,7 @@ def train(args):
             torch.save({"model": model.state_dict(), "step": step}, os.path.join(args.out, "best.pt"))
     summary = {"seed": args.seed, "steps_done": step, "steps_planned": args.steps, "stop": stop_reason,
                "batch": args.batch, "seqlen": SEQLEN, "lr": args.lr, "warmup": args.warmup,
-               "bias_rate": args.bias_rate, "best_step": best[1], "best_val_all": best[0],
+               "bias_rate": args.bias_rate, "mix": args.mix, "best_step": best[1], "best_val_all": best[0],
                "train_seconds": round(time.time() - start, 1), "params": params, "threads": args.threads,
                "init": args.init, "argv": sys.argv[1:]}
     with open(os.path.join(args.out, "train.json"), "w") as f:
@@ -348,6 +362,8 @@ def main():
     t.add_argument("--seed", type=int, default=7)
     t.add_argument("--bias-rate", type=float, default=1e-3)
     t.add_argument("--val-every", type=int, default=250)
+    t.add_argument("--mix", default="add:3,sort:1,rev:1,copy:1",
+                   help="task weights of the training problems (add = each operand 1-3 digits; add2/add3 fixed widths)")
     t.add_argument("--max-minutes", type=float, default=45)
     e = sub.add_parser("export")
     e.add_argument("--run", required=True)
