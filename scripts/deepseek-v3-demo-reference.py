@@ -73,6 +73,19 @@ def blas_name():
     return ", ".join(libs) or "unknown"
 
 
+def placeholders(value, replace):
+    """The runs' argv with this machine's paths written as <runs> and <transformers>, as the other demos do."""
+    if isinstance(value, str):
+        for old, new in replace:
+            value = value.replace(old, new)
+        return value
+    if isinstance(value, list):
+        return [placeholders(v, replace) for v in value]
+    if isinstance(value, dict):
+        return {k: placeholders(v, replace) for k, v in value.items()}
+    return value
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--transformers-src", required=True, help="the transformers source's src/ (commit 147b7aa0)")
@@ -151,9 +164,11 @@ def main():
         json.dump(eval_json, f, indent=1)
 
     trains = []
+    replace = [(os.path.abspath(args.transformers_src), "<transformers>/src"), (args.transformers_src, "<transformers>/src")]
+    replace += [(os.path.dirname(os.path.abspath(run)), "<runs>") for run in args.runs]
     for run in args.runs:
         with open(os.path.join(run, "train.json")) as f:
-            trains.append(json.load(f))
+            trains.append(placeholders(json.load(f), replace))
     with open(os.path.join(args.runs[-1], "export.json")) as f:
         export = json.load(f)
     demos = []
