@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "../deepseek_v3_config.hpp"
 #include "checkpoint_rewrite.hpp"
 #include "cli_runner.hpp"
+#include "stormo/json.hpp"
 
 namespace stormo::deepseek_v3 {
 namespace {
@@ -23,6 +25,16 @@ using testing::same_bits;
 using testing::StoredTensor;
 
 std::string config_text(const std::string& fixture = "deepseek_v3") { return testing::fixture_config_text(fixture); }
+
+// The member at a path of keys (null when absent).
+Json at(const Json& j, std::initializer_list<std::string_view> path) {
+    const Json* node = &j;
+    for (std::string_view key : path) {
+        node = node->find(key);
+        if (node == nullptr) return Json();
+    }
+    return *node;
+}
 
 Expected<DeepseekV3Config> parse(const std::string& text) { return parse_deepseek_v3_config(testing::parse_config_text(text)); }
 
@@ -173,7 +185,8 @@ TEST(DeepseekV3Checkpoints, TheInterleavedRopeLayoutIsExercised) {
 
 // The hub's multi-token-prediction layer (model.layers.<num_hidden_layers>.*: a whole decoder layer
 // with its routed experts, plus enorm, hnorm, eh_proj and shared_head) and num_nextn_predict_layers:
-// the checkpoint loads as the one without it, to the bit; inspect lists num_nextn_predict_layers.
+// the checkpoint loads as the one without it, to the bit. inspect lists num_nextn_predict_layers and
+// the draft layer, counts its tensors apart, and plans the memory of the model without it.
 TEST(DeepseekV3Checkpoints, TheHubsMultiTokenPredictionLayerIsRecognisedAndLeftUnloaded) {
     auto tensors = testing::read_fixture_tensors("deepseek_v3");
     const std::vector<int32_t> ids = testing::fixture_sequence("deepseek_v3");
@@ -196,7 +209,21 @@ TEST(DeepseekV3Checkpoints, TheHubsMultiTokenPredictionLayerIsRecognisedAndLeftU
     EXPECT_TRUE(same_bits(testing::all_logits(dir.path(), ids), want));
     const test::CommandResult inspect = test::run_cli("inspect --json --model " + dir.path());
     ASSERT_EQ(inspect.status, 0) << inspect.err;
-    EXPECT_NE(inspect.out.find("\"num_nextn_predict_layers\""), std::string::npos);
+    const test::CommandResult plain = test::run_cli("inspect --json --model " + testing::fixture_dir("deepseek_v3"));
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    const Json with = Json::parse(inspect.out, "inspect --json").value();
+    const Json without = Json::parse(plain.out, "inspect --json").value();
+    EXPECT_EQ(at(with, {"dimensions", "num_nextn_predict_layers"}).as_int(), 1);
+    const std::vector<Json>* drafts = at(with, {"draft_layers"}).as_array();
+    ASSERT_NE(drafts, nullptr);
+    ASSERT_EQ(drafts->size(), 1u);
+    EXPECT_EQ((*drafts)[0].as_string(), "model.layers.3.");
+    EXPECT_EQ(at(with, {"tensors", "by_role", "draft", "count"}).as_int(), static_cast<int64_t>(mtp.size()));
+    EXPECT_EQ(at(with, {"tensors", "count"}).as_int(),
+              *at(without, {"tensors", "count"}).as_int() + static_cast<int64_t>(mtp.size()));
+    for (const char* planned : {"dense_resident_bytes", "expert_bytes", "expert_budget_bytes"})
+        EXPECT_EQ(at(with, {"memory_plan", planned}).as_int(), at(without, {"memory_plan", planned}).as_int())
+            << planned;
 }
 
 bool quantized(const std::string& name) {
