@@ -286,7 +286,16 @@ Expected<std::string> rope_parameters(const Keys& k, Yarn yarn) {
     JsonObject y;
     y.text("rope_type", "yarn").number("rope_theta", theta).number("factor", factor);
     y.integer("original_max_position_embeddings", original).number("beta_fast", beta_fast).number("beta_slow", beta_slow);
-    y.flag("truncate", yarn == Yarn::truncate);
+    y.flag("truncate", yarn != Yarn::no_truncate);
+    if (yarn == Yarn::deepseek) {
+        STORMO_TRY_ASSIGN(const double attn_factor, k.number_or(k.arch_key("rope.scaling.yarn_attn_factor"), 1.0));
+        if (attn_factor != 1.0)
+            return tl::unexpected(k.refuse("rope.scaling.yarn_attn_factor", "is " + json_number(attn_factor) +
+                                                                                  "; DeepSeek's YaRN scales attention by mscale alone"));
+        STORMO_TRY_ASSIGN(const double log_multiplier, k.number(k.arch_key("rope.scaling.yarn_log_multiplier")));
+        const double mscale = static_cast<double>(static_cast<float>(log_multiplier) / 0.1f);
+        y.number("mscale", mscale).number("mscale_all_dim", mscale);
+    }
     return y.str();
 }
 

@@ -110,8 +110,15 @@ Expected<uint64_t> embedding_rows(const GgufView& model, const Keys& k);
 Expected<std::optional<int64_t>> eos_token_id(const Keys& k, uint64_t vocab);
 
 // How an architecture's YaRN scaling reads in transformers' terms (rope_parameters.truncate), or
-// that the mapping refuses it.
-enum class Yarn { refuse, truncate, no_truncate };
+// that the mapping refuses it. `deepseek` is truncated YaRN with DeepSeek's mscale and
+// mscale_all_dim (DeepSeek's attention multiplies its softmax scale by mscale(factor,
+// mscale_all_dim)^2 and its rotation by mscale(factor, mscale) / mscale(factor, mscale_all_dim)):
+// llama.cpp's converter writes "<arch>.rope.scaling.yarn_log_multiplier" as 0.1 * mscale_all_dim
+// for the architectures it writes through DeepseekV2Model, and llama.cpp's graph leaves the
+// rotation unscaled, which is transformers' reading when mscale equals mscale_all_dim; so both are
+// that value (divided as float32, as llama.cpp divides it). A yarn_attn_factor other than 1, which
+// llama.cpp multiplies into both and transformers' DeepSeek attention has no place for, is refused.
+enum class Yarn { refuse, truncate, no_truncate, deepseek };
 
 // config.json's rope_parameters from "<arch>.rope.freq_base" and "<arch>.rope.scaling.*": no
 // scaling (absent or "none") is rope_type default; "yarn" as `yarn` says; any other is refused by
