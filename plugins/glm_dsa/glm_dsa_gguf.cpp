@@ -148,7 +148,7 @@ Expected<std::string> config_json(const GgufView& model, const Keys& k, const Di
     j.integer("index_n_heads", d.index_heads).integer("index_head_dim", d.index_dim).integer("index_topk", d.index_topk);
     if (d.mtp) j.integer("num_nextn_predict_layers", d.mtp);
     j.flag("attention_bias", false);
-    // DeepSeek-style YaRN (mscale, llama.cpp's yarn_log_multiplier) has no counterpart here yet.
+    // GLM's attention has not been checked against DeepSeek-style YaRN (Yarn::deepseek): refused.
     STORMO_TRY(add_common_fields(j, model, k, Yarn::refuse, eos));
     return j.str();
 }
