@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.hpp"
 #include "gguf_fixture_support.hpp"
 #include "gguf_writer.hpp"
 #include "model/gguf.hpp"
@@ -221,6 +222,15 @@ TEST(GgufDeepseekV3Mapping, RefusesWhatTheFamilyCannotHold) {
     ASSERT_FALSE(unscaled);
     EXPECT_THAT(unscaled.error().message,
                 HasSubstr("no_mscale.gguf: key \"deepseek2.rope.scaling.yarn_log_multiplier\" is missing"));
+}
+
+// `stormo inspect` on a deepseek2 file names the family that claimed it and the dimensions its
+// mapping read.
+TEST(GgufDeepseekV3Mapping, InspectNamesTheFamily) {
+    const test::CommandResult r = test::run_cli("inspect --model '" + gguf_path("deepseek_v3_noqlora-f16.gguf") + "'");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("family   deepseek_v3"));
+    EXPECT_THAT(r.out, HasSubstr("kv_lora_rank             32"));
 }
 
 // The deepseek_v3 family, and it alone, claims llama.cpp's deepseek2.
