@@ -17,13 +17,13 @@
 #include "stormo/toolkit/loading.hpp"
 #include "stormo/toolkit/mla.hpp"
 #include "stormo/toolkit/router.hpp"
+#include "stormo/toolkit/sigmoid_moe.hpp"
 
 namespace stormo::deepseek_v3 {
 
 struct LayerWeights {
     toolkit::MlaWeights mla;
-    toolkit::RouterWeights router;   // MoE layers: mlp.gate
-    toolkit::SwigluMlp mlp;          // dense layers: mlp; MoE layers: the shared experts
+    toolkit::SigmoidMoeWeights ffn;  // the dense MLP, or the router, shared experts and routed experts' plan
 };
 
 toolkit::MlaShape mla_shape(const DeepseekV3Config& c);
