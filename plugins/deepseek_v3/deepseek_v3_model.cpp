@@ -16,31 +16,22 @@ const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 
 }  // namespace
 
-toolkit::MlaShape mla_shape(const DeepseekV3Config& c) {
-    return {static_cast<size_t>(c.n_heads),      static_cast<size_t>(c.q_lora_rank),
-            static_cast<size_t>(c.kv_lora_rank), static_cast<size_t>(c.qk_nope_head_dim),
-            static_cast<size_t>(c.qk_rope_head_dim), static_cast<size_t>(c.v_head_dim)};
+std::vector<KvBufferDecl> layer_kv(const DeepseekV3Config& c, int) {
+    return toolkit::mla_kv_buffers(toolkit::mla_shape(c));
 }
-
-std::vector<KvBufferDecl> layer_kv(const DeepseekV3Config& c, int) { return toolkit::mla_kv_buffers(mla_shape(c)); }
 
 DeepseekV3Model::DeepseekV3Model(DeepseekV3Config cfg, Compute compute)
     : DecoderModel(compute, "deepseek_v3", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
       cfg_(std::move(cfg)),
       rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
-    mla_options_.shape = mla_shape(cfg_);
+    mla_options_.shape = toolkit::mla_shape(cfg_);
     mla_options_.rope = &rope_;
     mla_options_.rope_layout = cfg_.rope_interleave ? toolkit::MlaRopeLayout::interleaved
                                                     : toolkit::MlaRopeLayout::split_half;
     mla_options_.scale = static_cast<float>(softmax_scale(cfg_));
     mla_options_.who = "deepseek_v3";
-    router_spec_.rule = toolkit::RouterRule::sigmoid_grouped;
-    router_spec_.top_k = static_cast<size_t>(cfg_.top_k);
-    router_spec_.renormalize = cfg_.norm_topk_prob;
-    router_spec_.n_group = static_cast<size_t>(cfg_.n_group);
-    router_spec_.topk_group = static_cast<size_t>(cfg_.topk_group);
-    router_spec_.scaling = static_cast<float>(cfg_.routed_scaling_factor);
+    router_spec_ = toolkit::sigmoid_router_spec(cfg_);
 }
 
 Expected<std::unique_ptr<Model>> DeepseekV3Model::load(LoadContext& ctx) {

@@ -26,7 +26,6 @@ struct LayerWeights {
     toolkit::SigmoidMoeWeights ffn;  // the dense MLP, or the router, shared experts and routed experts' plan
 };
 
-toolkit::MlaShape mla_shape(const DeepseekV3Config& c);
 // Layer `layer`'s KV buffers (toolkit::mla_kv_buffers): what its LayerPlan declares and what the
 // summary plans with.
 std::vector<KvBufferDecl> layer_kv(const DeepseekV3Config& c, int layer);

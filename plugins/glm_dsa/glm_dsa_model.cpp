@@ -18,14 +18,8 @@ const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 
 }  // namespace
 
-toolkit::MlaShape mla_shape(const GlmDsaConfig& c) {
-    return {static_cast<size_t>(c.n_heads),      static_cast<size_t>(c.q_lora_rank),
-            static_cast<size_t>(c.kv_lora_rank), static_cast<size_t>(c.qk_nope_head_dim),
-            static_cast<size_t>(c.qk_rope_head_dim), static_cast<size_t>(c.v_head_dim)};
-}
-
 std::vector<KvBufferDecl> layer_kv(const GlmDsaConfig& c, int) {
-    std::vector<KvBufferDecl> kv = toolkit::mla_kv_buffers(mla_shape(c));
+    std::vector<KvBufferDecl> kv = toolkit::mla_kv_buffers(toolkit::mla_shape(c));
     kv.push_back(KvBufferDecl{"index_key", static_cast<size_t>(c.index_head_dim), 0});
     return kv;
 }
@@ -35,17 +29,12 @@ GlmDsaModel::GlmDsaModel(GlmDsaConfig cfg, Compute compute)
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
       cfg_(std::move(cfg)),
       rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
-    mla_options_.shape = mla_shape(cfg_);
+    mla_options_.shape = toolkit::mla_shape(cfg_);
     mla_options_.rope = &rope_;
     mla_options_.scale = static_cast<float>(std::pow(static_cast<double>(cfg_.qk_head_dim()), -0.5));
     mla_options_.kv_buffers = kv_buffer_count;
     mla_options_.who = "glm_dsa";
-    router_spec_.rule = toolkit::RouterRule::sigmoid_grouped;
-    router_spec_.top_k = static_cast<size_t>(cfg_.top_k);
-    router_spec_.renormalize = cfg_.norm_topk_prob;
-    router_spec_.n_group = static_cast<size_t>(cfg_.n_group);
-    router_spec_.topk_group = static_cast<size_t>(cfg_.topk_group);
-    router_spec_.scaling = static_cast<float>(cfg_.routed_scaling_factor);
+    router_spec_ = toolkit::sigmoid_router_spec(cfg_);
 }
 
 Expected<std::unique_ptr<Model>> GlmDsaModel::load(LoadContext& ctx) {

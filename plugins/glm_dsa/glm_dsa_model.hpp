@@ -37,7 +37,6 @@ struct LayerWeights {
 // KV buffers of every layer, in this order: MLA's two (toolkit::mla_kv_buffers), then the indexer's keys.
 enum KvBuffer : size_t { kv_latent, kv_rope_key, kv_index_key, kv_buffer_count };
 
-toolkit::MlaShape mla_shape(const GlmDsaConfig& c);
 // Layer `layer`'s KV buffers in KvBuffer's order: what its LayerPlan declares and what the summary
 // plans with.
 std::vector<KvBufferDecl> layer_kv(const GlmDsaConfig& c, int layer);

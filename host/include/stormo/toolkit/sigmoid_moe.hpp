@@ -19,6 +19,20 @@ namespace stormo::toolkit {
 
 class TensorLoader;
 
+// The sigmoid_grouped router of a family's parsed config with DeepseekV3Config's fields
+// (top_k, norm_topk_prob, n_group, topk_group, routed_scaling_factor).
+template <class Config>
+RouterSpec sigmoid_router_spec(const Config& c) {
+    RouterSpec spec;
+    spec.rule = RouterRule::sigmoid_grouped;
+    spec.top_k = static_cast<size_t>(c.top_k);
+    spec.renormalize = c.norm_topk_prob;
+    spec.n_group = static_cast<size_t>(c.n_group);
+    spec.topk_group = static_cast<size_t>(c.topk_group);
+    spec.scaling = static_cast<float>(c.routed_scaling_factor);
+    return spec;
+}
+
 struct SigmoidMoeShape {
     int64_t hidden = 0;
     int64_t intermediate = 0;      // dense layers
