@@ -29,8 +29,15 @@ const char* tensor_role_name(TensorRole r) {
         case TensorRole::dense_ffn: return "dense_ffn";
         case TensorRole::head: return "head";
         case TensorRole::other: return "other";
+        case TensorRole::draft: return "draft";
     }
     return "other";
+}
+
+TensorRole tensor_role(const Family& family, const ModelSummary& summary, std::string_view tensor_name) {
+    for (const std::string& prefix : summary.draft_layers)
+        if (tensor_name.starts_with(prefix)) return TensorRole::draft;
+    return family.classify(tensor_name);
 }
 
 }  // namespace stormo

@@ -187,6 +187,24 @@ std::vector<float> transpose_each(const std::vector<float>& v, uint64_t n, uint6
     return out;
 }
 
+Expected<void> join_kv_b(const GgufView& model, MappedModel& m, int layer, const MlaWidths& w) {
+    STORMO_TRY_ASSIGN(const auto k_b, dequantized(model, blk(layer, "attn_k_b.weight"), {w.nope, w.kv_lora, w.heads}));
+    STORMO_TRY_ASSIGN(const auto v_b, dequantized(model, blk(layer, "attn_v_b.weight"), {w.kv_lora, w.v, w.heads}));
+    const std::vector<float> k_rows = transpose_each(k_b, w.heads, w.kv_lora, w.nope);  // [heads, nope, kv_lora]
+    const uint64_t key_values = w.nope * w.kv_lora, value_values = w.v * w.kv_lora;
+    std::vector<float> joined(w.heads * (key_values + value_values));
+    for (uint64_t h = 0; h < w.heads; ++h) {
+        const auto k_from = k_rows.begin() + static_cast<std::ptrdiff_t>(h * key_values);
+        const auto v_from = v_b.begin() + static_cast<std::ptrdiff_t>(h * value_values);
+        const auto to = joined.begin() + static_cast<std::ptrdiff_t>(h * (key_values + value_values));
+        std::copy(k_from, k_from + static_cast<std::ptrdiff_t>(key_values), to);
+        std::copy(v_from, v_from + static_cast<std::ptrdiff_t>(value_values), to + static_cast<std::ptrdiff_t>(key_values));
+    }
+    add_values(m, hf(layer, "self_attn.kv_b_proj.weight"),
+               {static_cast<int64_t>(w.heads * (w.nope + w.v)), static_cast<int64_t>(w.kv_lora)}, std::move(joined));
+    return {};
+}
+
 Expected<uint64_t> embedding_rows(const GgufView& model, const Keys& k) {
     const GgufTensorInfo* embd = model.tensor("token_embd.weight");
     if (embd == nullptr) return fail(ErrorKind::missing, k.path() + ": tensor \"token_embd.weight\" is missing");
@@ -268,7 +286,16 @@ Expected<std::string> rope_parameters(const Keys& k, Yarn yarn) {
     JsonObject y;
     y.text("rope_type", "yarn").number("rope_theta", theta).number("factor", factor);
     y.integer("original_max_position_embeddings", original).number("beta_fast", beta_fast).number("beta_slow", beta_slow);
-    y.flag("truncate", yarn == Yarn::truncate);
+    y.flag("truncate", yarn != Yarn::no_truncate);
+    if (yarn == Yarn::deepseek) {
+        STORMO_TRY_ASSIGN(const double attn_factor, k.number_or(k.arch_key("rope.scaling.yarn_attn_factor"), 1.0));
+        if (attn_factor != 1.0)
+            return tl::unexpected(k.refuse("rope.scaling.yarn_attn_factor", "is " + json_number(attn_factor) +
+                                                                                  "; DeepSeek's YaRN scales attention by mscale alone"));
+        STORMO_TRY_ASSIGN(const double log_multiplier, k.number(k.arch_key("rope.scaling.yarn_log_multiplier")));
+        const double mscale = static_cast<double>(static_cast<float>(log_multiplier) / 0.1f);
+        y.number("mscale", mscale).number("mscale_all_dim", mscale);
+    }
     return y.str();
 }
 

@@ -26,14 +26,14 @@ void add_tensor(std::vector<SynthTensor>& out, std::string name, DType dtype, Sh
 }
 
 void add_linear(std::vector<SynthTensor>& out, const std::string& name, int64_t rows, int64_t cols, bool fp8,
-                double gain) {
+                double gain, DType scale_dtype) {
     if (!fp8) {
         add_tensor(out, name, DType::BF16, {rows, cols}, matrix_fill(cols, gain));
         return;
     }
     add_tensor(out, name, DType::F8_E4M3, {rows, cols}, e4m3_fill());
     constexpr int64_t b = kFp8CheckpointBlock;
-    add_tensor(out, name + "_scale_inv", DType::BF16, {(rows + b - 1) / b, (cols + b - 1) / b},
+    add_tensor(out, name + "_scale_inv", scale_dtype, {(rows + b - 1) / b, (cols + b - 1) / b},
                fp8_scale_fill(cols, gain));
 }
 

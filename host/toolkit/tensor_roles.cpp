@@ -32,4 +32,10 @@ TensorRole classify_decoder_tensor(std::string_view n, std::initializer_list<std
     return TensorRole::other;
 }
 
+std::vector<std::string> decoder_layer_prefixes(int64_t first, int64_t count) {
+    std::vector<std::string> prefixes;
+    for (int64_t l = first; l < first + count; ++l) prefixes.push_back("model.layers." + std::to_string(l) + ".");
+    return prefixes;
+}
+
 }  // namespace stormo::toolkit

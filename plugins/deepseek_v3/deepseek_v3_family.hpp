@@ -20,6 +20,10 @@ public:
     Expected<ModelSummary> summarize(const ModelConfig& config) const override;
     TensorRole classify(std::string_view tensor_name) const override;
     Expected<std::unique_ptr<Model>> load(LoadContext& ctx) const override;
+    std::vector<std::string> gguf_architectures() const override;  // deepseek_v3_gguf.cpp
+    Expected<GgufMappedModel> map_gguf(const GgufView& file) const override;
+    std::vector<SynthPreset> synth_presets() const override;  // deepseek_v3_synth.cpp
+    Expected<SynthCheckpoint> synth_checkpoint(const SynthRequest& request) const override;
 };
 
 }  // namespace stormo::deepseek_v3

@@ -16,31 +16,22 @@ const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 
 }  // namespace
 
-toolkit::MlaShape mla_shape(const DeepseekV3Config& c) {
-    return {static_cast<size_t>(c.n_heads),      static_cast<size_t>(c.q_lora_rank),
-            static_cast<size_t>(c.kv_lora_rank), static_cast<size_t>(c.qk_nope_head_dim),
-            static_cast<size_t>(c.qk_rope_head_dim), static_cast<size_t>(c.v_head_dim)};
+std::vector<KvBufferDecl> layer_kv(const DeepseekV3Config& c, int) {
+    return toolkit::mla_kv_buffers(toolkit::mla_shape(c));
 }
-
-std::vector<KvBufferDecl> layer_kv(const DeepseekV3Config& c, int) { return toolkit::mla_kv_buffers(mla_shape(c)); }
 
 DeepseekV3Model::DeepseekV3Model(DeepseekV3Config cfg, Compute compute)
     : DecoderModel(compute, "deepseek_v3", static_cast<size_t>(cfg.hidden_size), static_cast<size_t>(cfg.vocab_size),
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
       cfg_(std::move(cfg)),
       rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
-    mla_options_.shape = mla_shape(cfg_);
+    mla_options_.shape = toolkit::mla_shape(cfg_);
     mla_options_.rope = &rope_;
     mla_options_.rope_layout = cfg_.rope_interleave ? toolkit::MlaRopeLayout::interleaved
                                                     : toolkit::MlaRopeLayout::split_half;
     mla_options_.scale = static_cast<float>(softmax_scale(cfg_));
     mla_options_.who = "deepseek_v3";
-    router_spec_.rule = toolkit::RouterRule::sigmoid_grouped;
-    router_spec_.top_k = static_cast<size_t>(cfg_.top_k);
-    router_spec_.renormalize = cfg_.norm_topk_prob;
-    router_spec_.n_group = static_cast<size_t>(cfg_.n_group);
-    router_spec_.topk_group = static_cast<size_t>(cfg_.topk_group);
-    router_spec_.scaling = static_cast<float>(cfg_.routed_scaling_factor);
+    router_spec_ = toolkit::sigmoid_router_spec(cfg_);
 }
 
 Expected<std::unique_ptr<Model>> DeepseekV3Model::load(LoadContext& ctx) {
@@ -65,38 +56,17 @@ Expected<void> DeepseekV3Model::load_layer(LoadContext& ctx, int l) {
 
     LayerPlan& plan = plans_[static_cast<size_t>(l)];
     plan.kv = layer_kv(cfg_, l);
-    const bool moe = cfg_.is_moe_layer(l);
-    const int64_t inter = moe ? cfg_.moe_intermediate_size * cfg_.n_shared_experts : cfg_.intermediate_size;
-    const std::string mlp_prefix = moe ? "shared_experts." : "";
-    if (!moe || cfg_.n_shared_experts > 0) {
-        STORMO_TRY_ASSIGN(w.mlp.gate, load.matrix(names::mlp(l, mlp_prefix + "gate_proj.weight"), TensorRole::dense_ffn,
-                                                  inter, hidden));
-        STORMO_TRY_ASSIGN(w.mlp.up, load.matrix(names::mlp(l, mlp_prefix + "up_proj.weight"), TensorRole::dense_ffn,
-                                                inter, hidden));
-        STORMO_TRY_ASSIGN(w.mlp.down, load.matrix(names::mlp(l, mlp_prefix + "down_proj.weight"), TensorRole::dense_ffn,
-                                                  hidden, inter));
-    }
-    if (!moe) {
-        plan.ffn = FfnKind::dense;
-        return {};
-    }
-    plan.ffn = FfnKind::moe;
-    plan.n_experts = static_cast<int>(cfg_.n_experts);
-    plan.top_k = static_cast<int>(cfg_.top_k);
-    plan.shared_experts = cfg_.n_shared_experts > 0;
-    STORMO_TRY_ASSIGN(w.router.weight, load.matrix(names::mlp(l, "gate.weight"), TensorRole::router, cfg_.n_experts, hidden));
-    STORMO_TRY_ASSIGN(w.router.correction,
-                      load.vector(names::mlp(l, "gate.e_score_correction_bias"), TensorRole::router, cfg_.n_experts));
-    plan.expert_parts = toolkit::swiglu_expert_parts(ctx, [l](const char* projection) { return names::expert(l, projection); },
-                                                     cfg_.hidden_size, cfg_.moe_intermediate_size, kMatrixDtypes, fp8_);
-    return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
+    const toolkit::SigmoidMoeShape ffn{hidden, cfg_.intermediate_size, cfg_.moe_intermediate_size, cfg_.n_shared_experts,
+                                      cfg_.n_experts, cfg_.top_k};
+    return toolkit::load_sigmoid_moe_ffn(load, ctx, names::mlp(l, ""), l, cfg_.is_moe_layer(l), ffn, kMatrixDtypes, fp8_,
+                                         w.ffn, plan);
 }
 
 // Router (DeepseekV3TopkRouter, noaux_tc): sigmoid scores; the correction bias only chooses, within
 // the topk_group best of n_group groups; the weights are the chosen sigmoids, renormalised
 // (norm_topk_prob) and scaled (routed_scaling_factor).
 Routing DeepseekV3Model::route(int layer, const StepContext& ctx, const Rows& normed) const {
-    return toolkit::build_router(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).router, router_spec_,
+    return toolkit::build_router(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).ffn.router, router_spec_,
                                  normed);
 }
 
@@ -106,12 +76,7 @@ Expected<void> DeepseekV3Model::expert_ffn(int, const ExpertView& expert, const 
 }
 
 Expected<void> DeepseekV3Model::dense_ffn(int layer, const Rows& in, Rows out) const {
-    const LayerWeights& w = layers_.at(static_cast<size_t>(layer));
-    if (w.mlp.gate.data == nullptr)
-        return fail(ErrorKind::internal,
-                    "deepseek_v3 layer " + std::to_string(layer) + " has no dense MLP or shared experts");
-    toolkit::build_swiglu_mlp(compute_, w.mlp, in, out);
-    return {};
+    return toolkit::build_dense_or_shared_ffn(compute_, layer, layers_.at(static_cast<size_t>(layer)).ffn, "deepseek_v3", in, out);
 }
 
 }  // namespace stormo::deepseek_v3

@@ -17,16 +17,15 @@
 #include "stormo/toolkit/loading.hpp"
 #include "stormo/toolkit/mla.hpp"
 #include "stormo/toolkit/router.hpp"
+#include "stormo/toolkit/sigmoid_moe.hpp"
 
 namespace stormo::deepseek_v3 {
 
 struct LayerWeights {
     toolkit::MlaWeights mla;
-    toolkit::RouterWeights router;   // MoE layers: mlp.gate
-    toolkit::SwigluMlp mlp;          // dense layers: mlp; MoE layers: the shared experts
+    toolkit::SigmoidMoeWeights ffn;  // the dense MLP, or the router, shared experts and routed experts' plan
 };
 
-toolkit::MlaShape mla_shape(const DeepseekV3Config& c);
 // Layer `layer`'s KV buffers (toolkit::mla_kv_buffers): what its LayerPlan declares and what the
 // summary plans with.
 std::vector<KvBufferDecl> layer_kv(const DeepseekV3Config& c, int layer);

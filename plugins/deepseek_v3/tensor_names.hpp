@@ -14,6 +14,5 @@ inline const char* const kHead = "lm_head.weight";
 inline std::string layer(int l) { return "model.layers." + std::to_string(l) + "."; }
 inline std::string attention_module(int l) { return layer(l) + "self_attn"; }
 inline std::string mlp(int l, const std::string& part) { return layer(l) + "mlp." + part; }
-inline std::string expert(int l, const char* proj) { return layer(l) + "mlp.experts.{e}." + proj + ".weight"; }
 
 }  // namespace stormo::deepseek_v3::names

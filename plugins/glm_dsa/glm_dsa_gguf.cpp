@@ -6,7 +6,6 @@
 // [heads, kv_lora, nope]) and attn_v_b [heads, v, kv_lora], writing the attention as one kv head of
 // kv_lora + rope (key_length) and kv_lora (value_length) for its absorbed form. This undoes the
 // split and the stacking; nothing else was changed (no rope permutation).
-#include <algorithm>
 #include <string>
 
 #include "glm_dsa_family.hpp"
@@ -149,25 +148,9 @@ Expected<std::string> config_json(const GgufView& model, const Keys& k, const Di
     j.integer("index_n_heads", d.index_heads).integer("index_head_dim", d.index_dim).integer("index_topk", d.index_topk);
     if (d.mtp) j.integer("num_nextn_predict_layers", d.mtp);
     j.flag("attention_bias", false);
-    // DeepSeek-style YaRN (mscale, llama.cpp's yarn_log_multiplier) has no counterpart here yet.
+    // GLM's attention has not been checked against DeepSeek-style YaRN (Yarn::deepseek): refused.
     STORMO_TRY(add_common_fields(j, model, k, Yarn::refuse, eos));
     return j.str();
-}
-
-// kv_b_proj [heads * (nope + v), kv_lora] from attn_k_b [heads, kv_lora, nope] (each head's key
-// part transposed) and attn_v_b [heads, v, kv_lora]: per head, its nope key rows then its v rows.
-std::vector<float> join_kv_b(const std::vector<float>& k_b, const std::vector<float>& v_b, const Dims& d) {
-    const std::vector<float> k_rows = transpose_each(k_b, d.heads, d.kv_lora, d.nope);  // [heads, nope, kv_lora]
-    const uint64_t per_head = (d.nope + d.v) * d.kv_lora;
-    std::vector<float> out(d.heads * per_head);
-    for (uint64_t h = 0; h < d.heads; ++h) {
-        const auto k_from = k_rows.begin() + static_cast<std::ptrdiff_t>(h * d.nope * d.kv_lora);
-        const auto v_from = v_b.begin() + static_cast<std::ptrdiff_t>(h * d.v * d.kv_lora);
-        const auto to = out.begin() + static_cast<std::ptrdiff_t>(h * per_head);
-        std::copy(k_from, k_from + static_cast<std::ptrdiff_t>(d.nope * d.kv_lora), to);
-        std::copy(v_from, v_from + static_cast<std::ptrdiff_t>(d.v * d.kv_lora), to + static_cast<std::ptrdiff_t>(d.nope * d.kv_lora));
-    }
-    return out;
 }
 
 Expected<void> map_attention(const GgufView& model, MappedModel& m, const Dims& d, int l) {
@@ -180,10 +163,7 @@ Expected<void> map_attention(const GgufView& model, MappedModel& m, const Dims& 
     STORMO_TRY(plain("attn_q_b.weight", "self_attn.q_b_proj.weight", {d.q_lora, d.heads * (d.nope + d.rope)}));
     STORMO_TRY(plain("attn_kv_a_mqa.weight", "self_attn.kv_a_proj_with_mqa.weight", {H, d.kv_lora + d.rope}));
     STORMO_TRY(plain("attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight", {d.kv_lora}));
-    STORMO_TRY_ASSIGN(const auto k_b, dequantized(model, blk(l, "attn_k_b.weight"), {d.nope, d.kv_lora, d.heads}));
-    STORMO_TRY_ASSIGN(const auto v_b, dequantized(model, blk(l, "attn_v_b.weight"), {d.kv_lora, d.v, d.heads}));
-    add_values(m, hf(l, "self_attn.kv_b_proj.weight"),
-               {static_cast<int64_t>(d.heads * (d.nope + d.v)), static_cast<int64_t>(d.kv_lora)}, join_kv_b(k_b, v_b, d));
+    STORMO_TRY(join_kv_b(model, m, l, {d.heads, d.kv_lora, d.nope, d.v}));
     STORMO_TRY(plain("attn_output.weight", "self_attn.o_proj.weight", {d.heads * d.v, H}));
     STORMO_TRY(plain("indexer.attn_q_b.weight", "self_attn.indexer.wq_b.weight", {d.q_lora, d.index_heads * d.index_dim}));
     STORMO_TRY(plain("indexer.attn_k.weight", "self_attn.indexer.wk.weight", {H, d.index_dim}));

@@ -18,14 +18,8 @@ const std::vector<DType> kVectorDtypes = {DType::BF16, DType::F32, DType::F16};
 
 }  // namespace
 
-toolkit::MlaShape mla_shape(const GlmDsaConfig& c) {
-    return {static_cast<size_t>(c.n_heads),      static_cast<size_t>(c.q_lora_rank),
-            static_cast<size_t>(c.kv_lora_rank), static_cast<size_t>(c.qk_nope_head_dim),
-            static_cast<size_t>(c.qk_rope_head_dim), static_cast<size_t>(c.v_head_dim)};
-}
-
 std::vector<KvBufferDecl> layer_kv(const GlmDsaConfig& c, int) {
-    std::vector<KvBufferDecl> kv = toolkit::mla_kv_buffers(mla_shape(c));
+    std::vector<KvBufferDecl> kv = toolkit::mla_kv_buffers(toolkit::mla_shape(c));
     kv.push_back(KvBufferDecl{"index_key", static_cast<size_t>(c.index_head_dim), 0});
     return kv;
 }
@@ -35,17 +29,12 @@ GlmDsaModel::GlmDsaModel(GlmDsaConfig cfg, Compute compute)
                    static_cast<size_t>(cfg.n_layers), static_cast<float>(cfg.rms_norm_eps)),
       cfg_(std::move(cfg)),
       rope_(cfg_.rope, static_cast<int>(cfg_.qk_rope_head_dim)) {
-    mla_options_.shape = mla_shape(cfg_);
+    mla_options_.shape = toolkit::mla_shape(cfg_);
     mla_options_.rope = &rope_;
     mla_options_.scale = static_cast<float>(std::pow(static_cast<double>(cfg_.qk_head_dim()), -0.5));
     mla_options_.kv_buffers = kv_buffer_count;
     mla_options_.who = "glm_dsa";
-    router_spec_.rule = toolkit::RouterRule::sigmoid_grouped;
-    router_spec_.top_k = static_cast<size_t>(cfg_.top_k);
-    router_spec_.renormalize = cfg_.norm_topk_prob;
-    router_spec_.n_group = static_cast<size_t>(cfg_.n_group);
-    router_spec_.topk_group = static_cast<size_t>(cfg_.topk_group);
-    router_spec_.scaling = static_cast<float>(cfg_.routed_scaling_factor);
+    router_spec_ = toolkit::sigmoid_router_spec(cfg_);
 }
 
 Expected<std::unique_ptr<Model>> GlmDsaModel::load(LoadContext& ctx) {
@@ -82,37 +71,16 @@ Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {
 
     LayerPlan& plan = plans_[static_cast<size_t>(l)];
     plan.kv = layer_kv(cfg_, l);
+    const toolkit::SigmoidMoeShape ffn{hidden, cfg_.intermediate_size, cfg_.moe_intermediate_size, cfg_.n_shared_experts,
+                                      cfg_.n_experts, cfg_.top_k};
     const bool moe = cfg_.moe_layer[static_cast<size_t>(l)];
-    const int64_t inter = moe ? cfg_.moe_intermediate_size * cfg_.n_shared_experts : cfg_.intermediate_size;
-    const std::string mlp_prefix = moe ? "shared_experts." : "";
-    if (!moe || cfg_.n_shared_experts > 0) {
-        STORMO_TRY_ASSIGN(w.mlp.gate, load.matrix(names::mlp(l, mlp_prefix + "gate_proj.weight"), TensorRole::dense_ffn,
-                                                  inter, hidden));
-        STORMO_TRY_ASSIGN(w.mlp.up, load.matrix(names::mlp(l, mlp_prefix + "up_proj.weight"), TensorRole::dense_ffn,
-                                                inter, hidden));
-        STORMO_TRY_ASSIGN(w.mlp.down, load.matrix(names::mlp(l, mlp_prefix + "down_proj.weight"), TensorRole::dense_ffn,
-                                                  hidden, inter));
-    }
-    if (!moe) {
-        plan.ffn = FfnKind::dense;
-        return {};
-    }
-    plan.ffn = FfnKind::moe;
-    plan.n_experts = static_cast<int>(cfg_.n_experts);
-    plan.top_k = static_cast<int>(cfg_.top_k);
-    plan.shared_experts = cfg_.n_shared_experts > 0;
-    STORMO_TRY_ASSIGN(w.router.weight, load.matrix(names::mlp(l, "gate.weight"), TensorRole::router, cfg_.n_experts, hidden));
-    STORMO_TRY_ASSIGN(w.router.correction,
-                      load.vector(names::mlp(l, "gate.e_score_correction_bias"), TensorRole::router, cfg_.n_experts));
-    plan.expert_parts = toolkit::swiglu_expert_parts(ctx, [l](const char* projection) { return names::expert(l, projection); },
-                                                     cfg_.hidden_size, cfg_.moe_intermediate_size, kMatrixDtypes, fp8_);
-    return ctx.declare_experts(l, plan.expert_parts, plan.n_experts);
+    return toolkit::load_sigmoid_moe_ffn(load, ctx, names::mlp(l, ""), l, moe, ffn, kMatrixDtypes, fp8_, w.ffn, plan);
 }
 
 // Router: sigmoid scores; the correction bias only chooses (group-limited when n_group > 1); the
 // weights are the chosen sigmoids, renormalised (norm_topk_prob) and scaled (routed_scaling_factor).
 Routing GlmDsaModel::route(int layer, const StepContext& ctx, const Rows& normed) const {
-    return toolkit::build_router(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).router, router_spec_,
+    return toolkit::build_router(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).ffn.router, router_spec_,
                                  normed);
 }
 
@@ -122,11 +90,7 @@ Expected<void> GlmDsaModel::expert_ffn(int, const ExpertView& expert, const Rows
 }
 
 Expected<void> GlmDsaModel::dense_ffn(int layer, const Rows& in, Rows out) const {
-    const LayerWeights& w = layers_.at(static_cast<size_t>(layer));
-    if (w.mlp.gate.data == nullptr)
-        return fail(ErrorKind::internal, "glm_dsa layer " + std::to_string(layer) + " has no dense MLP or shared experts");
-    toolkit::build_swiglu_mlp(compute_, w.mlp, in, out);
-    return {};
+    return toolkit::build_dense_or_shared_ffn(compute_, layer, layers_.at(static_cast<size_t>(layer)).ffn, "glm_dsa", in, out);
 }
 
 }  // namespace stormo::glm_dsa

@@ -17,6 +17,7 @@
 #include "stormo/toolkit/loading.hpp"
 #include "stormo/toolkit/mla.hpp"
 #include "stormo/toolkit/router.hpp"
+#include "stormo/toolkit/sigmoid_moe.hpp"
 
 namespace stormo::glm_dsa {
 
@@ -30,14 +31,12 @@ struct IndexerWeights {
 struct LayerWeights {
     toolkit::MlaWeights mla;
     IndexerWeights indexer;
-    toolkit::RouterWeights router;   // MoE layers: mlp.gate
-    toolkit::SwigluMlp mlp;          // dense layers: mlp; MoE layers: the shared experts
+    toolkit::SigmoidMoeWeights ffn;  // the dense MLP, or the router, shared experts and routed experts' plan
 };
 
 // KV buffers of every layer, in this order: MLA's two (toolkit::mla_kv_buffers), then the indexer's keys.
 enum KvBuffer : size_t { kv_latent, kv_rope_key, kv_index_key, kv_buffer_count };
 
-toolkit::MlaShape mla_shape(const GlmDsaConfig& c);
 // Layer `layer`'s KV buffers in KvBuffer's order: what its LayerPlan declares and what the summary
 // plans with.
 std::vector<KvBufferDecl> layer_kv(const GlmDsaConfig& c, int layer);

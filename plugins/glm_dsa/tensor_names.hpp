@@ -14,6 +14,5 @@ inline std::string layer(int l) { return "model.layers." + std::to_string(l) + "
 inline std::string attention_module(int l) { return layer(l) + "self_attn"; }
 inline std::string indexer(int l, const std::string& part) { return layer(l) + "self_attn.indexer." + part; }
 inline std::string mlp(int l, const std::string& part) { return layer(l) + "mlp." + part; }
-inline std::string expert(int l, const char* proj) { return layer(l) + "mlp.experts.{e}." + proj + ".weight"; }
 
 }  // namespace stormo::glm_dsa::names

@@ -28,11 +28,11 @@ inline Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string
 }
 
 // A GGUF fixture, the oracle fixture it was converted from, and how far its weights may lie from
-// the fixture's (the converter's rounding of BF16 weights).
+// the fixture's (the converter's rounding of BF16 weights; none when it wrote them as BF16).
 struct GgufCase {
     std::string file;
     std::string fixture;
-    enum class Rounding { f16, q8_0 } rounding;
+    enum class Rounding { f16, q8_0, bf16 } rounding;
     size_t greedy_agreement;   // leading greedy tokens equal to the reference's (of 32)
     double logits_tolerance;   // max|error| / max|reference| against the reference logits
 };
@@ -99,7 +99,12 @@ inline std::vector<float> read_floats(const ModelSource& source, const TensorInf
 // The dtype a case's expert matrices keep in the mapped model: the file's own.
 inline DType expert_dtype(const GgufCase& c) {
     if (c.fixture.ends_with("mxfp4")) return DType::GGUF_MXFP4;
-    return c.rounding == GgufCase::Rounding::f16 ? DType::F16 : DType::GGUF_Q8_0;
+    switch (c.rounding) {
+        case GgufCase::Rounding::f16: return DType::F16;
+        case GgufCase::Rounding::bf16: return DType::BF16;
+        case GgufCase::Rounding::q8_0: break;
+    }
+    return DType::GGUF_Q8_0;
 }
 
 // `name` is handed to the family as a byte range of the GGUF file in `dtype`, the range the
@@ -211,9 +216,10 @@ protected:
 // Every tensor of the fixture is there under its name with the fixture's values, up to the
 // converter's rounding: F16 rounds each BF16 value to nearest (relative 2^-11, or 2^-25 among
 // F16's subnormals); Q8_0 is within half a step of its block, the step amax / 127 itself rounded
-// to f16 (so at most max|w| / 127 * (0.5 + 127 * 2^-11)). Vectors (norms, biases, sinks) stay F32,
-// exact. MXFP4 experts are compared decoded, exactly. A layout error (a transpose, gate and up
-// swapped, heads split in the wrong place) moves values by about max|w|, far outside these bounds.
+// to f16 (so at most max|w| / 127 * (0.5 + 127 * 2^-11)); BF16 is the fixture's own bits, exact.
+// Vectors (norms, biases, sinks) stay F32, exact. MXFP4 experts are compared decoded, exactly. A
+// layout error (a transpose, gate and up swapped, heads split in the wrong place) moves values by
+// about max|w|, far outside these bounds.
 inline void expect_tensors_are_the_fixtures(const ModelSource& source, const GgufCase& c, size_t at_least) {
     auto fixture = open_model_directory(fixture_dir(c.fixture));
     ASSERT_TRUE(fixture) << fixture.error().message;
@@ -235,7 +241,7 @@ inline void expect_tensors_are_the_fixtures(const ModelSource& source, const Ggu
                 // Equal as values when exact: the E2M1 code 8 is -0 in transformers' table and +0 in ggml's.
                 const float err = std::fabs(values[i] - expected.values[i]);
                 float bound = 0;  // vectors (norms, biases, sinks) and the router stay F32 in the file
-                if (!vector && !expected.exact) {
+                if (!vector && !expected.exact && c.rounding != GgufCase::Rounding::bf16) {
                     if (c.rounding == GgufCase::Rounding::f16)
                         bound = std::max(std::fabs(expected.values[i]) * 0x1p-11f, 0x1p-25f);
                     else  // half a step of amax / 127, plus the step's own rounding to f16 (127 * 2^-11)

@@ -124,7 +124,9 @@ TEST(Bench, DiskProbeReadsTheExpertRanges) {
     ASSERT_TRUE(engine);
     const Family* family = family_of(*engine);
     ASSERT_NE(family, nullptr);
-    const auto ranges = expert_file_ranges(engine->source(), *family);
+    const auto found = expert_file_ranges(engine->source(), *family);
+    ASSERT_TRUE(found.has_value()) << found.error().message;
+    const std::vector<FileRange>& ranges = *found;
     ASSERT_EQ(ranges.size(), 4u * 6u);  // 4 layers x 6 MXFP4 parts
     uint64_t expert_total = 0;
     for (const auto& r : ranges) expert_total += r.nbytes;

@@ -59,6 +59,10 @@ TEST(ChatTemplateReference, GptOssHarmonyCases) { expect_reference_cases("gpt-os
 
 TEST(ChatTemplateReference, Qwen3ChatMlCases) { expect_reference_cases("qwen3", 7); }
 
+// DeepSeek-V3's template: system prompts joined ahead of the turns, namespace() state across the
+// loop, tool calls from an assistant message whose content is null, fullwidth-bar markers.
+TEST(ChatTemplateReference, DeepSeekV3Cases) { expect_reference_cases("deepseek-v3", 7); }
+
 TEST(ChatTemplateReference, SpecialTokensComeFromTokenizerConfig) {
     auto gpt_oss = ChatTemplate::load(fs::path(STORMO_TOKENIZER_DATA_DIR) / "gpt-oss");
     ASSERT_TRUE(gpt_oss) << gpt_oss.error().message;
@@ -68,6 +72,10 @@ TEST(ChatTemplateReference, SpecialTokensComeFromTokenizerConfig) {
     ASSERT_TRUE(qwen3) << qwen3.error().message;
     EXPECT_EQ(qwen3->bos_token(), "");  // null in Qwen3's config
     EXPECT_EQ(qwen3->eos_token(), "<|im_end|>");
+    auto deepseek = ChatTemplate::load(fs::path(STORMO_TOKENIZER_DATA_DIR) / "deepseek-v3");
+    ASSERT_TRUE(deepseek) << deepseek.error().message;
+    EXPECT_EQ(deepseek->bos_token(), "<｜begin▁of▁sentence｜>");
+    EXPECT_EQ(deepseek->eos_token(), "<｜end▁of▁sentence｜>");
 }
 
 TEST(ChatTemplateReference, DemoModelsRenderTheirReadmeExample) {

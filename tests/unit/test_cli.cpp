@@ -191,6 +191,8 @@ void check_inspect_fixtures(const FamilyCase& fc) {
         if (std::string(fc.family) == "glm_dsa")
             kv = layers * (*config.find("kv_lora_rank")->as_int() + *config.find("qk_rope_head_dim")->as_int() +
                            *config.find("index_head_dim")->as_int());
+        else if (std::string(fc.family) == "deepseek_v3")
+            kv = layers * (*config.find("kv_lora_rank")->as_int() + *config.find("qk_rope_head_dim")->as_int());
         else
             kv = layers * 2 * *config.find("num_key_value_heads")->as_int() * *config.find("head_dim")->as_int();
         EXPECT_EQ(integer(j, "kv_floats_per_token"), kv);
@@ -198,6 +200,8 @@ void check_inspect_fixtures(const FamilyCase& fc) {
         if (const stormo::Json* types = config.find("mlp_layer_types"); types != nullptr) {
             moe_layers = 0;
             for (const stormo::Json& t : *types->as_array()) moe_layers += t.as_string() == "sparse";
+        } else if (const stormo::Json* dense = config.find("first_k_dense_replace"); dense != nullptr) {
+            moe_layers = layers - *dense->as_int();
         }
         EXPECT_EQ(integer(j, "n_moe_layers"), moe_layers);
 
@@ -364,6 +368,8 @@ TEST(Cli, PluginsWithModelSelectsTheFamily) {
 TEST(Cli, InspectQwen3MoeFixtures) { check_inspect_fixtures({"qwen3_moe", "qwen3_moe", "num_local_experts"}); }
 
 TEST(Cli, InspectGlmMoeDsaFixtures) { check_inspect_fixtures({"glm_moe_dsa", "glm_dsa", "n_routed_experts"}); }
+
+TEST(Cli, InspectDeepseekV3Fixtures) { check_inspect_fixtures({"deepseek_v3", "deepseek_v3", "n_routed_experts"}); }
 
 TEST(Cli, InspectGptOssFixtures) {
     if (!has_plugin_file("libstormo-model-gpt_oss.so")) GTEST_SKIP() << "the gpt_oss plugin is not built";

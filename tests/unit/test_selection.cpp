@@ -77,6 +77,7 @@ TEST(Selection, FamilyForEachFixture) {
         if (dir.starts_with("gpt_oss")) expected = "gpt_oss";
         else if (dir.starts_with("qwen3_moe")) expected = "qwen3_moe";
         else if (dir.starts_with("glm_moe_dsa")) expected = "glm_dsa";
+        else if (dir.starts_with("deepseek_v3")) expected = "deepseek_v3";
         else ADD_FAILURE() << "fixture " << dir << " has no expected family in this test";
         if (expected == "gpt_oss" && !gpt_oss_built) continue;
         auto chosen = select_family(registry(), read_config((entry.path() / "config.json").string()), PluginRequest{});

@@ -446,6 +446,7 @@ TEST(Synth, CommandWritesReportsAndRefuses) {
     const auto dry = run_cli("synth --preset gpt-oss-20b --dry-run");
     EXPECT_EQ(dry.status, 0) << dry.err;
     EXPECT_NE(dry.out.find("13761264768 bytes"), std::string::npos) << dry.out;
+    EXPECT_NE(dry.out.find("459 tensors, 11956805184 elements, "), std::string::npos) << dry.out;
 }
 
 TEST(Synth, ADanglingSymlinkAsTheDirectoryIsNamedAsOne) {

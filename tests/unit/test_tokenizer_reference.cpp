@@ -1,6 +1,6 @@
 // The tokenizer against the reference library's own output: every encode case (special tokens
-// matched, and --plain) and every decode case (with and without special tokens) of the GPT-OSS
-// and Qwen3 tokenizers, and the demo models' character-level tokenizers against their eval sets.
+// matched, and --plain) and every decode case (with and without special tokens) of the GPT-OSS,
+// Qwen3 and DeepSeek-V3 tokenizers, and the demo models' character-level tokenizers against their eval sets.
 // Each big tokenizer loads once for its suite; a failure lists every failing case id.
 #include <gtest/gtest.h>
 
@@ -79,8 +79,13 @@ TEST_P(TokenizerReference, StreamDecodeEqualsWholeDecode) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tokenizers, TokenizerReference, ::testing::Values("gpt-oss", "qwen3"),
-                         [](const auto& param_info) { return param_info.param == "gpt-oss" ? std::string("GptOss") : std::string("Qwen3"); });
+// The test name of a reference set.
+std::string reference_set_name(const ::testing::TestParamInfo<std::string>& param_info) {
+    static const std::map<std::string, std::string> names = {{"gpt-oss", "GptOss"}, {"qwen3", "Qwen3"}, {"deepseek-v3", "DeepSeekV3"}};
+    return names.at(param_info.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, TokenizerReference, ::testing::Values("gpt-oss", "qwen3", "deepseek-v3"), reference_set_name);
 
 class TokenizerDemoModel : public ::testing::TestWithParam<std::string> {};
 

@@ -41,6 +41,14 @@ TEST(ToolkitSynth, LinearLayersAreBf16OrFp8CodesWithTheirBlockScales) {
     EXPECT_EQ(t[1].shape, (Shape{3, 2}));  // ceil(300 / 128) x ceil(256 / 128)
     // The scales give the codes' weights an RMS of gain / sqrt(fan_in).
     EXPECT_NEAR(static_cast<double>(t[1].fill.center) * e4m3_gaussian_codes().rms, 0.5 / 16.0, 1e-6);
+
+    // DeepSeek-V3's and Kimi-K2's checkpoints hold their block scales in F32.
+    t.clear();
+    add_linear(t, "c.weight", 300, 256, true, 0.5, DType::F32);
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_EQ(t[1].dtype, DType::F32);
+    EXPECT_EQ(t[1].shape, (Shape{3, 2}));
+    EXPECT_EQ(t[1].fill.center, fp8_scale_fill(256, 0.5).center);
 }
 
 TEST(ToolkitSynth, JsonPiecesAndPresetLookup) {

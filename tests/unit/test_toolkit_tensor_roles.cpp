@@ -2,6 +2,10 @@
 // hold: each family names only its router's parts; norms are found by their module's name.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "stormo/toolkit/tensor_roles.hpp"
 
 namespace stormo::toolkit {
@@ -38,6 +42,33 @@ TEST(ToolkitTensorRoles, ANormIsAModuleEndingInNorm) {
     EXPECT_TRUE(is_norm_parameter("model.norm.weight"));
     EXPECT_FALSE(is_norm_parameter("model.layers.0.self_attn.q_proj.weight"));
     EXPECT_FALSE(is_norm_parameter("norm"));
+}
+
+// Multi-token-prediction layers follow the decoder's: the summary names them as draft layers, and
+// every tensor under them is a draft tensor whatever its family would call it (layer 4's experts
+// here), while the decoder's own layers keep their roles.
+class GlmNames final : public Family {
+public:
+    Expected<ModelSummary> summarize(const ModelConfig&) const override { return ModelSummary{}; }
+    TensorRole classify(std::string_view n) const override { return classify_decoder_tensor(n, {".mlp.gate."}); }
+    Expected<std::unique_ptr<Model>> load(LoadContext&) const override {
+        return fail(ErrorKind::unsupported, "names only");
+    }
+};
+
+TEST(ToolkitTensorRoles, DraftLayersFollowTheDecodersAndOutrankTheFamilysRoles) {
+    EXPECT_EQ(decoder_layer_prefixes(61, 1), (std::vector<std::string>{"model.layers.61."}));
+    EXPECT_EQ(decoder_layer_prefixes(4, 2), (std::vector<std::string>{"model.layers.4.", "model.layers.5."}));
+    EXPECT_TRUE(decoder_layer_prefixes(4, 0).empty());
+    ModelSummary summary;
+    summary.draft_layers = decoder_layer_prefixes(4, 1);
+    const GlmNames family;
+    EXPECT_EQ(tensor_role(family, summary, "model.layers.4.mlp.experts.3.up_proj.weight"), TensorRole::draft);
+    EXPECT_EQ(tensor_role(family, summary, "model.layers.4.eh_proj.weight"), TensorRole::draft);
+    EXPECT_EQ(tensor_role(family, summary, "model.layers.40.mlp.experts.3.up_proj.weight"), TensorRole::experts);
+    EXPECT_EQ(tensor_role(family, summary, "model.layers.3.mlp.experts.3.up_proj.weight"), TensorRole::experts);
+    EXPECT_EQ(tensor_role(family, ModelSummary{}, "model.layers.4.eh_proj.weight"), TensorRole::other);
+    EXPECT_STREQ(tensor_role_name(TensorRole::draft), "draft");
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace stormo::test {
 
 inline const std::string kTokenizerData = STORMO_TOKENIZER_DATA_DIR;
 
-// A reference tokenizer (gpt-oss, qwen3), loaded once per test process: each takes a noticeable
+// A reference tokenizer (gpt-oss, qwen3, deepseek-v3), loaded once per test process: each takes a noticeable
 // fraction of a second. Tests run serially, so the cache needs no lock.
 inline const text::Tokenizer& reference_tokenizer(const std::string& name) {
     static std::map<std::string, std::unique_ptr<text::Tokenizer>> loaded;

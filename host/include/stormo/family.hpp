@@ -21,8 +21,10 @@
 
 namespace stormo {
 
-// What every tensor is for, for the census in `stormo inspect` and for placement.
-enum class TensorRole : uint8_t { embedding, attention, norm, router, experts, dense_ffn, head, other };
+// What every tensor is for, for the census in `stormo inspect` and for placement. `draft`: a tensor
+// of a layer the checkpoint carries for drafting (multi-token prediction), which the forward pass
+// does not load; the host assigns it from ModelSummary::draft_layers (see tensor_role below).
+enum class TensorRole : uint8_t { embedding, attention, norm, router, experts, dense_ffn, head, other, draft };
 STORMO_API const char* tensor_role_name(TensorRole r);
 
 // A tensor a family requires: the host checks name, dtype and shape before anything runs.
@@ -186,6 +188,10 @@ struct ModelSummary {
     // host plans a sliding window's ring as the session will hold it. Empty: kv_floats_per_token
     // floats for every position of the context.
     std::vector<KvBufferDecl> kv_buffers;
+    // Name prefixes of the layers the checkpoint carries for drafting (DeepSeek-V3's and GLM-5's
+    // multi-token-prediction layers, "model.layers.61."): recognised, counted apart from the
+    // dense part and the routed experts, not loaded.
+    std::vector<std::string> draft_layers;
 };
 
 class STORMO_API Family {
@@ -204,5 +210,9 @@ public:
     virtual std::vector<SynthPreset> synth_presets() const;
     virtual Expected<SynthCheckpoint> synth_checkpoint(const SynthRequest& request) const;
 };
+
+// A checkpoint tensor's role in a model: `draft` under one of the summary's draft layers, else
+// what the family classifies it as. Every census of a checkpoint (inspect, the bench) goes by it.
+STORMO_API TensorRole tensor_role(const Family& family, const ModelSummary& summary, std::string_view tensor_name);
 
 }  // namespace stormo

@@ -383,7 +383,9 @@ int run_bench(int argc, char** argv) {
     if (!family) return report_error(family.error());
     auto traffic = decode_traffic(engine.source(), **family, engine.packed_bytes());
     if (!traffic) return report_error(traffic.error());
-    const auto ranges = expert_file_ranges(engine.source(), **family);
+    auto expert_ranges = expert_file_ranges(engine.source(), **family);
+    if (!expert_ranges) return report_error(expert_ranges.error());
+    const std::vector<FileRange>& ranges = *expert_ranges;
     if (*disk_bytes > 0 && !ranges.empty()) {
         DiskReadOptions o;
         o.bytes = *disk_bytes;

@@ -28,7 +28,7 @@ namespace {
 
 constexpr std::array kRoles{TensorRole::embedding, TensorRole::attention, TensorRole::norm,
                             TensorRole::router,    TensorRole::experts,   TensorRole::dense_ffn,
-                            TensorRole::head,      TensorRole::other};
+                            TensorRole::head,      TensorRole::other,     TensorRole::draft};
 
 struct Tally {
     uint64_t count = 0;
@@ -44,14 +44,16 @@ struct Census {
     std::array<Tally, kRoles.size()> by_role{};
     std::map<std::string, Tally> by_dtype;  // sorted by dtype name
     uint64_t expert_bytes() const { return by_role[static_cast<size_t>(TensorRole::experts)].bytes; }
-    uint64_t dense_bytes() const { return total.bytes - expert_bytes(); }
+    uint64_t draft_bytes() const { return by_role[static_cast<size_t>(TensorRole::draft)].bytes; }
+    // What the engine keeps resident: everything but the routed experts and the unloaded draft layers.
+    uint64_t dense_bytes() const { return total.bytes - expert_bytes() - draft_bytes(); }
 };
 
-Census take_census(const ModelSource& source, const Family& family) {
+Census take_census(const ModelSource& source, const Family& family, const ModelSummary& summary) {
     Census c;
     for (const TensorInfo& t : source.tensors()) {
         c.total.add(t.nbytes);
-        const auto role = static_cast<size_t>(family.classify(t.name));
+        const auto role = static_cast<size_t>(tensor_role(family, summary, t.name));
         if (role < c.by_role.size()) c.by_role[role].add(t.nbytes);
         c.by_dtype[std::string(dtype_name(t.dtype))].add(t.nbytes);
     }
@@ -83,7 +85,7 @@ uint64_t slot_bytes_upper_bound(const ModelSetup& s, const ModelSummary& summary
     const Family& family = *s.family.plugin->family;
     uint64_t total = 0;
     for (const TensorInfo& t : s.source->tensors()) {
-        if (family.classify(t.name) != TensorRole::experts) continue;
+        if (tensor_role(family, summary, t.name) != TensorRole::experts) continue;
         const bool stacked = !t.shape.empty() && t.shape[0] == summary.n_experts && summary.n_experts > 1;
         const uint64_t held = stacked ? static_cast<uint64_t>(summary.n_experts) : 1;
         const uint64_t part = (t.nbytes / held + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
@@ -186,6 +188,8 @@ void print_text(const Report& r) {
     for (const auto& [k, v] : r.summary.dimensions) std::cout << "  " << pad(k, w + 2) << v << "\n";
     std::cout << "  " << pad("moe layers", w + 2) << r.summary.n_moe_layers << " of " << r.summary.n_layers
               << "\n";
+    for (const std::string& prefix : r.summary.draft_layers)
+        std::cout << "  " << pad("draft layer", w + 2) << prefix << "* (multi-token prediction: not loaded)\n";
 
     std::cout << "\ntensors  " << r.census.total.count << " tensors, " << bytes_text(r.census.total.bytes) << "\n";
     std::cout << "  by role\n";
@@ -199,6 +203,7 @@ void print_text(const Report& r) {
         std::cout << "    " << pad(dtype, 12) << pad(std::to_string(t.count), 7) << bytes_text(t.bytes) << "\n";
     std::cout << "  dense    " << bytes_text(r.census.dense_bytes()) << "\n";
     std::cout << "  experts  " << bytes_text(r.census.expert_bytes()) << "\n";
+    if (r.census.draft_bytes() > 0) std::cout << "  draft    " << bytes_text(r.census.draft_bytes()) << " (not loaded)\n";
 
     const MemoryPlan& p = r.plan;
     std::cout << "\nmemory plan\n";
@@ -248,6 +253,9 @@ void print_json(const Report& r) {
     w.field("n_experts", r.summary.n_experts).field("top_k", r.summary.top_k);
     w.field("hidden_size", r.summary.hidden_size).field("vocab_size", r.summary.vocab_size);
     w.field("kv_floats_per_token", r.summary.kv_floats_per_token);
+    w.key("draft_layers").begin_array();
+    for (const std::string& prefix : r.summary.draft_layers) w.value(prefix);
+    w.end_array();
 
     w.key("tensors").begin_object();
     w.field("count", r.census.total.count).field("bytes", r.census.total.bytes);
@@ -261,6 +269,7 @@ void print_json(const Report& r) {
         w.key(dtype).begin_object().field("count", t.count).field("bytes", t.bytes).end_object();
     w.end_object();
     w.field("dense_bytes", r.census.dense_bytes()).field("expert_bytes", r.census.expert_bytes());
+    w.field("draft_bytes", r.census.draft_bytes());
     w.end_object();
 
     const MemoryPlan& p = r.plan;
@@ -320,7 +329,7 @@ int run_inspect(int argc, char** argv) {
 
     auto summary = family.summarize(s.source->config());
     if (!summary) return report_error(with_context(summary.error(), s.family.plugin->name));
-    const Census census = take_census(*s.source, family);
+    const Census census = take_census(*s.source, family, *summary);
     auto planned = plan_memory(s, census, *summary);
     if (!planned) return report_error(planned.error());
     const MemoryPlan& plan = *planned;

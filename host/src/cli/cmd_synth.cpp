@@ -38,10 +38,15 @@ void print_presets(const PluginRegistry& registry) {
     for (const auto& p : synth::synth_presets(registry)) std::cout << p.name << "\t" << p.description << "\n";
 }
 
+// Every tensor's elements, as the hub counts a checkpoint's parameters (an FP8 checkpoint's block
+// scales included; a packed U8 tensor counts its bytes): what a preset's "671B" or "1T" is checked
+// against.
 void print_plan(const synth::SynthPlan& plan) {
+    uint64_t elements = 0;
+    for (const auto& t : plan.tensors) elements += static_cast<uint64_t>(element_count(t.shape));
     std::cout << "preset " << plan.preset << ", " << plan.layers << " layers, seed " << plan.seed << "\n"
-              << plan.tensors.size() << " tensors, " << plan.total_bytes() << " bytes (" << gigabytes(plan.total_bytes())
-              << ") in " << plan.shards.size() << " shard(s):\n";
+              << plan.tensors.size() << " tensors, " << elements << " elements, " << plan.total_bytes() << " bytes ("
+              << gigabytes(plan.total_bytes()) << ") in " << plan.shards.size() << " shard(s):\n";
     for (const auto& s : plan.shards)
         std::cout << "  " << s.file_name << "  " << s.tensors.size() << " tensors  " << s.data_bytes << " bytes\n";
 }
@@ -80,7 +85,7 @@ int run_synth(int argc, char** argv) {
          "routed experts per layer instead of the model's (each keeps its real shape)")
         ("max-shard", po::value<std::string>(&o.max_shard)->value_name("SIZE"), "shard size limit (4GiB)")
         ("force", po::bool_switch(&o.force), "write into a non-empty directory, replacing its checkpoint")
-        ("dry-run", po::bool_switch(&o.dry_run), "print the plan (tensors, bytes, shards) without writing")
+        ("dry-run", po::bool_switch(&o.dry_run), "print the plan (tensors, their elements and bytes, shards) without writing")
         ("list", po::bool_switch(&o.list), "list the presets of every family plugin found")
         ("plugins-dir", po::value(&o.plugins_dirs)->value_name("DIR")->composing(),
          "another directory to search for family plugins (repeatable)");

@@ -42,7 +42,7 @@ Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& 
     for (const TensorInfo& info : source.tensors()) {
         const auto held = held_bytes.find(info.name);
         const uint64_t nbytes = held != held_bytes.end() ? held->second : info.nbytes;
-        switch (family.classify(info.name)) {
+        switch (tensor_role(family, summary, info.name)) {
             case TensorRole::embedding:
                 embedding += nbytes;
                 if (!info.shape.empty() && info.shape[0] > 0)
@@ -54,6 +54,7 @@ Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& 
                 has_head = true;
                 if (!info.shape.empty()) t.head_rows += static_cast<uint64_t>(std::max<int64_t>(info.shape[0], 0));
                 break;
+            case TensorRole::draft: break;  // drafting layers: not loaded, never read
             default: dense += nbytes; break;  // attention, norms, router, dense FFN, other
         }
     }
@@ -70,10 +71,12 @@ Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& 
     return t;
 }
 
-std::vector<FileRange> expert_file_ranges(const ModelSource& source, const Family& family) {
+Expected<std::vector<FileRange>> expert_file_ranges(const ModelSource& source, const Family& family) {
+    STORMO_TRY_ASSIGN(const ModelSummary summary, family.summarize(source.config()));
     std::vector<FileRange> ranges;
     for (const TensorInfo& info : source.tensors())
-        if (family.classify(info.name) == TensorRole::experts) ranges.push_back({info.file, info.offset, info.nbytes});
+        if (tensor_role(family, summary, info.name) == TensorRole::experts)
+            ranges.push_back({info.file, info.offset, info.nbytes});
     return ranges;
 }
 

@@ -44,8 +44,8 @@ using HeldBytes = std::map<std::string, uint64_t, std::less<>>;
 STORMO_API Expected<DecodeTraffic> decode_traffic(const ModelSource& source, const Family& family,
                                                   const HeldBytes& held_bytes = {});
 
-// The byte ranges of every routed-expert tensor, for the disk read probe.
-STORMO_API std::vector<FileRange> expert_file_ranges(const ModelSource& source, const Family& family);
+// The byte ranges of every routed-expert tensor the forward pass loads, for the disk read probe.
+STORMO_API Expected<std::vector<FileRange>> expert_file_ranges(const ModelSource& source, const Family& family);
 
 // The family an engine runs, from its registry.
 STORMO_API Expected<const Family*> engine_family(const Engine& engine);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "../deepseek_v3_config.hpp"
 #include "checkpoint_rewrite.hpp"
 #include "cli_runner.hpp"
+#include "mla_paths_support.hpp"
+#include "stormo/json.hpp"
 
 namespace stormo::deepseek_v3 {
 namespace {
@@ -23,6 +26,16 @@ using testing::same_bits;
 using testing::StoredTensor;
 
 std::string config_text(const std::string& fixture = "deepseek_v3") { return testing::fixture_config_text(fixture); }
+
+// The member at a path of keys (null when absent).
+Json at(const Json& j, std::initializer_list<std::string_view> path) {
+    const Json* node = &j;
+    for (std::string_view key : path) {
+        node = node->find(key);
+        if (node == nullptr) return Json();
+    }
+    return *node;
+}
 
 Expected<DeepseekV3Config> parse(const std::string& text) { return parse_deepseek_v3_config(testing::parse_config_text(text)); }
 
@@ -103,18 +116,6 @@ TEST(DeepseekV3Config, RouterFieldsAreRequiredAndChecked) {
     EXPECT_NE(s.error().message.find("two best"), std::string::npos) << s.error().message;
 }
 
-// Keeps the attention outputs of both paths, by layer.
-class BothPaths final : public Tracer {
-public:
-    bool wants(int) const override { return true; }
-    void record(const std::string& name, int layer, const float* data, size_t n_rows, size_t width,
-                std::span<const int64_t>) override {
-        if (name == "attn_out") absorbed[layer].assign(data, data + n_rows * width);
-        if (name == "attn_out_expanded") expanded[layer].assign(data, data + n_rows * width);
-    }
-    std::map<int, std::vector<float>> absorbed, expanded;
-};
-
 // Measured on 2026-12-03: the two paths differ by at most 5.3e-7 of the attention output's scale
 // (float sums in another order); 1e-5 keeps a wide margin and still fails a wrong absorption.
 constexpr double kPathTolerance = 1e-5;
@@ -122,22 +123,7 @@ constexpr double kPathTolerance = 1e-5;
 class DeepseekV3Fixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DeepseekV3Fixture, AbsorbedAttentionEqualsTheExpandedPath) {
-    auto engine = testing::open_engine(testing::fixture_dir(GetParam()), "reference", 2);
-    ASSERT_NE(engine, nullptr);
-    const std::vector<int32_t> ids = testing::fixture_sequence(GetParam());
-    auto session = engine->new_session(ids.size());
-    ASSERT_TRUE(session.has_value());
-    BothPaths paths;
-    ForwardOptions o;
-    o.tracer = &paths;
-    ASSERT_TRUE(engine->pipeline().forward(**session, ids, o).has_value());
-    ASSERT_EQ(paths.absorbed.size(), static_cast<size_t>(engine->model().n_layers()));
-    for (const auto& [layer, absorbed] : paths.absorbed) {
-        const testing::ErrorStats e = testing::compare(absorbed, paths.expanded.at(layer));
-        std::printf("[ %s ] layer %d: absorbed vs expanded max abs %.3g, relative %.3g\n", GetParam().c_str(), layer,
-                    e.max_abs, e.relative());
-        EXPECT_LE(e.relative(), kPathTolerance) << "layer " << layer;
-    }
+    testing::expect_absorbed_equals_expanded(GetParam(), kPathTolerance);
 }
 
 // The KV cache holds the latent and the rope key per position, never K and V.
@@ -173,7 +159,8 @@ TEST(DeepseekV3Checkpoints, TheInterleavedRopeLayoutIsExercised) {
 
 // The hub's multi-token-prediction layer (model.layers.<num_hidden_layers>.*: a whole decoder layer
 // with its routed experts, plus enorm, hnorm, eh_proj and shared_head) and num_nextn_predict_layers:
-// the checkpoint loads as the one without it, to the bit; inspect lists num_nextn_predict_layers.
+// the checkpoint loads as the one without it, to the bit. inspect lists num_nextn_predict_layers and
+// the draft layer, counts its tensors apart, and plans the memory of the model without it.
 TEST(DeepseekV3Checkpoints, TheHubsMultiTokenPredictionLayerIsRecognisedAndLeftUnloaded) {
     auto tensors = testing::read_fixture_tensors("deepseek_v3");
     const std::vector<int32_t> ids = testing::fixture_sequence("deepseek_v3");
@@ -196,7 +183,21 @@ TEST(DeepseekV3Checkpoints, TheHubsMultiTokenPredictionLayerIsRecognisedAndLeftU
     EXPECT_TRUE(same_bits(testing::all_logits(dir.path(), ids), want));
     const test::CommandResult inspect = test::run_cli("inspect --json --model " + dir.path());
     ASSERT_EQ(inspect.status, 0) << inspect.err;
-    EXPECT_NE(inspect.out.find("\"num_nextn_predict_layers\""), std::string::npos);
+    const test::CommandResult plain = test::run_cli("inspect --json --model " + testing::fixture_dir("deepseek_v3"));
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    const Json with = Json::parse(inspect.out, "inspect --json").value();
+    const Json without = Json::parse(plain.out, "inspect --json").value();
+    EXPECT_EQ(at(with, {"dimensions", "num_nextn_predict_layers"}).as_int(), 1);
+    const std::vector<Json>* drafts = at(with, {"draft_layers"}).as_array();
+    ASSERT_NE(drafts, nullptr);
+    ASSERT_EQ(drafts->size(), 1u);
+    EXPECT_EQ((*drafts)[0].as_string(), "model.layers.3.");
+    EXPECT_EQ(at(with, {"tensors", "by_role", "draft", "count"}).as_int(), static_cast<int64_t>(mtp.size()));
+    EXPECT_EQ(at(with, {"tensors", "count"}).as_int(),
+              *at(without, {"tensors", "count"}).as_int() + static_cast<int64_t>(mtp.size()));
+    for (const char* planned : {"dense_resident_bytes", "expert_bytes", "expert_budget_bytes"})
+        EXPECT_EQ(at(with, {"memory_plan", planned}).as_int(), at(without, {"memory_plan", planned}).as_int())
+            << planned;
 }
 
 bool quantized(const std::string& name) {

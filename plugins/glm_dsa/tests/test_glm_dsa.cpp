@@ -13,6 +13,7 @@
 #include "../glm_dsa_config.hpp"
 #include "checkpoint_rewrite.hpp"
 #include "cli_runner.hpp"
+#include "mla_paths_support.hpp"
 
 namespace stormo::glm_dsa {
 namespace {
@@ -49,18 +50,6 @@ TEST(GlmDsaConfig, BothSpellingsGiveTheSameParameters) {
     EXPECT_NE(n.error().message.find("first_k_dense_replace"), std::string::npos) << n.error().message;
 }
 
-// Keeps the attention outputs of both paths, by layer.
-class BothPaths final : public Tracer {
-public:
-    bool wants(int) const override { return true; }
-    void record(const std::string& name, int layer, const float* data, size_t n_rows, size_t width,
-                std::span<const int64_t>) override {
-        if (name == "attn_out") absorbed[layer].assign(data, data + n_rows * width);
-        if (name == "attn_out_expanded") expanded[layer].assign(data, data + n_rows * width);
-    }
-    std::map<int, std::vector<float>> absorbed, expanded;
-};
-
 // Measured on 2026-12-01: the two paths differ by at most 4.6e-7 of the attention output's scale
 // (float sums in another order); 1e-5 keeps a wide margin and still fails a wrong absorption.
 constexpr double kPathTolerance = 1e-5;
@@ -68,22 +57,7 @@ constexpr double kPathTolerance = 1e-5;
 class GlmDsaFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GlmDsaFixture, AbsorbedAttentionEqualsTheExpandedPath) {
-    auto engine = testing::open_engine(testing::fixture_dir(GetParam()), "reference", 2);
-    ASSERT_NE(engine, nullptr);
-    const std::vector<int32_t> ids = testing::fixture_sequence(GetParam());
-    auto session = engine->new_session(ids.size());
-    ASSERT_TRUE(session.has_value());
-    BothPaths paths;
-    ForwardOptions o;
-    o.tracer = &paths;
-    ASSERT_TRUE(engine->pipeline().forward(**session, ids, o).has_value());
-    ASSERT_EQ(paths.absorbed.size(), static_cast<size_t>(engine->model().n_layers()));
-    for (const auto& [layer, absorbed] : paths.absorbed) {
-        const testing::ErrorStats e = testing::compare(absorbed, paths.expanded.at(layer));
-        std::printf("[ %s ] layer %d: absorbed vs expanded max abs %.3g, relative %.3g\n", GetParam().c_str(), layer,
-                    e.max_abs, e.relative());
-        EXPECT_LE(e.relative(), kPathTolerance) << "layer " << layer;
-    }
+    testing::expect_absorbed_equals_expanded(GetParam(), kPathTolerance);
 }
 
 // The KV cache holds the latent, the rope key and the indexer's key per position, never K and V.

@@ -89,6 +89,19 @@ Expected<void> unstack_experts(const GgufView& model, MappedModel& m, const std:
 // [n, cols, rows] from [n, rows, cols] (row-major): each of the n matrices transposed.
 std::vector<float> transpose_each(const std::vector<float>& v, uint64_t n, uint64_t rows, uint64_t cols);
 
+// The widths of multi-head latent attention (MLA) that its kv_b_proj's layout depends on.
+struct MlaWidths {
+    uint64_t heads = 0, kv_lora = 0, nope = 0, v = 0;
+};
+
+// Layer l's self_attn.kv_b_proj.weight as the checkpoints hold it, [heads * (nope + v), kv_lora]
+// (per head its nope key rows, then its value rows), joined again from the two halves llama.cpp's
+// converter (DeepseekV2Model, and the architectures written through it) splits it into for the
+// absorbed form: attn_k_b ne {nope, kv_lora, heads} (each head's key part transposed) and
+// attn_v_b ne {kv_lora, v, heads}. As float32 values: the halves may differ in type (a Q8_0 file
+// keeps attn_k_b F16 when its rows of nope values are no whole block).
+Expected<void> join_kv_b(const GgufView& model, MappedModel& m, int layer, const MlaWidths& w);
+
 // The vocabulary size: token_embd.weight's rows (a file converted without a tokenizer has no
 // token list to count).
 Expected<uint64_t> embedding_rows(const GgufView& model, const Keys& k);
@@ -97,8 +110,15 @@ Expected<uint64_t> embedding_rows(const GgufView& model, const Keys& k);
 Expected<std::optional<int64_t>> eos_token_id(const Keys& k, uint64_t vocab);
 
 // How an architecture's YaRN scaling reads in transformers' terms (rope_parameters.truncate), or
-// that the mapping refuses it.
-enum class Yarn { refuse, truncate, no_truncate };
+// that the mapping refuses it. `deepseek` is truncated YaRN with DeepSeek's mscale and
+// mscale_all_dim (DeepSeek's attention multiplies its softmax scale by mscale(factor,
+// mscale_all_dim)^2 and its rotation by mscale(factor, mscale) / mscale(factor, mscale_all_dim)):
+// llama.cpp's converter writes "<arch>.rope.scaling.yarn_log_multiplier" as 0.1 * mscale_all_dim
+// for the architectures it writes through DeepseekV2Model, and llama.cpp's graph leaves the
+// rotation unscaled, which is transformers' reading when mscale equals mscale_all_dim; so both are
+// that value (divided as float32, as llama.cpp divides it). A yarn_attn_factor other than 1, which
+// llama.cpp multiplies into both and transformers' DeepSeek attention has no place for, is refused.
+enum class Yarn { refuse, truncate, no_truncate, deepseek };
 
 // config.json's rope_parameters from "<arch>.rope.freq_base" and "<arch>.rope.scaling.*": no
 // scaling (absent or "none") is rope_type default; "yarn" as `yarn` says; any other is refused by

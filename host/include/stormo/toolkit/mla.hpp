@@ -42,6 +42,16 @@ struct MlaShape {
     size_t qk() const { return nope + rope; }
 };
 
+// The shape config.json gives an MLA layer (num_attention_heads, q_lora_rank (0: none),
+// kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim), from a family's parsed config
+// with those fields.
+template <class Config>
+MlaShape mla_shape(const Config& c) {
+    return {static_cast<size_t>(c.n_heads),          static_cast<size_t>(c.q_lora_rank),
+            static_cast<size_t>(c.kv_lora_rank),     static_cast<size_t>(c.qk_nope_head_dim),
+            static_cast<size_t>(c.qk_rope_head_dim), static_cast<size_t>(c.v_head_dim)};
+}
+
 // How the checkpoint orders the rope part of q and of the rope key. split_half: as stored
 // (GLM-5, DeepSeek-V2). interleaved: pairs (x0, x1), (x2, x3), ... that transformers first
 // gathers into halves (rope_interleave, DeepSeek-V3), so the cache holds the rope key in halves.

@@ -29,17 +29,18 @@ SynthFillSpec embedding_fill();  // +-1
 inline constexpr double kAttentionOutputGain = 0.25;
 
 // FP8 E4M3 codes as a checkpoint holds them (normal weights scaled to a block's amax and rounded,
-// stormo/fp8_codes.hpp); their block scales (BF16 weight_scale_inv, +-10% around their centre)
+// stormo/fp8_codes.hpp); their block scales (weight_scale_inv, +-10% around their centre)
 // give the weights an RMS of gain / sqrt(fan_in), as matrix_fill does.
 SynthFillSpec e4m3_fill();
 SynthFillSpec fp8_scale_fill(int64_t fan_in, double gain);
 
 // Appends a tensor to a checkpoint's list.
 void add_tensor(std::vector<SynthTensor>& out, std::string name, DType dtype, Shape shape, SynthFillSpec fill);
-// A linear layer's weight [out, in]: BF16, or with `fp8` E4M3 codes and their BF16
-// `<name>_scale_inv` per block of kFp8CheckpointBlock x kFp8CheckpointBlock.
+// A linear layer's weight [out, in]: BF16, or with `fp8` E4M3 codes and their
+// `<name>_scale_inv` per block of kFp8CheckpointBlock x kFp8CheckpointBlock, in `scale_dtype`
+// (BF16 as Qwen3's -FP8 checkpoints hold them, F32 as DeepSeek-V3's and Kimi-K2's).
 void add_linear(std::vector<SynthTensor>& out, const std::string& name, int64_t rows, int64_t cols, bool fp8,
-                double gain = 1.0);
+                double gain = 1.0, DType scale_dtype = DType::BF16);
 
 // "[1, 2, 3]", as the hub's JSON writes a list of integers on one line.
 std::string int_list(const std::vector<int64_t>& values);
