@@ -2,8 +2,8 @@
 // compared with bits recorded before a refactoring (tests/data/recorded_logit_bits.json): GPT-OSS's
 // before the family toolkit replaced its own helpers, Qwen3-MoE's and GLM-MoE-DSA's before the
 // host's family knowledge moved into the plugins and MLA into the toolkit (recorded by the engine
-// as it was then), DeepSeek-V3's as its plugin first passed the oracle (before its MoE half and
-// GLM's became the toolkit's sigmoid_moe). A refactoring that claims "nothing changes" is held to it here, to the bit.
+// as it was then), DeepSeek-V3's three oracle fixtures as its plugin first passed the oracle (before its MoE half and
+// GLM's became the toolkit's sigmoid_moe), its mscale fixture and demo when they arrived. A refactoring that claims "nothing changes" is held to it here, to the bit.
 // Recording (only when the numbers are meant to change, saying why in the commit):
 //   STORMO_RECORD_BITS=tests/data/recorded_logit_bits.json build/bin/stormo_tests --gtest_filter='RecordedBits*'
 #include <algorithm>
@@ -96,7 +96,7 @@ std::vector<BitsCase> all_cases() {
     std::vector<BitsCase> cases;
     for (const char* model : {"gpt_oss", "gpt_oss_long", "gpt_oss_mxfp4", "demo", "qwen3_moe", "qwen3_moe_long",
                               "qwen3-moe-demo", "glm_moe_dsa", "glm_moe_dsa_long", "glm-moe-dsa-demo", "deepseek_v3",
-                              "deepseek_v3_long", "deepseek_v3_noqlora"}) {
+                              "deepseek_v3_long", "deepseek_v3_noqlora", "deepseek_v3_mscale", "deepseek-v3-demo"}) {
         for (const char* k : {"reference", "avx2", "vnni"}) cases.push_back({model, k, ActivationRoad::f32});
         for (const char* k : {"avx2", "vnni"}) cases.push_back({model, k, ActivationRoad::int8});
     }
