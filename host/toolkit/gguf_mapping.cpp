@@ -187,24 +187,6 @@ std::vector<float> transpose_each(const std::vector<float>& v, uint64_t n, uint6
     return out;
 }
 
-Expected<void> join_kv_b(const GgufView& model, MappedModel& m, int layer, const MlaWidths& w) {
-    STORMO_TRY_ASSIGN(const auto k_b, dequantized(model, blk(layer, "attn_k_b.weight"), {w.nope, w.kv_lora, w.heads}));
-    STORMO_TRY_ASSIGN(const auto v_b, dequantized(model, blk(layer, "attn_v_b.weight"), {w.kv_lora, w.v, w.heads}));
-    const std::vector<float> k_rows = transpose_each(k_b, w.heads, w.kv_lora, w.nope);  // [heads, nope, kv_lora]
-    const uint64_t key_values = w.nope * w.kv_lora, value_values = w.v * w.kv_lora;
-    std::vector<float> joined(w.heads * (key_values + value_values));
-    for (uint64_t h = 0; h < w.heads; ++h) {
-        const auto k_from = k_rows.begin() + static_cast<std::ptrdiff_t>(h * key_values);
-        const auto v_from = v_b.begin() + static_cast<std::ptrdiff_t>(h * value_values);
-        const auto to = joined.begin() + static_cast<std::ptrdiff_t>(h * (key_values + value_values));
-        std::copy(k_from, k_from + static_cast<std::ptrdiff_t>(key_values), to);
-        std::copy(v_from, v_from + static_cast<std::ptrdiff_t>(value_values), to + static_cast<std::ptrdiff_t>(key_values));
-    }
-    add_values(m, hf(layer, "self_attn.kv_b_proj.weight"),
-               {static_cast<int64_t>(w.heads * (w.nope + w.v)), static_cast<int64_t>(w.kv_lora)}, std::move(joined));
-    return {};
-}
-
 Expected<uint64_t> embedding_rows(const GgufView& model, const Keys& k) {
     const GgufTensorInfo* embd = model.tensor("token_embd.weight");
     if (embd == nullptr) return fail(ErrorKind::missing, k.path() + ": tensor \"token_embd.weight\" is missing");

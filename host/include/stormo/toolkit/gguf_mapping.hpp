@@ -89,19 +89,6 @@ Expected<void> unstack_experts(const GgufView& model, MappedModel& m, const std:
 // [n, cols, rows] from [n, rows, cols] (row-major): each of the n matrices transposed.
 std::vector<float> transpose_each(const std::vector<float>& v, uint64_t n, uint64_t rows, uint64_t cols);
 
-// The widths of multi-head latent attention (MLA) that its kv_b_proj's layout depends on.
-struct MlaWidths {
-    uint64_t heads = 0, kv_lora = 0, nope = 0, v = 0;
-};
-
-// Layer l's self_attn.kv_b_proj.weight as the checkpoints hold it, [heads * (nope + v), kv_lora]
-// (per head its nope key rows, then its value rows), joined again from the two halves llama.cpp's
-// converter (DeepseekV2Model, and the architectures written through it) splits it into for the
-// absorbed form: attn_k_b ne {nope, kv_lora, heads} (each head's key part transposed) and
-// attn_v_b ne {kv_lora, v, heads}. As float32 values: the halves may differ in type (a Q8_0 file
-// keeps attn_k_b F16 when its rows of nope values are no whole block).
-Expected<void> join_kv_b(const GgufView& model, MappedModel& m, int layer, const MlaWidths& w);
-
 // The vocabulary size: token_embd.weight's rows (a file converted without a tokenizer has no
 // token list to count).
 Expected<uint64_t> embedding_rows(const GgufView& model, const Keys& k);
