@@ -2,7 +2,7 @@
 import os
 import sys
 
-from _placeholder import make
+from _placeholder import fill_module
 
 from . import constants, dataclasses, errors, file_download, hf_api, utils  # noqa: F401
 
@@ -18,7 +18,4 @@ def try_to_load_from_cache(*args, **kwargs):
     return None
 
 
-def __getattr__(name):
-    value = make(__name__, name)
-    setattr(sys.modules[__name__], name, value)
-    return value
+fill_module(__name__)

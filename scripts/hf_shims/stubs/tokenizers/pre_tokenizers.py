@@ -1,11 +1,5 @@
 """Placeholder for the tokenizers package: the demos' character vocabulary is encoded by the scripts themselves."""
-import sys
 
-from _placeholder import make
+from _placeholder import fill_module
 
-
-
-def __getattr__(name):
-    value = make(__name__, name)
-    setattr(sys.modules[__name__], name, value)
-    return value
+fill_module(__name__)
