@@ -8,14 +8,19 @@
 #include <gmock/gmock.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "../deepseek_v3_config.hpp"
 #include "cli_runner.hpp"
 #include "gguf_fixture_support.hpp"
 #include "gguf_writer.hpp"
 #include "model/gguf.hpp"
+#include "tools/synth.hpp"
 
 namespace stormo::testing {
 namespace {
@@ -222,6 +227,158 @@ TEST(GgufDeepseekV3Mapping, RefusesWhatTheFamilyCannotHold) {
     ASSERT_FALSE(unscaled);
     EXPECT_THAT(unscaled.error().message,
                 HasSubstr("no_mscale.gguf: key \"deepseek2.rope.scaling.yarn_log_multiplier\" is missing"));
+}
+
+// A deepseek2 file in llama.cpp's K-quant blocks (tests/data/gguf/README.md): the
+// deepseek-v3-tiny synth preset cut to 3 layers (1 dense) and 8 routed experts, hidden 256 so that
+// rows of 256 hold whole K-quant blocks; its FP8 weights decoded to BF16, converted by llama.cpp's
+// converter, then quantized by llama-quantize as Q4_K_M with per-tensor overrides that put each of
+// Q4_0, Q4_K, Q5_K and Q6_K on routed experts and on dense matrices (Q4_0 also where a row of 32,
+// 64 or 128 holds no 256-value block, where Q4_K_M would fall back to Q5_0, which the host does not
+// read). No transformers reference exists for it: its own dequantized weights are the reference.
+const std::string kQuantFile = "deepseek_v3_tiny-q4_k_m.gguf";
+
+// Token ids spread over the tiny model's 1024 (any sequence does: what is compared is two roads
+// over the same weights).
+std::vector<int32_t> quant_file_ids() {
+    std::vector<int32_t> ids;
+    for (int32_t i = 0; i < 24; ++i) ids.push_back((i * 389 + 7) % 1024);
+    return ids;
+}
+
+class GgufDeepseekV3Quants : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto opened = open_gguf_source(gguf_path(kQuantFile));
+        ASSERT_TRUE(opened) << opened.error().message;
+        source_ = std::move(*opened);
+    }
+    std::unique_ptr<ModelSource> source_;
+};
+
+// The types llama-quantize chose, as its log says (README), read back through the host's GGUF
+// reader; each of the four block types holds at least one routed-expert matrix and at least one
+// other matrix the engine multiplies by.
+TEST_F(GgufDeepseekV3Quants, EachBlockTypeHoldsExpertsAndDenseMatrices) {
+    auto file = GgufFile::open(gguf_path(kQuantFile));
+    ASSERT_TRUE(file) << file.error().message;
+    std::map<std::string, GgufType> types;
+    for (const GgufTensorInfo& t : file->header().tensors) types[t.name] = t.type;
+    const std::map<std::string, GgufType> want = {
+        {"token_embd.weight", GgufType::Q4_K},
+        {"output.weight", GgufType::Q6_K},
+        {"blk.0.ffn_gate.weight", GgufType::Q4_K},
+        {"blk.0.ffn_up.weight", GgufType::Q5_K},
+        {"blk.0.ffn_down.weight", GgufType::Q4_K},
+        {"blk.1.ffn_gate_exps.weight", GgufType::Q4_K},
+        {"blk.2.ffn_gate_exps.weight", GgufType::Q6_K},
+        {"blk.1.ffn_up_exps.weight", GgufType::Q5_K},
+        {"blk.2.ffn_up_exps.weight", GgufType::Q5_K},
+        {"blk.1.ffn_down_exps.weight", GgufType::Q4_0},
+        {"blk.2.ffn_down_exps.weight", GgufType::Q4_0},
+        {"blk.1.ffn_gate_shexp.weight", GgufType::Q4_K},
+        {"blk.1.ffn_up_shexp.weight", GgufType::Q4_K},
+        {"blk.1.ffn_down_shexp.weight", GgufType::Q4_0},
+        {"blk.1.ffn_gate_inp.weight", GgufType::F32},
+        {"blk.1.exp_probs_b.bias", GgufType::F32},
+        {"blk.0.attn_q_a.weight", GgufType::Q4_K},
+        {"blk.0.attn_q_b.weight", GgufType::Q4_0},
+        {"blk.0.attn_kv_a_mqa.weight", GgufType::Q6_K},
+        {"blk.0.attn_k_b.weight", GgufType::Q4_0},
+        {"blk.0.attn_v_b.weight", GgufType::Q4_0},
+        {"blk.0.attn_output.weight", GgufType::Q4_0},
+        {"blk.0.attn_norm.weight", GgufType::F32},
+    };
+    for (const auto& [name, type] : want) {
+        ASSERT_TRUE(types.contains(name)) << name;
+        EXPECT_EQ(gguf_type_name(types[name]), gguf_type_name(type)) << name;
+    }
+    for (const GgufType type : {GgufType::Q4_0, GgufType::Q4_K, GgufType::Q5_K, GgufType::Q6_K}) {
+        std::set<std::string> experts, dense;
+        for (const auto& [name, t] : types)
+            if (t == type) (name.find("_exps.") != std::string::npos ? experts : dense).insert(name);
+        EXPECT_FALSE(experts.empty()) << gguf_type_name(type) << " holds no routed experts";
+        EXPECT_FALSE(dense.empty()) << gguf_type_name(type) << " holds no dense matrix";
+    }
+}
+
+// The mapped config is the synth preset's, cut as the file's checkpoint was, field by field as the
+// family parses it (the multi-token-prediction layer excepted: the converter dropped it); the
+// routed experts reach the family as byte ranges of the file in their block types.
+TEST_F(GgufDeepseekV3Quants, ConfigIsThePresetsAndExpertsStayInTheirBlocks) {
+    synth::SynthOptions o;
+    o.preset = "deepseek-v3-tiny";
+    o.layers = 3;
+    o.experts = 8;
+    auto plan = synth::plan_synth(o);
+    ASSERT_TRUE(plan) << plan.error().message;
+    auto want = deepseek_v3::parse_deepseek_v3_config(*ModelConfig::parse(plan->config_json, "config.json"));
+    ASSERT_TRUE(want) << want.error().message;
+    auto got = deepseek_v3::parse_deepseek_v3_config(source_->config());
+    ASSERT_TRUE(got) << got.error().message;
+    EXPECT_EQ(got->hidden_size, want->hidden_size);
+    EXPECT_EQ(got->intermediate_size, want->intermediate_size);
+    EXPECT_EQ(got->moe_intermediate_size, want->moe_intermediate_size);
+    EXPECT_EQ(got->n_layers, want->n_layers);
+    EXPECT_EQ(got->n_heads, want->n_heads);
+    EXPECT_EQ(got->vocab_size, want->vocab_size);
+    EXPECT_EQ(got->q_lora_rank, want->q_lora_rank);
+    EXPECT_EQ(got->kv_lora_rank, want->kv_lora_rank);
+    EXPECT_EQ(got->qk_nope_head_dim, want->qk_nope_head_dim);
+    EXPECT_EQ(got->qk_rope_head_dim, want->qk_rope_head_dim);
+    EXPECT_EQ(got->v_head_dim, want->v_head_dim);
+    EXPECT_EQ(got->n_experts, want->n_experts);
+    EXPECT_EQ(got->top_k, want->top_k);
+    EXPECT_EQ(got->n_shared_experts, want->n_shared_experts);
+    EXPECT_EQ(got->n_group, want->n_group);
+    EXPECT_EQ(got->topk_group, want->topk_group);
+    EXPECT_EQ(got->first_k_dense_replace, want->first_k_dense_replace);
+    EXPECT_EQ(got->norm_topk_prob, want->norm_topk_prob);
+    EXPECT_EQ(got->routed_scaling_factor, want->routed_scaling_factor);
+    EXPECT_EQ(got->rope_interleave, want->rope_interleave);
+    EXPECT_EQ(got->max_position_embeddings, want->max_position_embeddings);
+    EXPECT_EQ(got->attention_bias, want->attention_bias);
+    EXPECT_EQ(got->tie_word_embeddings, want->tie_word_embeddings);
+    EXPECT_EQ(static_cast<float>(got->rms_norm_eps), static_cast<float>(want->rms_norm_eps));
+    EXPECT_EQ(want->mtp_layers, 1);
+    EXPECT_EQ(got->mtp_layers, 0) << "the converter drops DeepSeek-V3's MTP layer";
+    EXPECT_EQ(got->rope.type, want->rope.type);
+    EXPECT_EQ(got->rope.theta, want->rope.theta);
+    EXPECT_EQ(got->rope.factor, want->rope.factor);
+    EXPECT_EQ(got->rope.beta_fast, want->rope.beta_fast);
+    EXPECT_EQ(got->rope.beta_slow, want->rope.beta_slow);
+    EXPECT_EQ(got->rope.original_max_position_embeddings, want->rope.original_max_position_embeddings);
+    EXPECT_EQ(got->rope.mscale, want->rope.mscale);
+    EXPECT_EQ(got->rope.mscale_all_dim, want->rope.mscale_all_dim);
+    EXPECT_EQ(deepseek_v3::softmax_scale(*got), deepseek_v3::softmax_scale(*want));
+    // llama.cpp's converter split MLA's kv_b_proj; the mapping joins it back from Q4_0 blocks, in memory.
+    const TensorInfo* kv_b = source_->find("model.layers.1.self_attn.kv_b_proj.weight");
+    ASSERT_NE(kv_b, nullptr);
+    EXPECT_TRUE(source_->in_memory(*kv_b));
+    expect_in_file(*source_, "model.layers.1.mlp.experts.5.gate_proj.weight", DType::GGUF_Q4_K);
+    expect_in_file(*source_, "model.layers.2.mlp.experts.5.gate_proj.weight", DType::GGUF_Q6_K);
+    expect_in_file(*source_, "model.layers.2.mlp.experts.5.up_proj.weight", DType::GGUF_Q5_K);
+    expect_in_file(*source_, "model.layers.2.mlp.experts.5.down_proj.weight", DType::GGUF_Q4_0);
+}
+
+TEST_F(GgufDeepseekV3Quants, LogitsEqualASafetensorsCheckpointOfTheDequantizedWeights) {
+    expect_logits_bits_of_a_safetensors_checkpoint(*source_, kQuantFile, quant_file_ids());
+}
+
+// The logits are numbers, and greedy decoding from the file runs its course (the first two tests
+// say the file is read right; these say what is read runs).
+TEST(GgufDeepseekV3QuantsRun, LogitsAreFiniteAndGreedyDecodingRuns) {
+    const std::vector<int32_t> ids = quant_file_ids();
+    const std::vector<float> logits = all_logits(gguf_path(kQuantFile), ids);
+    ASSERT_EQ(logits.size(), ids.size() * 1024);
+    EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
+    const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 8);
+    const std::vector<int32_t> generated = greedy_tokens(kQuantFile, prompt, 16);
+    ASSERT_EQ(generated.size(), 16u);
+    for (int32_t t : generated) {
+        EXPECT_GE(t, 0);
+        EXPECT_LT(t, 1024);
+    }
 }
 
 // `stormo inspect` on a deepseek2 file names the family that claimed it and the dimensions its
