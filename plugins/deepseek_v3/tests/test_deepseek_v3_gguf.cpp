@@ -3,7 +3,8 @@
 // tensors against the fixture's (kv_b_proj joined again from the converter's attn_k_b /
 // attn_v_b), the logits bits against a safetensors checkpoint of the same dequantized weights,
 // and the greedy tokens and logits against the transformers reference. The BF16 file holds the
-// fixture's own bits, so its logits are the fixture's to the bit.
+// fixture's own bits, so its logits are the fixture's to the bit. A file in K-quant blocks, made
+// from a synth preset (the fixtures are too narrow for them), likewise without the reference.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
@@ -234,8 +235,9 @@ TEST(GgufDeepseekV3Mapping, RefusesWhatTheFamilyCannotHold) {
 // rows of 256 hold whole K-quant blocks; its FP8 weights decoded to BF16, converted by llama.cpp's
 // converter, then quantized by llama-quantize as Q4_K_M with per-tensor overrides that put each of
 // Q4_0, Q4_K, Q5_K and Q6_K on routed experts and on dense matrices (Q4_0 also where a row of 32,
-// 64 or 128 holds no 256-value block, where Q4_K_M would fall back to Q5_0, which the host does not
-// read). No transformers reference exists for it: its own dequantized weights are the reference.
+// 64 or 128 holds no 256-value block, where Q4_K_M would fall back to Q5_0 or Q5_1, which the host
+// does not read). No transformers reference exists for it: the synth checkpoint and its own
+// dequantized weights are the references.
 const std::string kQuantFile = "deepseek_v3_tiny-q4_k_m.gguf";
 
 // Token ids spread over the tiny model's 1024 (any sequence does: what is compared is two roads
