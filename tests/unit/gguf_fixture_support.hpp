@@ -258,10 +258,12 @@ inline void expect_tensors_are_the_fixtures(const ModelSource& source, const Ggu
 }
 
 // The GGUF road and a safetensors checkpoint holding the same dequantized weights (written from
-// the mapped tensors, with the mapped config) give the same logits bits: the GGUF source adds
-// nothing between the file and the family's float road, and the reference kernels on the file's
-// blocks give the bits of the float32 matrix of their values.
-inline void expect_logits_bits_of_a_safetensors_checkpoint(const ModelSource& source, const GgufCase& c) {
+// the mapped tensors, with the mapped config) give the same logits bits over `ids`: the GGUF source
+// adds nothing between the file and the family's float road, and the reference kernels on the
+// file's blocks give the bits of the float32 matrix of their values. (A file with no oracle
+// fixture behind it names its own ids.)
+inline void expect_logits_bits_of_a_safetensors_checkpoint(const ModelSource& source, const std::string& file,
+                                                           const std::vector<int32_t>& ids) {
     test::TempDir dir;
     std::vector<test::SyntheticTensor> tensors;
     for (const TensorInfo& t : source.tensors()) {
@@ -273,11 +275,15 @@ inline void expect_logits_bits_of_a_safetensors_checkpoint(const ModelSource& so
     test::write_safetensors(dir.file("model.safetensors"), tensors);
     test::write_bytes(dir.file("config.json"), json_text(source.config().root()));
 
-    const std::vector<int32_t> ids = fixture_sequence(c.fixture);
-    const std::vector<float> from_gguf = all_logits(gguf_path(c.file), ids);
+    const std::vector<float> from_gguf = all_logits(gguf_path(file), ids);
     const std::vector<float> from_safetensors = all_logits(dir.path(), ids);
     ASSERT_FALSE(from_gguf.empty());
     EXPECT_TRUE(same_bits(from_gguf, from_safetensors)) << "the GGUF and safetensors roads differ in bits";
+}
+
+// The same over the fixture's sequence.
+inline void expect_logits_bits_of_a_safetensors_checkpoint(const ModelSource& source, const GgufCase& c) {
+    expect_logits_bits_of_a_safetensors_checkpoint(source, c.file, fixture_sequence(c.fixture));
 }
 
 // stormo's greedy continuation (the "reference" engine configuration, 2 threads) of `prompt` by

@@ -3,19 +3,25 @@
 // tensors against the fixture's (kv_b_proj joined again from the converter's attn_k_b /
 // attn_v_b), the logits bits against a safetensors checkpoint of the same dequantized weights,
 // and the greedy tokens and logits against the transformers reference. The BF16 file holds the
-// fixture's own bits, so its logits are the fixture's to the bit.
+// fixture's own bits, so its logits are the fixture's to the bit. A file in K-quant blocks, made
+// from a synth preset (the fixtures are too narrow for them), likewise without the reference.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "../deepseek_v3_config.hpp"
 #include "cli_runner.hpp"
 #include "gguf_fixture_support.hpp"
 #include "gguf_writer.hpp"
 #include "model/gguf.hpp"
+#include "tools/synth.hpp"
 
 namespace stormo::testing {
 namespace {
@@ -222,6 +228,235 @@ TEST(GgufDeepseekV3Mapping, RefusesWhatTheFamilyCannotHold) {
     ASSERT_FALSE(unscaled);
     EXPECT_THAT(unscaled.error().message,
                 HasSubstr("no_mscale.gguf: key \"deepseek2.rope.scaling.yarn_log_multiplier\" is missing"));
+}
+
+// A deepseek2 file in llama.cpp's K-quant blocks (tests/data/gguf/README.md): the
+// deepseek-v3-tiny synth preset cut to 3 layers (1 dense) and 8 routed experts, hidden 256 so that
+// rows of 256 hold whole K-quant blocks; its FP8 weights decoded to BF16, converted by llama.cpp's
+// converter, then quantized by llama-quantize as Q4_K_M with per-tensor overrides that put each of
+// Q4_0, Q4_K, Q5_K and Q6_K on routed experts and on dense matrices (Q4_0 also where a row of 32,
+// 64 or 128 holds no 256-value block, where Q4_K_M would fall back to Q5_0 or Q5_1, which the host
+// does not read). No transformers reference exists for it: the synth checkpoint and its own
+// dequantized weights are the references.
+const std::string kQuantFile = "deepseek_v3_tiny-q4_k_m.gguf";
+
+// Token ids spread over the tiny model's 1024 (any sequence does: what is compared is two roads
+// over the same weights).
+std::vector<int32_t> quant_file_ids() {
+    std::vector<int32_t> ids;
+    for (int32_t i = 0; i < 24; ++i) ids.push_back((i * 389 + 7) % 1024);
+    return ids;
+}
+
+// The synth checkpoint the file was made from.
+Expected<synth::SynthPlan> quant_file_plan() {
+    synth::SynthOptions o;
+    o.preset = "deepseek-v3-tiny";
+    o.layers = 3;
+    o.experts = 8;
+    return synth::plan_synth(o);
+}
+
+// A synth tensor's values: FP8 E4M3 times its 128 x 128 block's weight_scale_inv, rounded to BF16
+// as the file's chain did (README); BF16 and F32 as they are.
+std::vector<float> synth_values(const synth::SynthPlan& plan, const std::string& name) {
+    auto bytes_of = [&](const std::string& n, const synth::PlannedTensor*& t) {
+        const auto it = std::find_if(plan.tensors.begin(), plan.tensors.end(), [&](const auto& p) { return p.name == n; });
+        EXPECT_NE(it, plan.tensors.end()) << n;
+        if (it == plan.tensors.end()) return std::vector<std::byte>{};
+        t = &*it;
+        std::vector<std::byte> b(it->nbytes);
+        synth::fill_tensor_bytes(plan, static_cast<size_t>(it - plan.tensors.begin()), 0, b.data(), b.size());
+        return b;
+    };
+    const synth::PlannedTensor* t = nullptr;
+    const std::vector<std::byte> bytes = bytes_of(name, t);
+    if (t == nullptr) return {};
+    const size_t n = static_cast<size_t>(element_count(t->shape));
+    if (t->dtype != DType::F8_E4M3) return to_f32(t->dtype, bytes.data(), n);
+    const synth::PlannedTensor* st = nullptr;
+    const std::vector<std::byte> scale_bytes = bytes_of(name + "_scale_inv", st);
+    if (st == nullptr) return {};
+    const std::vector<float> scales = to_f32(st->dtype, scale_bytes.data(), static_cast<size_t>(element_count(st->shape)));
+    const int64_t cols = t->shape[1], scale_cols = st->shape[1];
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        const int64_t r = static_cast<int64_t>(i) / cols, c = static_cast<int64_t>(i) % cols;
+        const float x = f8_e4m3_to_f32(static_cast<uint8_t>(bytes[i])) * scales[static_cast<size_t>(r / 128 * scale_cols + c / 128)];
+        v[i] = bf16_round(x);
+    }
+    return v;
+}
+
+class GgufDeepseekV3Quants : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto opened = open_gguf_source(gguf_path(kQuantFile));
+        ASSERT_TRUE(opened) << opened.error().message;
+        source_ = std::move(*opened);
+    }
+    std::unique_ptr<ModelSource> source_;
+};
+
+// The types llama-quantize chose, as its log says (README), read back through the host's GGUF
+// reader; each of the four block types holds at least one routed-expert matrix and at least one
+// other matrix the engine multiplies by.
+TEST_F(GgufDeepseekV3Quants, EachBlockTypeHoldsExpertsAndDenseMatrices) {
+    auto file = GgufFile::open(gguf_path(kQuantFile));
+    ASSERT_TRUE(file) << file.error().message;
+    std::map<std::string, GgufType> types;
+    for (const GgufTensorInfo& t : file->header().tensors) types[t.name] = t.type;
+    const std::map<std::string, GgufType> want = {
+        {"token_embd.weight", GgufType::Q4_K},
+        {"output.weight", GgufType::Q6_K},
+        {"blk.0.ffn_gate.weight", GgufType::Q4_K},
+        {"blk.0.ffn_up.weight", GgufType::Q5_K},
+        {"blk.0.ffn_down.weight", GgufType::Q4_K},
+        {"blk.1.ffn_gate_exps.weight", GgufType::Q4_K},
+        {"blk.2.ffn_gate_exps.weight", GgufType::Q6_K},
+        {"blk.1.ffn_up_exps.weight", GgufType::Q5_K},
+        {"blk.2.ffn_up_exps.weight", GgufType::Q5_K},
+        {"blk.1.ffn_down_exps.weight", GgufType::Q4_0},
+        {"blk.2.ffn_down_exps.weight", GgufType::Q4_0},
+        {"blk.1.ffn_gate_shexp.weight", GgufType::Q4_K},
+        {"blk.1.ffn_up_shexp.weight", GgufType::Q4_K},
+        {"blk.1.ffn_down_shexp.weight", GgufType::Q4_0},
+        {"blk.1.ffn_gate_inp.weight", GgufType::F32},
+        {"blk.1.exp_probs_b.bias", GgufType::F32},
+        {"blk.0.attn_q_a.weight", GgufType::Q4_K},
+        {"blk.0.attn_q_b.weight", GgufType::Q4_0},
+        {"blk.0.attn_kv_a_mqa.weight", GgufType::Q6_K},
+        {"blk.0.attn_k_b.weight", GgufType::Q4_0},
+        {"blk.0.attn_v_b.weight", GgufType::Q4_0},
+        {"blk.0.attn_output.weight", GgufType::Q4_0},
+        {"blk.0.attn_norm.weight", GgufType::F32},
+    };
+    for (const auto& [name, type] : want) {
+        ASSERT_TRUE(types.contains(name)) << name;
+        EXPECT_EQ(gguf_type_name(types[name]), gguf_type_name(type)) << name;
+    }
+    for (const GgufType type : {GgufType::Q4_0, GgufType::Q4_K, GgufType::Q5_K, GgufType::Q6_K}) {
+        std::set<std::string> experts, dense;
+        for (const auto& [name, t] : types)
+            if (t == type) (name.find("_exps.") != std::string::npos ? experts : dense).insert(name);
+        EXPECT_FALSE(experts.empty()) << gguf_type_name(type) << " holds no routed experts";
+        EXPECT_FALSE(dense.empty()) << gguf_type_name(type) << " holds no dense matrix";
+    }
+}
+
+// The mapped config is the synth preset's, cut as the file's checkpoint was, field by field as the
+// family parses it (the multi-token-prediction layer excepted: the converter dropped it); the
+// routed experts reach the family as byte ranges of the file in their block types.
+TEST_F(GgufDeepseekV3Quants, ConfigIsThePresetsAndExpertsStayInTheirBlocks) {
+    auto plan = quant_file_plan();
+    ASSERT_TRUE(plan) << plan.error().message;
+    auto want = deepseek_v3::parse_deepseek_v3_config(*ModelConfig::parse(plan->config_json, "config.json"));
+    ASSERT_TRUE(want) << want.error().message;
+    auto got = deepseek_v3::parse_deepseek_v3_config(source_->config());
+    ASSERT_TRUE(got) << got.error().message;
+    EXPECT_EQ(got->hidden_size, want->hidden_size);
+    EXPECT_EQ(got->intermediate_size, want->intermediate_size);
+    EXPECT_EQ(got->moe_intermediate_size, want->moe_intermediate_size);
+    EXPECT_EQ(got->n_layers, want->n_layers);
+    EXPECT_EQ(got->n_heads, want->n_heads);
+    EXPECT_EQ(got->vocab_size, want->vocab_size);
+    EXPECT_EQ(got->q_lora_rank, want->q_lora_rank);
+    EXPECT_EQ(got->kv_lora_rank, want->kv_lora_rank);
+    EXPECT_EQ(got->qk_nope_head_dim, want->qk_nope_head_dim);
+    EXPECT_EQ(got->qk_rope_head_dim, want->qk_rope_head_dim);
+    EXPECT_EQ(got->v_head_dim, want->v_head_dim);
+    EXPECT_EQ(got->n_experts, want->n_experts);
+    EXPECT_EQ(got->top_k, want->top_k);
+    EXPECT_EQ(got->n_shared_experts, want->n_shared_experts);
+    EXPECT_EQ(got->n_group, want->n_group);
+    EXPECT_EQ(got->topk_group, want->topk_group);
+    EXPECT_EQ(got->first_k_dense_replace, want->first_k_dense_replace);
+    EXPECT_EQ(got->norm_topk_prob, want->norm_topk_prob);
+    EXPECT_EQ(got->routed_scaling_factor, want->routed_scaling_factor);
+    EXPECT_EQ(got->rope_interleave, want->rope_interleave);
+    EXPECT_EQ(got->max_position_embeddings, want->max_position_embeddings);
+    EXPECT_EQ(got->attention_bias, want->attention_bias);
+    EXPECT_EQ(got->tie_word_embeddings, want->tie_word_embeddings);
+    EXPECT_EQ(static_cast<float>(got->rms_norm_eps), static_cast<float>(want->rms_norm_eps));
+    EXPECT_EQ(want->mtp_layers, 1);
+    EXPECT_EQ(got->mtp_layers, 0) << "the converter drops DeepSeek-V3's MTP layer";
+    EXPECT_EQ(got->rope.type, want->rope.type);
+    EXPECT_EQ(got->rope.theta, want->rope.theta);
+    EXPECT_EQ(got->rope.factor, want->rope.factor);
+    EXPECT_EQ(got->rope.beta_fast, want->rope.beta_fast);
+    EXPECT_EQ(got->rope.beta_slow, want->rope.beta_slow);
+    EXPECT_EQ(got->rope.original_max_position_embeddings, want->rope.original_max_position_embeddings);
+    EXPECT_EQ(got->rope.mscale, want->rope.mscale);
+    EXPECT_EQ(got->rope.mscale_all_dim, want->rope.mscale_all_dim);
+    EXPECT_EQ(deepseek_v3::softmax_scale(*got), deepseek_v3::softmax_scale(*want));
+    // llama.cpp's converter split MLA's kv_b_proj; the mapping joins it back from Q4_0 blocks, in memory.
+    const TensorInfo* kv_b = source_->find("model.layers.1.self_attn.kv_b_proj.weight");
+    ASSERT_NE(kv_b, nullptr);
+    EXPECT_TRUE(source_->in_memory(*kv_b));
+    expect_in_file(*source_, "model.layers.1.mlp.experts.5.gate_proj.weight", DType::GGUF_Q4_K);
+    expect_in_file(*source_, "model.layers.2.mlp.experts.5.gate_proj.weight", DType::GGUF_Q6_K);
+    expect_in_file(*source_, "model.layers.2.mlp.experts.5.up_proj.weight", DType::GGUF_Q5_K);
+    expect_in_file(*source_, "model.layers.2.mlp.experts.5.down_proj.weight", DType::GGUF_Q4_0);
+}
+
+// Every tensor of the synth checkpoint (its MTP layer and FP8 scales aside) is in the mapped
+// model under its name and shape, its values within its block type's rounding of the BF16 weights
+// the file was quantized from: relative RMS error below 0.1 for Q4_0 and Q4_K, 0.05 for Q5_K,
+// 0.025 for Q6_K (measured 2026-12-03 with gguf-py's dequantizer, per tensor or expert: at most
+// 0.088, 0.072, 0.036, 0.0175), kv_b_proj as its Q4_0 halves; norms, the router and its bias
+// exactly (F32 in the file). A layout error (a transpose, experts or heads out of place) leaves
+// unrelated values, about 1.4.
+TEST_F(GgufDeepseekV3Quants, TensorsAreThePresetsWithinTheirBlockTypesRounding) {
+    auto plan = quant_file_plan();
+    ASSERT_TRUE(plan) << plan.error().message;
+    size_t compared = 0;
+    for (const synth::PlannedTensor& want : plan->tensors) {
+        if (want.name.ends_with("_scale_inv") || want.name.starts_with("model.layers.3.")) continue;
+        const TensorInfo* got = source_->find(want.name);
+        ASSERT_NE(got, nullptr) << want.name << " is missing from the mapped GGUF";
+        ASSERT_EQ(got->shape, want.shape) << want.name;
+        const std::vector<float> values = read_floats(*source_, *got), expected = synth_values(*plan, want.name);
+        ASSERT_EQ(values.size(), expected.size()) << want.name;
+        double err = 0, norm = 0;
+        for (size_t i = 0; i < values.size(); ++i) {
+            err += (static_cast<double>(values[i]) - expected[i]) * (static_cast<double>(values[i]) - expected[i]);
+            norm += static_cast<double>(expected[i]) * expected[i];
+        }
+        const double rel = std::sqrt(err / norm);
+        double bound = 0;
+        switch (got->dtype) {
+            case DType::GGUF_Q4_0:
+            case DType::GGUF_Q4_K: bound = 0.1; break;
+            case DType::GGUF_Q5_K: bound = 0.05; break;
+            case DType::GGUF_Q6_K: bound = 0.025; break;
+            default: bound = want.name.ends_with("kv_b_proj.weight") ? 0.1 : 0.0;
+        }
+        EXPECT_LE(rel, bound) << want.name << " (" << dtype_name(got->dtype) << ")";
+        ++compared;
+    }
+    // 3 layers of 4 norms and 5 attention matrices; the dense layer's 3 MLP matrices; 2 MoE layers
+    // of a router, its bias, 3 x 8 experts and 3 shared; embedding, final norm, head.
+    EXPECT_EQ(compared, 3u * 9 + 3 + 2 * (2 + 24 + 3) + 3);
+}
+
+TEST_F(GgufDeepseekV3Quants, LogitsEqualASafetensorsCheckpointOfTheDequantizedWeights) {
+    expect_logits_bits_of_a_safetensors_checkpoint(*source_, kQuantFile, quant_file_ids());
+}
+
+// The logits are numbers, and greedy decoding from the file runs its course (the first two tests
+// say the file is read right; these say what is read runs).
+TEST(GgufDeepseekV3QuantsRun, LogitsAreFiniteAndGreedyDecodingRuns) {
+    const std::vector<int32_t> ids = quant_file_ids();
+    const std::vector<float> logits = all_logits(gguf_path(kQuantFile), ids);
+    ASSERT_EQ(logits.size(), ids.size() * 1024);
+    EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
+    const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 8);
+    const std::vector<int32_t> generated = greedy_tokens(kQuantFile, prompt, 16);
+    ASSERT_EQ(generated.size(), 16u);
+    for (int32_t t : generated) {
+        EXPECT_GE(t, 0);
+        EXPECT_LT(t, 1024);
+    }
 }
 
 // `stormo inspect` on a deepseek2 file names the family that claimed it and the dimensions its
