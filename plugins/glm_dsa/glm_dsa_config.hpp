@@ -94,7 +94,9 @@ inline Expected<GlmDsaConfig> parse_glm_dsa_config(const ModelConfig& c) {
     g.v_head_dim = r.positive("v_head_dim");
     g.n_experts = r.positive_any({"n_routed_experts", "num_local_experts"});
     g.top_k = r.positive("num_experts_per_tok");
-    g.n_shared_experts = r.integer_or("n_shared_experts", 0, 0);
+    // Required although GlmMoeDsaConfig has defaults (1 and 2.5): a default guessed here, as 0 and
+    // 1 once were, weighs the experts otherwise than the checkpoint's training, with exit 0.
+    g.n_shared_experts = r.at_least("n_shared_experts", 0);
     g.moe_intermediate_size = r.positive("moe_intermediate_size");
     g.intermediate_size = r.positive("intermediate_size");
     const int64_t first_dense = r.integer_or("first_k_dense_replace", -1, 0);
@@ -106,7 +108,7 @@ inline Expected<GlmDsaConfig> parse_glm_dsa_config(const ModelConfig& c) {
     g.max_position_embeddings = r.integer_or("max_position_embeddings", 0, 1);
     g.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, 0);
     g.norm_topk_prob = r.boolean_or("norm_topk_prob", true);
-    g.routed_scaling_factor = r.has("routed_scaling_factor") ? r.positive_number("routed_scaling_factor") : 1.0;
+    g.routed_scaling_factor = r.positive_number("routed_scaling_factor");
     g.attention_bias = r.boolean_or("attention_bias", false);
     g.tie_word_embeddings = r.boolean_or("tie_word_embeddings", false);
     g.rms_norm_eps = r.positive_number("rms_norm_eps");

@@ -50,6 +50,19 @@ TEST(GlmDsaConfig, BothSpellingsGiveTheSameParameters) {
     EXPECT_NE(n.error().message.find("first_k_dense_replace"), std::string::npos) << n.error().message;
 }
 
+// GlmMoeDsaConfig defaults n_shared_experts to 1 and routed_scaling_factor to 2.5; a file without
+// them is refused, never run with another default.
+TEST(GlmDsaConfig, SharedExpertsAndScalingAreRequired) {
+    for (const char* field : {"\"n_shared_experts\": 1,", "\"routed_scaling_factor\": 2.5,"}) {
+        std::string text = config_text();
+        replace_once(text, field, "");
+        auto c = parse_glm_dsa_config(testing::parse_config_text(text));
+        ASSERT_FALSE(c.has_value()) << field;
+        const std::string key = std::string(field).substr(1, std::string(field).find('"', 1) - 1);
+        EXPECT_NE(c.error().message.find(key), std::string::npos) << c.error().message;
+    }
+}
+
 // Measured on 2026-12-01: the two paths differ by at most 4.6e-7 of the attention output's scale
 // (float sums in another order); 1e-5 keeps a wide margin and still fails a wrong absorption.
 constexpr double kPathTolerance = 1e-5;
