@@ -74,11 +74,9 @@ size_t equality_hash(const Value& v) {
     return h;
 }
 
-}  // namespace
-
-Expected<Object> sort_filter(const Object& input, const CallArgs& args) {
-    bool reverse = flag_arg(args, 0, "reverse", false);
-    STORMO_TRY_ASSIGN(auto keyed, keyed_items(input, args, 1, 2));
+// The values of (sort key, value) pairs as a list, stably sorted by key (sort and dictsort); the
+// first comparison that fails is the error.
+Expected<Object> sorted_values(std::vector<std::pair<Value, Value>> keyed, bool reverse) {
     Expected<void> failure;
     std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
         if (!failure) return false;
@@ -93,6 +91,14 @@ Expected<Object> sort_filter(const Object& input, const CallArgs& args) {
     ValueList out;
     for (auto& entry : keyed) out.push_back(std::move(entry.second));
     return Object::of(Value::list(std::move(out)));
+}
+
+}  // namespace
+
+Expected<Object> sort_filter(const Object& input, const CallArgs& args) {
+    bool reverse = flag_arg(args, 0, "reverse", false);
+    STORMO_TRY_ASSIGN(auto keyed, keyed_items(input, args, 1, 2));
+    return sorted_values(std::move(keyed), reverse);
 }
 
 Expected<Object> unique_filter(const Object& input, const CallArgs& args) {
@@ -253,20 +259,7 @@ Expected<Object> dictsort_filter(const Object& input, const CallArgs& args) {
         STORMO_TRY_ASSIGN(Value sort_by, sort_key(by == "key" ? Value(key) : value, "", case_sensitive));
         keyed.emplace_back(std::move(sort_by), Value::tuple({Value(key), value}));
     }
-    Expected<void> failure;
-    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
-        if (!failure) return false;
-        auto r = reverse ? less_than(y.first, x.first) : less_than(x.first, y.first);
-        if (!r) {
-            failure = tl::unexpected(r.error());
-            return false;
-        }
-        return *r;
-    });
-    STORMO_TRY(failure);
-    ValueList out;
-    for (auto& entry : keyed) out.push_back(std::move(entry.second));
-    return Object::of(Value::list(std::move(out)));
+    return sorted_values(std::move(keyed), reverse);
 }
 
 // "%s, %s"|format(a, b) is "%s, %s" % (a, b); keywords fill %(key)s.
