@@ -235,4 +235,24 @@ inline ErrorStats compare(const std::vector<float>& got, const std::vector<float
     return s;
 }
 
+// Random-weight checkpoints (stormo synth's presets): every logit of `ids` through `session` is
+// finite and their RMS is of unit order (0.1 to 10): the value ranges neither vanish nor explode
+// through the layers.
+inline void expect_finite_unit_order_logits(Engine& engine, Session& session, const std::vector<int32_t>& ids,
+                                            size_t vocab) {
+    ForwardOptions fo;
+    fo.all_logits = true;
+    auto logits = engine.pipeline().forward(session, ids, fo);
+    ASSERT_TRUE(logits.has_value()) << logits.error().message;
+    ASSERT_EQ(logits->size(), ids.size() * vocab);
+    double sum_sq = 0.0;
+    for (float v : *logits) {
+        ASSERT_TRUE(std::isfinite(v));
+        sum_sq += static_cast<double>(v) * v;
+    }
+    const double rms = std::sqrt(sum_sq / static_cast<double>(logits->size()));
+    EXPECT_GT(rms, 0.1);
+    EXPECT_LT(rms, 10.0);
+}
+
 }  // namespace stormo::testing
