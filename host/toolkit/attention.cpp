@@ -6,26 +6,43 @@
 namespace stormo::toolkit {
 namespace {
 
-void store_kv(const KvView& kv, std::span<const int64_t> positions, const std::vector<float>& k,
-              const std::vector<float>& v, size_t kv_width) {
-    for (size_t r = 0; r < positions.size(); ++r) {
-        std::copy_n(k.data() + r * kv_width, kv_width, kv.buffers[0] + kv.row(0, positions[r]) * kv_width);
-        std::copy_n(v.data() + r * kv_width, kv_width, kv.buffers[1] + kv.row(1, positions[r]) * kv_width);
-    }
+void store_kv(BlockKv kv, std::span<const int64_t> positions, const std::vector<float>& k, const std::vector<float>& v,
+              size_t kv_width) {
+    for (const SequenceKv& seq : kv)
+        for (size_t r = seq.first_row; r < seq.first_row + seq.n_rows; ++r) {
+            std::copy_n(k.data() + r * kv_width, kv_width, seq.kv.buffers[0] + seq.kv.row(0, positions[r]) * kv_width);
+            std::copy_n(v.data() + r * kv_width, kv_width, seq.kv.buffers[1] + seq.kv.row(1, positions[r]) * kv_width);
+        }
 }
 
 }  // namespace
 
 Expected<void> check_attention_block(const std::string& who, int layer, const StepContext& ctx, const Rows& normed,
-                                     const KvView& kv, size_t kv_buffers) {
+                                     BlockKv kv, size_t kv_buffers) {
     const std::string where = who + " attention, layer " + std::to_string(layer);
-    if (ctx.positions.size() < normed.n || kv.buffers.size() < kv_buffers || kv.rows.size() < kv_buffers)
-        return fail(ErrorKind::internal, where + ": the host passed fewer positions or KV buffers than rows");
-    for (size_t r = 0; r < normed.n; ++r)
-        if (ctx.positions[r] < 0 || static_cast<uint64_t>(ctx.positions[r]) >= kv.capacity)
-            return fail(ErrorKind::resource, where + ": position " + std::to_string(ctx.positions[r]) +
-                                                 " is past the KV cache's " + std::to_string(kv.capacity) + " positions");
+    if (ctx.positions.size() < normed.n)
+        return fail(ErrorKind::internal, where + ": the host passed fewer positions than rows");
+    size_t covered = 0;
+    for (const SequenceKv& seq : kv) {
+        if (seq.first_row != covered || seq.kv.buffers.size() < kv_buffers || seq.kv.rows.size() < kv_buffers)
+            return fail(ErrorKind::internal, where + ": the host passed sequences that do not cover the rows in order, or too few KV buffers");
+        covered += seq.n_rows;
+        for (size_t r = seq.first_row; r < covered && r < normed.n; ++r)
+            if (ctx.positions[r] < 0 || static_cast<uint64_t>(ctx.positions[r]) >= seq.kv.capacity)
+                return fail(ErrorKind::resource, where + ": position " + std::to_string(ctx.positions[r]) +
+                                                     " is past the KV cache's " + std::to_string(seq.kv.capacity) + " positions");
+    }
+    if (covered != normed.n)
+        return fail(ErrorKind::internal, where + ": the host's sequences hold " + std::to_string(covered) + " rows of " +
+                                             std::to_string(normed.n));
     return {};
+}
+
+std::vector<const KvView*> kv_of_rows(BlockKv kv, size_t n_rows) {
+    std::vector<const KvView*> rows(n_rows, nullptr);
+    for (const SequenceKv& seq : kv)
+        for (size_t r = seq.first_row; r < seq.first_row + seq.n_rows && r < n_rows; ++r) rows[r] = &seq.kv;
+    return rows;
 }
 
 std::vector<KvBufferDecl> gqa_kv_buffers(const GqaShape& shape, int64_t window) {
@@ -95,7 +112,7 @@ size_t key_runs(const KvView& kv, size_t buffer, size_t first, size_t n, KeyRun 
 }  // namespace
 
 void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_t> positions, const float* q,
-                   const std::vector<float>& sinks, const KvView& kv, float* context, std::vector<float>* probs,
+                   const std::vector<float>& sinks, BlockKv block_kv, float* context, std::vector<float>* probs,
                    size_t probs_width) {
     const size_t hd = o.shape.head_dim;
     const size_t heads = o.shape.n_heads;
@@ -103,8 +120,7 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
     const size_t group = heads / kv_heads;
     const size_t q_width = o.shape.q_width(), kv_width = o.shape.kv_width();
     const KernelTable& kt = *c.table;
-    const float* keys = kv.buffers[0];
-    const float* values = kv.buffers[1];
+    const std::vector<const KvView*> row_kv = kv_of_rows(block_kv, positions.size());
     const size_t key_columns = probs != nullptr ? probs_width / heads - 1 : 0;
     const bool with_sinks = !sinks.empty();
 
@@ -115,6 +131,9 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
         std::vector<float> scores;
         for (size_t item = begin; item < end; ++item) {
             const size_t r = item / kv_heads, g = item % kv_heads, h0 = g * group;
+            const KvView& kv = *row_kv[r];
+            const float* keys = kv.buffers[0];
+            const float* values = kv.buffers[1];
             const int64_t pos = positions[r];
             const size_t first = static_cast<size_t>(first_visible_key(pos, o.window));
             const size_t n_keys = static_cast<size_t>(pos) + 1 - first;
@@ -152,7 +171,7 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
 }
 
 Expected<void> build_gqa_attention(const Compute& c, int layer, const StepContext& ctx, const GqaWeights& w,
-                                   const GqaOptions& o, const Rows& normed, KvView kv, Rows out) {
+                                   const GqaOptions& o, const Rows& normed, BlockKv kv, Rows out) {
     STORMO_TRY(check_attention_block(o.who, layer, ctx, normed, kv, 2));
     const size_t n = normed.n;
     const std::span<const int64_t> positions = ctx.positions.first(n);

@@ -27,7 +27,7 @@ KeptPositions all_past_positions(std::span<const int64_t> positions) {
 }
 
 Expected<void> build_mla_attention(const Compute& c, int layer, const StepContext& ctx, const MlaWeights& w,
-                                   const MlaOptions& o, const Rows& normed, KvView kv, Rows out,
+                                   const MlaOptions& o, const Rows& normed, BlockKv kv, Rows out,
                                    const MlaSelector& select) {
     STORMO_TRY(check_attention_block(o.who, layer, ctx, normed, kv, o.kv_buffers));
     const size_t n = normed.n;
@@ -56,21 +56,37 @@ Expected<void> build_mla_attention(const Compute& c, int layer, const StepContex
         for (size_t i = 0; i < n * heads; ++i) deinterleave_rope(q.data() + i * qkd + nope, rope);
     o.rope->apply(positions, q.data(), heads * qkd, heads, qkd, nope);
 
-    // This block's latents and rope keys, into the cache at their positions.
+    // This block's latents and rope keys, into each sequence's cache at their positions.
+    const std::vector<const KvView*> row_kv = kv_of_rows(kv, n);
     std::vector<float> rope_keys(n * rope);
     for (size_t r = 0; r < n; ++r) {
         const float* row = compressed.data() + r * (rank + rope);
-        kt.rmsnorm(row, w.kv_a_norm.data(), rank, o.inner_norm_eps, kv.buffers[0] + kv.row(0, positions[r]) * rank);
+        kt.rmsnorm(row, w.kv_a_norm.data(), rank, o.inner_norm_eps,
+                   row_kv[r]->buffers[0] + row_kv[r]->row(0, positions[r]) * rank);
         std::copy_n(row + rank, rope, rope_keys.data() + r * rope);
         if (interleaved) deinterleave_rope(rope_keys.data() + r * rope, rope);
     }
     o.rope->apply(positions, rope_keys.data(), rope, 1, rope);
     for (size_t r = 0; r < n; ++r)
-        std::copy_n(rope_keys.data() + r * rope, rope, kv.buffers[1] + kv.row(1, positions[r]) * rope);
+        std::copy_n(rope_keys.data() + r * rope, rope, row_kv[r]->buffers[1] + row_kv[r]->row(1, positions[r]) * rope);
 
-    // Which past positions each row attends to.
-    const KeptPositions kept =
-        select ? select(MlaSelectionInput{layer, ctx, positions, q_latent, normed, kv}) : all_past_positions(positions);
+    // Which past positions each row attends to: a selector sees one sequence at a time, as it
+    // would in a block of that sequence alone.
+    KeptPositions kept(n);
+    for (const SequenceKv& seq : kv) {
+        const size_t first = seq.first_row, count = seq.n_rows;
+        const std::span<const int64_t> seq_positions = positions.subspan(first, count);
+        KeptPositions part;
+        if (select) {
+            const std::span<const float> seq_latent =
+                q_rank > 0 ? std::span<const float>(q_latent).subspan(first * q_rank, count * q_rank) : std::span<const float>();
+            const Rows seq_normed{normed.row(first), count, normed.width};
+            part = select(MlaSelectionInput{layer, ctx, seq_positions, seq_latent, seq_normed, seq.kv});
+        } else {
+            part = all_past_positions(seq_positions);
+        }
+        for (size_t i = 0; i < count; ++i) kept[first + i] = std::move(part[i]);
+    }
 
     std::vector<float> context(n * heads * vd);
     mla_attend_absorbed(c, s, positions, q, kept, w.absorbed, kv, o.scale, context);
@@ -92,15 +108,17 @@ Expected<void> build_mla_attention(const Compute& c, int layer, const StepContex
 // scale over the kept positions; softmax; pooled = sum_t p_t latent_t; context = W_vb[h] pooled.
 void mla_attend_absorbed(const Compute& c, const MlaShape& s, std::span<const int64_t> positions,
                          const std::vector<float>& q, const KeptPositions& kept, const AbsorbedKvB& kvb,
-                         const KvView& kv, float scale, std::vector<float>& context) {
+                         BlockKv block_kv, float scale, std::vector<float>& context) {
     const KernelTable& kt = *c.table;
     const size_t n = positions.size(), heads = s.heads, nope = s.nope, rope = s.rope;
     const size_t qkd = s.qk(), vd = s.v, rank = s.kv_lora_rank;
     const Compute inline_compute{c.table, nullptr, c.int8_activations};  // already split by (row, head)
+    const std::vector<const KvView*> row_kv = kv_of_rows(block_kv, n);
     auto run = [&](size_t begin, size_t end) {
         std::vector<float> q_lat(rank), pooled(rank), scores;
         for (size_t item = begin; item < end; ++item) {
             const size_t r = item / heads, h = item % heads;
+            const KvView& kv = *row_kv[r];
             const float* qh = q.data() + (r * heads + h) * qkd;
             matmul(inline_compute, kvb.k_half(h), qh, 1, q_lat.data());
             const std::vector<int64_t>& keys = kept[r];
@@ -121,37 +139,42 @@ void mla_attend_absorbed(const Compute& c, const MlaShape& s, std::span<const in
     else run(0, n * heads);
 }
 
-// transformers' order: k_nope and v of every position up to the block's last expanded through
-// kv_b_proj, k = [k_nope | rope key], softmax(q . k * scale) over the kept positions, sum of v.
+// transformers' order: k_nope and v of every position up to the sequence's last row expanded
+// through kv_b_proj, k = [k_nope | rope key], softmax(q . k * scale) over the kept positions, sum
+// of v; one sequence at a time.
 void mla_attend_expanded(const Compute& c, const MlaShape& s, std::span<const int64_t> positions,
                          const std::vector<float>& q, const KeptPositions& kept, const WeightView& kv_b,
-                         const KvView& kv, float scale, std::vector<float>& context) {
+                         BlockKv block_kv, float scale, std::vector<float>& context) {
     const KernelTable& kt = *c.table;
-    const size_t n = positions.size(), heads = s.heads, nope = s.nope, rope = s.rope;
+    const size_t heads = s.heads, nope = s.nope, rope = s.rope;
     const size_t qkd = s.qk(), vd = s.v, rank = s.kv_lora_rank;
-    const size_t span = static_cast<size_t>(positions.back()) + 1;
-    std::vector<float> latents(span * rank), expanded(span * heads * (nope + vd));
-    for (size_t t = 0; t < span; ++t)
-        std::copy_n(kv.buffers[0] + kv.row(0, static_cast<int64_t>(t)) * rank, rank, latents.data() + t * rank);
-    matmul(c, kv_b, latents.data(), span, expanded.data());
-    std::vector<float> key(qkd), scores;
-    for (size_t r = 0; r < n; ++r)
-        for (size_t h = 0; h < heads; ++h) {
-            const std::vector<int64_t>& keys = kept[r];
-            const float* qh = q.data() + (r * heads + h) * qkd;
-            scores.resize(keys.size());
-            for (size_t j = 0; j < keys.size(); ++j) {
-                const size_t t = static_cast<size_t>(keys[j]);
-                std::copy_n(expanded.data() + (t * heads + h) * (nope + vd), nope, key.data());
-                std::copy_n(kv.buffers[1] + kv.row(1, keys[j]) * rope, rope, key.data() + nope);
-                scores[j] = kt.dot(qh, key.data(), qkd) * scale;
+    for (const SequenceKv& seq : block_kv) {
+        if (seq.n_rows == 0) continue;
+        const KvView& kv = seq.kv;
+        const size_t span = static_cast<size_t>(positions[seq.first_row + seq.n_rows - 1]) + 1;
+        std::vector<float> latents(span * rank), expanded(span * heads * (nope + vd));
+        for (size_t t = 0; t < span; ++t)
+            std::copy_n(kv.buffers[0] + kv.row(0, static_cast<int64_t>(t)) * rank, rank, latents.data() + t * rank);
+        matmul(c, kv_b, latents.data(), span, expanded.data());
+        std::vector<float> key(qkd), scores;
+        for (size_t r = seq.first_row; r < seq.first_row + seq.n_rows; ++r)
+            for (size_t h = 0; h < heads; ++h) {
+                const std::vector<int64_t>& keys = kept[r];
+                const float* qh = q.data() + (r * heads + h) * qkd;
+                scores.resize(keys.size());
+                for (size_t j = 0; j < keys.size(); ++j) {
+                    const size_t t = static_cast<size_t>(keys[j]);
+                    std::copy_n(expanded.data() + (t * heads + h) * (nope + vd), nope, key.data());
+                    std::copy_n(kv.buffers[1] + kv.row(1, keys[j]) * rope, rope, key.data() + nope);
+                    scores[j] = kt.dot(qh, key.data(), qkd) * scale;
+                }
+                kt.softmax(scores.data(), scores.size());
+                float* ctx_h = context.data() + (r * heads + h) * vd;
+                std::fill_n(ctx_h, vd, 0.0f);
+                for (size_t j = 0; j < keys.size(); ++j)
+                    kt.axpy(scores[j], expanded.data() + (static_cast<size_t>(keys[j]) * heads + h) * (nope + vd) + nope, ctx_h, vd);
             }
-            kt.softmax(scores.data(), scores.size());
-            float* ctx_h = context.data() + (r * heads + h) * vd;
-            std::fill_n(ctx_h, vd, 0.0f);
-            for (size_t j = 0; j < keys.size(); ++j)
-                kt.axpy(scores[j], expanded.data() + (static_cast<size_t>(keys[j]) * heads + h) * (nope + vd) + nope, ctx_h, vd);
-        }
+    }
 }
 
 }  // namespace stormo::toolkit

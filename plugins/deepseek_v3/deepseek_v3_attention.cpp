@@ -5,7 +5,7 @@
 
 namespace stormo::deepseek_v3 {
 
-Expected<void> DeepseekV3Model::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv,
+Expected<void> DeepseekV3Model::attention(int layer, const StepContext& ctx, const Rows& normed, BlockKv kv,
                                           Rows out) const {
     return toolkit::build_mla_attention(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).mla, mla_options_,
                                         normed, kv, out);

@@ -6,7 +6,7 @@
 
 namespace stormo::glm_dsa {
 
-Expected<void> GlmDsaModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
+Expected<void> GlmDsaModel::attention(int layer, const StepContext& ctx, const Rows& normed, BlockKv kv, Rows out) const {
     const auto select = [this](const toolkit::MlaSelectionInput& in) {
         toolkit::KeptPositions kept = select_positions(in);
         if (in.ctx.tracer != nullptr && in.ctx.tracer->wants(in.layer)) {

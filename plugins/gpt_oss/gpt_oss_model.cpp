@@ -81,7 +81,7 @@ Expected<void> GptOssModel::load_layer(LoadContext& ctx, int l) {
 }
 
 // GQA with biases, split-half YaRN RoPE, a learned sink per head, sliding or full per layer.
-Expected<void> GptOssModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
+Expected<void> GptOssModel::attention(int layer, const StepContext& ctx, const Rows& normed, BlockKv kv, Rows out) const {
     const size_t l = static_cast<size_t>(layer);
     return toolkit::build_gqa_attention(compute_, layer, ctx, layers_.at(l).attn, attention_options_.at(l), normed, kv, out);
 }

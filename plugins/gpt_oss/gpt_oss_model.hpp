@@ -41,7 +41,7 @@ public:
     // Reads config.json, declares and loads every resident tensor, declares the experts.
     static Expected<std::unique_ptr<Model>> load(LoadContext& ctx);
 
-    Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const override;
+    Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, BlockKv kv, Rows out) const override;
     Routing route(int layer, const StepContext& ctx, const Rows& normed) const override;
     Expected<void> expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const override;
     // Every GPT-OSS layer is MoE without shared experts, so the host never plans a dense FFN; a

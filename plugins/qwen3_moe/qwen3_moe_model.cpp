@@ -89,7 +89,7 @@ Expected<void> Qwen3MoeModel::load_layer(LoadContext& ctx, int l) {
 }
 
 // GQA without biases (unless attention_bias), QK-norm per head before RoPE, full causal attention.
-Expected<void> Qwen3MoeModel::attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const {
+Expected<void> Qwen3MoeModel::attention(int layer, const StepContext& ctx, const Rows& normed, BlockKv kv, Rows out) const {
     return toolkit::build_gqa_attention(compute_, layer, ctx, layers_.at(static_cast<size_t>(layer)).attn,
                                         attention_options_, normed, kv, out);
 }

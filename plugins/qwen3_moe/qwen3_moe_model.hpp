@@ -32,7 +32,7 @@ class Qwen3MoeModel final : public toolkit::DecoderModel {
 public:
     static Expected<std::unique_ptr<Model>> load(LoadContext& ctx);
 
-    Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const override;
+    Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, BlockKv kv, Rows out) const override;
     Routing route(int layer, const StepContext& ctx, const Rows& normed) const override;
     Expected<void> expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const override;
     // The dense MLP of the layers mlp_only_layers / decoder_sparse_step make dense (Qwen3-MoE has

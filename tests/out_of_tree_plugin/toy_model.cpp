@@ -71,7 +71,7 @@ public:
         return {};
     }
 
-    Expected<void> attention(int l, const StepContext& ctx, const Rows& normed, KvView kv, Rows out) const override {
+    Expected<void> attention(int l, const StepContext& ctx, const Rows& normed, BlockKv kv, Rows out) const override {
         return toolkit::build_gqa_attention(compute_, l, ctx, attn_.at(static_cast<size_t>(l)), options_, normed, kv, out);
     }
     Routing route(int, const StepContext&, const Rows&) const override { return {}; }

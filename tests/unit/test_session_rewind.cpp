@@ -217,7 +217,7 @@ public:
     const LayerPlan& layer_plan(int layer) const override { return plans_[static_cast<size_t>(layer)]; }
     Expected<void> embed(std::span<const int32_t>, Rows) const override { return refuse(); }
     void norm(NormSite, int, const Rows&, Rows) const override {}
-    Expected<void> attention(int, const StepContext&, const Rows&, KvView, Rows) const override { return refuse(); }
+    Expected<void> attention(int, const StepContext&, const Rows&, BlockKv, Rows) const override { return refuse(); }
     Routing route(int, const StepContext&, const Rows&) const override { return {}; }
     Expected<void> expert_ffn(int, const ExpertView&, const Rows&, Rows) const override { return refuse(); }
     Expected<void> dense_ffn(int, const Rows&, Rows) const override { return refuse(); }

@@ -28,6 +28,7 @@ struct Case {
 struct Inputs {
     std::vector<float> q, keys, values, sinks;
     KvView kv;
+    SequenceKv seq;  // every row of the block in one sequence, over kv
 };
 
 Inputs make_inputs(const Case& c, std::mt19937& rng) {
@@ -39,6 +40,7 @@ Inputs make_inputs(const Case& c, std::mt19937& rng) {
     in.kv.buffers = {in.keys.data(), in.values.data()};
     in.kv.rows = {c.ring_rows, c.ring_rows};
     in.kv.capacity = 1u << 20;
+    in.seq = SequenceKv{0, c.positions.size(), in.kv};
     return in;
 }
 
@@ -98,12 +100,12 @@ void check(const Case& c, const std::string& what) {
         const Compute compute{&kt, p};
         std::vector<float> got(c.positions.size() * q_width, -1.0f);
         std::vector<float> got_probs(c.positions.size() * probs_width, 0.0f);
-        attend_causal(compute, o, c.positions, in.q.data(), in.sinks, in.kv, got.data(), &got_probs, probs_width);
+        attend_causal(compute, o, c.positions, in.q.data(), in.sinks, std::span(&in.seq, 1), got.data(), &got_probs, probs_width);
         const std::string where = what + (p != nullptr ? ", 2 threads" : ", no pool");
         ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << where;
         ASSERT_EQ(std::memcmp(got_probs.data(), want_probs.data(), want_probs.size() * sizeof(float)), 0) << where;
         std::vector<float> untraced(got.size(), -1.0f);
-        attend_causal(compute, o, c.positions, in.q.data(), in.sinks, in.kv, untraced.data(), nullptr, 0);
+        attend_causal(compute, o, c.positions, in.q.data(), in.sinks, std::span(&in.seq, 1), untraced.data(), nullptr, 0);
         ASSERT_EQ(std::memcmp(untraced.data(), want.data(), want.size() * sizeof(float)), 0) << where << ", untraced";
     }
 }

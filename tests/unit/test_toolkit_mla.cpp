@@ -102,7 +102,8 @@ Result run(const Layer& l, MlaRopeLayout layout, const std::vector<float>& x, si
         const StepContext ctx{std::span<const int64_t>(&position, 1), &tracer};
         std::vector<float> row(x.begin() + static_cast<long>(t * kHidden), x.begin() + static_cast<long>((t + 1) * kHidden));
         const Rows normed{row.data(), 1, kHidden};
-        const Expected<void> done = build_mla_attention(c, 0, ctx, l.w, o, normed, kv, Rows{r.out.data() + t * kHidden, 1, kHidden}, select);
+        const SequenceKv seq{0, 1, kv};
+        const Expected<void> done = build_mla_attention(c, 0, ctx, l.w, o, normed, std::span(&seq, 1), Rows{r.out.data() + t * kHidden, 1, kHidden}, select);
         EXPECT_TRUE(done.has_value()) << done.error().message;
     }
     r.traced = tracer.seen;

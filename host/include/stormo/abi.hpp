@@ -165,6 +165,10 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(KvView, buffers);
     STORMO_ABI_FIELD(KvView, rows);
     STORMO_ABI_FIELD(KvView, capacity);
+    h = mix_type<SequenceKv>(h);
+    STORMO_ABI_FIELD(SequenceKv, first_row);
+    STORMO_ABI_FIELD(SequenceKv, n_rows);
+    STORMO_ABI_FIELD(SequenceKv, kv);
     h = mix_type<Rows>(h);
     STORMO_ABI_FIELD(Rows, data);
     STORMO_ABI_FIELD(Rows, n);

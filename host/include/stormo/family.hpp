@@ -91,6 +91,17 @@ struct KvView {
     size_t row(size_t buffer, int64_t position) const { return static_cast<size_t>(position) % rows[buffer]; }
 };
 
+// The rows of one sequence in a block: rows [first_row, first_row + n_rows) belong to it and
+// attend only to its KV. A block holds one sequence (a prompt, a decode step) or several (a
+// batched step of several requests); each sequence's rows are contiguous and in position order.
+struct SequenceKv {
+    size_t first_row = 0;
+    size_t n_rows = 0;
+    KvView kv;
+};
+// Every sequence of a block, in row order, covering its rows.
+using BlockKv = std::span<const SequenceKv>;
+
 // Rows of activations: n rows of `width` floats, contiguous.
 struct Rows {
     float* data = nullptr;
@@ -119,7 +130,7 @@ public:
 
 // One forward step's context: the positions of the block's rows and an optional tracer.
 struct StepContext {
-    std::span<const int64_t> positions;  // absolute positions of the block's rows, ascending
+    std::span<const int64_t> positions;  // each row's position in its sequence, ascending within it
     Tracer* tracer = nullptr;
 };
 
@@ -135,10 +146,11 @@ public:
     virtual Expected<void> embed(std::span<const int32_t> tokens, Rows out) const = 0;
     enum class NormSite { attention, ffn, final };
     virtual void norm(NormSite site, int layer, const Rows& in, Rows out) const = 0;
-    // Writes this block's K/V into kv at ctx.positions, attends over everything up to each row's
-    // position, and writes the attention output (after o_proj) to out.
+    // Writes each sequence's rows' K/V into its kv at ctx.positions, attends each row over its own
+    // sequence's positions up to its own, and writes the attention output (after o_proj) to out.
+    // Every row's output is the bits it gets in a block of its sequence alone.
     // An error (a broken precondition: a position past the KV capacity) fails the request.
-    virtual Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, KvView kv,
+    virtual Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, BlockKv kv,
                                      Rows out) const = 0;
     virtual Routing route(int layer, const StepContext& ctx, const Rows& normed) const = 0;
     // One expert over the rows that chose it: out gets the expert's output before routing weights.

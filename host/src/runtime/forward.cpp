@@ -79,8 +79,8 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
         for (size_t i = 0; i < n; ++i) positions[i] = static_cast<int64_t>(session.position() + i);
         std::vector<float> x;
         session.will_write(session.position() + n);
-        auto ran = run_block(session, tokens.subspan(begin, n), positions, options, x,
-                             options.hidden_out ? &hidden_states : nullptr, Recording::on);
+        const BlockPart part[1] = {{&session, tokens.subspan(begin, n)}};
+        auto ran = run_block(part, positions, options, x, options.hidden_out ? &hidden_states : nullptr, Recording::on);
         if (!ran) {
             // Through the session's rewind: if this request's blocks overwrote ring rows that `start`
             // needs, the next request replays.
@@ -162,7 +162,8 @@ Expected<void> Pipeline::replay(Session& session, size_t block) {
         for (size_t i = 0; i < n; ++i) positions[i] = static_cast<int64_t>(begin + i);
         session.will_write(begin + n);
         // On failure the session stays at its position and still needs the replay.
-        STORMO_TRY(run_block(session, history.subspan(begin, n), positions, quiet, x, nullptr, Recording::off));
+        const BlockPart part[1] = {{&session, history.subspan(begin, n)}};
+        STORMO_TRY(run_block(part, positions, quiet, x, nullptr, Recording::off));
     }
     session.replayed();
     ++times_.replays;
@@ -170,9 +171,106 @@ Expected<void> Pipeline::replay(Session& session, size_t block) {
     return {};
 }
 
-Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> tokens, std::span<const int64_t> positions,
+Expected<void> Pipeline::forward_batch(std::span<SequenceStep> steps) {
+    if (steps.empty()) return fail(ErrorKind::invalid_argument, "a batched step of no sequences");
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const SequenceStep& step = steps[i];
+        const std::string which = "sequence " + std::to_string(i) + " of the step";
+        if (step.session == nullptr) return fail(ErrorKind::internal, which + " has no session");
+        if (step.tokens.empty()) return fail(ErrorKind::invalid_argument, which + " has no tokens to process");
+        for (size_t j = 0; j < i; ++j)
+            if (steps[j].session == step.session) return fail(ErrorKind::internal, which + " shares its session with another");
+        STORMO_TRY(validate_tokens(step.tokens, model_.vocab_size()));
+        Session& session = *step.session;
+        if (step.tokens.size() > session.remaining())
+            return fail(ErrorKind::resource, "context full: " + std::to_string(session.position()) + " positions used + " +
+                                                 std::to_string(step.tokens.size()) + " new exceed the context of " +
+                                                 std::to_string(session.capacity()));
+        if (step.tokens.size() > session.max_block())
+            return fail(ErrorKind::internal, which + " has " + std::to_string(step.tokens.size()) +
+                                                 " tokens, more than its session's block of " +
+                                                 std::to_string(session.max_block()));
+    }
+    for (SequenceStep& step : steps)
+        if (step.session->needs_replay()) STORMO_TRY(replay(*step.session, step.session->max_block()));
+
+    std::vector<BlockPart> parts;
+    std::vector<size_t> starts;
+    std::vector<int64_t> positions;
+    for (SequenceStep& step : steps) {
+        Session& session = *step.session;
+        parts.push_back({&session, step.tokens});
+        starts.push_back(session.position());
+        for (size_t i = 0; i < step.tokens.size(); ++i) positions.push_back(static_cast<int64_t>(session.position() + i));
+        session.will_write(session.position() + step.tokens.size());
+    }
+    auto rewind_all = [&] {
+        for (size_t i = 0; i < steps.size(); ++i) steps[i].session->rewind(starts[i]);
+    };
+    std::vector<float> x;
+    if (auto ran = run_block(parts, positions, ForwardOptions{}, x, nullptr, Recording::on); !ran) {
+        rewind_all();
+        return tl::unexpected(ran.error());
+    }
+    for (SequenceStep& step : steps) step.session->advance(step.tokens);
+    if (auto head = batch_head(steps, x, positions); !head) {
+        rewind_all();
+        return tl::unexpected(head.error());
+    }
+    return {};
+}
+
+// Greedy steps read the head by bound when one row alone wants it (the decode of one sequence);
+// with several rows the full head read once for all of them costs less than a compact read per
+// row, and its argmax is the token the bound gives.
+Expected<void> Pipeline::batch_head(std::span<SequenceStep> steps, const std::vector<float>& x,
+                                    std::span<const int64_t> positions) {
+    const size_t hidden = model_.hidden_size();
+    const size_t vocab = model_.vocab_size();
+    std::vector<size_t> rows;  // per step wanting an output: its last row in x
+    std::vector<size_t> wanting;
+    size_t end = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        end += steps[i].tokens.size();
+        if (steps[i].want == SequenceStep::Want::nothing) continue;
+        rows.push_back(end - 1);
+        wanting.push_back(i);
+    }
+    if (rows.empty()) return {};
+    const auto t0 = Clock::now();
+    if (rows.size() == 1 && steps[wanting[0]].want == SequenceStep::Want::last_argmax) {
+        STORMO_TRY_ASSIGN(steps[wanting[0]].argmax, head_argmax(x.data() + rows[0] * hidden, positions[rows[0]]));
+        times_.head_seconds += seconds_since(t0);
+        return {};
+    }
+    std::vector<float> gathered(rows.size() * hidden), out(rows.size() * vocab);
+    std::vector<int64_t> where(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+        std::copy_n(x.data() + rows[i] * hidden, hidden, gathered.data() + i * hidden);
+        where[i] = positions[rows[i]];
+    }
+    model_.head(Rows{gathered.data(), rows.size(), hidden}, Rows{out.data(), rows.size(), vocab});
+    times_.head_seconds += seconds_since(t0);
+    times_.head_rows_exact += rows.size() * vocab;
+    STORMO_TRY(check_finite(out, vocab, where, -1, "the head (logits)"));
+    for (size_t i = 0; i < rows.size(); ++i) {
+        SequenceStep& step = steps[wanting[i]];
+        const std::span<const float> row(out.data() + i * vocab, vocab);
+        if (step.want == SequenceStep::Want::last_argmax) step.argmax = argmax(row);
+        else step.logits.assign(row.begin(), row.end());
+    }
+    return {};
+}
+
+Expected<void> Pipeline::run_block(std::span<const BlockPart> parts, std::span<const int64_t> positions,
                                    const ForwardOptions& options, std::vector<float>& x,
                                    std::vector<std::vector<float>>* hidden, Recording recording) {
+    std::vector<int32_t> joined;
+    std::span<const int32_t> tokens = parts.front().tokens;
+    if (parts.size() > 1) {
+        for (const BlockPart& part : parts) joined.insert(joined.end(), part.tokens.begin(), part.tokens.end());
+        tokens = joined;
+    }
     const size_t n = tokens.size();
     const size_t width = model_.hidden_size();
     const StepContext ctx{positions, options.tracer};
@@ -184,13 +282,22 @@ Expected<void> Pipeline::run_block(Session& session, std::span<const int32_t> to
     record("embedding", -1, x);
     STORMO_TRY(check_finite(x, width, positions, -1, "the embedding"));
     if (hidden) (*hidden)[0].insert((*hidden)[0].end(), x.begin(), x.end());
+    std::vector<SequenceKv> block_kv(parts.size());
+    auto kv_of_layer = [&](int layer) {
+        size_t first = 0;
+        for (size_t i = 0; i < parts.size(); ++i) {
+            block_kv[i] = SequenceKv{first, parts[i].tokens.size(), parts[i].session->kv(layer)};
+            first += parts[i].tokens.size();
+        }
+        return BlockKv(block_kv);
+    };
 
     std::vector<float> normed(n * width), delta(n * width);
     for (int layer = 0; layer < model_.n_layers(); ++layer) {
         const LayerPlan& plan = model_.layer_plan(layer);
         auto t0 = Clock::now();
         model_.norm(Model::NormSite::attention, layer, rows_of(x, n, width), rows_of(normed, n, width));
-        if (auto a = model_.attention(layer, ctx, rows_of(normed, n, width), session.kv(layer), rows_of(delta, n, width)); !a)
+        if (auto a = model_.attention(layer, ctx, rows_of(normed, n, width), kv_of_layer(layer), rows_of(delta, n, width)); !a)
             return tl::unexpected(a.error());
         times_.attention_seconds += seconds_since(t0);
         add_into(x, delta);

@@ -47,6 +47,22 @@ struct ForwardTimes {
     uint64_t head_rows_exact = 0;
 };
 
+// One sequence's part of a batched step (Pipeline::forward_batch): its tokens, consumed at its
+// session's position, and what the step gives back for it.
+struct SequenceStep {
+    enum class Want : uint8_t {
+        nothing,      // a chunk of a prompt whose end is still to come
+        last_logits,  // the logits of the last row (sampling)
+        last_argmax,  // the argmax of the last row's logits (greedy), the full head's token
+    };
+    Session* session = nullptr;
+    std::span<const int32_t> tokens;
+    Want want = Want::last_logits;
+    // Out: the last row's logits (last_logits) or its argmax (last_argmax).
+    std::vector<float> logits;
+    int32_t argmax = -1;
+};
+
 struct PipelineSettings {
     // Predict layer L+1's experts from the state after layer L's attention (router L+1 applied to
     // it) and start reading them while layer L computes. Only where the store streams.
@@ -67,6 +83,14 @@ public:
     // where it was and still needs the replay.
     Expected<std::vector<float>> forward(Session& session, std::span<const int32_t> tokens,
                                          const ForwardOptions& options);
+
+    // One step of several sequences at once: every sequence's rows go through each layer
+    // together (the dense weights read once for all of them, each chosen expert once for every
+    // row that chose it), each row attending only to its own session's KV. Each sequence gets the
+    // bits it gets from forward() alone. Each step's tokens fit one block of its session
+    // (Session::max_block()); the sessions are distinct. Sessions that owe a replay replay first.
+    // On error every session is as it was before the call.
+    Expected<void> forward_batch(std::span<SequenceStep> steps);
 
     const ForwardTimes& times() const { return times_; }
     const Model& model() const { return model_; }
@@ -95,9 +119,17 @@ private:
     // The argmax of one final-normed row's logits: by bound when a compact head is in use, else
     // from the full head; a non-finite logit fails as the full head's check does.
     Expected<int32_t> head_argmax(const float* normed, int64_t position);
-    Expected<void> run_block(Session& session, std::span<const int32_t> tokens, std::span<const int64_t> positions,
+    // The rows of one sequence in a block.
+    struct BlockPart {
+        Session* session = nullptr;
+        std::span<const int32_t> tokens;
+    };
+    // The block's parts' rows, in order, through every layer; x ends as the final-normed rows.
+    Expected<void> run_block(std::span<const BlockPart> parts, std::span<const int64_t> positions,
                              const ForwardOptions& options, std::vector<float>& x, std::vector<std::vector<float>>* hidden,
                              Recording recording);
+    // The head of a batched step: each step's output from its row of x.
+    Expected<void> batch_head(std::span<SequenceStep> steps, const std::vector<float>& x, std::span<const int64_t> positions);
     Expected<void> moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out,
                              Recording recording);
     // The experts the next MoE layer will likely choose, from the current residual state.

@@ -170,7 +170,8 @@ TEST_F(GptOssRequests, AttentionPastTheKvCapacityIsAnErrorNotAWrite) {
     std::vector<float> normed(hidden, 0.5f), out(hidden, 0.0f);
     const std::vector<int64_t> positions{5};
     const StepContext ctx{positions, nullptr};
-    auto r = model.attention(0, ctx, Rows{normed.data(), 1, hidden}, (*session)->kv(0), Rows{out.data(), 1, hidden});
+    const SequenceKv seq{0, 1, (*session)->kv(0)};
+    auto r = model.attention(0, ctx, Rows{normed.data(), 1, hidden}, BlockKv(&seq, 1), Rows{out.data(), 1, hidden});
     ASSERT_FALSE(r.has_value());
     EXPECT_NE(r.error().message.find("position 5"), std::string::npos) << r.error().message;
     // GPT-OSS has no dense FFN: asking for one is an error, never silent NaNs.

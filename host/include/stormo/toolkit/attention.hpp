@@ -68,17 +68,21 @@ struct GqaOptions {
 std::vector<KvBufferDecl> gqa_kv_buffers(const GqaShape& shape, int64_t window);
 
 // The whole attention block of one layer: projections, head norms, RoPE, the cache write, the
-// causal attention and the output projection into `out`. Buffers 0 and 1 of `kv` are K and V.
+// causal attention and the output projection into `out`. Buffers 0 and 1 of each sequence's KV
+// are K and V. The projections run once over the rows of every sequence of the block; each row
+// attends over its own sequence's keys, with the loops it has in a block of its sequence alone.
 Expected<void> build_gqa_attention(const Compute& c, int layer, const StepContext& ctx, const GqaWeights& w,
-                                   const GqaOptions& o, const Rows& normed, KvView kv, Rows out);
+                                   const GqaOptions& o, const Rows& normed, BlockKv kv, Rows out);
 
 // Pieces of the block, for families that assemble their own.
 
-// The host's preconditions for one layer's block: a position per row and at least `kv_buffers`
-// KV buffers (internal errors), every position inside the cache (a resource error naming it).
-// `who` names the family in the message.
+// The host's preconditions for one layer's block: a position per row, sequences that cover the
+// rows in order, each with at least `kv_buffers` KV buffers (internal errors), every position
+// inside its sequence's cache (a resource error naming it). `who` names the family in the message.
 Expected<void> check_attention_block(const std::string& who, int layer, const StepContext& ctx, const Rows& normed,
-                                     const KvView& kv, size_t kv_buffers);
+                                     BlockKv kv, size_t kv_buffers);
+// The KV view of each of a block's n_rows rows (its sequence's).
+std::vector<const KvView*> kv_of_rows(BlockKv kv, size_t n_rows);
 
 // y[r] = W x[r] + b for every row: y holds n rows of weight.rows floats (linear_rows resizes it).
 void linear_into(const Compute& c, const Linear& l, const float* x, size_t n, float* y);
@@ -92,9 +96,10 @@ int64_t first_visible_key(int64_t position, int64_t window);
 // the returned value is the sink's mass (it carries no value vector). logits holds n + 1 floats.
 float softmax_with_sink(float* logits, size_t n, float sink, SoftmaxFn softmax);
 // context[r, h] = sum_j p_j V[j] over the keys row r sees, for every head h, reading K and V
-// from kv buffers 0 and 1. sinks: [n_heads] or empty. probs (tracing): see the header comment.
+// from buffers 0 and 1 of row r's sequence's KV. sinks: [n_heads] or empty. probs (tracing): see
+// the header comment.
 void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_t> positions, const float* q,
-                   const std::vector<float>& sinks, const KvView& kv, float* context, std::vector<float>* probs,
+                   const std::vector<float>& sinks, BlockKv kv, float* context, std::vector<float>* probs,
                    size_t probs_width);
 
 }  // namespace stormo::toolkit

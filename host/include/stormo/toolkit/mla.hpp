@@ -93,8 +93,9 @@ std::vector<KvBufferDecl> mla_kv_buffers(const MlaShape& shape);
 // Per row of the block, the positions it attends, ascending.
 using KeptPositions = std::vector<std::vector<int64_t>>;
 
-// What a sparse selector sees (GLM's DSA indexer): the block, its query latent [n, q_lora_rank]
-// (empty without q_lora_rank), and the cache with this block's latents and rope keys written.
+// What a sparse selector sees (GLM's DSA indexer): one sequence's rows of the block, their
+// query latent [n, q_lora_rank] (empty without q_lora_rank), and that sequence's cache with the
+// block's latents and rope keys written. A block of several sequences calls it once per sequence.
 struct MlaSelectionInput {
     int layer = 0;
     const StepContext& ctx;
@@ -118,17 +119,17 @@ struct MlaOptions {
 
 // The whole attention block of one layer into `out`.
 Expected<void> build_mla_attention(const Compute& c, int layer, const StepContext& ctx, const MlaWeights& w,
-                                   const MlaOptions& o, const Rows& normed, KvView kv, Rows out,
+                                   const MlaOptions& o, const Rows& normed, BlockKv kv, Rows out,
                                    const MlaSelector& select = {});
 
 // Pieces of the block, for tests and families that assemble their own. Both write
-// context [rows, heads * v] over the kept positions of each row.
+// context [rows, heads * v] over the kept positions of each row, in its sequence's KV.
 void mla_attend_absorbed(const Compute& c, const MlaShape& shape, std::span<const int64_t> positions,
                          const std::vector<float>& q, const KeptPositions& kept, const AbsorbedKvB& kvb,
-                         const KvView& kv, float scale, std::vector<float>& context);
+                         BlockKv kv, float scale, std::vector<float>& context);
 void mla_attend_expanded(const Compute& c, const MlaShape& shape, std::span<const int64_t> positions,
                          const std::vector<float>& q, const KeptPositions& kept, const WeightView& kv_b,
-                         const KvView& kv, float scale, std::vector<float>& context);
+                         BlockKv kv, float scale, std::vector<float>& context);
 // Every past position for each row (dense causal attention).
 KeptPositions all_past_positions(std::span<const int64_t> positions);
 // transformers' rope_interleave gather in place: (x0, x1, x2, x3, ...) -> (x0, x2, ..., x1, x3, ...).

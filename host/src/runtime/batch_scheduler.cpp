@@ -1,0 +1,75 @@
+#include "runtime/batch_scheduler.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace stormo {
+namespace {
+
+SequenceStep::Want want_of(const SequenceGeneration& sequence, size_t n) {
+    if (!sequence.wants_output(n)) return SequenceStep::Want::nothing;
+    return sequence.by_argmax() ? SequenceStep::Want::last_argmax : SequenceStep::Want::last_logits;
+}
+
+void deliver(SequenceGeneration& sequence, const SequenceStep& step) {
+    sequence.consumed(step.tokens.size(), step.logits, step.argmax);
+}
+
+}  // namespace
+
+BatchScheduler::BatchScheduler(Pipeline& pipeline, BatchSettings settings)
+    : pipeline_(pipeline), settings_(settings) {
+    settings_.step_rows = std::max<size_t>(1, settings_.step_rows);
+}
+
+BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
+    BatchStep report;
+    std::vector<SequenceGeneration*> decoding, prefilling;
+    for (SequenceGeneration* sequence : running) {
+        if (sequence == nullptr || sequence->done()) continue;
+        if (sequence->cancel_requested()) {
+            sequence->cancel();
+            continue;
+        }
+        (sequence->prefilling() ? prefilling : decoding).push_back(sequence);
+    }
+    std::vector<SequenceGeneration*> chosen;
+    std::vector<SequenceStep> steps;
+    for (SequenceGeneration* sequence : decoding) {
+        chosen.push_back(sequence);
+        steps.push_back({&sequence->session(), sequence->next_tokens(1), want_of(*sequence, 1), {}, -1});
+        ++report.decode_rows;
+    }
+    const size_t floor = std::max<size_t>(1, settings_.step_rows / 4);
+    size_t budget = settings_.step_rows > decoding.size() ? std::max(settings_.step_rows - decoding.size(), floor) : floor;
+    if (!prefilling.empty()) {
+        const size_t first = turn_++ % prefilling.size();
+        for (size_t i = 0; i < prefilling.size() && budget > 0; ++i) {
+            SequenceGeneration* sequence = prefilling[(first + i) % prefilling.size()];
+            const size_t limit = std::min(budget, sequence->session().max_block());
+            const std::span<const int32_t> tokens = sequence->next_tokens(limit);
+            chosen.push_back(sequence);
+            steps.push_back({&sequence->session(), tokens, want_of(*sequence, tokens.size()), {}, -1});
+            report.prompt_rows += tokens.size();
+            budget -= tokens.size();
+        }
+    }
+    report.sequences = steps.size();
+    if (steps.empty()) return report;
+    if (auto ran = pipeline_.forward_batch(steps); ran) {
+        for (size_t i = 0; i < steps.size(); ++i) deliver(*chosen[i], steps[i]);
+        return report;
+    } else if (steps.size() == 1) {
+        chosen[0]->fail(ran.error());
+        return report;
+    }
+    // Every session is as it was: run each alone, so only a sequence at fault fails.
+    report.isolated = true;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        if (auto alone = pipeline_.forward_batch(std::span<SequenceStep>(&steps[i], 1)); alone) deliver(*chosen[i], steps[i]);
+        else chosen[i]->fail(alone.error());
+    }
+    return report;
+}
+
+}  // namespace stormo

@@ -1,0 +1,48 @@
+#pragma once
+// Continuous batching: each step runs every running sequence through one forward pass, a decode
+// row for each sequence past its prompt and chunks of the prompts still to compute (chunked
+// prefill: a long prompt holds the others up for one chunk at most, and prompts take their chunks
+// in turn), so the dense weights are read once a step for all of them and each chosen expert once
+// for every row that chose it. Sequences join and leave between steps. Each sequence's tokens are
+// the bits it gets alone (Pipeline::forward_batch); a step that fails is run again one sequence at
+// a time, so only the sequence at fault fails, as it would alone.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "runtime/forward.hpp"
+#include "runtime/sequence_generation.hpp"
+
+namespace stormo {
+
+struct BatchSettings {
+    // Rows a step holds at most: a decode row per sequence past its prompt, the rest prompt chunks
+    // (never fewer than a quarter of it, so prompts progress however many sequences decode).
+    size_t step_rows = 128;
+};
+
+struct BatchStep {
+    size_t sequences = 0;     // sequences that ran in the step
+    size_t decode_rows = 0;
+    size_t prompt_rows = 0;
+    bool isolated = false;    // the batched step failed and its sequences ran one by one
+};
+
+class BatchScheduler {
+public:
+    explicit BatchScheduler(Pipeline& pipeline, BatchSettings settings = {});
+
+    // One step over the sequences given (distinct sessions; those done are skipped, those whose
+    // cancel flag is set end as cancelled first). Sequences that end in the step are done()
+    // afterwards; a failed one holds its error (SequenceGeneration::take_result).
+    BatchStep step(std::span<SequenceGeneration* const> running);
+
+    const BatchSettings& settings() const { return settings_; }
+
+private:
+    Pipeline& pipeline_;
+    BatchSettings settings_;
+    size_t turn_ = 0;  // where the round of prompt chunks starts
+};
+
+}  // namespace stormo
