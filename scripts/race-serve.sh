@@ -18,14 +18,15 @@
 # the server is stopped (SIGTERM) before the next starts. The prompts' length in words is found
 # once, with the first stormo server's /tokenize, and then given to every run, so both engines
 # get byte for byte the same prompts at each N.
-#   stormo serve --model MODEL --port PORT --threads THREADS --ctx CTX [--parallel N]
+#   stormo serve --model MODEL --port PORT --threads THREADS --ctx CTX --parallel N
 #   llama-server -m MODEL.gguf --port PORT+1 -np N -c N*CTX -t THREADS -cb -lm none
 # THREADS defaults to 2. CTX is one sequence's context (default PROMPT_TOKENS + GEN_TOKENS + 64,
 # rounded up to 256): llama-server's -c is shared by its slots (each gets c / np), so it gets N
 # times it. llama-server reads the model into RAM (-lm none, the fastest of its modes that holds
 # this file in 23 GiB; llama.cpp's default mmap with repacking needs the file twice); continuous
 # batching (-cb) is its default, written out. A stormo whose `serve --help` has no --parallel yet
-# gets none, and its N streams queue one behind another (said on stderr and in the table).
+# gets none, and its N streams queue one behind another (said on stderr and in the table). CTX is
+# given to stormo's --ctx as one sequence's context.
 #
 # CAP=8G (or any size cgroup v1 takes) runs each server inside a fresh cgroup v1 memory group whose
 # memory.limit_in_bytes is CAP (page cache included; needs root and /sys/fs/cgroup/memory), the
@@ -179,13 +180,12 @@ if [ -n "$CAP" ]; then LLAMA_LOAD=(-lm mmap --no-repack); fi
 for r in $(seq 1 "$REPEATS"); do
     for n in $NS; do
         echo "race-serve: round $r of $REPEATS, $n stream(s): stormo" >&2
+        # --parallel 1 too: its default may hold room for more sequences than the run has
         parallel=()
-        if [ "$n" -gt 1 ]; then
-            if [ -n "$HAS_PARALLEL" ]; then
-                parallel=(--parallel "$n")
-            else
-                echo "race-serve: $STORMO serve has no --parallel: its $n streams queue one behind another" >&2
-            fi
+        if [ -n "$HAS_PARALLEL" ]; then
+            parallel=(--parallel "$n")
+        elif [ "$n" -gt 1 ]; then
+            echo "race-serve: $STORMO serve has no --parallel: its $n streams queue one behind another" >&2
         fi
         start_server "stormo.$n.$r" "$STORMO" serve --model "$STORMO_MODEL" --port "$PORT" --threads "$THREADS" \
             --ctx "$CTX" "${parallel[@]}"
