@@ -20,6 +20,7 @@ Session::Page::Page(size_t floats)
 Session::Page::~Page() { ::operator delete(data, kPageAlignment); }
 
 size_t Session::rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_block, size_t rewind_slack) {
+    if (decl.kind == KvBufferDecl::Kind::state) return 1;
     if (decl.window == 0) return capacity;
     return std::max<size_t>(1, std::min(capacity, decl.window + max_block - 1 + rewind_slack));
 }
@@ -29,7 +30,8 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
     const size_t n_layers = static_cast<size_t>(model.n_layers());
     size_t n_rings = 0;
     for (size_t l = 0; l < n_layers; ++l)
-        for (const auto& decl : model.layer_plan(static_cast<int>(l)).kv) n_rings += decl.window > 0 ? 1 : 0;
+        for (const auto& decl : model.layer_plan(static_cast<int>(l)).kv)
+            n_rings += decl.kind == KvBufferDecl::Kind::state || decl.window > 0 ? 1 : 0;
     ring_buffers_.reserve(n_rings);
     ring_bases_.reserve(n_rings);
     pages_.resize(pages_for(capacity));
@@ -42,12 +44,17 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
             KvBufferView view;
             view.rows = std::max<size_t>(1, rows);
             view.width = decl.floats_per_position;
-            if (decl.window > 0) {
+            if (decl.kind == KvBufferDecl::Kind::state || decl.window > 0) {
                 ring_buffers_.emplace_back(std::max<size_t>(1, rows * decl.floats_per_position * sizeof(float)));
                 ring_bases_.push_back(reinterpret_cast<float*>(ring_buffers_.back().data()));
                 view.pages = &ring_bases_.back();
                 view.page_rows = view.rows;
-                rings_.push_back(Ring{rows, decl.window});
+                if (decl.kind == KvBufferDecl::Kind::state) {
+                    states_.push_back(ring_bases_.back());
+                    state_floats_.push_back(decl.floats_per_position);
+                } else {
+                    rings_.push_back(Ring{rows, decl.window});
+                }
             } else {
                 view.pages = page_table_.data();
                 view.page_rows = kPagePositions;
@@ -68,6 +75,7 @@ KvView Session::kv(int layer) {
 
 void Session::will_write(size_t begin, size_t end) {
     written_end_ = std::max(written_end_, end);
+    mark_written(position_);
     return_lent_pages();
     if (page_floats_ == 0) return;
     size_t scratch_used = 0;
@@ -90,6 +98,46 @@ void Session::will_write(size_t begin, size_t end) {
         page = std::move(own);
         page_table_[p] = page->data;
     }
+}
+
+void Session::mark_written(size_t position) {
+    std::erase_if(watches_, [&](const std::weak_ptr<SessionSnapshot::Watch>& w) {
+        auto watch = w.lock();
+        if (watch) watch->lowest_write = std::min(watch->lowest_write, position);
+        return !watch;
+    });
+}
+
+SessionSnapshot Session::snapshot() {
+    SessionSnapshot s;
+    s.position = position_;
+    s.tokens = tokens_;
+    s.needs_replay = needs_replay_;
+    for (size_t i = 0; i < states_.size(); ++i) s.states.emplace_back(states_[i], states_[i] + state_floats_[i]);
+    s.watch = std::make_shared<SessionSnapshot::Watch>();
+    watches_.push_back(s.watch);
+    return s;
+}
+
+void Session::restore(const SessionSnapshot& s) {
+    // The rows from first_changed on may not be the ones the snapshot saw: written since, or let
+    // go by a rewind below the snapshot.
+    size_t first_changed = s.watch != nullptr ? s.watch->lowest_write : 0;
+    for (size_t p = 0; page_floats_ > 0 && p < pages_for(s.position); ++p)
+        if (pages_[p] == nullptr) {
+            first_changed = std::min(first_changed, p * kPagePositions);
+            break;
+        }
+    const bool rows_kept = first_changed >= s.position;
+    position_ = s.position;
+    tokens_ = s.tokens;
+    // The replay writes changed rows into fresh pages (it gives a page it finds shared a scratch
+    // copy, which would be right only for rows that hold the bits it recomputes).
+    release_pages_from(rows_kept ? pages_for(position_) : std::min(first_changed, position_) / kPagePositions);
+    for (size_t i = 0; i < states_.size() && i < s.states.size(); ++i) std::copy(s.states[i].begin(), s.states[i].end(), states_[i]);
+    // Rewritten rows, or a ring that wrapped past the window the next query needs, owe a replay.
+    needs_replay_ = s.needs_replay || !rows_kept || (position_ > 0 && !rings_hold_window_for(position_));
+    if (position_ == 0) needs_replay_ = false;
 }
 
 void Session::advance(std::span<const int32_t> tokens) {
@@ -133,8 +181,9 @@ void Session::rewind(size_t position) {
         needs_replay_ = false;
         return;
     }
-    // A replay still owed stays owed: a failed or unfinished one leaves the rings unknown.
-    if (!needs_replay_) needs_replay_ = !rings_hold_window_for(position);
+    // A replay still owed stays owed: a failed or unfinished one leaves the rings unknown. A state
+    // buffer holds the state after the last position only: going back needs a replay.
+    if (!needs_replay_) needs_replay_ = !states_.empty() || !rings_hold_window_for(position);
 }
 
 void Session::replayed() {
@@ -159,6 +208,7 @@ Expected<void> Session::share_prefix(const Session& donor, size_t positions) {
     }
     if (!same_layout) return fail(ErrorKind::internal, "sharing a prefix between sessions of different models");
 
+    mark_written(0);  // a snapshot of what this session held before sees none of it again
     position_ = positions;
     tokens_.assign(donor.tokens_.begin(), donor.tokens_.begin() + static_cast<ptrdiff_t>(positions));
     const size_t shared = pages_for(positions);
@@ -178,11 +228,13 @@ Expected<void> Session::share_prefix(const Session& donor, size_t positions) {
         needs_replay_ = true;
         return {};
     }
-    // The donor's rings as they are: this session is the donor rewound to `positions`.
+    // The donor's rings and states as they are: this session is the donor rewound to `positions`
+    // (a state holds the donor's last position only, so anything shorter replays, as a rewind).
     for (size_t i = 0; i < ring_buffers_.size(); ++i)
         std::copy_n(donor.ring_buffers_[i].data(), ring_buffers_[i].size(), ring_buffers_[i].data());
     written_end_ = donor.written_end_;
-    needs_replay_ = donor.needs_replay_ || !rings_hold_window_for(positions);
+    needs_replay_ = donor.needs_replay_ || !rings_hold_window_for(positions) ||
+                    (!states_.empty() && positions != donor.position_);
     return {};
 }
 

@@ -1,6 +1,10 @@
 #pragma once
-// A session owns the KV cache (in the layout each layer's plan declares), the position (the number
-// of valid KV rows) and the token ids consumed so far. A failed request rewinds to where it started.
+// A session is one sequence's state: the KV cache (in the layout each layer's plan declares: rows
+// per position, sliding-window rings, a recurrent layer's state), the position (the number of
+// valid positions) and the token ids consumed so far. A failed request rewinds to where it
+// started; a snapshot marks a moment to come back to (a draft to reject, a turn to undo) with the
+// copies that in-place state needs. The forward pass, a batched step and a replay treat every
+// session alike.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -11,6 +15,20 @@
 #include "stormo/tensor.hpp"
 
 namespace stormo {
+
+// What a session held at one moment (Session::snapshot): its position and tokens, the copies of
+// its state buffers, and a watch on the positions written since, which tells whether the rows
+// before the snapshot's position are still the ones it saw.
+struct SessionSnapshot {
+    size_t position = 0;
+    std::vector<int32_t> tokens;
+    std::vector<std::vector<float>> states;  // every state buffer, in layer and buffer order
+    bool needs_replay = false;
+    struct Watch {
+        size_t lowest_write = SIZE_MAX;  // the lowest position written since the snapshot
+    };
+    std::shared_ptr<Watch> watch;
+};
 
 // KV pages: every full-attention buffer of every layer keeps its positions in pages of
 // kPagePositions positions; one page holds those positions of all of them. A session reaches its
@@ -44,7 +62,8 @@ public:
     // block then fails): it allocates their pages and copies the ones another session also holds.
     // A replay's block (end <= position()) rewrites rows with the bits they hold: it writes a
     // shared page's rows into a scratch copy that the next call (or replayed()) drops, so the
-    // page stays shared. From then on a ring of R rows may have lost every position below end - R.
+    // page stays shared. From then on a ring of R rows may have lost every position below end - R,
+    // and the rows from position() on are no longer what a snapshot saw.
     void will_write(size_t begin, size_t end);
     // A block's KV rows are written: its tokens are consumed.
     void advance(std::span<const int32_t> tokens);
@@ -54,18 +73,25 @@ public:
     // recomputes the KV from tokens().
     void rewind(size_t position);
     bool needs_replay() const { return needs_replay_; }
+    // Marks this moment. Restoring it later gives back this position, these tokens and the state
+    // buffers' bits; rows before the position that were rewritten since (a rewind below it and
+    // other tokens after) are recomputed by a replay, as after any rewind that lost them.
+    SessionSnapshot snapshot();
+    void restore(const SessionSnapshot& snapshot);
     // The forward pass has recomputed the KV of every position [0, position()) from tokens().
     void replayed();
 
     // Makes this session hold what `donor` holds of positions [0, positions): the donor's pages of
     // them by reference (the last one too when `positions` ends inside it: whichever session
     // writes there next copies it first), the donor's first `positions` tokens, and a copy of the
-    // donor's sliding-window rings. Whatever this session held before is let go. The next forward
+    // donor's sliding-window rings and recurrent states. Whatever this session held before is let
+    // go; snapshots taken of it before owe a replay when restored. The next forward
     // continues at `positions` with the bits the donor's KV gives, as if this session had run the
     // donor's first `positions` tokens itself. Both sessions must come from the same model; when
     // their rings differ in size (another max_block or rewind slack), or the donor's rings no
-    // longer hold the window before `positions` (the donor ran on past it), this session replays
-    // its prefix on its next forward: the prefix's compute is spent again, the pages stay shared.
+    // longer hold the window before `positions` (the donor ran on past it), or a recurrent state
+    // is past `positions`, this session replays its prefix on its next forward: the prefix's
+    // compute is spent again, the pages stay shared.
     // Errors: `positions` past the donor's position or this session's capacity, or a donor from
     // another model.
     Expected<void> share_prefix(const Session& donor, size_t positions);
@@ -104,6 +130,8 @@ private:
     void release_pages_from(size_t first);
     // Points the page table back at the pages a replay block wrote scratch copies of.
     void return_lent_pages();
+    // Tells the snapshots held that the rows from `position` on change.
+    void mark_written(size_t position);
     uint64_t page_bytes() const { return static_cast<uint64_t>(page_floats_) * sizeof(float); }
 
     size_t capacity_;
@@ -117,7 +145,7 @@ private:
     std::vector<Ring> rings_;  // one per windowed KV buffer
     uint64_t kv_bytes_ = 0;
     // Views point into these two: both are sized once, never reallocated.
-    std::vector<AlignedBuffer> ring_buffers_;  // one per windowed KV buffer, in layer order
+    std::vector<AlignedBuffer> ring_buffers_;  // every ring and state buffer, in layer order: the session's own
     std::vector<float*> ring_bases_;           // their first floats: a ring's one-page table
     size_t page_floats_ = 0;  // floats of one page: every full-attention buffer's rows
     std::vector<std::shared_ptr<Page>> pages_;  // [page]: null until a position in it is written
@@ -126,6 +154,9 @@ private:
     std::vector<std::unique_ptr<Page>> scratch_;
     std::vector<size_t> lent_;
     std::vector<std::vector<KvBufferView>> layers_;  // [layer][kv buffer]
+    std::vector<float*> states_;               // every state buffer (one row each)
+    std::vector<size_t> state_floats_;
+    std::vector<std::weak_ptr<SessionSnapshot::Watch>> watches_;  // the snapshots still held
 };
 
 }  // namespace stormo
