@@ -6,6 +6,8 @@
 //     it (a sliding window's ring then no longer holds the window: a replay);
 //   - the donor rewinding into the shared pages and writing other tokens copies them first: the
 //     other session's bits do not change;
+//   - a snapshot restored after its rows were rewritten, and the rewritten pages shared since,
+//     recomputes its rows into pages of its own: its bits and the other session's are unchanged;
 //   - two sessions sharing a prefix hold its pages once (kv_bytes_in_use), until one writes into
 //     a shared page.
 #include <algorithm>
@@ -149,6 +151,27 @@ TEST_P(SharedPrefixKv, ARewindIntoSharedPagesCopiesThemFirst) {
     const size_t vocab = engine_->model().vocab_size();
     EXPECT_TRUE(same_bits(*rewritten, std::span<const float>(want[0]).subspan((keep + first.size() - 1) * vocab, vocab)));
     continue_batched({a.get(), b.get()}, {rest, b_tail}, {3, 2}, want, "after the donor's rewind");
+}
+
+TEST_P(SharedPrefixKv, ASnapshotRestoredOverSharedPagesGetsItsOwnRowsBack) {
+    const std::vector<int32_t> a_tail = tokens_of(source_, 5, 9), other = tokens_of(source_, 7, 8);
+    const size_t keep = 20;
+    const std::vector<int32_t> b_prefix = joined(std::vector<int32_t>(prefix_.begin(), prefix_.begin() + static_cast<ptrdiff_t>(keep)), other);
+    const std::vector<int32_t> b_tail = tokens_of(source_, 11, 6);
+    const std::vector<std::vector<float>> want = {alone(joined(prefix_, a_tail)), alone(joined(b_prefix, b_tail))};
+
+    auto a = session();
+    ASSERT_TRUE(run(*a, prefix_).has_value());
+    const SessionSnapshot at_prefix = a->snapshot();
+    // a rewrites positions 20..27, then b takes those rewritten rows: the pages now hold rows the
+    // snapshot never saw, and b holds them too.
+    a->rewind(keep);
+    ASSERT_TRUE(run(*a, other).has_value());
+    auto b = session();
+    ASSERT_TRUE(b->share_prefix(*a, b_prefix.size()).has_value());
+    a->restore(at_prefix);
+    EXPECT_TRUE(a->needs_replay());
+    continue_batched({a.get(), b.get()}, {a_tail, b_tail}, {3, 2}, want, "a snapshot restored over shared pages");
 }
 
 TEST_P(SharedPrefixKv, SessionsSharingAPrefixHoldItsPagesOnce) {
