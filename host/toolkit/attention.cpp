@@ -103,13 +103,20 @@ struct KeyRun {
     const float* rows;
     size_t count;
 };
+// KvView::at's addressing, walked page by page: a long context has a run every page and this runs
+// for every (row, KV head), so it divides once.
 void key_runs(const KvView& kv, size_t buffer, size_t first, size_t n, std::vector<KeyRun>& runs) {
     runs.clear();
+    const KvBufferView& b = kv.buffers[buffer];
+    size_t index = first % b.rows, page = index / b.page_rows, row = index % b.page_rows;
     for (size_t done = 0; done < n;) {
-        const int64_t position = static_cast<int64_t>(first + done);
-        const size_t count = std::min(n - done, kv.run(buffer, position));
-        runs.push_back({done, kv.at(buffer, position), count});
+        const size_t count = std::min({n - done, b.page_rows - row, b.rows - index});
+        runs.push_back({done, b.pages[page] + b.offset + row * b.width, count});
         done += count;
+        index += count;
+        row += count;
+        if (index == b.rows) index = page = row = 0;
+        else if (row == b.page_rows) ++page, row = 0;
     }
 }
 
@@ -146,8 +153,8 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
             float* out = context + r * q_width + h0 * hd;
             scores.resize(group * stride);
             key_runs(kv, 0, first, n_keys, runs);
-            for (const KeyRun& run : runs)
-                kt.dot_many(qg, group, hd, run.rows + kv_offset, run.count, kv_width, hd, scores.data() + run.offset, stride);
+            for (const KeyRun& key_run : runs)
+                kt.dot_many(qg, group, hd, key_run.rows + kv_offset, key_run.count, kv_width, hd, scores.data() + key_run.offset, stride);
             for (size_t a = 0; a < group; ++a) {
                 float* s = scores.data() + a * stride;
                 for (size_t j = 0; j < n_keys; ++j) s[j] = s[j] * o.scale;
@@ -162,8 +169,8 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
             }
             std::fill_n(out, group * hd, 0.0f);
             key_runs(kv, 1, first, n_keys, runs);
-            for (const KeyRun& run : runs)
-                kt.axpy_many(scores.data() + run.offset, group, stride, run.rows + kv_offset, run.count, kv_width, hd, out, hd);
+            for (const KeyRun& key_run : runs)
+                kt.axpy_many(scores.data() + key_run.offset, group, stride, key_run.rows + kv_offset, key_run.count, kv_width, hd, out, hd);
         }
     };
     if (c.pool != nullptr) c.pool->parallel_for(positions.size() * kv_heads, 1, run);

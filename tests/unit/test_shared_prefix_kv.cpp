@@ -4,6 +4,8 @@
 //     tokens, batched with the donor continuing with others, gives each step the logits bits of
 //     its sequence run alone from scratch, whether the donor stopped at the prefix or ran on past
 //     it (a sliding window's ring then no longer holds the window: a replay);
+//   - a request begun as a server would (share the longest reusable prefix of another session,
+//     then a whole-context generation) generates the tokens it generates alone, reusing them;
 //   - the donor rewinding into the shared pages and writing other tokens copies them first: the
 //     other session's bits do not change;
 //   - a snapshot restored after its rows were rewritten, and the rewritten pages shared since,
@@ -15,6 +17,7 @@
 #include <memory>
 
 #include "oracle_support.hpp"
+#include "runtime/generation.hpp"
 
 namespace stormo::testing {
 namespace {
@@ -130,6 +133,32 @@ TEST_P(SharedPrefixKv, ASharedPrefixGivesEachSequenceItsBitsAlone) {
     continue_batched({c.get()}, {b_tail}, {4}, {want[1]}, "donor past the prefix");
     const uint64_t two_pages = c->kv_bytes_for(2 * Session::kPagePositions) - c->kv_bytes_for(0);
     EXPECT_EQ(c->kv_bytes_shared(), two_pages) << "a replay of the prefix copied its whole pages";
+}
+
+TEST_P(SharedPrefixKv, ARequestOnASharedPrefixGeneratesItsTokensAlone) {
+    GenerationRequest first, second;
+    first.prompt = joined(prefix_, tokens_of(source_, 5, 4));
+    second.prompt = joined(prefix_, tokens_of(source_, 11, 3));
+    for (GenerationRequest* r : {&first, &second}) {
+        r->max_tokens = 6;
+        r->whole_context = true;
+        r->sampling.temperature = 0.8f;
+        r->sampling.seed = 5;
+    }
+    auto fresh = session();
+    auto want = generate(engine_->pipeline(), *fresh, second);
+    ASSERT_TRUE(want.has_value()) << want.error().message;
+
+    auto a = session();
+    ASSERT_TRUE(generate(engine_->pipeline(), *a, first).has_value());
+    auto b = session();
+    const size_t reusable = reusable_prefix(a->tokens(), second.prompt);
+    EXPECT_GE(reusable, kPrefix);
+    ASSERT_TRUE(b->share_prefix(*a, reusable).has_value());
+    auto got = generate(engine_->pipeline(), *b, second);
+    ASSERT_TRUE(got.has_value()) << got.error().message;
+    EXPECT_EQ(got->tokens, want->tokens);
+    EXPECT_EQ(got->reused_positions, reusable);
 }
 
 TEST_P(SharedPrefixKv, ARewindIntoSharedPagesCopiesThemFirst) {

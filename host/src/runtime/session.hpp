@@ -94,6 +94,12 @@ public:
     // compute is spent again, the pages stay shared.
     // Errors: `positions` past the donor's position or this session's capacity, or a donor from
     // another model.
+    // A server admitting a prompt into this session takes, from the session whose tokens() share
+    // the longest start with it, p = reusable_prefix(donor.tokens(), prompt) positions
+    // (runtime/generation.hpp: it leaves the prompt's last token to compute, for the logits) when
+    // that is more than reusable_prefix(tokens(), prompt), then begins the request with
+    // GenerationRequest::whole_context, which keeps those p positions and computes the rest. The
+    // donor may be running in the same batch; nothing either does changes the other's bits.
     Expected<void> share_prefix(const Session& donor, size_t positions);
 
     // The KV bytes of a full context in the layout the model declares (what the memory plan
