@@ -37,6 +37,8 @@ struct SessionSnapshot {
 // a session that writes into a page another session also holds copies it first, so nothing a
 // session does (a new token, a rewind and rewrite, a failed request, a replay) changes a page
 // another holds. Sliding windows' rings are the session's own, contiguous, and never shared.
+// Sessions that share pages are driven from one thread (a scheduler's): the copy-on-write check
+// reads a page's holders, which a share_prefix on another thread could change meanwhile.
 class Session {
 public:
     // max_block: the most positions one forward step consumes (it sizes sliding-window rings).
