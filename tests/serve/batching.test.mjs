@@ -1,7 +1,8 @@
 // Continuous batching (--parallel 4): many requests at once of different prompt lengths, sampling
 // settings and max_tokens, each answer equal to the same request answered alone by a one-slot
 // server; a client that leaves frees its slot for the next request; /metrics shows the batches;
-// a full queue answers 429 with Retry-After. For every shipped demo family.
+// a full queue answers 429 with Retry-After; a conversation's next turn finds its KV in its slot.
+// The batched answers for every shipped demo family.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
@@ -101,6 +102,19 @@ async function waitFor(predicate, what, ms = 5000) {
   }
   assert.fail(`timed out waiting for ${what}`);
 }
+
+test('each conversation keeps its KV in its own slot: its next turn reuses it', async () => {
+  const openai = server.client();
+  const reused = () => metric(server.base, 'stormo_prompt_tokens_reused_total');
+  const chat = async (messages) => (await openai.chat.completions.create({ model: 'demo', messages })).choices[0].message.content;
+  assert.equal(await chat([{ role: 'user', content: '12+34=' }]), '46');
+  assert.equal(await chat([{ role: 'user', content: 'rev:hello=' }]), 'olleh'); // the other slot
+  const before = await reused();
+  const next = [{ role: 'user', content: '12+34=' }, { role: 'assistant', content: '46' }, { role: 'user', content: 'rev:abc=' }];
+  assert.equal(await chat(next), 'cba');
+  // `12+34=46` (the answer's end id is never fed back) is still held by the first slot.
+  assert.equal((await reused()) - before, 8);
+});
 
 test('clients that leave mid-stream free their slots for the next requests', async () => {
   const openai = server.client();

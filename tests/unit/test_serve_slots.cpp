@@ -17,12 +17,13 @@ TEST(ServeSlots, TheFreeSlotHoldingTheLongestPrefixWins) {
     EXPECT_EQ(choose_slot(slots, prompt), 0u);  // the best free one
 }
 
-TEST(ServeSlots, WithoutAPrefixTheSlotHoldingLeastIsTaken) {
-    const std::vector<int32_t> long_one{9, 9, 9, 9}, short_one{8}, empty, prompt{1, 2};
-    std::vector<SlotState> slots{{false, long_one}, {false, short_one}, {false, empty}};
-    EXPECT_EQ(choose_slot(slots, prompt), 2u);  // the others keep their conversations
+TEST(ServeSlots, WithoutAPrefixTheLeastRecentlyUsedSlotIsTaken) {
+    const std::vector<int32_t> old_long{9, 9, 9, 9}, recent_short{8}, empty, prompt{1, 2};
+    std::vector<SlotState> slots{{false, old_long, 1}, {false, recent_short, 2}, {false, empty, 0}};
+    EXPECT_EQ(choose_slot(slots, prompt), 2u);  // never used: the others keep their conversations
     slots[2].busy = true;
-    EXPECT_EQ(choose_slot(slots, prompt), 1u);
+    // The old conversation goes, however long: the recent one's next turn is the likelier.
+    EXPECT_EQ(choose_slot(slots, prompt), 0u);
 }
 
 TEST(ServeSlots, NoneFreeIsNone) {
@@ -36,8 +37,8 @@ TEST(ServeSlots, TheWholePromptIsNeverReusedSoItsLastPositionRuns) {
     // A slot holding the whole prompt keeps all of it but its last position (reusable_prefix):
     // still the best, and a slot holding more than the prompt is no better.
     const std::vector<int32_t> exact{1, 2, 3}, longer{1, 2, 3, 4, 5}, prompt{1, 2, 3};
-    std::vector<SlotState> slots{{false, longer}, {false, exact}};
-    EXPECT_EQ(choose_slot(slots, prompt), 1u);  // equal prefixes: the one holding less
+    std::vector<SlotState> slots{{false, longer, 2}, {false, exact, 1}};
+    EXPECT_EQ(choose_slot(slots, prompt), 1u);  // equal prefixes: the least recently used
 }
 
 std::vector<KvBufferDecl> two_layers() {

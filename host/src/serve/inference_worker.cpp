@@ -68,7 +68,7 @@ InferenceWorker::InferenceWorker(WorkerContext context)
     : ctx_(std::move(context)),
       ledger_(kv_buffers(ctx_.engine->model()), ctx_.rewind_slack, ctx_.engine->memory().kv_bytes),
       scheduler_(ctx_.engine->pipeline(), ctx_.batch),
-      busy_(ctx_.sessions.size(), false) {}
+      slots_(ctx_.sessions.size()) {}
 
 InferenceWorker::~InferenceWorker() { join(); }
 
@@ -96,9 +96,7 @@ void InferenceWorker::run() {
 
 void InferenceWorker::admit() {
     for (;;) {
-        std::vector<SlotState> slots(ctx_.sessions.size());
-        for (size_t i = 0; i < slots.size(); ++i) slots[i] = {busy_[i], ctx_.sessions[i]->tokens()};
-        const bool slot_free = std::find(busy_.begin(), busy_.end(), false) != busy_.end();
+        const bool slot_free = std::any_of(slots_.begin(), slots_.end(), [](const SlotState& s) { return !s.busy; });
         std::shared_ptr<Job> job = ctx_.queue->try_pop([&](const Job& next) {
             return next.halt().load() || (slot_free && ledger_.fits(ledger_.bytes_for(positions_needed(next.request()))));
         });
@@ -113,9 +111,8 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     Job& j = *a->job;
     const PreparedRequest& req = j.request();
     a->result.prompt_tokens = req.prompt.size();
-    std::vector<SlotState> slots(ctx_.sessions.size());
-    for (size_t i = 0; i < slots.size(); ++i) slots[i] = {busy_[i], ctx_.sessions[i]->tokens()};
-    const std::optional<size_t> slot = choose_slot(slots, req.prompt);
+    for (size_t i = 0; i < slots_.size(); ++i) slots_[i].held = ctx_.sessions[i]->tokens();
+    const std::optional<size_t> slot = choose_slot(slots_, req.prompt);
     if (j.halt().load() || !slot) {  // gone (or shut down) while it waited in the queue
         a->result.finish = FinishReason::cancelled;
         active_.push_back(std::move(a));
@@ -124,7 +121,8 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     a->slot = *slot;
     a->kv_granted = ledger_.bytes_for(positions_needed(req));
     ledger_.grant(a->kv_granted);
-    busy_[a->slot] = true;
+    slots_[a->slot].busy = true;
+    slots_[a->slot].last_used = ++admissions_;
     running_.store(running_.load() + 1);
 
     GenerationRequest& g = a->request;
@@ -200,7 +198,7 @@ void InferenceWorker::retire() {
             }
         }
         if (a.sequence || a.begin_error) {
-            busy_[a.slot] = false;
+            slots_[a.slot].busy = false;
             ledger_.release(a.kv_granted);
             running_.store(running_.load() - 1);
         }

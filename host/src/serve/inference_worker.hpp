@@ -64,7 +64,8 @@ private:
     KvLedger ledger_;
     BatchScheduler scheduler_;
     std::vector<std::unique_ptr<Active>> active_;
-    std::vector<bool> busy_;  // per slot
+    std::vector<SlotState> slots_;  // per slot: busy, and when it was last taken (held is read at the choice)
+    uint64_t admissions_ = 0;
     size_t generated_in_step_ = 0;
     std::thread thread_;
     std::atomic<size_t> running_{0};

@@ -11,7 +11,7 @@ std::optional<size_t> choose_slot(std::span<const SlotState> slots, std::span<co
     for (size_t i = 0; i < slots.size(); ++i) {
         if (slots[i].busy) continue;
         const size_t prefix = reusable_prefix(slots[i].held, prompt);
-        if (!best || prefix > best_prefix || (prefix == best_prefix && slots[i].held.size() < slots[*best].held.size())) {
+        if (!best || prefix > best_prefix || (prefix == best_prefix && slots[i].last_used < slots[*best].last_used)) {
             best = i;
             best_prefix = prefix;
         }

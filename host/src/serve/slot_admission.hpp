@@ -15,11 +15,12 @@ namespace stormo::serve {
 struct SlotState {
     bool busy = false;
     std::span<const int32_t> held;  // the token ids whose KV the slot's session holds
+    uint64_t last_used = 0;         // when a request last took it (0: never)
 };
 
 // The free slot for `prompt`: the longest reusable prefix (reusable_prefix) first, so a client's
-// next turn finds its conversation's KV; then the slot holding the fewest positions, so the
-// prefixes other slots keep stay for the requests that share them; then the first. nullopt: none free.
+// next turn finds its conversation's KV; then the least recently used, so the conversations other
+// slots keep stay for their next turns as long as possible; then the first. nullopt: none free.
 std::optional<size_t> choose_slot(std::span<const SlotState> slots, std::span<const int32_t> prompt);
 
 // The KV bytes handed to running sequences out of the bytes reserved for them. A sequence is
