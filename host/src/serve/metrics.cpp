@@ -87,10 +87,10 @@ std::string Metrics::render(const MetricsGauges& gauges) const {
     sample(out, "stormo_prefill_seconds_total", totals_.prefill_seconds);
     family(out, "stormo_decode_seconds_total", "counter", "Time spent generating tokens.");
     sample(out, "stormo_decode_seconds_total", totals_.decode_seconds);
-    family(out, "stormo_prefill_tokens_per_second", "gauge", "Prompt tokens computed per second, over all requests.");
+    family(out, "stormo_prefill_tokens_per_second", "gauge", "Prompt tokens computed per second of a request's prompt time, over all requests.");
     sample(out, "stormo_prefill_tokens_per_second",
            ratio(static_cast<double>(totals_.prompt_tokens - totals_.reused_tokens), totals_.prefill_seconds));
-    family(out, "stormo_decode_tokens_per_second", "gauge", "Tokens generated per second, over all requests.");
+    family(out, "stormo_decode_tokens_per_second", "gauge", "Tokens generated per second of a request's decode time, over all requests (a request's own speed: requests batched together overlap, so the server's rate is higher).");
     sample(out, "stormo_decode_tokens_per_second", ratio(static_cast<double>(totals_.generated_tokens), totals_.decode_seconds));
     family(out, "stormo_expert_hits_total", "counter", "Experts acquired already in a RAM slot.");
     sample(out, "stormo_expert_hits_total", static_cast<double>(store_.hits));
