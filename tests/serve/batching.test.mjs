@@ -1,7 +1,8 @@
 // Continuous batching (--parallel 4): many requests at once of different prompt lengths, sampling
 // settings and max_tokens, each answer equal to the same request answered alone by a one-slot
 // server; a client that leaves frees its slot for the next request; /metrics shows the batches;
-// a full queue answers 429 with Retry-After; a conversation's next turn finds its KV in its slot.
+// a full queue answers 429 with Retry-After; a conversation's next turn finds its KV in its slot;
+// SIGTERM drains the running requests and refuses the queued.
 // The batched answers for every shipped demo family.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -180,4 +181,42 @@ test('a full queue behind busy slots answers 429 with Retry-After', async () => 
     await Promise.all(running);
     await waitFor(async () => (await metric(server.base, 'stormo_requests_running')) === 0, 'the slots freed');
   }
+});
+
+test('SIGTERM with both slots busy: each running stream ends within the grace, the queued one is refused, exit 0', async () => {
+  const draining = await startServer(['--parallel', '2', '--shutdown-grace', '1']);
+  const openai = draining.client();
+  const streams = [await openai.chat.completions.create({ ...endless, stream: true }), await openai.chat.completions.create({ ...endless, stream: true })];
+  await waitFor(async () => (await metric(draining.base, 'stormo_requests_running')) === 2, 'both slots taken');
+  const queued = openai.chat.completions.create(endless).then(
+    () => 'answered',
+    (e) => e,
+  );
+  await waitFor(async () => (await metric(draining.base, 'stormo_queue_depth')) === 1, 'the third queued');
+  let signalled = false;
+  const outcomes = await Promise.all(
+    streams.map(async (stream) => {
+      let pieces = 0;
+      try {
+        for await (const chunk of stream) {
+          if (chunk.choices[0]?.delta?.content) ++pieces;
+          if (pieces === 5 && !signalled) {
+            signalled = true;
+            draining.child.kill('SIGTERM');
+          }
+        }
+        return 'finished';
+      } catch (e) {
+        assert.match(e.message, /shutting down/);
+        return 'cut';
+      }
+    }),
+  );
+  const { code, signal } = await draining.exited;
+  assert.equal(signal, null);
+  assert.equal(code, 0, draining.stderr());
+  for (const o of outcomes) assert.ok(['finished', 'cut'].includes(o));
+  const refused = await queued;
+  assert.equal(refused.status, 503, String(refused));
+  assert.equal(refused.error?.code, 'server_shutting_down');
 });
