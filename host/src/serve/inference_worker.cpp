@@ -168,51 +168,60 @@ void InferenceWorker::step() {
 void InferenceWorker::retire() {
     for (auto it = active_.begin(); it != active_.end();) {
         Active& a = **it;
-        const bool waiting = a.sequence && !a.sequence->done();
         // A cancel the step did not see yet (the client left after it) ends the sequence now.
-        if (waiting && a.sequence->cancel_requested()) a.sequence->cancel();
+        if (a.sequence && !a.sequence->done() && a.sequence->cancel_requested()) a.sequence->cancel();
         if (a.sequence && !a.sequence->done()) {
             ++it;
             continue;
         }
-        JobResult& result = a.result;
-        Job& job = *a.job;
-        if (a.begin_error) {
-            result.error = server_error(*a.begin_error);
-        } else if (a.sequence) {
-            auto generated = a.sequence->take_result();
-            if (!generated) {
-                result.error = server_error(generated.error());
-            } else if (a.parse_error) {
-                result.error = server_error(*a.parse_error);
-            } else {
-                for (auto& piece : a.reply->finish()) job.post(std::move(piece));
-                result.content = a.reply->content();
-                result.reasoning = a.reply->reasoning();
-                result.tool_calls = a.reply->tool_calls();
-                ctx_.metrics->add_generation({result.prompt_tokens, generated->reused_positions, generated->tokens.size(),
-                                              generated->prefill_seconds, generated->decode_seconds});
-                if (job.shut_down() && generated->reason == StopReason::cancelled && !a.reply->stopped())
-                    result.error = shutdown_error();
-                result.finish = finish_reason(generated->reason, a.reply->stopped(), !result.tool_calls.empty());
-            }
-        }
-        if (a.sequence || a.begin_error) {
+        if (a.sequence || a.begin_error) {  // it held a slot
             slots_[a.slot].busy = false;
             ledger_.release(a.kv_granted);
             running_.store(running_.load() - 1);
         }
-        Outcome outcome = Outcome::ok;
-        if (job.client_gone() || (job.shut_down() && result.error))
-            outcome = Outcome::cancelled;
-        else if (result.error)
-            outcome = result.error->status >= 500 ? Outcome::failed : Outcome::client_error;
-        ctx_.metrics->count(outcome);
-        ctx_.metrics->set_store(ctx_.engine->store().stats());
-        job.finish(std::move(result));
+        settle(*a.job, conclude(a));
         it = active_.erase(it);
     }
     publish();
+}
+
+JobResult InferenceWorker::conclude(Active& a) {
+    JobResult result = std::move(a.result);
+    if (a.begin_error) {
+        result.error = server_error(*a.begin_error);
+        return result;
+    }
+    if (!a.sequence) return result;  // halted before it started: cancelled
+    auto generated = a.sequence->take_result();
+    if (!generated) {
+        result.error = server_error(generated.error());
+        return result;
+    }
+    if (a.parse_error) {
+        result.error = server_error(*a.parse_error);
+        return result;
+    }
+    Job& job = *a.job;
+    for (auto& piece : a.reply->finish()) job.post(std::move(piece));
+    result.content = a.reply->content();
+    result.reasoning = a.reply->reasoning();
+    result.tool_calls = a.reply->tool_calls();
+    ctx_.metrics->add_generation({result.prompt_tokens, generated->reused_positions, generated->tokens.size(),
+                                  generated->prefill_seconds, generated->decode_seconds});
+    if (job.shut_down() && generated->reason == StopReason::cancelled && !a.reply->stopped()) result.error = shutdown_error();
+    result.finish = finish_reason(generated->reason, a.reply->stopped(), !result.tool_calls.empty());
+    return result;
+}
+
+void InferenceWorker::settle(Job& job, JobResult result) {
+    Outcome outcome = Outcome::ok;
+    if (job.client_gone() || (job.shut_down() && result.error))
+        outcome = Outcome::cancelled;
+    else if (result.error)
+        outcome = result.error->status >= 500 ? Outcome::failed : Outcome::client_error;
+    ctx_.metrics->count(outcome);
+    ctx_.metrics->set_store(ctx_.engine->store().stats());
+    job.finish(std::move(result));
 }
 
 void InferenceWorker::publish() {

@@ -58,6 +58,10 @@ private:
     void step();
     // Finishes the requests whose sequences are done and frees their slots.
     void retire();
+    // A done request's result: its answer and finish reason, or the error it ended with.
+    JobResult conclude(Active& a);
+    // Counts the request's outcome and hands the result to its connection.
+    void settle(Job& job, JobResult result);
     void publish();
 
     WorkerContext ctx_;
