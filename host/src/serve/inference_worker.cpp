@@ -113,7 +113,9 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     a->result.prompt_tokens = req.prompt.size();
     for (size_t i = 0; i < slots_.size(); ++i) slots_[i].held = ctx_.sessions[i]->tokens();
     const std::optional<size_t> slot = choose_slot(slots_, req.prompt);
-    if (j.halt().load() || !slot) {  // gone (or shut down) while it waited in the queue
+    // Gone (or shut down) while it waited in the queue. (A job comes here only with a slot free:
+    // admit() checks, and run() waits for one only when none runs.)
+    if (j.halt().load() || !slot) {
         a->result.finish = FinishReason::cancelled;
         active_.push_back(std::move(a));
         return;
