@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <optional>
 
@@ -19,6 +20,7 @@
 #include "compute/worker_pool.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/bench.hpp"
+#include "tools/parallel_bench.hpp"
 
 namespace stormo::cli {
 namespace {
@@ -28,6 +30,8 @@ using Clock = std::chrono::steady_clock;
 struct BenchOptions {
     int64_t prompt_tokens = 64;
     int64_t gen_tokens = 16;
+    int64_t parallel = 1;
+    bool no_baseline = false;
     uint64_t seed = 0;
     bool no_warmup = false;
     bool json = false;
@@ -87,19 +91,10 @@ PackedDense packed_dense(const Engine& engine) {
     return p;
 }
 
-void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
-                const BenchReport& r, double load_seconds) {
+// The fields every `bench --json` object opens with: the engine and how it was set up.
+void engine_fields(JsonWriter& j, const LoadedEngine& loaded, const ExpertStoreStats& s, double load_seconds) {
     Engine& engine = *loaded.engine;
-    const PackedDense packed = packed_dense(engine);
-    const ExpertStoreStats& s = run.after;
-    auto optional = [](JsonWriter& j, const char* key, const std::optional<double>& v) {
-        j.key(key);
-        if (v) j.value(*v);
-        else j.null();
-    };
-    JsonWriter j;
-    j.begin_object()
-        .field("model", engine.source().directory())
+    j.field("model", engine.source().directory())
         .field("family", engine.family_name())
         .field("kernels", engine.kernels_name())
         .field("threads", engine.threads())
@@ -111,8 +106,24 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("slots", s.slots)
         .field("slot_bytes", s.slot_bytes)
         .field("direct_io", s.direct_io)
-        .field("load_seconds", load_seconds)
-        .field("prompt_tokens", run.prompt_tokens)
+        .field("load_seconds", load_seconds);
+}
+
+void optional_field(JsonWriter& j, const char* key, const std::optional<double>& v) {
+    j.key(key);
+    if (v) j.value(*v);
+    else j.null();
+}
+
+void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
+                const BenchReport& r, double load_seconds) {
+    Engine& engine = *loaded.engine;
+    const PackedDense packed = packed_dense(engine);
+    const ExpertStoreStats& s = run.after;
+    JsonWriter j;
+    j.begin_object();
+    engine_fields(j, loaded, s, load_seconds);
+    j.field("prompt_tokens", run.prompt_tokens)
         .field("gen_tokens", run.generated_tokens)
         .field("warmup", run.warmed_up)
         .field("decode_steps", run.decode_steps)
@@ -159,25 +170,25 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("ram_read_median_bytes_per_s", probes.ram().median_bytes_per_s)
         .field("ram_read_before_bytes_per_s", probes.ram_before.bytes_per_s);
     const RamBandwidth* after = probes.ram_after ? &*probes.ram_after : nullptr;
-    optional(j, "ram_read_after_bytes_per_s", after ? std::optional(after->bytes_per_s) : std::nullopt);
-    optional(j, "ram_read_after_median_bytes_per_s", after ? std::optional(after->median_bytes_per_s) : std::nullopt);
+    optional_field(j, "ram_read_after_bytes_per_s", after ? std::optional(after->bytes_per_s) : std::nullopt);
+    optional_field(j, "ram_read_after_median_bytes_per_s", after ? std::optional(after->median_bytes_per_s) : std::nullopt);
     j.field("ram_probe_after_bytes", after ? after->buffer_bytes : 0);
-    optional(j, "paired_bound_ratio", r.paired_bound_ratio);
-    optional(j, "paired_probe_median_bytes_per_s", r.paired_probe_median_bytes_per_s);
+    optional_field(j, "paired_bound_ratio", r.paired_bound_ratio);
+    optional_field(j, "paired_probe_median_bytes_per_s", r.paired_probe_median_bytes_per_s);
     j.field("ram_probe_bytes", probes.ram().buffer_bytes)
         .field("ram_probe_streams", probes.ram().streams)
         .field("ram_probe_loop", probes.ram().loop);
-    optional(j, "disk_read_bytes_per_s", probes.disk_measured ? std::optional(probes.disk.bytes_per_s) : std::nullopt);
-    optional(j, "disk_read_median_bytes_per_s",
+    optional_field(j, "disk_read_bytes_per_s", probes.disk_measured ? std::optional(probes.disk.bytes_per_s) : std::nullopt);
+    optional_field(j, "disk_read_median_bytes_per_s",
              probes.disk_measured ? std::optional(probes.disk.median_bytes_per_s) : std::nullopt);
     j.field("disk_probe_bytes", probes.disk.bytes_read)
         .field("disk_probe_passes", probes.disk.passes)
         .field("disk_probe_direct_io", probes.disk.direct_io)
         .field("disk_probe_note", probes.disk.note)
         .field("memory_bound_tokens_per_s", r.memory_bound_tokens_per_s);
-    optional(j, "disk_bound_tokens_per_s", r.disk_bound_tokens_per_s);
+    optional_field(j, "disk_bound_tokens_per_s", r.disk_bound_tokens_per_s);
     j.field("memory_bound_ratio", r.memory_bound_ratio);
-    optional(j, "disk_bound_ratio", r.disk_bound_ratio);
+    optional_field(j, "disk_bound_ratio", r.disk_bound_ratio);
     j.end_object();
     std::cout << j.str() << std::endl;
 }
@@ -190,15 +201,36 @@ void row(const std::string& label, const std::string& value, const std::string& 
     std::cout << s << "\n";
 }
 
+// The machine's bandwidths measured in the run, and the peak RSS.
+void machine_rows(const Probes& probes, uint64_t peak_rss_bytes) {
+    const RamBandwidth& ram = probes.ram();
+    row("RAM read bandwidth", gbps(ram.bytes_per_s),
+        std::to_string(ram.threads) + " threads x " + std::to_string(ram.streams) + " streams (best), " + ram.loop +
+            " loop, best of " + std::to_string(ram.passes) + " passes");
+    row("", "", "before loading " + gbps(probes.ram_before.bytes_per_s) + ", after the decode " +
+                    (probes.ram_after ? gbps(probes.ram_after->bytes_per_s) : std::string("not measured")));
+    row("disk read bandwidth", probes.disk_measured ? gbps(probes.disk.bytes_per_s) : std::string("not measured"),
+        probes.disk_measured ? (probes.disk.direct_io ? std::string("O_DIRECT, ") : std::string("buffered, ")) +
+                                   format_bytes(probes.disk_block) + " reads, " + std::to_string(probes.disk_in_flight) +
+                                   " in flight, best of " + std::to_string(probes.disk.passes)
+                             : std::string());
+    if (probes.disk_measured && !probes.disk.note.empty()) row("", "", probes.disk.note);
+    row("peak RSS", format_bytes(peak_rss_bytes));
+}
+
+void engine_header(const Engine& engine, const ExpertStoreStats& s) {
+    std::cout << "stormo bench: " << engine.source().directory() << "\n"
+              << "  family " << engine.family_name() << ", kernels " << engine.kernels_name() << ", " << engine.threads()
+              << " threads, expert budget " << budget_text(engine.expert_budget()) << ", " << s.slots
+              << " slots, " << (s.direct_io ? "O_DIRECT" : "buffered") << " expert reads\n";
+}
+
 void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
                  const BenchReport& r) {
     Engine& engine = *loaded.engine;
     const ExpertStoreStats& s = run.after;
-    std::cout << "stormo bench: " << engine.source().directory() << "\n"
-              << "  family " << engine.family_name() << ", kernels " << engine.kernels_name() << ", " << engine.threads()
-              << " threads, expert budget " << budget_text(engine.expert_budget()) << ", " << s.slots
-              << " slots, " << (s.direct_io ? "O_DIRECT" : "buffered") << " expert reads\n"
-              << "  prompt " << run.prompt_tokens << " tokens, " << run.generated_tokens << " generated ("
+    engine_header(engine, s);
+    std::cout << "  prompt " << run.prompt_tokens << " tokens, " << run.generated_tokens << " generated ("
               << run.decode_steps << " decode steps)"
               << (run.warmed_up ? ", after a warm-up run (a prompt of the same length and one token)" : ", no warm-up run") << "\n\n";
     row("", "achieved", "bound", "achieved/bound");
@@ -234,20 +266,127 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
             part("attention", split.attention) + ", " + part("FFN/experts", split.ffn));
         row("", "", part("head", split.head) + ", " + part("other", split.other));
     }
-    const RamBandwidth& ram = probes.ram();
-    row("RAM read bandwidth", gbps(ram.bytes_per_s),
-        std::to_string(ram.threads) + " threads x " + std::to_string(ram.streams) + " streams (best), " + ram.loop +
-            " loop, best of " + std::to_string(ram.passes) + " passes");
-    row("", "", "before loading " + gbps(probes.ram_before.bytes_per_s) + ", after the decode " +
-                    (probes.ram_after ? gbps(probes.ram_after->bytes_per_s) : std::string("not measured")));
-    row("disk read bandwidth", probes.disk_measured ? gbps(probes.disk.bytes_per_s) : std::string("not measured"),
-        probes.disk_measured ? (probes.disk.direct_io ? std::string("O_DIRECT, ") : std::string("buffered, ")) +
-                                   format_bytes(probes.disk_block) + " reads, " + std::to_string(probes.disk_in_flight) +
-                                   " in flight, best of " + std::to_string(probes.disk.passes)
-                             : std::string());
-    if (probes.disk_measured && !probes.disk.note.empty()) row("", "", probes.disk.note);
-    row("peak RSS", format_bytes(run.peak_rss_bytes));
+    machine_rows(probes, run.peak_rss_bytes);
     std::cout << std::flush;
+}
+
+// --parallel N: the batch's figures, sequence 0 alone's beside them and their ratios.
+std::string times_text(const std::optional<double>& v) { return v ? fixed(*v, 2) + "x" : std::string("n/a"); }
+std::string alone_text(const std::optional<double>& v, const std::function<std::string(double)>& format) {
+    return v ? format(*v) : std::string("n/a");
+}
+std::string ms(double seconds) { return fixed(seconds * 1e3, 1) + " ms"; }
+
+std::string tokens_text(const ParallelBenchRun& run) {
+    size_t where = 0;
+    const std::optional<bool> same = parallel_tokens_match(run, &where);
+    if (!same) return "not checked (--no-baseline)";
+    return *same ? "identical to alone" : "DIFFERENT from alone from token " + std::to_string(where);
+}
+
+void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& run, const DecodeTraffic& traffic,
+                          const Probes& probes, const ParallelBenchReport& r) {
+    engine_header(*loaded.engine, run.after);
+    std::cout << "  " << run.sequences << " sequences, each a prompt of " << run.prompt_tokens
+              << " random tokens (its own) and " << run.gen_tokens
+              << " generated, arriving at once and run together (at most " << run.step_rows << " rows a step); "
+              << run.decode_steps << " decode steps, " << run.full_decode_steps << " of every sequence\n"
+              << "  " << (run.alone ? "then sequence 0 alone (the same prompt and tokens)" : "no run alone (--no-baseline)")
+              << (run.warmed_up ? ", after a warm-up batch (other prompts of the same length, one token each)"
+                                : ", no warm-up run")
+              << "\n\n";
+    const bool alone = run.alone.has_value();
+    const std::string batched = "batched (" + std::to_string(run.sequences) + ")";
+    row("", batched, "alone", alone ? "batched/alone" : "");
+    const auto rate = [](double v) { return fixed(v, 2); };
+    const std::optional<double> alone_prefill =
+        alone && run.alone->prefill_seconds > 0.0
+            ? std::optional(static_cast<double>(run.alone->prompt_tokens) / run.alone->prefill_seconds)
+            : std::nullopt;
+    row("prefill tokens/s", rate(r.prefill_tokens_per_s), alone_text(alone_prefill, rate));
+    row("decode tokens/s", rate(r.aggregate_decode_tokens_per_s), alone_text(r.alone_decode_tokens_per_s, rate),
+        alone ? times_text(r.decode_speedup) : "");
+    row("decode tokens/s/sequence", rate(r.sequence_decode_tokens_per_s_mean), "slowest " + rate(r.sequence_decode_tokens_per_s_min));
+    row("time to first token", ms(r.first_token_seconds_mean), alone_text(r.alone_first_token_seconds, ms),
+        alone ? "slowest " + ms(r.first_token_seconds_max) + ": " + times_text(r.first_token_ratio) : "");
+    row("expert bytes read/token", bytes_text(r.expert_bytes_read_per_token),
+        alone_text(r.alone_expert_bytes_read_per_token, bytes_text),
+        alone ? times_text(r.expert_bytes_per_token_ratio) : "");
+    row("expert reads/token", fixed(r.expert_reads_per_token, 2),
+        alone_text(r.alone_expert_reads_per_token, [](double v) { return fixed(v, 2); }));
+    row("expert bytes read (decode)", format_bytes(run.decode_store.bytes_read),
+        std::to_string(run.decode_store.misses) + " misses, " + std::to_string(run.decode_store.prefetch_issued) +
+            " prefetched");
+    row("distinct experts/layer", fixed(r.distinct_experts_per_layer, 2),
+        "N x top_k = " + std::to_string(r.rows_times_top_k) + " of " + std::to_string(traffic.n_experts) + " experts");
+    row("KV cache", format_bytes(run.kv_bytes),
+        alone ? format_bytes(run.alone->kv_bytes) + " (one session)" : std::string("n/a"));
+    row("tokens", tokens_text(run));
+    machine_rows(probes, run.peak_rss_bytes);
+    std::cout << std::flush;
+}
+
+void print_parallel_json(const LoadedEngine& loaded, const ParallelBenchRun& run, const DecodeTraffic& traffic,
+                         const Probes& probes, const ParallelBenchReport& r, double load_seconds) {
+    JsonWriter j;
+    j.begin_object();
+    engine_fields(j, loaded, run.after, load_seconds);
+    j.field("parallel", run.sequences)
+        .field("prompt_tokens", run.prompt_tokens)
+        .field("gen_tokens", run.gen_tokens)
+        .field("step_rows", run.step_rows)
+        .field("warmup", run.warmed_up)
+        .field("baseline", run.alone.has_value())
+        .field("steps", run.steps)
+        .field("decode_steps", run.decode_steps)
+        .field("full_decode_steps", run.full_decode_steps)
+        .field("generated_tokens", r.generated_tokens)
+        .field("decode_tokens", run.decode_tokens)
+        .field("batch_seconds", run.seconds)
+        .field("decode_seconds", run.decode_seconds)
+        .field("prefill_tokens_per_s", r.prefill_tokens_per_s)
+        .field("aggregate_decode_tokens_per_s", r.aggregate_decode_tokens_per_s)
+        .field("sequence_decode_tokens_per_s_mean", r.sequence_decode_tokens_per_s_mean)
+        .field("sequence_decode_tokens_per_s_min", r.sequence_decode_tokens_per_s_min)
+        .field("first_token_seconds_mean", r.first_token_seconds_mean)
+        .field("first_token_seconds_max", r.first_token_seconds_max);
+    j.key("first_token_seconds").begin_array();
+    for (double v : run.first_token_seconds) j.value(v);
+    j.end_array();
+    j.key("sequence_decode_seconds").begin_array();
+    for (double v : run.sequence_decode_seconds) j.value(v);
+    j.end_array();
+    j.field("expert_hits", run.decode_store.hits)
+        .field("expert_misses", run.decode_store.misses)
+        .field("prefetch_issued", run.decode_store.prefetch_issued)
+        .field("expert_bytes_read", run.decode_store.bytes_read)
+        .field("expert_bytes_read_total", run.after.bytes_read - run.before.bytes_read)
+        .field("read_wait_seconds", run.decode_store.read_wait_seconds)
+        .field("expert_bytes_read_per_token", r.expert_bytes_read_per_token)
+        .field("expert_reads_per_token", r.expert_reads_per_token)
+        .field("distinct_experts_per_layer", r.distinct_experts_per_layer)
+        .field("top_k", traffic.top_k)
+        .field("n_experts", traffic.n_experts)
+        .field("rows_times_top_k", r.rows_times_top_k)
+        .field("kv_bytes", run.kv_bytes);
+    j.key("alone_kv_bytes");
+    if (run.alone) j.value(run.alone->kv_bytes);
+    else j.null();
+    optional_field(j, "alone_decode_tokens_per_s", r.alone_decode_tokens_per_s);
+    optional_field(j, "alone_first_token_seconds", r.alone_first_token_seconds);
+    optional_field(j, "alone_expert_bytes_read_per_token", r.alone_expert_bytes_read_per_token);
+    optional_field(j, "alone_expert_reads_per_token", r.alone_expert_reads_per_token);
+    optional_field(j, "decode_speedup", r.decode_speedup);
+    optional_field(j, "expert_bytes_per_token_ratio", r.expert_bytes_per_token_ratio);
+    optional_field(j, "first_token_ratio", r.first_token_ratio);
+    j.key("tokens_identical_to_alone");
+    if (const std::optional<bool> same = parallel_tokens_match(run)) j.value(*same);
+    else j.null();
+    j.field("peak_rss_bytes", run.peak_rss_bytes)
+        .field("ram_read_bytes_per_s", probes.ram().bytes_per_s);
+    optional_field(j, "disk_read_bytes_per_s", probes.disk_measured ? std::optional(probes.disk.bytes_per_s) : std::nullopt);
+    j.end_object();
+    std::cout << j.str() << std::endl;
 }
 
 }  // namespace
@@ -259,6 +398,9 @@ int run_bench(int argc, char** argv) {
     d.add_options()
         ("prompt-tokens", po::value<int64_t>(&b.prompt_tokens)->value_name("N"), "random prompt length (64)")
         ("gen-tokens", po::value<int64_t>(&b.gen_tokens)->value_name("N"), "tokens to generate, at least 2 (16)")
+        ("parallel", po::value<int64_t>(&b.parallel)->value_name("N"),
+         "N sequences of different random prompts run together through the batch scheduler, then sequence 0 alone for the ratios and a check of its tokens (1: one sequence, the figures against the bounds)")
+        ("no-baseline", po::bool_switch(&b.no_baseline), "with --parallel: no run of sequence 0 alone (no ratios, no token check)")
         ("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&b](UnsignedArg v) { b.seed = v.value; }), "seed of the random prompt (0)")
         ("no-warmup", po::bool_switch(&b.no_warmup),
          "measure the first run after the load (default: a warm-up run first, a prompt of the same length and one token, as llama-bench does)")
@@ -275,7 +417,7 @@ int run_bench(int argc, char** argv) {
         ("disk-in-flight", po::value<int>(&b.disk_in_flight)->value_name("N"), "disk probe reads in flight (4)")
         ("disk-passes", po::value<int>(&b.disk_passes)->value_name("N"), "passes of the disk probe, the best counts (3)");
     d.add(common_options(common));
-    auto parsed = parse_command_line(argc, argv, "bench", "--model DIR [--prompt-tokens N] [--gen-tokens N] [--json]",
+    auto parsed = parse_command_line(argc, argv, "bench", "--model DIR [--prompt-tokens N] [--gen-tokens N] [--parallel N] [--json]",
                                      "Measures prefill and decode speed against this machine's memory and disk bounds.",
                                      d);
     if (!parsed) return report_usage_error("bench", parsed.error());
@@ -283,6 +425,7 @@ int run_bench(int argc, char** argv) {
     auto usage = [](const std::string& m) { return report_usage_error("bench", Error{ErrorKind::invalid_argument, m}); };
     if (b.prompt_tokens < 1) return usage("--prompt-tokens must be >= 1");
     if (b.gen_tokens < 2) return usage("--gen-tokens must be >= 2 (the first token belongs to prefill)");
+    if (b.parallel < 1) return usage("--parallel must be >= 1");
     if (b.ram_repeats < 1) return usage("--ram-repeats must be >= 1");
     if (b.disk_in_flight < 1) return usage("--disk-in-flight must be >= 1");
     if (b.disk_passes < 1) return usage("--disk-passes must be >= 1");
@@ -350,7 +493,23 @@ int run_bench(int argc, char** argv) {
     ThreadPool& pool = *engine.compute().pool;
     const XorReduceFn reduce = engine.compute().table->xor_reduce;
     std::optional<RamProbeBuffer> paired;
-    if (*paired_bytes > 0) {
+    // With --parallel the steps run as a batch and nothing probes between them.
+    std::optional<ParallelBenchRun> batched;
+    std::optional<BenchRun> single;
+    if (b.parallel > 1) {
+        ParallelBenchRequest batch;
+        batch.sequences = static_cast<size_t>(b.parallel);
+        batch.prompt_tokens = request.prompt_tokens;
+        batch.gen_tokens = request.gen_tokens;
+        batch.seed = b.seed;
+        batch.warmup = request.warmup;
+        batch.baseline = !b.no_baseline;
+        batch.on_progress = request.on_progress;
+        auto ran = run_parallel_bench(engine, batch);
+        progress.clear();
+        if (!ran) return report_error(ran.error());
+        batched = std::move(*ran);
+    } else if (*paired_bytes > 0) {
         auto buffer = RamProbeBuffer::allocate(pool, std::min(*paired_bytes, *ram_bytes));
         if (!buffer) return report_error(with_context(buffer.error(), "--paired-probe"));
         paired.emplace(std::move(*buffer));
@@ -359,9 +518,12 @@ int run_bench(int argc, char** argv) {
             return paired->read(pool, reduce, streams, checksum);
         };
     }
-    auto run = run_bench(engine, request);
-    progress.clear();
-    if (!run) return report_error(run.error());
+    if (!batched) {
+        auto ran = run_bench(engine, request);
+        progress.clear();
+        if (!ran) return report_error(ran.error());
+        single = std::move(*ran);
+    }
 
     // The machine's memory speed drifts over minutes here (docs/benchmarks.md), so the probe runs
     // again right after the decode (Probes::ram takes the faster); the run's peak RSS was taken
@@ -404,9 +566,21 @@ int run_bench(int argc, char** argv) {
         probes.disk_in_flight = o.in_flight;
     }
 
-    const BenchReport report = make_bench_report(*run, *traffic, probes.ram(), probes.disk);
-    if (b.json) print_json(*loaded, *run, *traffic, probes, report, load_seconds);
-    else print_table(*loaded, *run, *traffic, probes, report);
+    if (batched) {
+        const ParallelBenchReport report = make_parallel_bench_report(*batched, *traffic);
+        if (b.json) print_parallel_json(*loaded, *batched, *traffic, probes, report, load_seconds);
+        else print_parallel_table(*loaded, *batched, *traffic, probes, report);
+        // A batched sequence that is not the bits it is alone is a correctness failure, not a figure.
+        size_t where = 0;
+        if (parallel_tokens_match(*batched, &where) == false)
+            return report_error(Error{ErrorKind::internal,
+                                      "bench: sequence 0's tokens in the batch of " + std::to_string(batched->sequences) +
+                                          " differ from its tokens alone from token " + std::to_string(where)});
+        return 0;
+    }
+    const BenchReport report = make_bench_report(*single, *traffic, probes.ram(), probes.disk);
+    if (b.json) print_json(*loaded, *single, *traffic, probes, report, load_seconds);
+    else print_table(*loaded, *single, *traffic, probes, report);
     return 0;
 }
 
