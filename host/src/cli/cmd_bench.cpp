@@ -290,7 +290,7 @@ void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& ru
     std::cout << "  " << run.sequences << " sequences, each a prompt of " << run.prompt_tokens
               << " random tokens (its own) and " << run.gen_tokens
               << " generated, arriving at once and run together (at most " << run.step_rows << " rows a step); "
-              << run.decode_steps << " decode steps, " << run.full_decode_steps << " of every sequence\n"
+              << run.decode_steps << " decode steps (" << run.full_decode_steps << " with every sequence)\n"
               << "  " << (run.alone ? "then sequence 0 alone (the same prompt and tokens)" : "no run alone (--no-baseline)")
               << (run.warmed_up ? ", after a warm-up batch (other prompts of the same length, one token each)"
                                 : ", no warm-up run")
@@ -299,14 +299,11 @@ void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& ru
     const std::string batched = "batched (" + std::to_string(run.sequences) + ")";
     row("", batched, "alone", alone ? "batched/alone" : "");
     const auto rate = [](double v) { return fixed(v, 2); };
-    const std::optional<double> alone_prefill =
-        alone && run.alone->prefill_seconds > 0.0
-            ? std::optional(static_cast<double>(run.alone->prompt_tokens) / run.alone->prefill_seconds)
-            : std::nullopt;
-    row("prefill tokens/s", rate(r.prefill_tokens_per_s), alone_text(alone_prefill, rate));
+    row("prefill tokens/s", rate(r.prefill_tokens_per_s), alone_text(r.alone_prefill_tokens_per_s, rate));
     row("decode tokens/s", rate(r.aggregate_decode_tokens_per_s), alone_text(r.alone_decode_tokens_per_s, rate),
         alone ? times_text(r.decode_speedup) : "");
-    row("decode tokens/s/sequence", rate(r.sequence_decode_tokens_per_s_mean), "slowest " + rate(r.sequence_decode_tokens_per_s_min));
+    row("decode tokens/s/sequence", rate(r.sequence_decode_tokens_per_s_mean), alone_text(r.alone_decode_tokens_per_s, rate),
+        "slowest " + rate(r.sequence_decode_tokens_per_s_min));
     row("time to first token", ms(r.first_token_seconds_mean), alone_text(r.alone_first_token_seconds, ms),
         alone ? "slowest " + ms(r.first_token_seconds_max) + ": " + times_text(r.first_token_ratio) : "");
     row("expert bytes read/token", bytes_text(r.expert_bytes_read_per_token),
@@ -314,11 +311,18 @@ void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& ru
         alone ? times_text(r.expert_bytes_per_token_ratio) : "");
     row("expert reads/token", fixed(r.expert_reads_per_token, 2),
         alone_text(r.alone_expert_reads_per_token, [](double v) { return fixed(v, 2); }));
+    // The store's counters over the decode steps: the batch's summed, alone's from its first token.
+    const auto reads = [](uint64_t misses, uint64_t prefetched) {
+        return std::to_string(misses) + ", " + std::to_string(prefetched);
+    };
+    const ExpertStoreStats* a = alone ? &run.alone->after_prefill : nullptr;
+    const ExpertStoreStats* z = alone ? &run.alone->after : nullptr;
     row("expert bytes read (decode)", format_bytes(run.decode_store.bytes_read),
-        std::to_string(run.decode_store.misses) + " misses, " + std::to_string(run.decode_store.prefetch_issued) +
-            " prefetched");
-    row("distinct experts/layer", fixed(r.distinct_experts_per_layer, 2),
-        "N x top_k = " + std::to_string(r.rows_times_top_k) + " of " + std::to_string(traffic.n_experts) + " experts");
+        alone ? format_bytes(z->bytes_read - a->bytes_read) : std::string("n/a"));
+    row("  misses, prefetches", reads(run.decode_store.misses, run.decode_store.prefetch_issued),
+        alone ? reads(z->misses - a->misses, z->prefetch_issued - a->prefetch_issued) : std::string("n/a"));
+    row("distinct experts/layer", fixed(r.distinct_experts_per_layer, 2), std::to_string(traffic.top_k) + " (top_k)",
+        "N x top_k = " + std::to_string(r.rows_times_top_k) + ", of " + std::to_string(traffic.n_experts) + " experts");
     row("KV cache", format_bytes(run.kv_bytes),
         alone ? format_bytes(run.alone->kv_bytes) + " (one session)" : std::string("n/a"));
     row("tokens", tokens_text(run));
@@ -372,6 +376,7 @@ void print_parallel_json(const LoadedEngine& loaded, const ParallelBenchRun& run
     j.key("alone_kv_bytes");
     if (run.alone) j.value(run.alone->kv_bytes);
     else j.null();
+    optional_field(j, "alone_prefill_tokens_per_s", r.alone_prefill_tokens_per_s);
     optional_field(j, "alone_decode_tokens_per_s", r.alone_decode_tokens_per_s);
     optional_field(j, "alone_first_token_seconds", r.alone_first_token_seconds);
     optional_field(j, "alone_expert_bytes_read_per_token", r.alone_expert_bytes_read_per_token);

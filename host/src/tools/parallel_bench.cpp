@@ -228,6 +228,7 @@ ParallelBenchReport make_parallel_bench_report(const ParallelBenchRun& run, cons
         // The bandwidths play no part in the figures taken here.
         const BenchReport alone = make_bench_report(*run.alone, traffic, RamBandwidth{}, DiskBandwidth{});
         const double steps = static_cast<double>(run.alone->decode_steps);
+        r.alone_prefill_tokens_per_s = alone.prefill_tokens_per_s;
         r.alone_decode_tokens_per_s = alone.decode_tokens_per_s;
         r.alone_first_token_seconds = run.alone->prefill_seconds;
         r.alone_expert_bytes_read_per_token = alone.expert_bytes_read_per_token;

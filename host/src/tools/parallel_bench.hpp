@@ -94,6 +94,7 @@ struct ParallelBenchReport {
     uint64_t rows_times_top_k = 0;            // N x top_k: what N sequences alone would read a layer
     // Against sequence 0 alone (nullopt without a baseline; the bytes ratio also when alone read
     // nothing from disk).
+    std::optional<double> alone_prefill_tokens_per_s;
     std::optional<double> alone_decode_tokens_per_s;
     std::optional<double> alone_first_token_seconds;
     std::optional<double> alone_expert_bytes_read_per_token;
