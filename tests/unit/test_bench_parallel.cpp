@@ -60,7 +60,6 @@ TEST(BenchParallel, JsonFiguresAreConsistent) {
     EXPECT_GT(number(j, "aggregate_decode_tokens_per_s"), 0.0);
     EXPECT_NEAR(number(j, "aggregate_decode_tokens_per_s"), number(j, "decode_tokens") / number(j, "decode_seconds"), 1e-6);
     EXPECT_LE(number(j, "sequence_decode_tokens_per_s_min"), number(j, "sequence_decode_tokens_per_s_mean"));
-    EXPECT_EQ(numbers(j, "sequence_decode_seconds").size(), 3u);
     const std::vector<double> first = numbers(j, "first_token_seconds");
     ASSERT_EQ(first.size(), 3u);
     for (double s : first) EXPECT_GT(s, 0.0);
@@ -68,6 +67,18 @@ TEST(BenchParallel, JsonFiguresAreConsistent) {
     EXPECT_NEAR(number(j, "first_token_seconds_mean"), (first[0] + first[1] + first[2]) / 3.0, 1e-12);
     EXPECT_NEAR(number(j, "prefill_tokens_per_s"), 15.0 / number(j, "first_token_seconds_max"), 1e-6);
     EXPECT_LE(number(j, "first_token_seconds_max"), number(j, "batch_seconds"));
+    // A sequence's last token comes after its first, its decode time between them; the batch ends
+    // with the last one.
+    const std::vector<double> decode = numbers(j, "sequence_decode_seconds"), last = numbers(j, "last_token_seconds");
+    ASSERT_EQ(decode.size(), 3u);
+    ASSERT_EQ(last.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_GT(last[i], first[i]);
+        EXPECT_LE(decode[i], last[i]);
+        EXPECT_LE(last[i], number(j, "batch_seconds"));
+    }
+    EXPECT_EQ(number(j, "last_token_seconds_max"), *std::max_element(last.begin(), last.end()));
+    EXPECT_LE(number(j, "last_token_seconds_mean"), number(j, "last_token_seconds_max"));
 
     // The store's counters over the decode steps, per token they generated.
     const double tokens = number(j, "decode_tokens");
@@ -94,6 +105,8 @@ TEST(BenchParallel, JsonFiguresAreConsistent) {
                 number(j, "expert_bytes_read_per_token") / number(j, "alone_expert_bytes_read_per_token"), 1e-9);
     EXPECT_NEAR(number(j, "first_token_ratio"),
                 number(j, "first_token_seconds_max") / number(j, "alone_first_token_seconds"), 1e-9);
+    EXPECT_NEAR(number(j, "last_token_ratio"),
+                number(j, "last_token_seconds_max") / number(j, "alone_last_token_seconds"), 1e-9);
 }
 
 // Every family's demo, streaming its experts: the batch's sequence 0 is the same tokens alone.
@@ -102,7 +115,8 @@ TEST(BenchParallel, EveryFamilyMatchesAlone) {
         const auto r = run_cli("bench --model " + demo(name) +
                                " --parallel 4 --prompt-tokens 6 --gen-tokens 5 --expert-budget 1MiB" + kSmallProbes);
         ASSERT_EQ(r.status, 0) << name << "\n" << r.err;
-        for (const char* label : {"batched (4)", "decode tokens/s", "time to first token", "expert bytes read/token",
+        for (const char* label : {"batched (4)", "decode tokens/s", "time to first token", "time to last token",
+                                  "expert bytes read/token",
                                   "distinct experts/layer", "KV cache", "identical to alone", "RAM read bandwidth"})
             EXPECT_NE(r.out.find(label), std::string::npos) << name << ": " << label << "\n" << r.out;
     }

@@ -306,6 +306,8 @@ void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& ru
         "slowest " + rate(r.sequence_decode_tokens_per_s_min));
     row("time to first token", ms(r.first_token_seconds_mean), alone_text(r.alone_first_token_seconds, ms),
         alone ? "slowest " + ms(r.first_token_seconds_max) + ": " + times_text(r.first_token_ratio) : "");
+    row("time to last token", ms(r.last_token_seconds_mean), alone_text(r.alone_last_token_seconds, ms),
+        alone ? "slowest " + ms(r.last_token_seconds_max) + ": " + times_text(r.last_token_ratio) : "");
     row("expert bytes read/token", bytes_text(r.expert_bytes_read_per_token),
         alone_text(r.alone_expert_bytes_read_per_token, bytes_text),
         alone ? times_text(r.expert_bytes_per_token_ratio) : "");
@@ -353,9 +355,14 @@ void print_parallel_json(const LoadedEngine& loaded, const ParallelBenchRun& run
         .field("sequence_decode_tokens_per_s_mean", r.sequence_decode_tokens_per_s_mean)
         .field("sequence_decode_tokens_per_s_min", r.sequence_decode_tokens_per_s_min)
         .field("first_token_seconds_mean", r.first_token_seconds_mean)
-        .field("first_token_seconds_max", r.first_token_seconds_max);
+        .field("first_token_seconds_max", r.first_token_seconds_max)
+        .field("last_token_seconds_mean", r.last_token_seconds_mean)
+        .field("last_token_seconds_max", r.last_token_seconds_max);
     j.key("first_token_seconds").begin_array();
     for (double v : run.first_token_seconds) j.value(v);
+    j.end_array();
+    j.key("last_token_seconds").begin_array();
+    for (double v : run.last_token_seconds) j.value(v);
     j.end_array();
     j.key("sequence_decode_seconds").begin_array();
     for (double v : run.sequence_decode_seconds) j.value(v);
@@ -384,6 +391,8 @@ void print_parallel_json(const LoadedEngine& loaded, const ParallelBenchRun& run
     optional_field(j, "decode_speedup", r.decode_speedup);
     optional_field(j, "expert_bytes_per_token_ratio", r.expert_bytes_per_token_ratio);
     optional_field(j, "first_token_ratio", r.first_token_ratio);
+    optional_field(j, "alone_last_token_seconds", r.alone_last_token_seconds);
+    optional_field(j, "last_token_ratio", r.last_token_ratio);
     j.key("tokens_identical_to_alone");
     if (const std::optional<bool> same = parallel_tokens_match(run)) j.value(*same);
     else j.null();

@@ -127,11 +127,13 @@ Expected<ParallelBenchRun> run_parallel_bench(Engine& engine, const ParallelBenc
 
     const size_t all_prompts = n * request.prompt_tokens, all_tokens = n * request.gen_tokens;
     run.first_token_seconds.assign(n, 0.0);
+    run.last_token_seconds.assign(n, 0.0);
     std::vector<size_t> emitted(n, 0);
     size_t tokens = 0;
     const Clock::time_point start = Clock::now();  // every prompt arrives now
     auto on_token = [&](size_t i, int32_t) {
-        if (emitted[i]++ == 0) run.first_token_seconds[i] = seconds_between(start, Clock::now());
+        run.last_token_seconds[i] = seconds_between(start, Clock::now());
+        if (emitted[i]++ == 0) run.first_token_seconds[i] = run.last_token_seconds[i];
         ++tokens;
     };
     STORMO_TRY_ASSIGN(auto batch, begin_batch(engine, std::move(prompts), request.gen_tokens, on_token));
@@ -218,6 +220,10 @@ ParallelBenchReport make_parallel_bench_report(const ParallelBenchRun& run, cons
     }
     r.prefill_tokens_per_s =
         ratio(static_cast<double>(run.sequences * run.prompt_tokens), r.first_token_seconds_max);
+    for (double last : run.last_token_seconds) {
+        r.last_token_seconds_mean += last / static_cast<double>(run.last_token_seconds.size());
+        r.last_token_seconds_max = std::max(r.last_token_seconds_max, last);
+    }
     r.expert_bytes_read_per_token = ratio(static_cast<double>(run.decode_store.bytes_read), decode_tokens);
     r.expert_reads_per_token =
         ratio(static_cast<double>(run.decode_store.misses + run.decode_store.prefetch_issued), decode_tokens);
@@ -238,6 +244,8 @@ ParallelBenchReport make_parallel_bench_report(const ParallelBenchRun& run, cons
         if (alone.expert_bytes_read_per_token > 0.0)
             r.expert_bytes_per_token_ratio = r.expert_bytes_read_per_token / alone.expert_bytes_read_per_token;
         if (run.alone->prefill_seconds > 0.0) r.first_token_ratio = r.first_token_seconds_max / run.alone->prefill_seconds;
+        r.alone_last_token_seconds = run.alone->prefill_seconds + run.alone->decode_seconds;
+        if (*r.alone_last_token_seconds > 0.0) r.last_token_ratio = r.last_token_seconds_max / *r.alone_last_token_seconds;
     }
     return r;
 }

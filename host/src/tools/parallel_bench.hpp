@@ -60,9 +60,10 @@ struct ParallelBenchRun {
     // union, read once for all the rows), summed, and the layer passes counted.
     uint64_t decode_distinct_experts = 0;
     uint64_t decode_moe_passes = 0;
-    // Per sequence: its first token's time from the start of the batch (every prompt arrives at
-    // the start), its decode time (first token to last), its tokens.
+    // Per sequence: its first and last tokens' times from the start of the batch (every prompt
+    // arrives at the start), its decode time (the end of its prompt to its last token), its tokens.
     std::vector<double> first_token_seconds;
+    std::vector<double> last_token_seconds;
     std::vector<double> sequence_decode_seconds;
     std::vector<std::vector<int32_t>> tokens;
     ExpertStoreStats before, after;  // the store's counters around the batch
@@ -88,6 +89,8 @@ struct ParallelBenchReport {
     double first_token_seconds_mean = 0.0;
     double first_token_seconds_max = 0.0;
     double prefill_tokens_per_s = 0.0;        // every prompt's positions / the last first token's time
+    double last_token_seconds_mean = 0.0;
+    double last_token_seconds_max = 0.0;
     double expert_bytes_read_per_token = 0.0; // decode steps, per token they generated
     double expert_reads_per_token = 0.0;      // misses and prefetches, per token
     double distinct_experts_per_layer = 0.0;  // mean over the decode steps' MoE layer passes
@@ -102,6 +105,8 @@ struct ParallelBenchReport {
     std::optional<double> decode_speedup;           // aggregate / alone
     std::optional<double> expert_bytes_per_token_ratio;  // batched / alone
     std::optional<double> first_token_ratio;        // the slowest sequence's / alone's
+    std::optional<double> alone_last_token_seconds;  // its prefill and decode times
+    std::optional<double> last_token_ratio;         // the slowest sequence's / alone's
 };
 
 STORMO_API ParallelBenchReport make_parallel_bench_report(const ParallelBenchRun& run, const DecodeTraffic& traffic);
