@@ -154,6 +154,7 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(KvBufferDecl, name);
     STORMO_ABI_FIELD(KvBufferDecl, floats_per_position);
     STORMO_ABI_FIELD(KvBufferDecl, window);
+    STORMO_ABI_FIELD(KvBufferDecl, kind);
     h = mix_type<LayerPlan>(h);
     STORMO_ABI_FIELD(LayerPlan, kv);
     STORMO_ABI_FIELD(LayerPlan, ffn);

@@ -67,6 +67,12 @@ struct KvBufferDecl {
     // > 0: the layer never looks more than `window` positions back (a sliding window), so the
     // session keeps only a ring of the last rows instead of one row per position of the context.
     size_t window = 0;
+    // per_position: a row per position (KV, latents, indexer keys). state: one row for the whole
+    // sequence that every step overwrites in place (a linear-attention or recurrent layer's state):
+    // the layer treats it as zeros at position 0 and updates it row by row through a block; the
+    // session copies it into snapshots, and a rewind anywhere but to a snapshot owes a replay.
+    enum class Kind : uint8_t { per_position, state };
+    Kind kind = Kind::per_position;
 };
 
 enum class FfnKind : uint8_t { dense, moe };

@@ -53,16 +53,22 @@ Expected<void> validate_tokens(std::span<const int32_t> tokens, size_t vocab) {
     return {};
 }
 
-}  // namespace
-
-Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const int32_t> tokens,
-                                               const ForwardOptions& options) {
+// The tokens and the room a session has for them, checked before anything changes.
+Expected<void> check_step(const Session& session, std::span<const int32_t> tokens, size_t vocab) {
     if (tokens.empty()) return fail(ErrorKind::invalid_argument, "no tokens to process");
-    STORMO_TRY(validate_tokens(tokens, model_.vocab_size()));
+    STORMO_TRY(validate_tokens(tokens, vocab));
     if (tokens.size() > session.remaining())
         return fail(ErrorKind::resource, "context full: " + std::to_string(session.position()) + " positions used + " +
                                              std::to_string(tokens.size()) + " new exceed the context of " +
                                              std::to_string(session.capacity()));
+    return {};
+}
+
+}  // namespace
+
+Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const int32_t> tokens,
+                                               const ForwardOptions& options) {
+    STORMO_TRY(check_step(session, tokens, model_.vocab_size()));
     const size_t start = session.position();
     const size_t block = std::max<size_t>(1, std::min(options.max_block, session.max_block()));
     if (session.needs_replay()) STORMO_TRY(replay(session, block));
@@ -177,15 +183,10 @@ Expected<void> Pipeline::forward_batch(std::span<SequenceStep> steps) {
         const SequenceStep& step = steps[i];
         const std::string which = "sequence " + std::to_string(i) + " of the step";
         if (step.session == nullptr) return fail(ErrorKind::internal, which + " has no session");
-        if (step.tokens.empty()) return fail(ErrorKind::invalid_argument, which + " has no tokens to process");
         for (size_t j = 0; j < i; ++j)
             if (steps[j].session == step.session) return fail(ErrorKind::internal, which + " shares its session with another");
-        STORMO_TRY(validate_tokens(step.tokens, model_.vocab_size()));
-        Session& session = *step.session;
-        if (step.tokens.size() > session.remaining())
-            return fail(ErrorKind::resource, "context full: " + std::to_string(session.position()) + " positions used + " +
-                                                 std::to_string(step.tokens.size()) + " new exceed the context of " +
-                                                 std::to_string(session.capacity()));
+        const Session& session = *step.session;
+        STORMO_TRY(check_step(session, step.tokens, model_.vocab_size()));
         if (step.tokens.size() > session.max_block())
             return fail(ErrorKind::internal, which + " has " + std::to_string(step.tokens.size()) +
                                                  " tokens, more than its session's block of " +
