@@ -58,6 +58,11 @@ TEST(BenchParallel, JsonFiguresAreConsistent) {
     EXPECT_TRUE(*j.find("tokens_identical_to_alone")->as_bool());
 
     EXPECT_GT(number(j, "aggregate_decode_tokens_per_s"), 0.0);
+    // The contract's fields: decode_tokens_per_s is the aggregate under --parallel.
+    EXPECT_EQ(number(j, "decode_tokens_per_s"), number(j, "aggregate_decode_tokens_per_s"));
+    for (const char* key : {"expert_hit_rate", "memory_bound_tokens_per_s", "peak_rss_bytes", "prefill_tokens_per_s",
+                            "expert_bytes_read_per_token"})
+        EXPECT_TRUE(j.find(key) != nullptr) << key;
     EXPECT_NEAR(number(j, "aggregate_decode_tokens_per_s"), number(j, "decode_tokens") / number(j, "decode_seconds"), 1e-6);
     EXPECT_LE(number(j, "sequence_decode_tokens_per_s_min"), number(j, "sequence_decode_tokens_per_s_mean"));
     const std::vector<double> first = numbers(j, "first_token_seconds");

@@ -23,6 +23,23 @@ std::string tokens_text(const ParallelBenchRun& run) {
     return *same ? "identical to alone" : "DIFFERENT from alone from token " + std::to_string(where);
 }
 
+// The bounds of a batched decode step: RAM reads the dense part once and each expert of the
+// step's union once for the N tokens of the step; the disk reads what the store missed.
+double memory_bound_tokens_per_s(const ParallelBenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
+                                 const ParallelBenchReport& r) {
+    const double step_bytes = static_cast<double>(traffic.dense_bytes) +
+                              r.distinct_experts_per_layer * traffic.moe_layers * static_cast<double>(traffic.expert_bytes);
+    return step_bytes > 0.0 ? probes.ram().bytes_per_s * static_cast<double>(run.sequences) / step_bytes : 0.0;
+}
+std::optional<double> disk_bound_tokens_per_s(const Probes& probes, const ParallelBenchReport& r) {
+    if (!probes.disk_measured || r.expert_bytes_read_per_token <= 0.0 || probes.disk.bytes_per_s <= 0.0) return std::nullopt;
+    return probes.disk.bytes_per_s / r.expert_bytes_read_per_token;
+}
+double hit_rate(const StoreTraffic& s) {
+    const double asked = static_cast<double>(s.hits + s.misses);
+    return asked > 0.0 ? static_cast<double>(s.hits) / asked : 1.0;
+}
+
 }  // namespace
 
 void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& run, const DecodeTraffic& traffic,
@@ -43,6 +60,9 @@ void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& ru
     row("prefill tokens/s", rate(r.prefill_tokens_per_s), alone_text(r.alone_prefill_tokens_per_s, rate));
     row("decode tokens/s", rate(r.aggregate_decode_tokens_per_s), alone_text(r.alone_decode_tokens_per_s, rate),
         alone ? times_text(r.decode_speedup) : "");
+    const std::optional<double> disk_bound = disk_bound_tokens_per_s(probes, r);
+    row("  bound: memory, disk", fixed(memory_bound_tokens_per_s(run, traffic, probes, r), 2) + ", " +
+                                     (disk_bound ? fixed(*disk_bound, 2) : std::string("n/a")));
     row("decode tokens/s/sequence", rate(r.sequence_decode_tokens_per_s_mean), alone_text(r.alone_decode_tokens_per_s, rate),
         "slowest " + rate(r.sequence_decode_tokens_per_s_min));
     row("time to first token", ms(r.first_token_seconds_mean), alone_text(r.alone_first_token_seconds, ms),
@@ -92,7 +112,10 @@ void print_parallel_json(const LoadedEngine& loaded, const ParallelBenchRun& run
         .field("batch_seconds", run.seconds)
         .field("decode_seconds", run.decode_seconds)
         .field("prefill_tokens_per_s", r.prefill_tokens_per_s)
+        .field("decode_tokens_per_s", r.aggregate_decode_tokens_per_s)  // the aggregate, as the contract says
         .field("aggregate_decode_tokens_per_s", r.aggregate_decode_tokens_per_s)
+        .field("expert_hit_rate", hit_rate(run.decode_store))
+        .field("memory_bound_tokens_per_s", memory_bound_tokens_per_s(run, traffic, probes, r))
         .field("sequence_decode_tokens_per_s_mean", r.sequence_decode_tokens_per_s_mean)
         .field("sequence_decode_tokens_per_s_min", r.sequence_decode_tokens_per_s_min)
         .field("first_token_seconds_mean", r.first_token_seconds_mean)
@@ -124,6 +147,7 @@ void print_parallel_json(const LoadedEngine& loaded, const ParallelBenchRun& run
     j.key("alone_kv_bytes");
     if (run.alone) j.value(run.alone->kv_bytes);
     else j.null();
+    optional_field(j, "disk_bound_tokens_per_s", disk_bound_tokens_per_s(probes, r));
     optional_field(j, "alone_prefill_tokens_per_s", r.alone_prefill_tokens_per_s);
     optional_field(j, "alone_decode_tokens_per_s", r.alone_decode_tokens_per_s);
     optional_field(j, "alone_first_token_seconds", r.alone_first_token_seconds);
