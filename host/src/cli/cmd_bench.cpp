@@ -284,7 +284,8 @@ int run_bench(int argc, char** argv) {
 
     const auto t0 = Clock::now();
     progress.note("loading the model");
-    auto loaded = open_engine(common, 0, need, "--prompt-tokens and --gen-tokens");
+    // The memory plan holds the KV of every sequence before it sizes the expert budget.
+    auto loaded = open_engine(common, 0, need, "--prompt-tokens and --gen-tokens", static_cast<size_t>(std::max<int64_t>(1, b.parallel)));
     progress.clear();
     if (!loaded) return report_error(loaded.error());
     const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();

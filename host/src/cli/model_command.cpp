@@ -56,8 +56,8 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
 }  // namespace
 
 Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack, size_t run_need,
-                                   const std::string& run_need_origin) {
-    return open_engine_with(options, nullptr, rewind_slack, run_need, run_need_origin, 1);
+                                   const std::string& run_need_origin, size_t sequences) {
+    return open_engine_with(options, nullptr, rewind_slack, run_need, run_need_origin, sequences);
 }
 
 Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack,
