@@ -59,6 +59,8 @@ if [ "$DEPTH" -gt 0 ] && [ -n "$CAP" ]; then
     exit 2
 fi
 GROUP=/sys/fs/cgroup/memory/stormo-race-$$
+RACE_NAME=race
+. "$(dirname "$0")/race-common.sh"
 KEEP=${KEEP:-}
 cleanup() {
     if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && cp -a "$OUT"/. "$KEEP"/; fi
@@ -68,37 +70,16 @@ cleanup() {
 trap cleanup EXIT
 
 exec 3>&2  # the group's figures reach the terminal while each run's stderr goes to its file
-if [ -n "$CAP" ]; then
-    mkdir "$GROUP"
-    echo "$CAP" > "$GROUP/memory.limit_in_bytes"
-    echo "race: under a cgroup v1 memory cap of $CAP ($GROUP)" >&2
-fi
+make_cap_group
 
-# Every run starts with an empty page cache when the script may drop it (root): otherwise the
-# previous run's file (llama.cpp reads its GGUF through the page cache) fills memory, and the
-# kernel's reclaim and compaction run beside the next engine, in its time: a stormo decode step
-# took 600 ms instead of 90 right after a 13 GB file had been read, and llama.cpp had slow rounds
-# right after stormo. Without root the race warns once and runs as it is.
-DROP_WARNED=""
-drop_page_cache() {
-    if [ -w /proc/sys/vm/drop_caches ]; then
-        sync
-        echo 3 > /proc/sys/vm/drop_caches
-        sleep 2
-    elif [ -z "$DROP_WARNED" ]; then
-        echo "race: cannot drop the page cache (not root): a run may pay for the previous run's cached file" >&2
-        DROP_WARNED=1
-    fi
-}
-
+# Every run starts with an empty page cache (race-common.sh says why).
 # Runs "$@" (inside the capped group when CAP is set) with its peak RSS written to $1.rss.
 measured() {
     local name=$1
     shift
     drop_page_cache
     if [ -n "$CAP" ]; then
-        echo 0 > "$GROUP/memory.max_usage_in_bytes"
-        echo 0 > "$GROUP/memory.failcnt"
+        reset_cap_group
         sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$GROUP" /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$@"
         echo "race: $name: cgroup peak usage $(cat "$GROUP/memory.max_usage_in_bytes") bytes, failcnt $(cat "$GROUP/memory.failcnt")" >&3
     else

@@ -79,6 +79,8 @@ if "$STORMO" serve --help 2>&1 | grep -q -- '--parallel'; then HAS_PARALLEL=1; f
 
 OUT=$(mktemp -d)
 GROUP=/sys/fs/cgroup/memory/stormo-race-serve-$$
+RACE_NAME=race-serve
+. "$(dirname "$0")/race-common.sh"
 SERVER_PID=""
 stop_server() {
     if [ -n "$SERVER_PID" ]; then
@@ -96,34 +98,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if [ -n "$CAP" ]; then
-    mkdir "$GROUP"
-    echo "$CAP" > "$GROUP/memory.limit_in_bytes"
-    echo "race-serve: under a cgroup v1 memory cap of $CAP ($GROUP)" >&2
-fi
+make_cap_group
 
-# As in race-llamacpp.sh: every server starts with an empty page cache (the previous run's file in
-# the cache would count against nobody's cap and its reclaim would run in the next run's time).
-DROP_WARNED=""
-drop_page_cache() {
-    if [ -w /proc/sys/vm/drop_caches ]; then
-        sync
-        echo 3 > /proc/sys/vm/drop_caches
-        sleep 2
-    elif [ -z "$DROP_WARNED" ]; then
-        echo "race-serve: cannot drop the page cache (not root): a run may pay for the previous run's cached file" >&2
-        DROP_WARNED=1
-    fi
-}
-
+# Every run starts with an empty page cache (race-common.sh says why).
 # Starts "$@" in the background (inside the capped group when CAP is set), its output in $1's log.
 start_server() {
     local name=$1
     shift
     drop_page_cache
     if [ -n "$CAP" ]; then
-        echo 0 > "$GROUP/memory.max_usage_in_bytes"
-        echo 0 > "$GROUP/memory.failcnt"
+        reset_cap_group
         sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$GROUP" "$@" > "$OUT/$name.log" 2>&1 &
     else
         "$@" > "$OUT/$name.log" 2>&1 &

@@ -53,10 +53,10 @@ test('aborting a streamed request cancels it; the server stays healthy and count
 });
 
 test('SIGTERM while busy: the stream in flight ends cleanly, queued ones are refused, exit 0', async () => {
-  const server = await startServer(['--shutdown-grace', '1']);
+  // One slot: a second request waits in the queue behind the first; the shutdown refuses it with 503.
+  const server = await startServer(['--shutdown-grace', '1', '--parallel', '1']);
   const openai = server.client();
   const stream = await openai.chat.completions.create(long);
-  // A second request waits in the queue behind the first; the shutdown refuses it with 503.
   const queued = openai.chat.completions.create({ ...long, stream: false }).then(
     () => 'answered',
     (e) => e,

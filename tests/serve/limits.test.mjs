@@ -126,8 +126,8 @@ test('request text past --tokenize-budget is refused before it is parsed', async
 });
 
 test('under a flood of idle connections /health and a chat still get in', async () => {
-  // --max-queue 1: 65 connection slots; 100 connections that send nothing, held for 30 s.
-  const flooded = await startServer(['--max-queue', '1', '--header-timeout', '30']);
+  // --max-queue 1 --parallel 1: 66 connection slots; 100 connections that send nothing, held for 30 s.
+  const flooded = await startServer(['--max-queue', '1', '--parallel', '1', '--header-timeout', '30']);
   const idle = [];
   let closed = 0;
   try {

@@ -14,9 +14,15 @@ export const STORMO = process.env.STORMO_CLI;
 export const DEMO = process.env.STORMO_DEMO_MODEL;
 if (!STORMO || !DEMO) throw new Error('STORMO_CLI and STORMO_DEMO_MODEL must be set (ctest sets them)');
 
-// Starts the server; resolves once /health answers 200. `args` are extra options.
-export async function startServer(args = []) {
-  const child = spawn(STORMO, ['serve', '--model', DEMO, '--port', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+// Another shipped demo model, by its directory's name (qwen3-moe-demo, glm-moe-dsa-demo, ...).
+export function demoModel(name) {
+  return path.join(path.dirname(DEMO), name);
+}
+
+// Starts the server; resolves once /health answers 200. `args` are extra options; `model` another
+// model directory than the gpt-oss demo.
+export async function startServer(args = [], { model = DEMO } = {}) {
+  const child = spawn(STORMO, ['serve', '--model', model, '--port', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const port = await new Promise((resolve, reject) => {

@@ -28,6 +28,7 @@ TEST(ServeCli, WrongOptionsAreRefusedBeforeListening) {
         {model + " --ctx 64 --context 128", "--ctx and --context name different contexts"},
         {model + " --api-key ''", "--api-key must not be empty"},
         {model + " --shutdown-grace -1", "--shutdown-grace must be in [0, 3600] seconds"},
+        {model + " --parallel 0", "--parallel must be in [1, 256]"},
     };
     for (const Case& c : cases) {
         const CommandResult r = serve(c.args);
@@ -51,7 +52,8 @@ TEST(ServeCli, HelpNamesTheRoutesAndOptions) {
     const CommandResult r = serve("--help");
     EXPECT_EQ(r.status, 0);
     for (const char* s : {"/v1/chat/completions", "--host", "--port", "--api-key", "--max-queue", "--ctx", "--timeout",
-                          "--max-body", "--shutdown-grace", "--header-timeout", "--tokenize-budget", "--expert-budget", "--context"})
+                          "--max-body", "--shutdown-grace", "--header-timeout", "--tokenize-budget", "--expert-budget", "--context",
+                          "--parallel"})
         EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 

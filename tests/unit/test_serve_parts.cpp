@@ -134,16 +134,26 @@ TEST(ServeMetrics, PrometheusTextHasEveryFamily) {
     s.misses = 1;
     s.bytes_read = 4096;
     m.set_store(s);
-    const std::string text = m.render({2, 1, true});
+    // Two steps: 3 sequences (2 decode rows, a prompt chunk of 30), then 2 decode rows; 4 tokens.
+    m.add_step(BatchStep{3, 2, 30, false}, 2, s);
+    s.hits = 7;
+    s.bytes_read = 8192;
+    m.add_step(BatchStep{2, 2, 0, true}, 2, s);
+    const std::string text = m.render(
+        {.queue_depth = 2, .running = 1, .slots = 4, .kv_bytes_in_use = 1000, .kv_bytes_reserved = 4000, .ready = true});
     for (const char* line :
          {"# TYPE stormo_requests_total counter\n", "stormo_requests_total{outcome=\"ok\"} 2\n",
           "stormo_requests_total{outcome=\"cancelled\"} 1\n", "stormo_requests_total{outcome=\"rejected\"} 1\n",
           "stormo_requests_total{outcome=\"failed\"} 0\n", "stormo_prompt_tokens_total 10\n",
           "stormo_prompt_tokens_reused_total 4\n", "stormo_generated_tokens_total 5\n",
           "stormo_prefill_tokens_per_second 12\n",  // (10 - 4) / 0.5
-          "stormo_decode_tokens_per_second 2.5\n", "stormo_expert_hit_rate 0.75\n",
-          "stormo_expert_bytes_read_total 4096\n", "stormo_queue_depth 2\n", "stormo_requests_running 1\n",
-          "stormo_model_ready 1\n"})
+          "stormo_decode_tokens_per_second 2.5\n", "stormo_expert_hit_rate 0.875\n",
+          "stormo_expert_bytes_read_total 8192\n", "stormo_queue_depth 2\n", "stormo_requests_running 1\n",
+          "stormo_model_ready 1\n", "stormo_slots 4\n", "stormo_batch_steps_total 2\n", "stormo_batch_sequences_total 5\n",
+          "stormo_batch_rows_total{kind=\"decode\"} 4\n", "stormo_batch_rows_total{kind=\"prompt\"} 30\n",
+          "stormo_batch_isolated_steps_total 1\n",
+          "stormo_expert_reads_per_token 2\n",  // (7 + 1) acquisitions / 4 tokens
+          "stormo_expert_bytes_read_per_token 2048\n", "stormo_kv_bytes_in_use 1000\n", "stormo_kv_bytes_reserved 4000\n"})
         EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
     EXPECT_EQ(m.requests(Outcome::ok), 2u);
     // Every line is a comment or "name[{labels}] value".

@@ -1,6 +1,8 @@
 // stormo bench: prefill and decode speed on a seeded random prompt, the expert store's figures,
 // and the two bounds of this machine measured in the same run (RAM read bandwidth over the bytes a
-// decode token touches; disk read bandwidth over the bytes a decode token had to read).
+// decode token touches; disk read bandwidth over the bytes a decode token had to read). With
+// --parallel N, N sequences run together through the batch scheduler and then sequence 0 alone
+// (tools/parallel_bench.hpp), between the same probes.
 //
 // Order matters: the RAM probe runs before the model loads (its buffer would otherwise compete
 // with the weights and count in the peak RSS, which is reset after it), the disk probe after the
@@ -12,6 +14,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/bench_output.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
 #include "cli/progress.hpp"
@@ -19,15 +22,20 @@
 #include "compute/worker_pool.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/bench.hpp"
+#include "tools/parallel_bench.hpp"
 
 namespace stormo::cli {
 namespace {
+
+using namespace bench;  // the output shared with --parallel's (bench_output.hpp)
 
 using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
     int64_t prompt_tokens = 64;
     int64_t gen_tokens = 16;
+    int64_t parallel = 1;
+    bool no_baseline = false;
     uint64_t seed = 0;
     bool no_warmup = false;
     bool json = false;
@@ -41,34 +49,11 @@ struct BenchOptions {
     int disk_passes = 3;
 };
 
-struct Probes {
-    RamBandwidth ram_before;                 // before the model is loaded
-    std::optional<RamBandwidth> ram_after;   // right after the decode, with the model resident
-    // The bound: the faster of the two, since a bound is what the memory reached.
-    const RamBandwidth& ram() const {
-        return ram_after && ram_after->bytes_per_s > ram_before.bytes_per_s ? *ram_after : ram_before;
-    }
-    DiskBandwidth disk;
-    bool disk_measured = false;
-    uint64_t disk_block = 0;
-    size_t disk_in_flight = 0;
-};
-
 Expected<uint64_t> size_option(const std::string& text, const std::string& option) {
     STORMO_TRY_ASSIGN(auto s, parse_size(text, option));
     if (s.kind != SizeSpec::Kind::bytes) return fail(ErrorKind::invalid_argument, option + " must be a size in bytes");
     return s.bytes;
 }
-
-std::string fixed(double v, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
-std::string gbps(double bytes_per_s) { return fixed(bytes_per_s / 1e9, 2) + " GB/s"; }
-std::string percent(double share) { return fixed(100.0 * share, 1) + "%"; }
-std::string bytes_text(double bytes) { return format_bytes(static_cast<uint64_t>(bytes + 0.5)); }
-std::string budget_text(const ExpertBudget& b) { return b.all ? std::string("all") : format_bytes(b.bytes); }
 
 // The dense matrices held packed (BF16_PACKED): how many, their bytes in RAM and as stored.
 struct PackedDense {
@@ -92,27 +77,10 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
     Engine& engine = *loaded.engine;
     const PackedDense packed = packed_dense(engine);
     const ExpertStoreStats& s = run.after;
-    auto optional = [](JsonWriter& j, const char* key, const std::optional<double>& v) {
-        j.key(key);
-        if (v) j.value(*v);
-        else j.null();
-    };
     JsonWriter j;
-    j.begin_object()
-        .field("model", engine.source().directory())
-        .field("family", engine.family_name())
-        .field("kernels", engine.kernels_name())
-        .field("threads", engine.threads())
-        .field("expert_budget", budget_text(engine.expert_budget()))
-        .field("expert_budget_bytes", engine.expert_budget().all ? engine.store().total_expert_bytes()
-                                                                   : engine.expert_budget().bytes)
-        .field("expert_budget_requested", format_size(loaded.config.expert_budget))
-        .field("expert_budget_reason", engine.expert_budget().reason)
-        .field("slots", s.slots)
-        .field("slot_bytes", s.slot_bytes)
-        .field("direct_io", s.direct_io)
-        .field("load_seconds", load_seconds)
-        .field("prompt_tokens", run.prompt_tokens)
+    j.begin_object();
+    engine_fields(j, loaded, s, load_seconds);
+    j.field("prompt_tokens", run.prompt_tokens)
         .field("gen_tokens", run.generated_tokens)
         .field("warmup", run.warmed_up)
         .field("decode_steps", run.decode_steps)
@@ -159,46 +127,35 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
         .field("ram_read_median_bytes_per_s", probes.ram().median_bytes_per_s)
         .field("ram_read_before_bytes_per_s", probes.ram_before.bytes_per_s);
     const RamBandwidth* after = probes.ram_after ? &*probes.ram_after : nullptr;
-    optional(j, "ram_read_after_bytes_per_s", after ? std::optional(after->bytes_per_s) : std::nullopt);
-    optional(j, "ram_read_after_median_bytes_per_s", after ? std::optional(after->median_bytes_per_s) : std::nullopt);
+    optional_field(j, "ram_read_after_bytes_per_s", after ? std::optional(after->bytes_per_s) : std::nullopt);
+    optional_field(j, "ram_read_after_median_bytes_per_s", after ? std::optional(after->median_bytes_per_s) : std::nullopt);
     j.field("ram_probe_after_bytes", after ? after->buffer_bytes : 0);
-    optional(j, "paired_bound_ratio", r.paired_bound_ratio);
-    optional(j, "paired_probe_median_bytes_per_s", r.paired_probe_median_bytes_per_s);
+    optional_field(j, "paired_bound_ratio", r.paired_bound_ratio);
+    optional_field(j, "paired_probe_median_bytes_per_s", r.paired_probe_median_bytes_per_s);
     j.field("ram_probe_bytes", probes.ram().buffer_bytes)
         .field("ram_probe_streams", probes.ram().streams)
         .field("ram_probe_loop", probes.ram().loop);
-    optional(j, "disk_read_bytes_per_s", probes.disk_measured ? std::optional(probes.disk.bytes_per_s) : std::nullopt);
-    optional(j, "disk_read_median_bytes_per_s",
-             probes.disk_measured ? std::optional(probes.disk.median_bytes_per_s) : std::nullopt);
+    optional_field(j, "disk_read_bytes_per_s", probes.disk_measured ? std::optional(probes.disk.bytes_per_s) : std::nullopt);
+    optional_field(j, "disk_read_median_bytes_per_s",
+                   probes.disk_measured ? std::optional(probes.disk.median_bytes_per_s) : std::nullopt);
     j.field("disk_probe_bytes", probes.disk.bytes_read)
         .field("disk_probe_passes", probes.disk.passes)
         .field("disk_probe_direct_io", probes.disk.direct_io)
         .field("disk_probe_note", probes.disk.note)
         .field("memory_bound_tokens_per_s", r.memory_bound_tokens_per_s);
-    optional(j, "disk_bound_tokens_per_s", r.disk_bound_tokens_per_s);
+    optional_field(j, "disk_bound_tokens_per_s", r.disk_bound_tokens_per_s);
     j.field("memory_bound_ratio", r.memory_bound_ratio);
-    optional(j, "disk_bound_ratio", r.disk_bound_ratio);
+    optional_field(j, "disk_bound_ratio", r.disk_bound_ratio);
     j.end_object();
     std::cout << j.str() << std::endl;
-}
-
-void row(const std::string& label, const std::string& value, const std::string& bound = "", const std::string& ratio = "") {
-    char line[256];
-    std::snprintf(line, sizeof line, "%-28s %-14s %-24s %s", label.c_str(), value.c_str(), bound.c_str(), ratio.c_str());
-    std::string s = line;
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    std::cout << s << "\n";
 }
 
 void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
                  const BenchReport& r) {
     Engine& engine = *loaded.engine;
     const ExpertStoreStats& s = run.after;
-    std::cout << "stormo bench: " << engine.source().directory() << "\n"
-              << "  family " << engine.family_name() << ", kernels " << engine.kernels_name() << ", " << engine.threads()
-              << " threads, expert budget " << budget_text(engine.expert_budget()) << ", " << s.slots
-              << " slots, " << (s.direct_io ? "O_DIRECT" : "buffered") << " expert reads\n"
-              << "  prompt " << run.prompt_tokens << " tokens, " << run.generated_tokens << " generated ("
+    engine_header(engine, s);
+    std::cout << "  prompt " << run.prompt_tokens << " tokens, " << run.generated_tokens << " generated ("
               << run.decode_steps << " decode steps)"
               << (run.warmed_up ? ", after a warm-up run (a prompt of the same length and one token)" : ", no warm-up run") << "\n\n";
     row("", "achieved", "bound", "achieved/bound");
@@ -234,19 +191,7 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
             part("attention", split.attention) + ", " + part("FFN/experts", split.ffn));
         row("", "", part("head", split.head) + ", " + part("other", split.other));
     }
-    const RamBandwidth& ram = probes.ram();
-    row("RAM read bandwidth", gbps(ram.bytes_per_s),
-        std::to_string(ram.threads) + " threads x " + std::to_string(ram.streams) + " streams (best), " + ram.loop +
-            " loop, best of " + std::to_string(ram.passes) + " passes");
-    row("", "", "before loading " + gbps(probes.ram_before.bytes_per_s) + ", after the decode " +
-                    (probes.ram_after ? gbps(probes.ram_after->bytes_per_s) : std::string("not measured")));
-    row("disk read bandwidth", probes.disk_measured ? gbps(probes.disk.bytes_per_s) : std::string("not measured"),
-        probes.disk_measured ? (probes.disk.direct_io ? std::string("O_DIRECT, ") : std::string("buffered, ")) +
-                                   format_bytes(probes.disk_block) + " reads, " + std::to_string(probes.disk_in_flight) +
-                                   " in flight, best of " + std::to_string(probes.disk.passes)
-                             : std::string());
-    if (probes.disk_measured && !probes.disk.note.empty()) row("", "", probes.disk.note);
-    row("peak RSS", format_bytes(run.peak_rss_bytes));
+    machine_rows(probes, run.peak_rss_bytes);
     std::cout << std::flush;
 }
 
@@ -259,6 +204,9 @@ int run_bench(int argc, char** argv) {
     d.add_options()
         ("prompt-tokens", po::value<int64_t>(&b.prompt_tokens)->value_name("N"), "random prompt length (64)")
         ("gen-tokens", po::value<int64_t>(&b.gen_tokens)->value_name("N"), "tokens to generate, at least 2 (16)")
+        ("parallel", po::value<int64_t>(&b.parallel)->value_name("N"),
+         "N sequences of different random prompts run together through the batch scheduler, then sequence 0 alone for the ratios and a check of its tokens (1: one sequence, the figures against the bounds)")
+        ("no-baseline", po::bool_switch(&b.no_baseline), "with --parallel: no run of sequence 0 alone (no ratios, no token check)")
         ("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&b](UnsignedArg v) { b.seed = v.value; }), "seed of the random prompt (0)")
         ("no-warmup", po::bool_switch(&b.no_warmup),
          "measure the first run after the load (default: a warm-up run first, a prompt of the same length and one token, as llama-bench does)")
@@ -275,7 +223,7 @@ int run_bench(int argc, char** argv) {
         ("disk-in-flight", po::value<int>(&b.disk_in_flight)->value_name("N"), "disk probe reads in flight (4)")
         ("disk-passes", po::value<int>(&b.disk_passes)->value_name("N"), "passes of the disk probe, the best counts (3)");
     d.add(common_options(common));
-    auto parsed = parse_command_line(argc, argv, "bench", "--model DIR [--prompt-tokens N] [--gen-tokens N] [--json]",
+    auto parsed = parse_command_line(argc, argv, "bench", "--model DIR [--prompt-tokens N] [--gen-tokens N] [--parallel N] [--json]",
                                      "Measures prefill and decode speed against this machine's memory and disk bounds.",
                                      d);
     if (!parsed) return report_usage_error("bench", parsed.error());
@@ -283,6 +231,7 @@ int run_bench(int argc, char** argv) {
     auto usage = [](const std::string& m) { return report_usage_error("bench", Error{ErrorKind::invalid_argument, m}); };
     if (b.prompt_tokens < 1) return usage("--prompt-tokens must be >= 1");
     if (b.gen_tokens < 2) return usage("--gen-tokens must be >= 2 (the first token belongs to prefill)");
+    if (b.parallel < 1) return usage("--parallel must be >= 1");
     if (b.ram_repeats < 1) return usage("--ram-repeats must be >= 1");
     if (b.disk_in_flight < 1) return usage("--disk-in-flight must be >= 1");
     if (b.disk_passes < 1) return usage("--disk-passes must be >= 1");
@@ -335,7 +284,8 @@ int run_bench(int argc, char** argv) {
 
     const auto t0 = Clock::now();
     progress.note("loading the model");
-    auto loaded = open_engine(common, 0, need, "--prompt-tokens and --gen-tokens");
+    // The memory plan holds the KV of every sequence before it sizes the expert budget.
+    auto loaded = open_engine(common, 0, need, "--prompt-tokens and --gen-tokens", static_cast<size_t>(std::max<int64_t>(1, b.parallel)));
     progress.clear();
     if (!loaded) return report_error(loaded.error());
     const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -350,7 +300,23 @@ int run_bench(int argc, char** argv) {
     ThreadPool& pool = *engine.compute().pool;
     const XorReduceFn reduce = engine.compute().table->xor_reduce;
     std::optional<RamProbeBuffer> paired;
-    if (*paired_bytes > 0) {
+    // With --parallel the steps run as a batch and nothing probes between them.
+    std::optional<ParallelBenchRun> batched;
+    std::optional<BenchRun> single;
+    if (b.parallel > 1) {
+        ParallelBenchRequest batch;
+        batch.sequences = static_cast<size_t>(b.parallel);
+        batch.prompt_tokens = request.prompt_tokens;
+        batch.gen_tokens = request.gen_tokens;
+        batch.seed = b.seed;
+        batch.warmup = request.warmup;
+        batch.baseline = !b.no_baseline;
+        batch.on_progress = request.on_progress;
+        auto ran = run_parallel_bench(engine, batch);
+        progress.clear();
+        if (!ran) return report_error(ran.error());
+        batched = std::move(*ran);
+    } else if (*paired_bytes > 0) {
         auto buffer = RamProbeBuffer::allocate(pool, std::min(*paired_bytes, *ram_bytes));
         if (!buffer) return report_error(with_context(buffer.error(), "--paired-probe"));
         paired.emplace(std::move(*buffer));
@@ -359,9 +325,12 @@ int run_bench(int argc, char** argv) {
             return paired->read(pool, reduce, streams, checksum);
         };
     }
-    auto run = run_bench(engine, request);
-    progress.clear();
-    if (!run) return report_error(run.error());
+    if (!batched) {
+        auto ran = run_bench(engine, request);
+        progress.clear();
+        if (!ran) return report_error(ran.error());
+        single = std::move(*ran);
+    }
 
     // The machine's memory speed drifts over minutes here (docs/benchmarks.md), so the probe runs
     // again right after the decode (Probes::ram takes the faster); the run's peak RSS was taken
@@ -404,9 +373,21 @@ int run_bench(int argc, char** argv) {
         probes.disk_in_flight = o.in_flight;
     }
 
-    const BenchReport report = make_bench_report(*run, *traffic, probes.ram(), probes.disk);
-    if (b.json) print_json(*loaded, *run, *traffic, probes, report, load_seconds);
-    else print_table(*loaded, *run, *traffic, probes, report);
+    if (batched) {
+        const ParallelBenchReport report = make_parallel_bench_report(*batched, *traffic);
+        if (b.json) print_parallel_json(*loaded, *batched, *traffic, probes, report, load_seconds);
+        else print_parallel_table(*loaded, *batched, *traffic, probes, report);
+        // A batched sequence that is not the bits it is alone is a correctness failure, not a figure.
+        size_t where = 0;
+        if (parallel_tokens_match(*batched, &where) == false)
+            return report_error(Error{ErrorKind::internal,
+                                      "bench: sequence 0's tokens in the batch of " + std::to_string(batched->sequences) +
+                                          " differ from its tokens alone from token " + std::to_string(where)});
+        return 0;
+    }
+    const BenchReport report = make_bench_report(*single, *traffic, probes.ram(), probes.disk);
+    if (b.json) print_json(*loaded, *single, *traffic, probes, report, load_seconds);
+    else print_table(*loaded, *single, *traffic, probes, report);
     return 0;
 }
 

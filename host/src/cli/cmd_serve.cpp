@@ -28,7 +28,11 @@ struct ServeOptions {
     std::string max_body = "8MiB";
     std::string tokenize_budget = "32MiB";
     int64_t shutdown_grace_seconds = 10;
+    std::optional<int64_t> parallel;  // absent: chosen from memory
 };
+
+// The most sequences --parallel takes: each holds a session of the whole context.
+constexpr int64_t kMaxParallel = 256;
 
 void add_serve_options(po::options_description& d, ServeOptions& out) {
     d.add_options()
@@ -37,7 +41,10 @@ void add_serve_options(po::options_description& d, ServeOptions& out) {
         ("api-key", po::value<std::string>()->value_name("KEY")->notifier([&out](const std::string& v) { out.api_key = v; }),
          "every route but /health needs the header Authorization: Bearer KEY")
         ("max-queue", po::value<int64_t>(&out.max_queue)->value_name("N"),
-         "requests that may wait for the model besides the one running (default 16); more get HTTP 429")
+         "requests that may wait for a slot besides those running (default 16); more get HTTP 429")
+        ("parallel", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.parallel = v; }),
+         "requests generated at once, batched in one forward pass, each with a KV cache of the whole context "
+         "(default: as many as fit beside a minimum expert budget, at most 4)")
         ("ctx", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.ctx = v; }),
          "the same as --context: the KV context every request shares")
         ("timeout", po::value<int64_t>(&out.timeout_seconds)->value_name("SECONDS"),
@@ -65,9 +72,9 @@ Expected<serve::HttpServerOptions> http_options(const ServeOptions& o) {
     h.timeout = std::chrono::seconds(o.timeout_seconds);
     h.header_timeout = std::chrono::seconds(o.header_timeout_seconds);
     h.body_limit = body.bytes;
-    // Room for every connection that may wait in the queue, the one running, and a few more for
+    // Room for every connection that may wait in the queue, those running, and a few more for
     // /health, /metrics and refusals.
-    h.max_connections = static_cast<size_t>(o.max_queue) + 64;
+    h.max_connections = static_cast<size_t>(o.max_queue) + static_cast<size_t>(o.parallel.value_or(kMaxAutoSequences)) + 64;
     return h;
 }
 
@@ -83,6 +90,8 @@ Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common)
     if (o.shutdown_grace_seconds < 0 || o.shutdown_grace_seconds > 3600)
         return fail(ErrorKind::invalid_argument, "--shutdown-grace must be in [0, 3600] seconds");
     if (o.api_key && o.api_key->empty()) return fail(ErrorKind::invalid_argument, "--api-key must not be empty");
+    if (o.parallel && (*o.parallel < 1 || *o.parallel > kMaxParallel))
+        return fail(ErrorKind::invalid_argument, "--parallel must be in [1, " + std::to_string(kMaxParallel) + "]");
     if (o.ctx) {
         const std::string ctx = std::to_string(*o.ctx);
         if (const auto context = common.given("context"); context && *context != ctx)
@@ -101,17 +110,24 @@ std::string model_name(const std::string& dir) {
     return name.empty() ? std::string("stormo") : name;
 }
 
-// Loads the engine and a session over it and makes the routes ready; the server answers /health
-// (503) meanwhile.
-Expected<void> load_model(const CommonOptions& common, const ModelBundle& bundle, const text::Tokenizer& tokenizer,
-                          serve::ApiRoutes& routes, LoadedEngine& loaded, std::unique_ptr<Session>& session) {
-    STORMO_TRY_ASSIGN(loaded, open_engine(common, bundle, kServeRewindSlack));
+// Loads the engine and a session per slot (as many as the memory plan reserved KV for) and makes
+// the routes ready; the server answers /health (503) meanwhile.
+Expected<void> load_model(const CommonOptions& common, const ServeOptions& options, const ModelBundle& bundle,
+                          const text::Tokenizer& tokenizer, serve::ApiRoutes& routes, LoadedEngine& loaded,
+                          std::vector<std::unique_ptr<Session>>& sessions) {
+    STORMO_TRY_ASSIGN(loaded, open_engine(common, bundle, kServeRewindSlack, static_cast<size_t>(options.parallel.value_or(0))));
+    std::cerr << "stormo: " << loaded.engine->memory().sequences_reason << std::endl;
     // A token the embedding lacks fails here, not on the first request that produces it.
     STORMO_TRY(tokenizer.check_fits(loaded.engine->model().vocab_size()));
     STORMO_TRY_ASSIGN(size_t context, chat_context(loaded));
-    STORMO_TRY_ASSIGN(session, loaded.engine->new_session(context));
+    std::vector<Session*> slots;
+    for (size_t i = 0; i < loaded.engine->memory().sequences; ++i) {
+        STORMO_TRY_ASSIGN(auto session, loaded.engine->new_session(context));
+        slots.push_back(session.get());
+        sessions.push_back(std::move(session));
+    }
     STORMO_TRY_ASSIGN(std::vector<int32_t> stop_ids, stop_ids_of(loaded.engine->source()));
-    routes.set_ready(*loaded.engine, *session, std::move(stop_ids));
+    routes.set_ready(*loaded.engine, std::move(slots), std::move(stop_ids), kServeRewindSlack);
     return {};
 }
 
@@ -162,14 +178,15 @@ int run_serve(int argc, char** argv) {
     const auto grace = std::chrono::seconds(serve_options.shutdown_grace_seconds);
     std::thread network([&] { (*server)->run([&] { routes.shutdown(grace); }); });
     LoadedEngine loaded;
-    std::unique_ptr<Session> session;
-    auto ready = load_model(common, *bundle, *tokenizer, routes, loaded, session);
+    std::vector<std::unique_ptr<Session>> sessions;
+    auto ready = load_model(common, serve_options, *bundle, *tokenizer, routes, loaded, sessions);
     if (!ready) {
         (*server)->stop();
         network.join();
         return report_error(ready.error());
     }
-    std::cerr << "stormo: ready: " << settings.model_name << ", context " << session->capacity() << " tokens" << std::endl;
+    std::cerr << "stormo: ready: " << settings.model_name << ", context " << sessions.front()->capacity() << " tokens, "
+              << sessions.size() << (sessions.size() == 1 ? " slot" : " slots") << std::endl;
     network.join();
     std::cerr << "stormo: stopped" << std::endl;
     return 0;

@@ -26,7 +26,7 @@ namespace {
 
 // `opened`: the model when the command opened it already (else the engine opens --model).
 Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::shared_ptr<ModelSource> opened, size_t rewind_slack,
-                                        size_t run_need, const std::string& run_need_origin) {
+                                        size_t run_need, const std::string& run_need_origin, size_t sequences) {
     if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
     STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
     EngineOptions eo = engine_options(config);
@@ -35,6 +35,7 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
     eo.context = context_for(config, run_need);
     eo.context_origin = context_origin_for(config, run_need, run_need_origin);
     eo.rewind_slack = rewind_slack;
+    eo.sequences = sequences;
     STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));
     if (options.verbose) {
         Engine& e = *engine;
@@ -55,12 +56,13 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
 }  // namespace
 
 Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack, size_t run_need,
-                                   const std::string& run_need_origin) {
-    return open_engine_with(options, nullptr, rewind_slack, run_need, run_need_origin);
+                                   const std::string& run_need_origin, size_t sequences) {
+    return open_engine_with(options, nullptr, rewind_slack, run_need, run_need_origin, sequences);
 }
 
-Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack) {
-    return open_engine_with(options, bundle.source(), rewind_slack, 0, "the context this run needs");
+Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack,
+                                   size_t sequences) {
+    return open_engine_with(options, bundle.source(), rewind_slack, 0, "the context this run needs", sequences);
 }
 
 Expected<ModelBundle> open_model_bundle(const CommonOptions& options) {

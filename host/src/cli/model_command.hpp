@@ -32,11 +32,13 @@ std::string context_origin_for(const EngineConfig& config, size_t run_need, cons
 // Resolves the engine configuration and opens the model with its family and kernels chosen.
 // rewind_slack: see Session (a chat's sessions rewind past their last answer every turn).
 // run_need: the positions the run needs (0: none), which sizes the context unless it is given.
+// sequences: the sessions the run holds at once (EngineOptions::sequences).
 Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack = 0, size_t run_need = 0,
-                                   const std::string& run_need_origin = "the context this run needs");
+                                   const std::string& run_need_origin = "the context this run needs", size_t sequences = 1);
 // The same with --model opened already by open_model_bundle, whose tokenizer and chat template
-// the command took first: the model is opened once.
-Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack);
+// the command took first: the model is opened once. sequences: EngineOptions::sequences.
+Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack,
+                                   size_t sequences = 1);
 // Opens --model once (model/model_bundle.hpp); errors name it as --model PATH.
 Expected<ModelBundle> open_model_bundle(const CommonOptions& options);
 

@@ -107,6 +107,8 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     request.expert_budget = options.expert_budget;
     request.expert_budget_origin = options.expert_budget_origin;
     request.available = available_memory();
+    request.sequences = options.sequences;
+    request.sequences_origin = options.sequences_origin;
     STORMO_TRY_ASSIGN(memory_, plan_run_memory(request));
 
     std::unique_ptr<ExpertStore> store;

@@ -37,6 +37,10 @@ struct EngineOptions {
     size_t context = 4096;         // the KV context the budget leaves room for
     std::string context_origin = "--context";  // names the context in errors
     size_t rewind_slack = 0;       // positions sessions may rewind without a replay (Session)
+    // Sessions of `context` the run holds at once (a server's slots): the plan reserves each one's
+    // KV cache before the expert budget. 0: as many as memory allows (plan_sequences).
+    size_t sequences = 1;
+    std::string sequences_origin = "--parallel";
     ActivationRoad activations = ActivationRoad::f32;  // int8: the integer road (Compute::int8_activations)
     HeadRead head = HeadRead::bounded;  // bounded: a compact copy of the head for greedy steps
     DenseBf16 dense_bf16 = DenseBf16::packed;  // packed: dense BF16 matrices held as BF16_PACKED
@@ -67,7 +71,8 @@ public:
     // pass over each reads instead of its checkpoint bytes).
     const std::map<std::string, uint64_t, std::less<>>& packed_bytes() const { return packed_bytes_; }
     const ExpertBudget& expert_budget() const { return memory_.budget; }
-    // The KV cache and expert budget planned at open (plan_run_memory: `inspect` plans the same).
+    // The KV caches, sequences and expert budget planned at open (plan_run_memory: `inspect` plans
+    // the same).
     const RunMemory& memory() const { return memory_; }
     // The compact copy greedy steps read the head by (nullptr with --head exact-only, or when
     // the head cannot be read by bound: head_note() says why).

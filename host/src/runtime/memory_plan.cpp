@@ -187,11 +187,51 @@ uint64_t kv_cache_bytes(std::span<const KvBufferDecl> buffers, size_t context, s
     return total;
 }
 
+Expected<SequencePlan> plan_sequences(size_t asked, size_t max_auto, const std::string& origin, uint64_t kv_per_sequence,
+                                      size_t context, uint64_t min_expert_bytes, const AvailableMemory& available) {
+    if (asked == 1) return SequencePlan{1, origin + " 1 (asked)"};
+    const uint64_t reserve = memory_reserve(available.bytes);
+    const uint64_t spoken_for = reserve + min_expert_bytes;
+    const uint64_t room = available.bytes > spoken_for ? available.bytes - spoken_for : 0;
+    const uint64_t fit = kv_per_sequence > 0 ? room / kv_per_sequence : UINT64_MAX;
+    const auto layout = [&](size_t n) {
+        return "KV " + std::to_string(n) + " x " + format_bytes(kv_per_sequence) + " at a context of " +
+               std::to_string(context) + " beside the dense part, a " + format_bytes(min_expert_bytes) +
+               " expert budget and a reserve of " + format_bytes(reserve) + " in " + format_bytes(available.bytes) +
+               " available (" + available.source + ")";
+    };
+    if (asked > 1) {
+        if (asked <= fit) return SequencePlan{asked, origin + " " + std::to_string(asked) + " (asked: " + layout(asked) + ")"};
+        return fail(ErrorKind::resource,
+                    origin + " " + std::to_string(asked) + ": " + layout(asked) + " do not fit; " +
+                        (fit >= 2 ? "ask for " + origin + " " + std::to_string(fit) + " or less" : "ask for " + origin + " 1") +
+                        ", or a smaller context");
+    }
+    const size_t chosen = static_cast<size_t>(std::clamp<uint64_t>(fit, 1, std::max<size_t>(1, max_auto)));
+    std::string reason = "chosen from memory: " + layout(chosen);
+    if (fit < 1) reason = "chosen from memory: the KV of one more context of " + format_bytes(kv_per_sequence) +
+                          " does not fit beside the dense part, a " + format_bytes(min_expert_bytes) +
+                          " expert budget and a reserve of " + format_bytes(reserve) + " in " +
+                          format_bytes(available.bytes) + " available (" + available.source + ")";
+    else if (fit > chosen) reason += "; at most " + std::to_string(max_auto) + " unless asked";
+    return SequencePlan{chosen, origin + " " + std::to_string(chosen) + " (" + reason + ")"};
+}
+
 Expected<RunMemory> plan_run_memory(const RunMemoryRequest& r) {
     RunMemory m;
-    m.kv_bytes = kv_cache_bytes(r.kv, r.context, r.rewind_slack);
+    m.kv_bytes_per_sequence = kv_cache_bytes(r.kv, r.context, r.rewind_slack);
     m.expert_bytes = r.expert_bytes;
-    STORMO_TRY(check_context_fits(r.context, r.context_origin, *r.config, m.kv_bytes, r.available));
+    STORMO_TRY(check_context_fits(r.context, r.context_origin, *r.config, m.kv_bytes_per_sequence, r.available));
+    // The experts several sequences must leave room for: the budget asked, else a minimum.
+    const uint64_t min_experts = r.expert_budget.kind == SizeSpec::Kind::all     ? r.expert_bytes
+                                 : r.expert_budget.kind == SizeSpec::Kind::bytes ? std::min(r.expert_budget.bytes, r.expert_bytes)
+                                                                                 : std::min(kMinExpertBudget, r.expert_bytes);
+    STORMO_TRY_ASSIGN(const SequencePlan sequences,
+                      plan_sequences(r.sequences, r.max_auto_sequences, r.sequences_origin, m.kv_bytes_per_sequence,
+                                     r.context, min_experts, r.available));
+    m.sequences = sequences.sequences;
+    m.sequences_reason = sequences.reason;
+    m.kv_bytes = m.kv_bytes_per_sequence * m.sequences;
     m.budget = plan_expert_budget(r.expert_budget, r.expert_bytes, m.kv_bytes, r.available);
     STORMO_TRY(check_budget_fits(r.expert_budget, m.budget, r.expert_bytes, r.available, r.expert_budget_origin));
     return m;

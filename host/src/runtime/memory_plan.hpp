@@ -53,6 +53,10 @@ Expected<void> check_context_fits(uint64_t context, const std::string& origin, c
 // block and `rewind_slack`), of floats_per_position floats.
 uint64_t kv_cache_bytes(std::span<const KvBufferDecl> buffers, size_t context, size_t rewind_slack = 0);
 
+// The most sequences a run holds when their number is left to the memory: past it a step's rows
+// make each sequence's tokens slower than a user waiting on them would accept, for little gain.
+inline constexpr size_t kMaxAutoSequences = 4;
+
 // What a run sets aside besides the dense part: its KV cache and the expert store's budget. The
 // one plan of Engine::open and of `inspect`, so what inspect shows is what the engine reserves.
 struct RunMemoryRequest {
@@ -65,16 +69,40 @@ struct RunMemoryRequest {
     SizeSpec expert_budget;
     std::string expert_budget_origin;
     AvailableMemory available;            // with the dense part (and any compact head) already taken off
+    // Sessions of `context` positions the run holds at once (a server's slots), each with its own
+    // KV cache. 0: as many as fit beside a minimum expert budget, at most max_auto_sequences.
+    size_t sequences = 1;
+    size_t max_auto_sequences = kMaxAutoSequences;
+    std::string sequences_origin = "--parallel";
 };
 
 struct RunMemory {
-    uint64_t kv_bytes = 0;
+    uint64_t kv_bytes = 0;               // every sequence's KV cache
+    uint64_t kv_bytes_per_sequence = 0;  // one session's of `context` positions
     uint64_t expert_bytes = 0;
     ExpertBudget budget;
+    size_t sequences = 1;
+    std::string sequences_reason;        // how the sequences were decided, for the start-up line
 };
 
-// Checks the context against the model and the memory (check_context_fits), plans the expert
-// budget around the KV cache and refuses an asked budget that cannot fit (check_budget_fits).
+// The least expert budget several sequences leave the store (capped at every expert's bytes):
+// below it, every step's experts stream from disk, which no batch makes up for.
+inline constexpr uint64_t kMinExpertBudget = uint64_t{2} << 30;
+
+struct SequencePlan {
+    size_t sequences = 1;
+    std::string reason;
+};
+
+// How many sequences of kv_per_sequence bytes of KV fit beside `min_expert_bytes` of experts and
+// the reserve in the memory available. asked 0: that many (at least 1, at most max_auto); asked 1:
+// one, as a single-session run always was; asked more: refused, naming `origin`, when they do not fit.
+Expected<SequencePlan> plan_sequences(size_t asked, size_t max_auto, const std::string& origin, uint64_t kv_per_sequence,
+                                      size_t context, uint64_t min_expert_bytes, const AvailableMemory& available);
+
+// Checks the context against the model and the memory (check_context_fits), decides the sequences
+// (plan_sequences), plans the expert budget around their KV caches and refuses an asked budget
+// that cannot fit (check_budget_fits).
 Expected<RunMemory> plan_run_memory(const RunMemoryRequest& request);
 
 // One description of an expert budget for `inspect` and `generate --verbose`: how it was reached

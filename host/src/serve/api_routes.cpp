@@ -72,12 +72,18 @@ ApiRoutes::ApiRoutes(const text::Tokenizer& tokenizer, const text::ChatTemplate&
 
 ApiRoutes::~ApiRoutes() { shutdown(std::chrono::milliseconds(0)); }
 
-void ApiRoutes::set_ready(Engine& engine, Session& session, std::vector<int32_t> stop_ids) {
+void ApiRoutes::set_ready(Engine& engine, std::vector<Session*> sessions, std::vector<int32_t> stop_ids,
+                          size_t rewind_slack) {
     std::lock_guard lock(lifecycle_mutex_);
-    if (stopping_.load() || worker_) return;
+    if (stopping_.load() || worker_ || sessions.empty()) return;
+    const size_t context = sessions.front()->capacity();
     WorkerContext ctx;
     ctx.engine = &engine;
-    ctx.session = &session;
+    ctx.sessions = std::move(sessions);
+    ctx.rewind_slack = rewind_slack;
+    // One slot prefills in blocks as long as a lone forward pass's, as the server always did;
+    // several share a step's rows, so a prompt holds the others up for a shorter chunk.
+    if (ctx.sessions.size() == 1) ctx.batch.step_rows = ctx.sessions.front()->max_block();
     ctx.tokenizer = tokenizer_;
     ctx.format = text::detect_reply_format(*tokenizer_);
     ctx.stop_ids = std::move(stop_ids);
@@ -86,7 +92,7 @@ void ApiRoutes::set_ready(Engine& engine, Session& session, std::vector<int32_t>
     metrics_.set_store(engine.store().stats());
     worker_ = std::make_unique<InferenceWorker>(std::move(ctx));
     worker_->start();
-    context_.store(session.capacity());
+    context_.store(context);
     ready_.store(true);
 }
 
@@ -186,7 +192,12 @@ HttpResponse ApiRoutes::metrics_text() const {
     gauges.queue_depth = queue_.size();
     gauges.ready = ready_.load();
     // The worker pointer is set once, before ready_; reading it after ready_ is safe.
-    gauges.running = gauges.ready && worker_ ? worker_->running() : 0;
+    if (gauges.ready && worker_) {
+        gauges.running = worker_->running();
+        gauges.slots = worker_->slots();
+        gauges.kv_bytes_in_use = worker_->kv_bytes_in_use();
+        gauges.kv_bytes_reserved = worker_->kv_bytes_reserved();
+    }
     HttpResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.body = metrics_.render(gauges);

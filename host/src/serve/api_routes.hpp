@@ -2,7 +2,7 @@
 // The routes of `stormo serve`: the OpenAI API (chat and text completions, streamed or not, the
 // model list), llama-server's /tokenize and /detokenize, /health, /metrics and the chat page.
 // Requests are validated and rendered to ids on the connection's thread; generations wait in the
-// bounded queue for the one worker that owns the session.
+// bounded queue for a slot of the one worker that owns the sessions.
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -26,7 +26,7 @@ namespace stormo::serve {
 struct RouteSettings {
     std::string model_name;              // what /v1/models lists and responses carry
     std::optional<std::string> api_key;  // every route but /health needs it when set
-    size_t max_queue = 16;               // requests waiting past the one running; more get 429
+    size_t max_queue = 16;               // requests waiting past those running; more get 429
     // Bytes of request bodies parsed and tokenized at once (ByteBudget); a body that does not fit
     // what is left gets 429, one larger than all of it 413.
     uint64_t tokenize_budget = uint64_t{32} << 20;
@@ -39,13 +39,14 @@ public:
     ApiRoutes(const ApiRoutes&) = delete;
     ApiRoutes& operator=(const ApiRoutes&) = delete;
 
-    // The model is loaded: generations start being served (until then they get 503, /health too).
-    void set_ready(Engine& engine, Session& session, std::vector<int32_t> stop_ids);
+    // The model is loaded: generations start being served (until then they get 503, /health too),
+    // as many at once as there are sessions (slots) of the same capacity, made with `rewind_slack`.
+    void set_ready(Engine& engine, std::vector<Session*> sessions, std::vector<int32_t> stop_ids, size_t rewind_slack);
     // Answers one request; false when the connection must close (the client is gone). Taken by
     // value: a generation drops the body once it is tokenized instead of holding it while queued.
     bool handle(HttpRequest request, ResponseSink& sink);
-    // Stops taking generations: those queued are answered 503, the running one may finish within
-    // `grace`, then it is cancelled; returns once the worker has stopped.
+    // Stops taking generations: those queued are answered 503, the running ones may finish within
+    // `grace`, then they are cancelled; returns once the worker has stopped.
     void shutdown(std::chrono::milliseconds grace);
 
     const Metrics& metrics() const { return metrics_; }

@@ -1,8 +1,10 @@
 #include "serve/inference_worker.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "runtime/generation.hpp"
+#include "runtime/sequence_generation.hpp"
 #include "serve/peer_probe.hpp"
 #include "serve/reply_assembler.hpp"
 
@@ -36,9 +38,37 @@ FinishReason finish_reason(StopReason reason, bool stop_sequence, bool called_to
     return FinishReason::cancelled;
 }
 
+std::vector<KvBufferDecl> kv_buffers(const Model& model) {
+    std::vector<KvBufferDecl> kv;
+    for (int l = 0; l < model.n_layers(); ++l)
+        for (const auto& decl : model.layer_plan(l).kv) kv.push_back(decl);
+    return kv;
+}
+
+// The positions a request's session may reach: its whole prompt and every token it may generate.
+size_t positions_needed(const PreparedRequest& request) { return request.prompt.size() + request.max_tokens; }
+
 }  // namespace
 
-InferenceWorker::InferenceWorker(WorkerContext context) : ctx_(std::move(context)) {}
+// A request admitted into a slot: its generation's state and the reply assembled from its tokens.
+// It stays at one address while it runs (the generation points at `request`, the token callback at it).
+struct InferenceWorker::Active {
+    std::shared_ptr<Job> job;
+    size_t slot = 0;
+    uint64_t kv_granted = 0;
+    GenerationRequest request;
+    std::optional<ReplyAssembler> reply;
+    std::optional<Error> parse_error;
+    JobResult result;
+    std::optional<SequenceGeneration> sequence;
+    std::optional<Error> begin_error;
+};
+
+InferenceWorker::InferenceWorker(WorkerContext context)
+    : ctx_(std::move(context)),
+      ledger_(kv_buffers(ctx_.engine->model()), ctx_.rewind_slack, ctx_.engine->memory().kv_bytes),
+      scheduler_(ctx_.engine->pipeline(), ctx_.batch),
+      slots_(ctx_.sessions.size()) {}
 
 InferenceWorker::~InferenceWorker() { join(); }
 
@@ -49,15 +79,143 @@ void InferenceWorker::join() {
 }
 
 void InferenceWorker::run() {
-    while (std::shared_ptr<Job> job = ctx_.queue->pop()) {
-        running_.store(1);
-        serve(*job);
-        running_.store(0);
+    for (;;) {
+        admit();
+        if (active_.empty()) {
+            // Nothing runs: wait for the next request (every slot is free and its KV fits, as
+            // the context check at prepare time guarantees).
+            std::shared_ptr<Job> job = ctx_.queue->pop();
+            if (!job) break;
+            begin(std::move(job));
+            continue;
+        }
+        step();
+        retire();
     }
 }
 
-void InferenceWorker::serve(Job& job) {
-    JobResult result = generate_reply(job);
+void InferenceWorker::admit() {
+    for (;;) {
+        const bool slot_free = std::any_of(slots_.begin(), slots_.end(), [](const SlotState& s) { return !s.busy; });
+        std::shared_ptr<Job> job = ctx_.queue->try_pop([&](const Job& next) {
+            return next.halt().load() || (slot_free && ledger_.fits(ledger_.bytes_for(positions_needed(next.request()))));
+        });
+        if (!job) return;
+        begin(std::move(job));
+    }
+}
+
+void InferenceWorker::begin(std::shared_ptr<Job> job) {
+    auto a = std::make_unique<Active>();
+    a->job = std::move(job);
+    Job& j = *a->job;
+    const PreparedRequest& req = j.request();
+    a->result.prompt_tokens = req.prompt.size();
+    for (size_t i = 0; i < slots_.size(); ++i) slots_[i].held = ctx_.sessions[i]->tokens();
+    const std::optional<size_t> slot = choose_slot(slots_, req.prompt);
+    // Gone (or shut down) while it waited in the queue. (A job comes here only with a slot free:
+    // admit() checks, and run() waits for one only when none runs.)
+    if (j.halt().load() || !slot) {
+        a->result.finish = FinishReason::cancelled;
+        active_.push_back(std::move(a));
+        return;
+    }
+    a->slot = *slot;
+    a->kv_granted = ledger_.bytes_for(positions_needed(req));
+    ledger_.grant(a->kv_granted);
+    slots_[a->slot].busy = true;
+    slots_[a->slot].last_used = ++admissions_;
+    running_.store(running_.load() + 1);
+
+    GenerationRequest& g = a->request;
+    g.prompt = req.prompt;
+    g.max_tokens = req.max_tokens;
+    g.sampling = req.sampling;
+    if (!req.ignore_eos) g.stop_ids = ctx_.stop_ids;
+    g.whole_context = true;
+    g.cancel = &j.halt();
+    a->reply.emplace(*ctx_.tokenizer, ctx_.format, req.endpoint, req.stop);
+    Active* self = a.get();
+    auto on_token = [this, self](int32_t id) {
+        ++generated_in_step_;
+        ++self->result.completion_tokens;
+        if (self->parse_error) return;
+        auto pieces = self->reply->push(id);
+        if (!pieces)
+            self->parse_error = pieces.error();
+        else
+            for (auto& piece : *pieces) self->job->post(std::move(piece));
+        if (self->reply->stopped()) self->job->stop_after_token();
+    };
+    auto sequence = SequenceGeneration::begin(*ctx_.sessions[a->slot], a->request, on_token);
+    if (sequence) a->sequence.emplace(std::move(*sequence));
+    else a->begin_error = sequence.error();
+    active_.push_back(std::move(a));
+    publish();
+}
+
+void InferenceWorker::step() {
+    std::vector<SequenceGeneration*> running;
+    for (const auto& a : active_)
+        if (a->sequence && !a->sequence->done()) running.push_back(&*a->sequence);
+    generated_in_step_ = 0;
+    const BatchStep report = scheduler_.step(running);
+    if (report.sequences > 0) ctx_.metrics->add_step(report, generated_in_step_, ctx_.engine->store().stats());
+    // Between steps: a client that left stops its request before the next step.
+    for (const auto& a : active_)
+        if (!a->job->client_gone() && peer_closed(a->job->client_fd())) a->job->cancel_client_gone();
+    publish();
+}
+
+void InferenceWorker::retire() {
+    for (auto it = active_.begin(); it != active_.end();) {
+        Active& a = **it;
+        // A cancel the step did not see yet (the client left after it) ends the sequence now.
+        if (a.sequence && !a.sequence->done() && a.sequence->cancel_requested()) a.sequence->cancel();
+        if (a.sequence && !a.sequence->done()) {
+            ++it;
+            continue;
+        }
+        if (a.sequence || a.begin_error) {  // it held a slot
+            slots_[a.slot].busy = false;
+            ledger_.release(a.kv_granted);
+            running_.store(running_.load() - 1);
+        }
+        settle(*a.job, conclude(a));
+        it = active_.erase(it);
+    }
+    publish();
+}
+
+JobResult InferenceWorker::conclude(Active& a) {
+    JobResult result = std::move(a.result);
+    if (a.begin_error) {
+        result.error = server_error(*a.begin_error);
+        return result;
+    }
+    if (!a.sequence) return result;  // halted before it started: cancelled
+    auto generated = a.sequence->take_result();
+    if (!generated) {
+        result.error = server_error(generated.error());
+        return result;
+    }
+    if (a.parse_error) {
+        result.error = server_error(*a.parse_error);
+        return result;
+    }
+    Job& job = *a.job;
+    for (auto& piece : a.reply->finish()) job.post(std::move(piece));
+    result.content = a.reply->content();
+    result.reasoning = a.reply->reasoning();
+    result.tool_calls = a.reply->tool_calls();
+    ctx_.metrics->add_generation({result.prompt_tokens, generated->reused_positions, generated->tokens.size(),
+                                  generated->prefill_seconds, generated->decode_seconds});
+    if (job.shut_down() && generated->reason == StopReason::cancelled && !a.reply->stopped()) result.error = shutdown_error();
+    result.finish = finish_reason(generated->reason, a.reply->stopped(), !result.tool_calls.empty());
+    return result;
+}
+
+void InferenceWorker::settle(Job& job, JobResult result) {
     Outcome outcome = Outcome::ok;
     if (job.client_gone() || (job.shut_down() && result.error))
         outcome = Outcome::cancelled;
@@ -68,57 +226,10 @@ void InferenceWorker::serve(Job& job) {
     job.finish(std::move(result));
 }
 
-JobResult InferenceWorker::generate_reply(Job& job) {
-    const PreparedRequest& req = job.request();
-    JobResult result;
-    result.prompt_tokens = req.prompt.size();
-    if (job.halt().load()) {  // gone (or shut down) while it waited in the queue
-        result.finish = FinishReason::cancelled;
-        return result;
-    }
-    GenerationRequest g;
-    g.prompt = req.prompt;
-    g.max_tokens = req.max_tokens;
-    g.sampling = req.sampling;
-    if (!req.ignore_eos) g.stop_ids = ctx_.stop_ids;
-    g.whole_context = true;
-    g.cancel = &job.halt();
-
-    ReplyAssembler reply(*ctx_.tokenizer, ctx_.format, req.endpoint, req.stop);
-    std::optional<Error> parse_error;
-    auto on_token = [&](int32_t id) {
-        ++result.completion_tokens;
-        if (!parse_error) {
-            auto pieces = reply.push(id);
-            if (!pieces)
-                parse_error = pieces.error();
-            else
-                for (auto& piece : *pieces) job.post(std::move(piece));
-            if (reply.stopped()) job.stop_after_token();
-        }
-        // Between two tokens: a client that left stops its request before the next one.
-        if (peer_closed(job.client_fd())) job.cancel_client_gone();
-    };
-    auto generated = generate(ctx_.engine->pipeline(), *ctx_.session, g, on_token);
-    if (!generated) {
-        result.error = server_error(generated.error());
-        return result;
-    }
-    if (parse_error) {
-        result.error = server_error(*parse_error);
-        return result;
-    }
-    for (auto& piece : reply.finish()) job.post(std::move(piece));
-    result.content = reply.content();
-    result.reasoning = reply.reasoning();
-    result.tool_calls = reply.tool_calls();
-
-    ctx_.metrics->add_generation({result.prompt_tokens, generated->reused_positions, generated->tokens.size(),
-                                  generated->prefill_seconds, generated->decode_seconds});
-    if (job.shut_down() && generated->reason == StopReason::cancelled && !reply.stopped())
-        result.error = shutdown_error();
-    result.finish = finish_reason(generated->reason, reply.stopped(), !result.tool_calls.empty());
-    return result;
+void InferenceWorker::publish() {
+    uint64_t in_use = 0;
+    for (const Session* s : ctx_.sessions) in_use += s->position() > 0 ? ledger_.bytes_for(s->position()) : 0;
+    kv_in_use_.store(in_use);
 }
 
 }  // namespace stormo::serve

@@ -1,29 +1,35 @@
 #pragma once
-// The one compute stream: a thread that owns the engine's session, takes the queued requests one
-// at a time in arrival order, generates each (keeping the KV prefix it shares with what the
-// session holds), and hands the reply's pieces to the request's connection as they come.
+// The one compute stream: a thread that owns the engine's sessions (the slots), admits the queued
+// requests in arrival order into free slots while their KV fits (each into the slot whose session
+// keeps most of its prompt), runs every admitted request through one batched step at a time
+// (BatchScheduler), and hands each reply's pieces to its connection as they come.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "reply/reply_parser.hpp"
+#include "runtime/batch_scheduler.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/session.hpp"
 #include "serve/metrics.hpp"
 #include "serve/request_queue.hpp"
+#include "serve/slot_admission.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {
 
 struct WorkerContext {
     Engine* engine = nullptr;
-    Session* session = nullptr;
+    std::vector<Session*> sessions;  // the slots: one running request each at most
     const text::Tokenizer* tokenizer = nullptr;
     text::ReplyFormat format = text::ReplyFormat::plain;
     std::vector<int32_t> stop_ids;  // the model's end-of-answer ids
     RequestQueue* queue = nullptr;
     Metrics* metrics = nullptr;
+    BatchSettings batch;
+    size_t rewind_slack = 0;  // the sessions' (it sizes their rings' KV)
 };
 
 class InferenceWorker {
@@ -33,19 +39,41 @@ public:
     InferenceWorker(const InferenceWorker&) = delete;
     InferenceWorker& operator=(const InferenceWorker&) = delete;
 
-    // Runs until the queue is closed and the job in hand is done.
+    // Runs until the queue is closed and the requests admitted are done.
     void start();
     void join();
+    // Requests admitted and not yet finished.
     size_t running() const { return running_.load(); }
+    size_t slots() const { return ctx_.sessions.size(); }
+    uint64_t kv_bytes_in_use() const { return kv_in_use_.load(); }
+    uint64_t kv_bytes_reserved() const { return ledger_.reserved(); }
 
 private:
+    struct Active;
     void run();
-    void serve(Job& job);
-    JobResult generate_reply(Job& job);
+    // Admits queued requests while a slot is free and their KV fits; a request halted while it
+    // waited is answered at once.
+    void admit();
+    void begin(std::shared_ptr<Job> job);
+    void step();
+    // Finishes the requests whose sequences are done and frees their slots.
+    void retire();
+    // A done request's result: its answer and finish reason, or the error it ended with.
+    JobResult conclude(Active& a);
+    // Counts the request's outcome and hands the result to its connection.
+    void settle(Job& job, JobResult result);
+    void publish();
 
     WorkerContext ctx_;
+    KvLedger ledger_;
+    BatchScheduler scheduler_;
+    std::vector<std::unique_ptr<Active>> active_;
+    std::vector<SlotState> slots_;  // per slot: busy, and when it was last taken (held is read at the choice)
+    uint64_t admissions_ = 0;
+    size_t generated_in_step_ = 0;
     std::thread thread_;
     std::atomic<size_t> running_{0};
+    std::atomic<uint64_t> kv_in_use_{0};
 };
 
 }  // namespace stormo::serve

@@ -36,6 +36,17 @@ void Metrics::set_store(const ExpertStoreStats& stats) {
     store_ = stats;
 }
 
+void Metrics::add_step(const BatchStep& step, size_t generated, const ExpertStoreStats& stats) {
+    std::lock_guard lock(mutex_);
+    ++steps_.steps;
+    steps_.sequences += step.sequences;
+    steps_.decode_rows += step.decode_rows;
+    steps_.prompt_rows += step.prompt_rows;
+    steps_.isolated += step.isolated ? 1 : 0;
+    steps_.generated += generated;
+    store_ = stats;
+}
+
 uint64_t Metrics::requests(Outcome outcome) const {
     std::lock_guard lock(mutex_);
     return requests_[static_cast<size_t>(outcome)];
@@ -76,10 +87,10 @@ std::string Metrics::render(const MetricsGauges& gauges) const {
     sample(out, "stormo_prefill_seconds_total", totals_.prefill_seconds);
     family(out, "stormo_decode_seconds_total", "counter", "Time spent generating tokens.");
     sample(out, "stormo_decode_seconds_total", totals_.decode_seconds);
-    family(out, "stormo_prefill_tokens_per_second", "gauge", "Prompt tokens computed per second, over all requests.");
+    family(out, "stormo_prefill_tokens_per_second", "gauge", "Prompt tokens computed per second of a request's prompt time, over all requests.");
     sample(out, "stormo_prefill_tokens_per_second",
            ratio(static_cast<double>(totals_.prompt_tokens - totals_.reused_tokens), totals_.prefill_seconds));
-    family(out, "stormo_decode_tokens_per_second", "gauge", "Tokens generated per second, over all requests.");
+    family(out, "stormo_decode_tokens_per_second", "gauge", "Tokens generated per second of a request's decode time, over all requests (a request's own speed: requests batched together overlap, so the server's rate is higher).");
     sample(out, "stormo_decode_tokens_per_second", ratio(static_cast<double>(totals_.generated_tokens), totals_.decode_seconds));
     family(out, "stormo_expert_hits_total", "counter", "Experts acquired already in a RAM slot.");
     sample(out, "stormo_expert_hits_total", static_cast<double>(store_.hits));
@@ -90,10 +101,31 @@ std::string Metrics::render(const MetricsGauges& gauges) const {
     sample(out, "stormo_expert_hit_rate", acquired > 0 ? static_cast<double>(store_.hits) / acquired : 1.0);
     family(out, "stormo_expert_bytes_read_total", "counter", "Bytes of experts read from disk (misses and prefetches).");
     sample(out, "stormo_expert_bytes_read_total", static_cast<double>(store_.bytes_read));
-    family(out, "stormo_queue_depth", "gauge", "Requests waiting for the compute stream.");
+    const double generated = static_cast<double>(steps_.generated);
+    family(out, "stormo_expert_reads_per_token", "gauge",
+           "Experts acquired (each once a step for every row that chose it, prompts included) per token generated.");
+    sample(out, "stormo_expert_reads_per_token", ratio(acquired, generated));
+    family(out, "stormo_expert_bytes_read_per_token", "gauge", "Bytes of experts read from disk per token generated.");
+    sample(out, "stormo_expert_bytes_read_per_token", ratio(static_cast<double>(store_.bytes_read), generated));
+    family(out, "stormo_batch_steps_total", "counter", "Forward steps run (each over every running sequence).");
+    sample(out, "stormo_batch_steps_total", static_cast<double>(steps_.steps));
+    family(out, "stormo_batch_sequences_total", "counter", "Sequences over all steps (divided by the steps: the mean batch).");
+    sample(out, "stormo_batch_sequences_total", static_cast<double>(steps_.sequences));
+    family(out, "stormo_batch_rows_total", "counter", "Rows over all steps: a decode row per sequence past its prompt, prompt chunks.");
+    out << "stormo_batch_rows_total{kind=\"decode\"} " << steps_.decode_rows << "\n";
+    out << "stormo_batch_rows_total{kind=\"prompt\"} " << steps_.prompt_rows << "\n";
+    family(out, "stormo_batch_isolated_steps_total", "counter", "Steps that failed batched and ran each sequence alone.");
+    sample(out, "stormo_batch_isolated_steps_total", static_cast<double>(steps_.isolated));
+    family(out, "stormo_queue_depth", "gauge", "Requests waiting for a slot.");
     sample(out, "stormo_queue_depth", static_cast<double>(gauges.queue_depth));
-    family(out, "stormo_requests_running", "gauge", "Requests generating now.");
+    family(out, "stormo_requests_running", "gauge", "Sequences generating now (at most stormo_slots).");
     sample(out, "stormo_requests_running", static_cast<double>(gauges.running));
+    family(out, "stormo_slots", "gauge", "Sequences the server runs at once (--parallel).");
+    sample(out, "stormo_slots", static_cast<double>(gauges.slots));
+    family(out, "stormo_kv_bytes_in_use", "gauge", "KV cache of the positions the slots' sessions hold.");
+    sample(out, "stormo_kv_bytes_in_use", static_cast<double>(gauges.kv_bytes_in_use));
+    family(out, "stormo_kv_bytes_reserved", "gauge", "KV cache the memory plan reserved for the slots.");
+    sample(out, "stormo_kv_bytes_reserved", static_cast<double>(gauges.kv_bytes_reserved));
     family(out, "stormo_model_ready", "gauge", "1 once the model is loaded.");
     sample(out, "stormo_model_ready", gauges.ready ? 1.0 : 0.0);
     return out.str();

@@ -1,11 +1,12 @@
 #pragma once
 // The server's counters, rendered in Prometheus' text format for GET /metrics: requests by outcome,
-// tokens, speed, the expert store's hits and bytes read, the queue. Connections and the worker
-// count into it from their threads.
+// tokens, speed, the expert store's hits and bytes read, the batches, the queue and the KV.
+// Connections and the worker count into it from their threads.
 #include <cstdint>
 #include <mutex>
 #include <string>
 
+#include "runtime/batch_scheduler.hpp"
 #include "store/expert_store.hpp"
 
 namespace stormo::serve {
@@ -25,18 +26,23 @@ struct GenerationFigures {
 
 // What the gauges show at the moment of the scrape.
 struct MetricsGauges {
-    size_t queue_depth = 0;
-    size_t running = 0;  // requests generating now (0 or 1: one compute stream)
-    bool ready = false;  // the model is loaded
+    size_t queue_depth = 0;  // requests waiting for a slot
+    size_t running = 0;      // sequences in the batch now (at most `slots`)
+    size_t slots = 0;        // --parallel
+    uint64_t kv_bytes_in_use = 0;    // the KV of the positions every slot's session holds
+    uint64_t kv_bytes_reserved = 0;  // the KV the memory plan reserved for the slots
+    bool ready = false;      // the model is loaded
 };
 
 class Metrics {
 public:
     void count(Outcome outcome);
     void add_generation(const GenerationFigures& figures);
-    // The expert store's counters as of the last request (the worker reads them between requests,
+    // The expert store's counters as of the last request (the worker reads them between steps,
     // when no forward pass is changing them).
     void set_store(const ExpertStoreStats& stats);
+    // One batched step: its rows and sequences, the tokens it generated, the store's counters after it.
+    void add_step(const BatchStep& step, size_t generated, const ExpertStoreStats& stats);
     uint64_t requests(Outcome outcome) const;
     std::string render(const MetricsGauges& gauges) const;
 
@@ -45,6 +51,14 @@ private:
     uint64_t requests_[std::size(kAllOutcomes)] = {};
     GenerationFigures totals_;
     ExpertStoreStats store_;
+    struct StepTotals {
+        uint64_t steps = 0;
+        uint64_t sequences = 0;
+        uint64_t decode_rows = 0;
+        uint64_t prompt_rows = 0;
+        uint64_t isolated = 0;
+        uint64_t generated = 0;  // tokens the steps generated (finished requests or not)
+    } steps_;
 };
 
 }  // namespace stormo::serve

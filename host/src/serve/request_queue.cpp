@@ -23,6 +23,14 @@ std::shared_ptr<Job> RequestQueue::pop() {
     return job;
 }
 
+std::shared_ptr<Job> RequestQueue::try_pop(const std::function<bool(const Job&)>& take) {
+    std::lock_guard lock(mutex_);
+    if (closed_ || jobs_.empty() || !take(*jobs_.front())) return nullptr;
+    std::shared_ptr<Job> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    return job;
+}
+
 std::vector<std::shared_ptr<Job>> RequestQueue::close() {
     std::vector<std::shared_ptr<Job>> left;
     {

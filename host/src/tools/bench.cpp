@@ -87,6 +87,13 @@ Expected<const Family*> engine_family(const Engine& engine) {
     return static_cast<const Family*>(plugin->family.get());
 }
 
+std::vector<int32_t> draw_prompt(std::mt19937_64& rng, size_t vocab, size_t n) {
+    std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(vocab) - 1);
+    std::vector<int32_t> prompt(n);
+    for (int32_t& id : prompt) id = static_cast<int32_t>(pick(rng));
+    return prompt;
+}
+
 Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     if (request.prompt_tokens < 1) return fail(ErrorKind::invalid_argument, "--prompt-tokens must be >= 1");
     if (request.gen_tokens < 2)
@@ -96,9 +103,7 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
 
     GenerationRequest gen;
     std::mt19937_64 rng(request.seed);
-    std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(vocab) - 1);
-    gen.prompt.resize(request.prompt_tokens);
-    for (int32_t& id : gen.prompt) id = static_cast<int32_t>(pick(rng));
+    gen.prompt = draw_prompt(rng, vocab, request.prompt_tokens);
     gen.max_tokens = request.gen_tokens;  // greedy (default sampling), no stop ids: exactly N tokens
     if (request.on_progress)
         gen.on_prefill_block = [&request](size_t done, size_t total) { request.on_progress("prefill", done, total); };
@@ -109,7 +114,7 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
         // Other random tokens than the measured prompt's, as llama-bench draws each run's afresh:
         // a streaming store must not find the measured prompt's experts warmed on purpose.
         GenerationRequest warm = gen;
-        for (int32_t& id : warm.prompt) id = static_cast<int32_t>(pick(rng));
+        warm.prompt = draw_prompt(rng, vocab, request.prompt_tokens);
         warm.max_tokens = 2;
         warm.on_prefill_block = nullptr;
         if (auto warmed = generate(engine.pipeline(), *warm_session, warm, [](int32_t) {}); !warmed)
@@ -161,6 +166,8 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     run.decode_head_rows_exact = t.head_rows_exact - at_first_token.head_rows_exact;
     run.compact_head_bytes = engine.compact_head() ? engine.compact_head()->bytes() : 0;
     run.generated_tokens = result.tokens.size();
+    run.tokens = result.tokens;
+    run.kv_bytes = session->kv_bytes();
     if (run.generated_tokens != request.gen_tokens)
         return fail(ErrorKind::internal, "bench: generation stopped after " + std::to_string(run.generated_tokens) +
                                              " of " + std::to_string(request.gen_tokens) + " tokens");

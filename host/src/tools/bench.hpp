@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -88,14 +89,19 @@ struct BenchRun {
     uint64_t compact_head_bytes = 0;  // the compact copy a bounded step reads whole (0: none)
     uint64_t peak_rss_bytes = 0;   // after the run
     bool warmed_up = false;        // a warm-up run came first (BenchRequest::warmup)
+    std::vector<int32_t> tokens;   // the generated ids
+    uint64_t kv_bytes = 0;         // the measured session's KV cache
     // With BenchRequest::probe_between_steps: each decode step's own time (the probes left out)
     // and the probe's rate taken right after it (the last step has none).
     std::vector<double> step_seconds;
     std::vector<double> step_probe_bytes_per_s;
 };
 
-// Random prompt ids (uniform in the vocabulary, from the seed), greedy sampling, no stop ids, so
-// exactly gen_tokens come out.
+// The next `n` random prompt ids from `rng`, uniform in [0, vocab).
+STORMO_API std::vector<int32_t> draw_prompt(std::mt19937_64& rng, size_t vocab, size_t n);
+
+// Random prompt ids (uniform in the vocabulary, from the seed: the first prompt_tokens draws of
+// draw_prompt), greedy sampling, no stop ids, so exactly gen_tokens come out.
 STORMO_API Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request);
 
 // Every figure `stormo bench` prints; nullopt where a figure has no meaning (no misses: no disk
