@@ -10,8 +10,8 @@ void store_kv(BlockKv kv, std::span<const int64_t> positions, const std::vector<
               size_t kv_width) {
     for (const SequenceKv& seq : kv)
         for (size_t r = seq.first_row; r < seq.first_row + seq.n_rows; ++r) {
-            std::copy_n(k.data() + r * kv_width, kv_width, seq.kv.buffers[0] + seq.kv.row(0, positions[r]) * kv_width);
-            std::copy_n(v.data() + r * kv_width, kv_width, seq.kv.buffers[1] + seq.kv.row(1, positions[r]) * kv_width);
+            std::copy_n(k.data() + r * kv_width, kv_width, seq.kv.at(0, positions[r]));
+            std::copy_n(v.data() + r * kv_width, kv_width, seq.kv.at(1, positions[r]));
         }
 }
 
@@ -24,7 +24,7 @@ Expected<void> check_attention_block(const std::string& who, int layer, const St
         return fail(ErrorKind::internal, where + ": the host passed fewer positions than rows");
     size_t covered = 0;
     for (const SequenceKv& seq : kv) {
-        if (seq.first_row != covered || seq.kv.buffers.size() < kv_buffers || seq.kv.rows.size() < kv_buffers)
+        if (seq.first_row != covered || seq.kv.buffers.size() < kv_buffers)
             return fail(ErrorKind::internal, where + ": the host passed sequences that do not cover the rows in order, or too few KV buffers");
         covered += seq.n_rows;
         for (size_t r = seq.first_row; r < covered && r < normed.n; ++r)
@@ -94,19 +94,30 @@ float softmax_with_sink(float* logits, size_t n, float sink, SoftmaxFn softmax) 
 
 namespace {
 
-// The visible keys [first, first + n) as runs of consecutive rows of KV buffer `buffer` (a sliding
-// layer's buffer is a ring, so a window wraps at most once): (offset in the run of keys, first
-// row, rows).
+// The visible keys [first, first + n) as runs of rows one after another in KV buffer `buffer` (a
+// run ends where a page does, or where a sliding layer's ring wraps): (offset in the run of
+// keys, first row, rows). The kernels give each key the bits of a dot or an axpy alone, so where
+// the runs break does not change a bit.
 struct KeyRun {
-    size_t offset, row, count;
+    size_t offset;
+    const float* rows;
+    size_t count;
 };
-size_t key_runs(const KvView& kv, size_t buffer, size_t first, size_t n, KeyRun (&runs)[2]) {
-    const size_t row = kv.row(buffer, static_cast<int64_t>(first));
-    const size_t head = std::min(n, kv.rows[buffer] - row);
-    runs[0] = {0, row, head};
-    if (head == n) return 1;
-    runs[1] = {head, 0, n - head};
-    return 2;
+// KvView::at's addressing, walked page by page: a long context has a run every page and this runs
+// for every (row, KV head), so it divides once.
+void key_runs(const KvView& kv, size_t buffer, size_t first, size_t n, std::vector<KeyRun>& runs) {
+    runs.clear();
+    const KvBufferView& b = kv.buffers[buffer];
+    size_t index = first % b.rows, page = index / b.page_rows, row = index % b.page_rows;
+    for (size_t done = 0; done < n;) {
+        const size_t count = std::min({n - done, b.page_rows - row, b.rows - index});
+        runs.push_back({done, b.pages[page] + b.offset + row * b.width, count});
+        done += count;
+        index += count;
+        row += count;
+        if (index == b.rows) index = page = row = 0;
+        else if (row == b.page_rows) ++page, row = 0;
+    }
 }
 
 }  // namespace
@@ -129,11 +140,10 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
     // over the values, each value the bits of a dot or an axpy per key.
     auto run = [&](size_t begin, size_t end) {
         std::vector<float> scores;
+        std::vector<KeyRun> runs;
         for (size_t item = begin; item < end; ++item) {
             const size_t r = item / kv_heads, g = item % kv_heads, h0 = g * group;
             const KvView& kv = *row_kv[r];
-            const float* keys = kv.buffers[0];
-            const float* values = kv.buffers[1];
             const int64_t pos = positions[r];
             const size_t first = static_cast<size_t>(first_visible_key(pos, o.window));
             const size_t n_keys = static_cast<size_t>(pos) + 1 - first;
@@ -142,11 +152,9 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
             const float* qg = q + r * q_width + h0 * hd;
             float* out = context + r * q_width + h0 * hd;
             scores.resize(group * stride);
-            KeyRun runs[2];
-            const size_t n_key_runs = key_runs(kv, 0, first, n_keys, runs);
-            for (size_t k = 0; k < n_key_runs; ++k)
-                kt.dot_many(qg, group, hd, keys + runs[k].row * kv_width + kv_offset, runs[k].count, kv_width, hd,
-                            scores.data() + runs[k].offset, stride);
+            key_runs(kv, 0, first, n_keys, runs);
+            for (const KeyRun& key_run : runs)
+                kt.dot_many(qg, group, hd, key_run.rows + kv_offset, key_run.count, kv_width, hd, scores.data() + key_run.offset, stride);
             for (size_t a = 0; a < group; ++a) {
                 float* s = scores.data() + a * stride;
                 for (size_t j = 0; j < n_keys; ++j) s[j] = s[j] * o.scale;
@@ -160,10 +168,9 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
                 }
             }
             std::fill_n(out, group * hd, 0.0f);
-            const size_t n_value_runs = key_runs(kv, 1, first, n_keys, runs);
-            for (size_t k = 0; k < n_value_runs; ++k)
-                kt.axpy_many(scores.data() + runs[k].offset, group, stride, values + runs[k].row * kv_width + kv_offset,
-                             runs[k].count, kv_width, hd, out, hd);
+            key_runs(kv, 1, first, n_keys, runs);
+            for (const KeyRun& key_run : runs)
+                kt.axpy_many(scores.data() + key_run.offset, group, stride, key_run.rows + kv_offset, key_run.count, kv_width, hd, out, hd);
         }
     };
     if (c.pool != nullptr) c.pool->parallel_for(positions.size() * kv_heads, 1, run);

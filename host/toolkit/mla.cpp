@@ -62,13 +62,13 @@ Expected<void> build_mla_attention(const Compute& c, int layer, const StepContex
     for (size_t r = 0; r < n; ++r) {
         const float* row = compressed.data() + r * (rank + rope);
         kt.rmsnorm(row, w.kv_a_norm.data(), rank, o.inner_norm_eps,
-                   row_kv[r]->buffers[0] + row_kv[r]->row(0, positions[r]) * rank);
+                   row_kv[r]->at(0, positions[r]));
         std::copy_n(row + rank, rope, rope_keys.data() + r * rope);
         if (interleaved) deinterleave_rope(rope_keys.data() + r * rope, rope);
     }
     o.rope->apply(positions, rope_keys.data(), rope, 1, rope);
     for (size_t r = 0; r < n; ++r)
-        std::copy_n(rope_keys.data() + r * rope, rope, row_kv[r]->buffers[1] + row_kv[r]->row(1, positions[r]) * rope);
+        std::copy_n(rope_keys.data() + r * rope, rope, row_kv[r]->at(1, positions[r]));
 
     // Which past positions each row attends to: a selector sees one sequence at a time, as it
     // would in a block of that sequence alone.
@@ -124,14 +124,14 @@ void mla_attend_absorbed(const Compute& c, const MlaShape& s, std::span<const in
             const std::vector<int64_t>& keys = kept[r];
             scores.resize(keys.size());
             for (size_t j = 0; j < keys.size(); ++j) {
-                const float* latent = kv.buffers[0] + kv.row(0, keys[j]) * rank;
-                const float* rope_key = kv.buffers[1] + kv.row(1, keys[j]) * rope;
+                const float* latent = kv.at(0, keys[j]);
+                const float* rope_key = kv.at(1, keys[j]);
                 scores[j] = (kt.dot(q_lat.data(), latent, rank) + kt.dot(qh + nope, rope_key, rope)) * scale;
             }
             kt.softmax(scores.data(), scores.size());
             std::fill(pooled.begin(), pooled.end(), 0.0f);
             for (size_t j = 0; j < keys.size(); ++j)
-                kt.axpy(scores[j], kv.buffers[0] + kv.row(0, keys[j]) * rank, pooled.data(), rank);
+                kt.axpy(scores[j], kv.at(0, keys[j]), pooled.data(), rank);
             matmul(inline_compute, kvb.v_half(h), pooled.data(), 1, context.data() + (r * heads + h) * vd);
         }
     };
@@ -154,7 +154,7 @@ void mla_attend_expanded(const Compute& c, const MlaShape& s, std::span<const in
         const size_t span = static_cast<size_t>(positions[seq.first_row + seq.n_rows - 1]) + 1;
         std::vector<float> latents(span * rank), expanded(span * heads * (nope + vd));
         for (size_t t = 0; t < span; ++t)
-            std::copy_n(kv.buffers[0] + kv.row(0, static_cast<int64_t>(t)) * rank, rank, latents.data() + t * rank);
+            std::copy_n(kv.at(0, static_cast<int64_t>(t)), rank, latents.data() + t * rank);
         matmul(c, kv_b, latents.data(), span, expanded.data());
         std::vector<float> key(qkd), scores;
         for (size_t r = seq.first_row; r < seq.first_row + seq.n_rows; ++r)
@@ -165,7 +165,7 @@ void mla_attend_expanded(const Compute& c, const MlaShape& s, std::span<const in
                 for (size_t j = 0; j < keys.size(); ++j) {
                     const size_t t = static_cast<size_t>(keys[j]);
                     std::copy_n(expanded.data() + (t * heads + h) * (nope + vd), nope, key.data());
-                    std::copy_n(kv.buffers[1] + kv.row(1, keys[j]) * rope, rope, key.data() + nope);
+                    std::copy_n(kv.at(1, keys[j]), rope, key.data() + nope);
                     scores[j] = kt.dot(qh, key.data(), qkd) * scale;
                 }
                 kt.softmax(scores.data(), scores.size());

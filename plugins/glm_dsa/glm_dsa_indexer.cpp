@@ -39,14 +39,13 @@ toolkit::KeptPositions GlmDsaModel::select_positions(const toolkit::MlaSelection
     const KernelTable& kt = *compute_.table;
     const size_t n = positions.size(), heads = static_cast<size_t>(cfg_.index_n_heads);
     const size_t dim = static_cast<size_t>(cfg_.index_head_dim);
-    float* keys = kv.buffers[kv_index_key];
 
     // This block's keys, into the cache.
     std::vector<float> k(n * dim);
     matmul(compute_, w.wk, normed.data, n, k.data());
     for (size_t r = 0; r < n; ++r) layer_norm(k.data() + r * dim, dim, w.k_norm_weight, w.k_norm_bias, k.data() + r * dim);
     rope_.apply(positions, k.data(), dim, 1, dim);
-    for (size_t r = 0; r < n; ++r) std::copy_n(k.data() + r * dim, dim, keys + kv.row(kv_index_key, positions[r]) * dim);
+    for (size_t r = 0; r < n; ++r) std::copy_n(k.data() + r * dim, dim, kv.at(kv_index_key, positions[r]));
 
     std::vector<float> q(n * heads * dim), weights(n * heads);
     matmul(compute_, w.wq_b, in.q_latent.data(), n, q.data());
@@ -69,7 +68,7 @@ toolkit::KeptPositions GlmDsaModel::select_positions(const toolkit::MlaSelection
             }
             scores.assign(count, 0.0f);
             for (size_t t = 0; t < count; ++t) {
-                const float* kt_row = keys + kv.row(kv_index_key, static_cast<int64_t>(t)) * dim;
+                const float* kt_row = kv.at(kv_index_key, static_cast<int64_t>(t));
                 float s = 0.0f;
                 for (size_t h = 0; h < heads; ++h)
                     s += kt.dot(q.data() + (r * heads + h) * dim, kt_row, dim) * score_scale * weights[r * heads + h];

@@ -236,7 +236,7 @@ LayerPlan plan_with_window(size_t window) {
 
 void feed(Session& session, size_t n) {
     const std::vector<int32_t> ids(n, 3);
-    session.will_write(session.position() + n);
+    session.will_write(session.position(), session.position() + n);
     session.advance(ids);
 }
 

@@ -40,16 +40,15 @@ public:
     // (per-position rows) so both kinds of buffer meet in one layer.
     Expected<void> attention(int, const StepContext& ctx, const Rows& normed, BlockKv kv, Rows out) const override {
         for (const SequenceKv& seq : kv) {
-            float* state = seq.kv.buffers[0];
-            float* keys = seq.kv.buffers[1];
+            float* state = seq.kv.at(0, 0);
             for (size_t r = seq.first_row; r < seq.first_row + seq.n_rows; ++r) {
                 const int64_t p = ctx.positions[r];
                 if (p == 0) std::fill_n(state, kWidth, 0.0f);
-                std::copy_n(normed.row(r), kWidth, keys + seq.kv.row(1, p) * kWidth);
+                std::copy_n(normed.row(r), kWidth, seq.kv.at(1, p));
                 for (size_t i = 0; i < kWidth; ++i) {
                     state[i] = 0.5f * state[i] + normed.row(r)[i];
                     float mean = 0.0f;
-                    for (int64_t q = 0; q <= p; ++q) mean += keys[seq.kv.row(1, q) * kWidth + i];
+                    for (int64_t q = 0; q <= p; ++q) mean += seq.kv.at(1, q)[i];
                     out.row(r)[i] = state[i] + mean / static_cast<float>(p + 1);
                 }
             }

@@ -1,8 +1,8 @@
 // The toolkit's causal attention against the plain per-head loop it replaced: for every head, a
 // dot per visible key (times the scale), the softmax (with the sink), then an axpy per key. The
-// grouped form (dot_many / axpy_many over the heads sharing a KV head, in one or two runs of a
-// ring buffer) must give those bits exactly, with or without the pool, and the same traced
-// probabilities.
+// grouped form (dot_many / axpy_many over the heads sharing a KV head, in runs that break where a
+// ring wraps or a page ends) must give those bits exactly, with or without the pool, and the same
+// traced probabilities.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -23,10 +23,12 @@ struct Case {
     size_t ring_rows = 0;      // rows of each KV buffer
     std::vector<int64_t> positions;
     bool sinks = true;
+    size_t page_rows = 0;      // > 0: the rows in pages of this many, in reverse order in memory
 };
 
 struct Inputs {
     std::vector<float> q, keys, values, sinks;
+    std::vector<float*> key_pages, value_pages;
     KvView kv;
     SequenceKv seq;  // every row of the block in one sequence, over kv
 };
@@ -37,8 +39,17 @@ Inputs make_inputs(const Case& c, std::mt19937& rng) {
     in.keys = testing::random_floats(c.ring_rows * c.shape.kv_width(), rng, -2.0f, 2.0f);
     in.values = testing::random_floats(c.ring_rows * c.shape.kv_width(), rng, -2.0f, 2.0f);
     if (c.sinks) in.sinks = testing::random_floats(c.shape.n_heads, rng, -1.0f, 1.0f);
-    in.kv.buffers = {in.keys.data(), in.values.data()};
-    in.kv.rows = {c.ring_rows, c.ring_rows};
+    const size_t page_rows = c.page_rows > 0 ? c.page_rows : c.ring_rows;
+    const size_t n_pages = (c.ring_rows + page_rows - 1) / page_rows;
+    in.keys.resize(n_pages * page_rows * c.shape.kv_width());
+    in.values.resize(n_pages * page_rows * c.shape.kv_width());
+    for (size_t k = 0; k < n_pages; ++k) {
+        const size_t at = (n_pages - 1 - k) * page_rows * c.shape.kv_width();
+        in.key_pages.push_back(in.keys.data() + at);
+        in.value_pages.push_back(in.values.data() + at);
+    }
+    in.kv.buffers = {KvBufferView{in.key_pages.data(), 0, page_rows, c.ring_rows, c.shape.kv_width()},
+                     KvBufferView{in.value_pages.data(), 0, page_rows, c.ring_rows, c.shape.kv_width()}};
     in.kv.capacity = 1u << 20;
     in.seq = SequenceKv{0, c.positions.size(), in.kv};
     return in;
@@ -48,7 +59,7 @@ Inputs make_inputs(const Case& c, std::mt19937& rng) {
 std::vector<float> per_head(const KernelTable& kt, const GqaOptions& o, const Case& c, const Inputs& in,
                             std::vector<float>* probs, size_t probs_width) {
     const size_t hd = o.shape.head_dim, heads = o.shape.n_heads, group = heads / o.shape.n_kv_heads;
-    const size_t q_width = o.shape.q_width(), kv_width = o.shape.kv_width();
+    const size_t q_width = o.shape.q_width();
     const size_t key_columns = probs != nullptr ? probs_width / heads - 1 : 0;
     std::vector<float> context(c.positions.size() * q_width);
     std::vector<float> scores;
@@ -61,7 +72,7 @@ std::vector<float> per_head(const KernelTable& kt, const GqaOptions& o, const Ca
             scores.assign(n_keys + 1, 0.0f);
             for (size_t j = 0; j < n_keys; ++j)
                 scores[j] = kt.dot(in.q.data() + r * q_width + h * hd,
-                                   in.keys.data() + in.kv.row(0, static_cast<int64_t>(first + j)) * kv_width + kv_offset,
+                                   in.kv.at(0, static_cast<int64_t>(first + j)) + kv_offset,
                                    hd) *
                             o.scale;
             float sink_mass = 0.0f;
@@ -69,8 +80,7 @@ std::vector<float> per_head(const KernelTable& kt, const GqaOptions& o, const Ca
             else kt.softmax(scores.data(), n_keys);
             float* out = context.data() + r * q_width + h * hd;
             for (size_t j = 0; j < n_keys; ++j)
-                kt.axpy(scores[j], in.values.data() + in.kv.row(1, static_cast<int64_t>(first + j)) * kv_width + kv_offset,
-                        out, hd);
+                kt.axpy(scores[j], in.kv.at(1, static_cast<int64_t>(first + j)) + kv_offset, out, hd);
             if (probs != nullptr) {
                 float* p = probs->data() + r * probs_width + h * (key_columns + 1);
                 for (size_t j = 0; j < n_keys && first + j < key_columns; ++j) p[first + j] = scores[j];
@@ -126,6 +136,16 @@ TEST(ToolkitAttention, SlidingWindowsThatWrapTheRing) {
     check({{8, 2, 64}, 8, 8, {20, 21, 22, 23}, true}, "window 8, a block of four");
     // A ring larger than the window (the session keeps more rows than the layer sees).
     check({{8, 1, 32}, 5, 11, {9, 10, 11, 12, 13, 14}, true}, "window 5 in 11 rows");
+}
+
+TEST(ToolkitAttention, PagedKeysGiveTheBitsOfContiguousOnes) {
+    // A session's full-attention rows live in pages: the runs of keys break at every page end.
+    for (size_t page_rows : {1, 3, 16})
+        check({{16, 2, 64}, 0, 64, {0, 1, 2, 15, 16, 17, 33, 47, 48, 63}, true, page_rows},
+              "full, pages of " + std::to_string(page_rows));
+    check({{6, 2, 72}, 0, 48, {17, 30}, false, 4}, "three heads a KV head, pages of 4");
+    // A sliding window over pages (a window sees keys across two or three of them).
+    check({{8, 2, 64}, 8, 64, {5, 9, 20, 21, 22, 23}, true, 4}, "window 8, pages of 4");
 }
 
 }  // namespace

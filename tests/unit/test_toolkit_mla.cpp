@@ -92,7 +92,8 @@ Result run(const Layer& l, MlaRopeLayout layout, const std::vector<float>& x, si
     o.scale = static_cast<float>(std::pow(static_cast<double>(s.qk()), -0.5));
     o.who = "test";
     std::vector<float> latents(n * s.kv_lora_rank), rope_keys(n * s.rope);
-    KvView kv{{latents.data(), rope_keys.data()}, {n, n}, n};
+    float* const pages[2] = {latents.data(), rope_keys.data()};
+    const KvView kv{{KvBufferView{&pages[0], 0, n, n, s.kv_lora_rank}, KvBufferView{&pages[1], 0, n, n, s.rope}}, n};
     const Compute c{&reference_kernels(), nullptr, false};
     Result r;
     r.out.resize(n * kHidden);

@@ -162,9 +162,14 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(LayerPlan, top_k);
     STORMO_ABI_FIELD(LayerPlan, shared_experts);
     STORMO_ABI_FIELD(LayerPlan, expert_parts);
+    h = mix_type<KvBufferView>(h);
+    STORMO_ABI_FIELD(KvBufferView, pages);
+    STORMO_ABI_FIELD(KvBufferView, offset);
+    STORMO_ABI_FIELD(KvBufferView, page_rows);
+    STORMO_ABI_FIELD(KvBufferView, rows);
+    STORMO_ABI_FIELD(KvBufferView, width);
     h = mix_type<KvView>(h);
     STORMO_ABI_FIELD(KvView, buffers);
-    STORMO_ABI_FIELD(KvView, rows);
     STORMO_ABI_FIELD(KvView, capacity);
     h = mix_type<SequenceKv>(h);
     STORMO_ABI_FIELD(SequenceKv, first_row);

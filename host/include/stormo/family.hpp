@@ -86,15 +86,38 @@ struct LayerPlan {
     std::vector<ExpertPartDecl> expert_parts;
 };
 
-// The session's KV rows of one layer. Buffer b holds rows[b] x floats_per_position floats and
-// position p lives in row p % rows[b]: rows[b] == capacity unless the buffer declared a window,
-// in which case the ring is long enough for the window plus one forward block (a block writes
-// all its rows before attending, so its first row's keys must survive its last row's writes).
+// One KV buffer of a layer as the session holds it. Position p lives at index i = p % rows, in
+// page i / page_rows, row i % page_rows of it; a row is `width` floats and a page's rows follow
+// each other from `offset` floats past the page's start. A full-attention buffer is paged
+// (rows == the session's capacity): sessions that hold the same prompt prefix hold its pages
+// once, and each page is allocated when a position in it is first written. A sliding window's
+// ring is one page of `rows` rows, long enough for the window plus one forward block (a block
+// writes all its rows before attending, so its first row's keys must survive its last row's
+// writes).
+struct KvBufferView {
+    float* const* pages = nullptr;  // the page table: pages[k] starts page k
+    size_t offset = 0;
+    size_t page_rows = 0;
+    size_t rows = 0;
+    size_t width = 0;
+};
+
+// The session's KV rows of one layer: one KvBufferView per buffer the layer declared.
 struct KvView {
-    std::vector<float*> buffers;
-    std::vector<size_t> rows;
+    std::vector<KvBufferView> buffers;
     size_t capacity = 0;  // positions the session can hold
-    size_t row(size_t buffer, int64_t position) const { return static_cast<size_t>(position) % rows[buffer]; }
+    // The row of `position` in buffer `buffer`.
+    float* at(size_t buffer, int64_t position) const {
+        const KvBufferView& b = buffers[buffer];
+        const size_t i = static_cast<size_t>(position) % b.rows;
+        return b.pages[i / b.page_rows] + b.offset + (i % b.page_rows) * b.width;
+    }
+    // How many positions from `position` on have their rows one after another in memory (to the
+    // end of its page): a reader that takes rows in runs breaks them there.
+    size_t run(size_t buffer, int64_t position) const {
+        const KvBufferView& b = buffers[buffer];
+        return b.page_rows - (static_cast<size_t>(position) % b.rows) % b.page_rows;
+    }
 };
 
 // The rows of one sequence in a block: rows [first_row, first_row + n_rows) belong to it and

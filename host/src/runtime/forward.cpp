@@ -84,7 +84,7 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
         std::vector<int64_t> positions(n);
         for (size_t i = 0; i < n; ++i) positions[i] = static_cast<int64_t>(session.position() + i);
         std::vector<float> x;
-        session.will_write(session.position() + n);
+        session.will_write(session.position(), session.position() + n);
         const BlockPart part[1] = {{&session, tokens.subspan(begin, n)}};
         auto ran = run_block(part, positions, options, x, options.hidden_out ? &hidden_states : nullptr, Recording::on);
         if (!ran) {
@@ -166,7 +166,7 @@ Expected<void> Pipeline::replay(Session& session, size_t block) {
         const size_t n = std::min(block, history.size() - begin);
         positions.resize(n);
         for (size_t i = 0; i < n; ++i) positions[i] = static_cast<int64_t>(begin + i);
-        session.will_write(begin + n);
+        session.will_write(begin, begin + n);
         // On failure the session stays at its position and still needs the replay.
         const BlockPart part[1] = {{&session, history.subspan(begin, n)}};
         STORMO_TRY(run_block(part, positions, quiet, x, nullptr, Recording::off));
@@ -203,7 +203,7 @@ Expected<void> Pipeline::forward_batch(std::span<SequenceStep> steps) {
         parts.push_back({&session, step.tokens});
         starts.push_back(session.position());
         for (size_t i = 0; i < step.tokens.size(); ++i) positions.push_back(static_cast<int64_t>(session.position() + i));
-        session.will_write(session.position() + step.tokens.size());
+        session.will_write(session.position(), session.position() + step.tokens.size());
     }
     auto rewind_all = [&] {
         for (size_t i = 0; i < steps.size(); ++i) steps[i].session->rewind(starts[i]);

@@ -1,8 +1,23 @@
 #include "runtime/session.hpp"
 
 #include <algorithm>
+#include <new>
+#include <unordered_set>
 
 namespace stormo {
+namespace {
+
+constexpr std::align_val_t kPageAlignment{64};
+constexpr size_t kRowAlignmentFloats = 16;  // each buffer's rows in a page start on a cache line
+
+size_t pages_for(size_t positions) { return (positions + Session::kPagePositions - 1) / Session::kPagePositions; }
+
+}  // namespace
+
+Session::Page::Page(size_t floats)
+    : data(static_cast<float*>(::operator new(std::max<size_t>(1, floats) * sizeof(float), kPageAlignment))) {}
+
+Session::Page::~Page() { ::operator delete(data, kPageAlignment); }
 
 size_t Session::rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_block, size_t rewind_slack) {
     if (decl.kind == KvBufferDecl::Kind::state) return 1;
@@ -12,35 +27,83 @@ size_t Session::rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_b
 
 Session::Session(const Model& model, size_t capacity, size_t max_block, size_t rewind_slack)
     : capacity_(capacity), max_block_(std::max<size_t>(1, max_block)) {
-    buffers_.resize(static_cast<size_t>(model.n_layers()));
-    rows_.resize(static_cast<size_t>(model.n_layers()));
-    for (int l = 0; l < model.n_layers(); ++l)
-        for (const auto& decl : model.layer_plan(l).kv) {
+    const size_t n_layers = static_cast<size_t>(model.n_layers());
+    size_t n_rings = 0;
+    for (size_t l = 0; l < n_layers; ++l)
+        for (const auto& decl : model.layer_plan(static_cast<int>(l)).kv)
+            n_rings += decl.kind == KvBufferDecl::Kind::state || decl.window > 0 ? 1 : 0;
+    ring_buffers_.reserve(n_rings);
+    ring_bases_.reserve(n_rings);
+    pages_.resize(pages_for(capacity));
+    page_table_.assign(pages_.size(), nullptr);
+    layers_.resize(n_layers);
+    for (size_t l = 0; l < n_layers; ++l)
+        for (const auto& decl : model.layer_plan(static_cast<int>(l)).kv) {
             const size_t rows = rows_for(decl, capacity, max_block_, rewind_slack);
-            rows_[static_cast<size_t>(l)].push_back(rows);
-            buffers_[static_cast<size_t>(l)].emplace_back(std::max<size_t>(1, rows * decl.floats_per_position * sizeof(float)));
-            if (decl.kind == KvBufferDecl::Kind::state) {
-                states_.push_back(reinterpret_cast<float*>(buffers_[static_cast<size_t>(l)].back().data()));
-                state_floats_.push_back(decl.floats_per_position);
-            } else if (decl.window > 0) {
-                rings_.push_back(Ring{rows, decl.window});
+            kv_bytes_ += static_cast<uint64_t>(rows) * decl.floats_per_position * sizeof(float);
+            KvBufferView view;
+            view.rows = std::max<size_t>(1, rows);
+            view.width = decl.floats_per_position;
+            if (decl.kind == KvBufferDecl::Kind::state || decl.window > 0) {
+                ring_buffers_.emplace_back(std::max<size_t>(1, rows * decl.floats_per_position * sizeof(float)));
+                ring_bases_.push_back(reinterpret_cast<float*>(ring_buffers_.back().data()));
+                view.pages = &ring_bases_.back();
+                view.page_rows = view.rows;
+                if (decl.kind == KvBufferDecl::Kind::state) {
+                    states_.push_back(ring_bases_.back());
+                    state_floats_.push_back(decl.floats_per_position);
+                } else {
+                    rings_.push_back(Ring{rows, decl.window});
+                }
+            } else {
+                view.pages = page_table_.data();
+                view.page_rows = kPagePositions;
+                view.offset = page_floats_;
+                const size_t floats = kPagePositions * decl.floats_per_position;
+                page_floats_ += (floats + kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
             }
+            layers_[l].push_back(view);
         }
 }
 
 KvView Session::kv(int layer) {
     KvView view;
     view.capacity = capacity_;
-    view.rows = rows_[static_cast<size_t>(layer)];
-    for (auto& b : buffers_[static_cast<size_t>(layer)]) view.buffers.push_back(reinterpret_cast<float*>(b.data()));
+    view.buffers = layers_[static_cast<size_t>(layer)];
     return view;
 }
 
-void Session::will_write(size_t end) {
+void Session::will_write(size_t begin, size_t end) {
     written_end_ = std::max(written_end_, end);
+    mark_written(position_);
+    return_lent_pages();
+    if (page_floats_ == 0) return;
+    size_t scratch_used = 0;
+    for (size_t p = begin / kPagePositions; p < std::min(pages_for(end), pages_.size()); ++p) {
+        std::shared_ptr<Page>& page = pages_[p];
+        if (page != nullptr && page.use_count() == 1) continue;
+        if (page != nullptr && end <= position_) {
+            // A replay rewrites positions the session holds, with the bits they have: the page
+            // stays shared and this block writes into a scratch copy of it instead.
+            if (scratch_used == scratch_.size()) scratch_.push_back(std::make_unique<Page>(page_floats_));
+            float* scratch = scratch_[scratch_used++]->data;
+            std::copy_n(page->data, page_floats_, scratch);
+            page_table_[p] = scratch;
+            lent_.push_back(p);
+            continue;
+        }
+        auto own = std::make_shared<Page>(page_floats_);
+        // Copy on write: the rows before the block's stay as the shared page holds them.
+        if (page != nullptr) std::copy_n(page->data, page_floats_, own->data);
+        page = std::move(own);
+        page_table_[p] = page->data;
+    }
+}
+
+void Session::mark_written(size_t position) {
     std::erase_if(watches_, [&](const std::weak_ptr<SessionSnapshot::Watch>& w) {
         auto watch = w.lock();
-        if (watch) watch->lowest_write = std::min(watch->lowest_write, position_);
+        if (watch) watch->lowest_write = std::min(watch->lowest_write, position);
         return !watch;
     });
 }
@@ -57,9 +120,20 @@ SessionSnapshot Session::snapshot() {
 }
 
 void Session::restore(const SessionSnapshot& s) {
-    const bool rows_kept = s.watch != nullptr && s.watch->lowest_write >= s.position;
+    // The rows from first_changed on may not be the ones the snapshot saw: written since, or let
+    // go by a rewind below the snapshot.
+    size_t first_changed = s.watch != nullptr ? s.watch->lowest_write : 0;
+    for (size_t p = 0; page_floats_ > 0 && p < pages_for(s.position); ++p)
+        if (pages_[p] == nullptr) {
+            first_changed = std::min(first_changed, p * kPagePositions);
+            break;
+        }
+    const bool rows_kept = first_changed >= s.position;
     position_ = s.position;
     tokens_ = s.tokens;
+    // The replay writes changed rows into fresh pages (it gives a page it finds shared a scratch
+    // copy, which would be right only for rows that hold the bits it recomputes).
+    release_pages_from(rows_kept ? pages_for(position_) : std::min(first_changed, position_) / kPagePositions);
     for (size_t i = 0; i < states_.size() && i < s.states.size(); ++i) std::copy(s.states[i].begin(), s.states[i].end(), states_[i]);
     // Rewritten rows, or a ring that wrapped past the window the next query needs, owe a replay.
     needs_replay_ = s.needs_replay || !rows_kept || (position_ > 0 && !rings_hold_window_for(position_));
@@ -81,8 +155,24 @@ bool Session::rings_hold_window_for(size_t position) const {
     return true;
 }
 
+void Session::return_lent_pages() {
+    for (size_t p : lent_) page_table_[p] = pages_[p] != nullptr ? pages_[p]->data : nullptr;
+    lent_.clear();
+}
+
+void Session::release_pages_from(size_t first) {
+    return_lent_pages();
+    for (size_t p = first; p < pages_.size(); ++p) {
+        pages_[p].reset();
+        page_table_[p] = nullptr;
+    }
+}
+
 void Session::rewind(size_t position) {
-    if (position >= position_) return;
+    if (position > position_) return;
+    // Pages a failed block allocated past the position go too.
+    release_pages_from(pages_for(position));
+    if (position == position_) return;
     position_ = position;
     tokens_.resize(position);
     if (position == 0) {
@@ -97,16 +187,88 @@ void Session::rewind(size_t position) {
 }
 
 void Session::replayed() {
+    return_lent_pages();
+    scratch_.clear();
     // The replay wrote positions [0, position_) in order, so each ring's last rows are the newest.
     written_end_ = position_;
     needs_replay_ = false;
 }
 
-uint64_t Session::kv_bytes() const {
+Expected<void> Session::share_prefix(const Session& donor, size_t positions) {
+    if (&donor == this) return fail(ErrorKind::internal, "a session cannot share a prefix with itself");
+    if (positions > donor.position_ || positions > capacity_)
+        return fail(ErrorKind::internal, "sharing a prefix of " + std::to_string(positions) + " positions from a session at " +
+                                             std::to_string(donor.position_) + " into one of " + std::to_string(capacity_) +
+                                             " positions");
+    bool same_layout = donor.page_floats_ == page_floats_ && donor.layers_.size() == layers_.size();
+    for (size_t l = 0; same_layout && l < layers_.size(); ++l) {
+        same_layout = donor.layers_[l].size() == layers_[l].size();
+        for (size_t b = 0; same_layout && b < layers_[l].size(); ++b)
+            same_layout = donor.layers_[l][b].width == layers_[l][b].width && donor.layers_[l][b].offset == layers_[l][b].offset;
+    }
+    if (!same_layout) return fail(ErrorKind::internal, "sharing a prefix between sessions of different models");
+
+    mark_written(0);  // a snapshot of what this session held before sees none of it again
+    position_ = positions;
+    tokens_.assign(donor.tokens_.begin(), donor.tokens_.begin() + static_cast<ptrdiff_t>(positions));
+    const size_t shared = pages_for(positions);
+    for (size_t p = 0; p < shared; ++p) {
+        pages_[p] = donor.pages_[p];
+        page_table_[p] = pages_[p] != nullptr ? pages_[p]->data : nullptr;
+    }
+    release_pages_from(shared);
+    if (positions == 0) {
+        written_end_ = 0;
+        needs_replay_ = false;
+        return {};
+    }
+    bool same_rings = rings_.size() == donor.rings_.size();
+    for (size_t i = 0; same_rings && i < rings_.size(); ++i) same_rings = rings_[i].rows == donor.rings_[i].rows;
+    if (!same_rings) {
+        needs_replay_ = true;
+        return {};
+    }
+    // The donor's rings and states as they are: this session is the donor rewound to `positions`
+    // (a state holds the donor's last position only, so anything shorter replays, as a rewind).
+    for (size_t i = 0; i < ring_buffers_.size(); ++i)
+        std::copy_n(donor.ring_buffers_[i].data(), ring_buffers_[i].size(), ring_buffers_[i].data());
+    written_end_ = donor.written_end_;
+    needs_replay_ = donor.needs_replay_ || !rings_hold_window_for(positions) ||
+                    (!states_.empty() && positions != donor.position_);
+    return {};
+}
+
+uint64_t Session::kv_bytes() const { return kv_bytes_; }
+
+uint64_t Session::kv_bytes_in_use() const {
     uint64_t total = 0;
-    for (const auto& layer : buffers_)
-        for (const auto& b : layer) total += b.size();
+    for (const AlignedBuffer& ring : ring_buffers_) total += ring.size();
+    for (const auto& page : pages_) total += page != nullptr ? page_bytes() : 0;
+    return total + scratch_.size() * page_bytes();
+}
+
+uint64_t Session::kv_bytes_shared() const {
+    uint64_t total = 0;
+    for (const auto& page : pages_) total += page != nullptr && page.use_count() > 1 ? page_bytes() : 0;
     return total;
+}
+
+uint64_t Session::kv_bytes_in_use(std::span<const Session* const> sessions) {
+    uint64_t total = 0;
+    std::unordered_set<const Page*> seen;
+    for (const Session* s : sessions) {
+        for (const AlignedBuffer& ring : s->ring_buffers_) total += ring.size();
+        for (const auto& page : s->pages_)
+            if (page != nullptr && seen.insert(page.get()).second) total += s->page_bytes();
+        total += s->scratch_.size() * s->page_bytes();
+    }
+    return total;
+}
+
+uint64_t Session::kv_bytes_for(size_t positions) const {
+    uint64_t total = 0;
+    for (const AlignedBuffer& ring : ring_buffers_) total += ring.size();
+    return total + static_cast<uint64_t>(pages_for(std::min(positions, capacity_))) * page_bytes();
 }
 
 }  // namespace stormo

@@ -30,6 +30,15 @@ struct SessionSnapshot {
     std::shared_ptr<Watch> watch;
 };
 
+// KV pages: every full-attention buffer of every layer keeps its positions in pages of
+// kPagePositions positions; one page holds those positions of all of them. A session reaches its
+// pages through a page table of reference-counted pages and allocates a page when a position in it
+// is first written. Sessions that hold the same prompt prefix hold its pages once (share_prefix);
+// a session that writes into a page another session also holds copies it first, so nothing a
+// session does (a new token, a rewind and rewrite, a failed request, a replay) changes a page
+// another holds. Sliding windows' rings are the session's own, contiguous, and never shared.
+// Sessions that share pages are driven from one thread (a scheduler's): the copy-on-write check
+// reads a page's holders, which a share_prefix on another thread could change meanwhile.
 class Session {
 public:
     // max_block: the most positions one forward step consumes (it sizes sliding-window rings).
@@ -37,6 +46,7 @@ public:
     // rewinds past its last answer every turn keeps its sliding windows with an answer's worth).
     Session(const Model& model, size_t capacity, size_t max_block = kDefaultMaxBlock, size_t rewind_slack = 0);
     static constexpr size_t kDefaultMaxBlock = 256;
+    static constexpr size_t kPagePositions = 16;
 
     size_t position() const { return position_; }
     size_t capacity() const { return capacity_; }
@@ -46,17 +56,23 @@ public:
     std::span<const int32_t> tokens() const { return tokens_; }
     // Rows a buffer needs: the capacity, or a window's ring.
     static size_t rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_block, size_t rewind_slack = 0);
+    // The layer's KV as the forward pass reads and writes it; valid until the session changes
+    // (will_write, rewind, share_prefix).
     KvView kv(int layer);
 
-    // The forward pass calls this before it writes KV rows for positions [position(), end) (even
-    // if the block then fails): from then on a ring of R rows may have lost every position below
-    // end - R, and the rows from position() on are no longer what a snapshot saw.
-    void will_write(size_t end);
+    // The forward pass calls this before it writes KV rows for positions [begin, end) (even if the
+    // block then fails): it allocates their pages and copies the ones another session also holds.
+    // A replay's block (end <= position()) rewrites rows with the bits they hold: it writes a
+    // shared page's rows into a scratch copy that the next call (or replayed()) drops, so the
+    // page stays shared. From then on a ring of R rows may have lost every position below end - R,
+    // and the rows from position() on are no longer what a snapshot saw.
+    void will_write(size_t begin, size_t end);
     // A block's KV rows are written: its tokens are consumed.
     void advance(std::span<const int32_t> tokens);
-    // Forgets every position at or after `position` (no-op when already shorter). If a sliding
-    // window's ring no longer holds the positions the next query needs (its window before
-    // `position`), the session needs a replay: the next forward recomputes the KV from tokens().
+    // Forgets every position at or after `position` (no-op when already shorter) and lets go of
+    // the pages past it. If a sliding window's ring no longer holds the positions the next query
+    // needs (its window before `position`), the session needs a replay: the next forward
+    // recomputes the KV from tokens().
     void rewind(size_t position);
     bool needs_replay() const { return needs_replay_; }
     // Marks this moment. Restoring it later gives back this position, these tokens and the state
@@ -67,15 +83,64 @@ public:
     // The forward pass has recomputed the KV of every position [0, position()) from tokens().
     void replayed();
 
+    // Makes this session hold what `donor` holds of positions [0, positions): the donor's pages of
+    // them by reference (the last one too when `positions` ends inside it: whichever session
+    // writes there next copies it first), the donor's first `positions` tokens, and a copy of the
+    // donor's sliding-window rings and recurrent states. Whatever this session held before is let
+    // go; snapshots taken of it before owe a replay when restored. The next forward
+    // continues at `positions` with the bits the donor's KV gives, as if this session had run the
+    // donor's first `positions` tokens itself. Both sessions must come from the same model; when
+    // their rings differ in size (another max_block or rewind slack), or the donor's rings no
+    // longer hold the window before `positions` (the donor ran on past it), or a recurrent state
+    // is past `positions`, this session replays its prefix on its next forward: the prefix's
+    // compute is spent again, the pages stay shared.
+    // Errors: `positions` past the donor's position or this session's capacity, or a donor from
+    // another model.
+    // A server admitting a prompt into this session takes, from the session whose tokens() share
+    // the longest start with it, p = reusable_prefix(donor.tokens(), prompt) positions
+    // (runtime/generation.hpp: it leaves the prompt's last token to compute, for the logits) when
+    // that is more than reusable_prefix(tokens(), prompt), then begins the request with
+    // GenerationRequest::whole_context, which keeps those p positions and computes the rest. The
+    // donor may be running in the same batch; nothing either does changes the other's bits.
+    Expected<void> share_prefix(const Session& donor, size_t positions);
+
+    // The KV bytes of a full context in the layout the model declares (what the memory plan
+    // reserves): every position of the full-attention buffers and the rings.
     uint64_t kv_bytes() const;
+    // The KV bytes this session holds now: its rings and the pages it holds, pages it shares with
+    // other sessions counted in full.
+    uint64_t kv_bytes_in_use() const;
+    // The bytes of those pages this session shares with another session (each of them is in the
+    // kv_bytes_in_use of every session that holds it).
+    uint64_t kv_bytes_shared() const;
+    // The KV bytes several sessions hold together: each page once, however many of them hold it.
+    static uint64_t kv_bytes_in_use(std::span<const Session* const> sessions);
+    // The KV bytes a session of this layout holds at `positions` positions it shares with no one:
+    // what admitting a request of that many positions costs at most.
+    uint64_t kv_bytes_for(size_t positions) const;
 
 private:
     struct Ring {
         size_t rows = 0;
         size_t window = 0;
     };
+    // One page of every full-attention buffer's rows for kPagePositions positions.
+    struct Page {
+        explicit Page(size_t floats);
+        ~Page();
+        Page(const Page&) = delete;
+        Page& operator=(const Page&) = delete;
+        float* data;
+    };
     // Whether every ring still holds the window a query at `position` attends to.
     bool rings_hold_window_for(size_t position) const;
+    // Lets go of the pages from `first` on.
+    void release_pages_from(size_t first);
+    // Points the page table back at the pages a replay block wrote scratch copies of.
+    void return_lent_pages();
+    // Tells the snapshots held that the rows from `position` on change.
+    void mark_written(size_t position);
+    uint64_t page_bytes() const { return static_cast<uint64_t>(page_floats_) * sizeof(float); }
 
     size_t capacity_;
     size_t max_block_;
@@ -86,11 +151,20 @@ private:
     size_t written_end_ = 0;
     bool needs_replay_ = false;
     std::vector<Ring> rings_;  // one per windowed KV buffer
+    uint64_t kv_bytes_ = 0;
+    // Views point into these two: both are sized once, never reallocated.
+    std::vector<AlignedBuffer> ring_buffers_;  // every ring and state buffer, in layer order: the session's own
+    std::vector<float*> ring_bases_;           // their first floats: a ring's one-page table
+    size_t page_floats_ = 0;  // floats of one page: every full-attention buffer's rows
+    std::vector<std::shared_ptr<Page>> pages_;  // [page]: null until a position in it is written
+    std::vector<float*> page_table_;            // [page]: pages_[page]'s floats, or null
+    // A replay's scratch pages (see will_write) and the pages whose table entries point at them.
+    std::vector<std::unique_ptr<Page>> scratch_;
+    std::vector<size_t> lent_;
+    std::vector<std::vector<KvBufferView>> layers_;  // [layer][kv buffer]
     std::vector<float*> states_;               // every state buffer (one row each)
     std::vector<size_t> state_floats_;
     std::vector<std::weak_ptr<SessionSnapshot::Watch>> watches_;  // the snapshots still held
-    std::vector<std::vector<size_t>> rows_;  // [layer][kv buffer]
-    std::vector<std::vector<AlignedBuffer>> buffers_;  // [layer][kv buffer]
 };
 
 }  // namespace stormo
