@@ -138,6 +138,31 @@ test('clients that leave mid-stream free their slots for the next requests', asy
   assert.ok((await metric(server.base, 'stormo_generated_tokens_total')) < 3000);
 });
 
+test('a request on a free slot takes the prompt prefix a busy slot holds from its KV pages, and answers as alone', async () => {
+  const openai = server.client();
+  // A prompt no slot holds yet: its first answer leaves it in one slot, which the long answer
+  // then takes again (the longest prefix), leaving the other slot free with only the template's start.
+  const ask = { model: 'demo', messages: [{ role: 'user', content: '321+123=' }] };
+  const alone = (await openai.chat.completions.create(ask)).choices[0].message.content;
+  const sharedBefore = await metric(server.base, 'stormo_shared_prefix_positions_total');
+  const controller = new AbortController();
+  // One slot busy with the same prompt (a long answer); the same request again finds the other
+  // slot free, and its prompt's prefix in the busy one.
+  const busy = openai.chat.completions.create({ ...endless, messages: ask.messages, stream: true }, { signal: controller.signal }).then(async (stream) => {
+    for await (const chunk of stream) void chunk;
+  }).catch(() => null);
+  try {
+    await waitFor(async () => (await metric(server.base, 'stormo_requests_running')) === 1, 'the long answer running');
+    const r = await openai.chat.completions.create(ask);
+    assert.equal(r.choices[0].message.content, alone);
+    assert.ok((await metric(server.base, 'stormo_shared_prefix_positions_total')) > sharedBefore, 'no prefix was shared');
+  } finally {
+    controller.abort();
+    await busy;
+    await waitFor(async () => (await metric(server.base, 'stormo_requests_running')) === 0, 'the slots freed');
+  }
+});
+
 test('/metrics shows the slots, the batches, the experts per token and the KV', async () => {
   const text = await (await fetch(`${server.base}/metrics`)).text();
   for (const name of [
@@ -152,6 +177,8 @@ test('/metrics shows the slots, the batches, the experts per token and the KV', 
     'stormo_expert_bytes_read_per_token ',
     'stormo_kv_bytes_in_use ',
     'stormo_kv_bytes_reserved ',
+    'stormo_shared_prefix_requests_total ',
+    'stormo_shared_prefix_positions_total ',
   ])
     assert.ok(text.includes(`\n${name}`), `${name} in:\n${text}`);
   assert.ok((await metric(server.base, 'stormo_expert_reads_per_token')) > 0);

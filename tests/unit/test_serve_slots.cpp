@@ -26,6 +26,19 @@ TEST(ServeSlots, WithoutAPrefixTheLeastRecentlyUsedSlotIsTaken) {
     EXPECT_EQ(choose_slot(slots, prompt), 0u);
 }
 
+TEST(ServeSlots, AnotherSlotHoldingMoreOfThePromptLendsItsPrefix) {
+    const std::vector<int32_t> system{1, 2, 3, 4, 5, 6}, own{1, 2}, other{7}, prompt{1, 2, 3, 4, 9};
+    // Busy or not, the slot holding the longest prefix lends it: 4 positions against the 2 kept.
+    std::vector<SlotState> slots{{false, own}, {true, system}, {false, other}};
+    const auto donor = choose_prefix_donor(slots, 0, prompt);
+    ASSERT_TRUE(donor.has_value());
+    EXPECT_EQ(donor->slot, 1u);
+    EXPECT_EQ(donor->positions, 4u);
+    // A slot that keeps as much itself takes nothing.
+    EXPECT_FALSE(choose_prefix_donor(slots, 1, prompt).has_value());
+    EXPECT_FALSE(choose_prefix_donor(slots, 2, std::vector<int32_t>{8, 8}).has_value());
+}
+
 TEST(ServeSlots, NoneFreeIsNone) {
     const std::vector<int32_t> held{1}, prompt{1, 2};
     std::vector<SlotState> slots{{true, held}, {true, held}};

@@ -147,6 +147,11 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
             for (auto& piece : *pieces) self->job->post(std::move(piece));
         if (self->reply->stopped()) self->job->stop_after_token();
     };
+    // Another slot holding more of the prompt (the same system prompt) lends its KV pages: they
+    // are held once and not computed again. If sharing fails the slot computes them itself.
+    if (const auto donor = choose_prefix_donor(slots_, a->slot, req.prompt))
+        if (ctx_.sessions[a->slot]->share_prefix(*ctx_.sessions[donor->slot], donor->positions))
+            ctx_.metrics->add_shared_prefix(donor->positions);
     auto sequence = SequenceGeneration::begin(*ctx_.sessions[a->slot], a->request, on_token);
     if (sequence) a->sequence.emplace(std::move(*sequence));
     else a->begin_error = sequence.error();
@@ -227,9 +232,9 @@ void InferenceWorker::settle(Job& job, JobResult result) {
 }
 
 void InferenceWorker::publish() {
-    uint64_t in_use = 0;
-    for (const Session* s : ctx_.sessions) in_use += s->position() > 0 ? ledger_.bytes_for(s->position()) : 0;
-    kv_in_use_.store(in_use);
+    // Pages held by several slots count once.
+    const std::vector<const Session*> sessions(ctx_.sessions.begin(), ctx_.sessions.end());
+    kv_in_use_.store(Session::kv_bytes_in_use(sessions));
 }
 
 }  // namespace stormo::serve

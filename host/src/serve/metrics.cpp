@@ -47,6 +47,12 @@ void Metrics::add_step(const BatchStep& step, size_t generated, const ExpertStor
     store_ = stats;
 }
 
+void Metrics::add_shared_prefix(size_t positions) {
+    std::lock_guard lock(mutex_);
+    ++shared_prefixes_;
+    shared_positions_ += positions;
+}
+
 uint64_t Metrics::requests(Outcome outcome) const {
     std::lock_guard lock(mutex_);
     return requests_[static_cast<size_t>(outcome)];
@@ -116,6 +122,11 @@ std::string Metrics::render(const MetricsGauges& gauges) const {
     out << "stormo_batch_rows_total{kind=\"prompt\"} " << steps_.prompt_rows << "\n";
     family(out, "stormo_batch_isolated_steps_total", "counter", "Steps that failed batched and ran each sequence alone.");
     sample(out, "stormo_batch_isolated_steps_total", static_cast<double>(steps_.isolated));
+    family(out, "stormo_shared_prefix_requests_total", "counter",
+           "Requests whose slot took its prompt's prefix KV from another slot's pages.");
+    sample(out, "stormo_shared_prefix_requests_total", static_cast<double>(shared_prefixes_));
+    family(out, "stormo_shared_prefix_positions_total", "counter", "Prompt positions those requests did not compute.");
+    sample(out, "stormo_shared_prefix_positions_total", static_cast<double>(shared_positions_));
     family(out, "stormo_queue_depth", "gauge", "Requests waiting for a slot.");
     sample(out, "stormo_queue_depth", static_cast<double>(gauges.queue_depth));
     family(out, "stormo_requests_running", "gauge", "Sequences generating now (at most stormo_slots).");

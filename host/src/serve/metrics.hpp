@@ -43,6 +43,8 @@ public:
     void set_store(const ExpertStoreStats& stats);
     // One batched step: its rows and sequences, the tokens it generated, the store's counters after it.
     void add_step(const BatchStep& step, size_t generated, const ExpertStoreStats& stats);
+    // A request's slot took `positions` of its prompt's KV from another slot's pages.
+    void add_shared_prefix(size_t positions);
     uint64_t requests(Outcome outcome) const;
     std::string render(const MetricsGauges& gauges) const;
 
@@ -59,6 +61,8 @@ private:
         uint64_t isolated = 0;
         uint64_t generated = 0;  // tokens the steps generated (finished requests or not)
     } steps_;
+    uint64_t shared_prefixes_ = 0;
+    uint64_t shared_positions_ = 0;
 };
 
 }  // namespace stormo::serve

@@ -19,6 +19,20 @@ std::optional<size_t> choose_slot(std::span<const SlotState> slots, std::span<co
     return best;
 }
 
+std::optional<PrefixDonor> choose_prefix_donor(std::span<const SlotState> slots, size_t slot, std::span<const int32_t> prompt) {
+    std::optional<PrefixDonor> best;
+    size_t own = slot < slots.size() ? reusable_prefix(slots[slot].held, prompt) : 0;
+    for (size_t i = 0; i < slots.size(); ++i) {
+        if (i == slot) continue;
+        const size_t prefix = reusable_prefix(slots[i].held, prompt);
+        if (prefix > own) {
+            best = PrefixDonor{i, prefix};
+            own = prefix;
+        }
+    }
+    return best;
+}
+
 KvLedger::KvLedger(std::vector<KvBufferDecl> kv, size_t rewind_slack, uint64_t reserved)
     : kv_(std::move(kv)), rewind_slack_(rewind_slack), reserved_(reserved) {}
 

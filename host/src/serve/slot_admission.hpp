@@ -23,6 +23,15 @@ struct SlotState {
 // slots keep stay for their next turns as long as possible; then the first. nullopt: none free.
 std::optional<size_t> choose_slot(std::span<const SlotState> slots, std::span<const int32_t> prompt);
 
+// The slot, busy or free, other than `slot`, whose session holds a longer reusable prefix of
+// `prompt` than `slot` does: the session `slot` takes that prefix's KV pages from by reference
+// (Session::share_prefix) instead of computing them again. nullopt: none holds more.
+struct PrefixDonor {
+    size_t slot = 0;
+    size_t positions = 0;  // reusable_prefix(its held tokens, prompt)
+};
+std::optional<PrefixDonor> choose_prefix_donor(std::span<const SlotState> slots, size_t slot, std::span<const int32_t> prompt);
+
 // The KV bytes handed to running sequences out of the bytes reserved for them. A sequence is
 // granted the KV of every position it may reach (its prompt and max_tokens), so what it is granted
 // never grows while it runs and the sessions never outgrow the reserve.
