@@ -75,7 +75,8 @@ done
 command -v node > /dev/null || { echo "race-serve: node is needed (scripts/serve-streams.mjs)" >&2; exit 2; }
 
 HAS_PARALLEL=""
-if "$STORMO" serve --help 2>&1 | grep -q -- '--parallel'; then HAS_PARALLEL=1; fi
+# grep reads all of the help: with pipefail, an early exit of grep -q would fail the pipe on SIGPIPE.
+if "$STORMO" serve --help 2>&1 | grep -- '--parallel' > /dev/null; then HAS_PARALLEL=1; fi
 
 OUT=$(mktemp -d)
 GROUP=/sys/fs/cgroup/memory/stormo-race-serve-$$

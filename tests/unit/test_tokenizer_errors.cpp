@@ -165,6 +165,11 @@ TEST_F(TokenizerErrors, OutOfRangeIdIsNamed) {
     EXPECT_NE(text.error().message.find("1234567"), std::string::npos) << text.error().message;
     StreamDecoder stream(*t);
     EXPECT_FALSE(stream.push(-1));
+    // Generated ids past the tokenizer's are the padding rows of a model's vocabulary (a random
+    // or badly trained model can emit them): no text, as the reference decoder skips them.
+    auto padding = stream.push(static_cast<int32_t>(t->size()) + 5);
+    ASSERT_TRUE(padding.has_value()) << padding.error().message;
+    EXPECT_EQ(*padding, "");
 }
 
 // GPT-OSS spells 🤖 (F0 9F A4 96) in two tokens; the first alone is an incomplete sequence that a

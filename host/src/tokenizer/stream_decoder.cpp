@@ -9,6 +9,9 @@ namespace stormo::text {
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special) : tokenizer_(&tokenizer), skip_special_(skip_special) {}
 
 Expected<std::string> StreamDecoder::push(int32_t id) {
+    // A model's vocabulary may be padded past the tokenizer's ids (gpt-oss: 201088 embedding rows,
+    // 200019 tokens); a padding row has no text, and the reference decoder skips such ids too.
+    if (id >= 0 && static_cast<size_t>(id) >= tokenizer_->size()) return std::string();
     STORMO_TRY_ASSIGN(auto bytes, tokenizer_->token_bytes(id, skip_special_));
     pending_ += bytes;
     const size_t ready = pending_.size() - utf8::incomplete_tail(pending_);

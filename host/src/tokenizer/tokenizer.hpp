@@ -64,7 +64,8 @@ private:
 class StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = false);
-    // The text that became complete with this id (possibly empty).
+    // The text that became complete with this id (possibly empty; none for an id past the
+    // tokenizer's, a padding row of the model's vocabulary). A negative id is an error.
     Expected<std::string> push(int32_t id);
     // Whatever is still held back (an incomplete sequence at the very end), as the reference
     // decoder would render it.
