@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { demoModel, metric, post, startServer } from './support.mjs';
+import { demoModel, metric, post, startServer, waitFor } from './support.mjs';
 
 // Distinct requests: prompts of a few to a few hundred tokens, greedy, sampled with a seed, top_p,
 // top_k and min_p, and answers from 1 to 48 tokens (ignore_eos keeps some going to their limit).
@@ -94,15 +94,6 @@ after(async () => {
 });
 
 const endless = { model: 'demo', messages: [{ role: 'user', content: '123+456=' }], max_tokens: 3000, ignore_eos: true };
-
-async function waitFor(predicate, what, ms = 5000) {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await predicate()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
 
 test('each conversation keeps its KV in its own slot: its next turn reuses it', async () => {
   const openai = server.client();

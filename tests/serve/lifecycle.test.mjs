@@ -4,19 +4,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { metric, startServer } from './support.mjs';
+import { metric, startServer, waitFor } from './support.mjs';
 
 // A long answer: the demo would stop at <|end|> after a few tokens; ignore_eos keeps it going.
 const long = { model: 'demo', messages: [{ role: 'user', content: '123+456=' }], max_tokens: 3000, ignore_eos: true, stream: true };
-
-async function waitFor(predicate, what, ms = 5000) {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await predicate()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
 
 test('aborting a streamed request cancels it; the server stays healthy and counts it', async () => {
   const server = await startServer();

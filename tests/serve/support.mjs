@@ -105,3 +105,13 @@ export function assertErrorShape(assert, body, param) {
   assert.ok('param' in body.error && 'code' in body.error);
   if (param !== undefined) assert.equal(body.error.param, param);
 }
+
+// Polls `predicate` every 20 ms until it holds, or fails the test naming `what` after `ms`.
+export async function waitFor(predicate, what, ms = 5000) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await predicate()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

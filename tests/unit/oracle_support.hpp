@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/engine.hpp"
@@ -90,6 +92,21 @@ inline std::vector<std::string> demo_names() {
             names.push_back(entry.path().filename().string());
     std::sort(names.begin(), names.end());
     return names;
+}
+
+// The fixtures, then the shipped demos: what a suite parameterised by model runs on.
+inline std::vector<std::string> fixture_and_demo_names() {
+    std::vector<std::string> names = fixture_names();
+    for (const std::string& d : demo_names()) names.push_back(d);
+    return names;
+}
+
+// A gtest parameter name from any text (a model's name, a file): letters, digits and underscores.
+inline std::string test_name_of(std::string_view text) {
+    std::string name(text);
+    for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return name;
 }
 
 // In a fixture's SetUp: opens the engine into `target`, or skips the test when the fixture's family

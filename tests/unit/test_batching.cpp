@@ -269,19 +269,14 @@ TEST_P(Batching, ARequestThatFailsInABatchFailsAloneAndTheOthersGoOn) {
 }
 
 std::vector<std::string> batching_models() {
-    std::vector<std::string> models = fixture_names();
-    for (const std::string& d : demo_names()) models.push_back(d);
+    std::vector<std::string> models = fixture_and_demo_names();
     for (const char* f : {"gpt_oss_mxfp4-f16.gguf", "qwen3_moe-q8_0.gguf", "glm_moe_dsa-f16.gguf", "deepseek_v3-q8_0.gguf"})
         models.push_back(f);
     return models;
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Batching, ::testing::ValuesIn(batching_models()), [](const auto& info) {
-    std::string name = info.param;
-    for (char& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    return name;
-});
+INSTANTIATE_TEST_SUITE_P(Models, Batching, ::testing::ValuesIn(batching_models()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return test_name_of(info.param); });
 
 }  // namespace
 }  // namespace stormo::testing

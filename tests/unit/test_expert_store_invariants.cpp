@@ -227,8 +227,7 @@ TEST_P(PlacementInvariant, FailedOrShortReadFailsOnlyThatRequest) {
 }
 
 std::vector<std::string> placement_models() {
-    std::vector<std::string> models = fixture_names();
-    for (const std::string& d : demo_names()) models.push_back(d);
+    std::vector<std::string> models = fixture_and_demo_names();
     // GGUF files whose experts are MXFP4, Q8_0 and F16 blocks of the file, one per family.
     for (const char* f : {"gpt_oss_mxfp4-f16.gguf", "qwen3_moe-q8_0.gguf", "glm_moe_dsa-f16.gguf"}) models.push_back(f);
     return models;

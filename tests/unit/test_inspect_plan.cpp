@@ -95,9 +95,4 @@ TEST(InspectPlan, ASlidingWindowIsPlannedAsItsRing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryModel, InspectPlan, ::testing::ValuesIn(every_model()),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                             std::string name = info.param.name;
-                             for (char& ch : name)
-                                 if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                             return name;
-                         });
+                         [](const ::testing::TestParamInfo<Case>& info) { return stormo::testing::test_name_of(info.param.name); });

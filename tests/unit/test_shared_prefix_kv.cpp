@@ -242,18 +242,8 @@ TEST_P(SharedPrefixKv, APrefixPastTheDonorIsRefused) {
     EXPECT_EQ(b->position(), 0u);
 }
 
-std::vector<std::string> shared_prefix_models() {
-    std::vector<std::string> models = fixture_names();
-    for (const std::string& d : demo_names()) models.push_back(d);
-    return models;
-}
-
-INSTANTIATE_TEST_SUITE_P(Models, SharedPrefixKv, ::testing::ValuesIn(shared_prefix_models()), [](const auto& info) {
-    std::string name = info.param;
-    for (char& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    return name;
-});
+INSTANTIATE_TEST_SUITE_P(Models, SharedPrefixKv, ::testing::ValuesIn(fixture_and_demo_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return test_name_of(info.param); });
 
 }  // namespace
 }  // namespace stormo::testing
