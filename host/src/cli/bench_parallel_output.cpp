@@ -40,6 +40,12 @@ double hit_rate(const StoreTraffic& s) {
     return asked > 0.0 ? static_cast<double>(s.hits) / asked : 1.0;
 }
 
+void number_array(JsonWriter& j, const char* key, const std::vector<double>& values) {
+    j.key(key).begin_array();
+    for (double v : values) j.value(v);
+    j.end_array();
+}
+
 }  // namespace
 
 void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& run, const DecodeTraffic& traffic,
@@ -122,15 +128,9 @@ void print_parallel_json(const LoadedEngine& loaded, const ParallelBenchRun& run
         .field("first_token_seconds_max", r.first_token_seconds_max)
         .field("last_token_seconds_mean", r.last_token_seconds_mean)
         .field("last_token_seconds_max", r.last_token_seconds_max);
-    j.key("first_token_seconds").begin_array();
-    for (double v : run.first_token_seconds) j.value(v);
-    j.end_array();
-    j.key("last_token_seconds").begin_array();
-    for (double v : run.last_token_seconds) j.value(v);
-    j.end_array();
-    j.key("sequence_decode_seconds").begin_array();
-    for (double v : run.sequence_decode_seconds) j.value(v);
-    j.end_array();
+    number_array(j, "first_token_seconds", run.first_token_seconds);
+    number_array(j, "last_token_seconds", run.last_token_seconds);
+    number_array(j, "sequence_decode_seconds", run.sequence_decode_seconds);
     j.field("expert_hits", run.decode_store.hits)
         .field("expert_misses", run.decode_store.misses)
         .field("prefetch_issued", run.decode_store.prefetch_issued)

@@ -181,14 +181,15 @@ Expected<void> Pipeline::forward_batch(std::span<SequenceStep> steps) {
     if (steps.empty()) return fail(ErrorKind::invalid_argument, "a batched step of no sequences");
     for (size_t i = 0; i < steps.size(); ++i) {
         const SequenceStep& step = steps[i];
-        const std::string which = "sequence " + std::to_string(i) + " of the step";
-        if (step.session == nullptr) return fail(ErrorKind::internal, which + " has no session");
+        // Named only on failure: this runs every decode step.
+        const auto which = [i] { return "sequence " + std::to_string(i) + " of the step"; };
+        if (step.session == nullptr) return fail(ErrorKind::internal, which() + " has no session");
         for (size_t j = 0; j < i; ++j)
-            if (steps[j].session == step.session) return fail(ErrorKind::internal, which + " shares its session with another");
+            if (steps[j].session == step.session) return fail(ErrorKind::internal, which() + " shares its session with another");
         const Session& session = *step.session;
         STORMO_TRY(check_step(session, step.tokens, model_.vocab_size()));
         if (step.tokens.size() > session.max_block())
-            return fail(ErrorKind::internal, which + " has " + std::to_string(step.tokens.size()) +
+            return fail(ErrorKind::internal, which() + " has " + std::to_string(step.tokens.size()) +
                                                  " tokens, more than its session's block of " +
                                                  std::to_string(session.max_block()));
     }

@@ -45,14 +45,6 @@ Expected<SequenceGeneration> SequenceGeneration::begin(Session& session, const G
     return g;
 }
 
-size_t SequenceGeneration::positions_left() const {
-    if (done_) return 0;
-    // Every token chosen but the last is fed back: max_tokens - 1 decode positions after the prompt.
-    const size_t max_tokens = request_->max_tokens, chosen = result_.tokens.size();
-    const size_t decode_left = chosen == 0 ? (max_tokens > 0 ? max_tokens - 1 : 0) : max_tokens - chosen;
-    return prompt_left() + decode_left;
-}
-
 std::span<const int32_t> SequenceGeneration::next_tokens(size_t limit) const {
     if (done_) return {};
     if (prompt_done_ < fresh_.size()) return fresh_.subspan(prompt_done_, std::min(limit, fresh_.size() - prompt_done_));

@@ -29,10 +29,6 @@ public:
     const GenerationRequest& request() const { return *request_; }
     bool done() const { return done_; }
     bool prefilling() const { return !done_ && prompt_done_ < fresh_.size(); }
-    // Prompt positions still to compute.
-    size_t prompt_left() const { return fresh_.size() - prompt_done_; }
-    // Positions the sequence may still add to its session (the prompt left and the tokens left).
-    size_t positions_left() const;
     // Greedy without a penalty: the step needs only the argmax of the logits.
     bool by_argmax() const { return by_argmax_; }
 
