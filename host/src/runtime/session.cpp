@@ -10,8 +10,6 @@ namespace {
 constexpr std::align_val_t kPageAlignment{64};
 constexpr size_t kRowAlignmentFloats = 16;  // each buffer's rows in a page start on a cache line
 
-size_t pages_for(size_t positions) { return (positions + Session::kPagePositions - 1) / Session::kPagePositions; }
-
 }  // namespace
 
 Session::Page::Page(size_t floats)
@@ -49,7 +47,9 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
                 ring_bases_.push_back(reinterpret_cast<float*>(ring_buffers_.back().data()));
                 view.pages = &ring_bases_.back();
                 view.page_rows = view.rows;
-                if (decl.kind == KvBufferDecl::Kind::state) {
+                const bool state = decl.kind == KvBufferDecl::Kind::state;
+                ring_infos_.push_back(RingInfo{view.rows, state ? 0 : decl.window, decl.floats_per_position, state});
+                if (state) {
                     states_.push_back(ring_bases_.back());
                     state_floats_.push_back(decl.floats_per_position);
                 } else {
@@ -63,6 +63,12 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
                 page_floats_ += (floats + kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
             }
             layers_[l].push_back(view);
+            layout_lines_.push_back("layer " + std::to_string(l) + ": " +
+                                    (decl.kind == KvBufferDecl::Kind::state ? std::string("state")
+                                     : decl.window > 0 ? "window " + std::to_string(decl.window) + " in a ring of " +
+                                                             std::to_string(view.rows) + " rows"
+                                                       : std::string("every position")) +
+                                    " of " + std::to_string(decl.floats_per_position) + " floats");
         }
 }
 
@@ -236,6 +242,50 @@ Expected<void> Session::share_prefix(const Session& donor, size_t positions) {
     needs_replay_ = donor.needs_replay_ || !rings_hold_window_for(positions) ||
                     (!states_.empty() && positions != donor.position_);
     return {};
+}
+
+std::string Session::layout() const {
+    std::string out = "pages of " + std::to_string(kPagePositions) + " positions, " + std::to_string(page_floats_) + " floats";
+    for (const std::string& line : layout_lines_) out += "; " + line;
+    return out;
+}
+
+float* Session::own_page(size_t p) {
+    std::shared_ptr<Page>& page = pages_[p];
+    if (page == nullptr || page.use_count() > 1) {
+        auto own = std::make_shared<Page>(page_floats_);
+        if (page != nullptr) std::copy_n(page->data, page_floats_, own->data);
+        page = std::move(own);
+    }
+    page_table_[p] = page->data;
+    return page->data;
+}
+
+std::span<const float> Session::ring_buffer(size_t i) const {
+    return {reinterpret_cast<const float*>(ring_buffers_[i].data()), ring_infos_[i].rows * ring_infos_[i].width};
+}
+
+std::span<float> Session::ring_buffer(size_t i) {
+    return {reinterpret_cast<float*>(ring_buffers_[i].data()), ring_infos_[i].rows * ring_infos_[i].width};
+}
+
+const float* Session::ring_row(size_t i, size_t position) const {
+    return ring_buffer(i).data() + (position % ring_infos_[i].rows) * ring_infos_[i].width;
+}
+
+float* Session::ring_row(size_t i, size_t position) {
+    return ring_buffer(i).data() + (position % ring_infos_[i].rows) * ring_infos_[i].width;
+}
+
+void Session::adopt(std::span<const int32_t> tokens, size_t written_end, bool needs_replay) {
+    mark_written(0);
+    return_lent_pages();
+    scratch_.clear();
+    position_ = tokens.size();
+    tokens_.assign(tokens.begin(), tokens.end());
+    release_pages_from(pages_for(position_));
+    written_end_ = std::max(written_end, position_);
+    needs_replay_ = position_ > 0 && (needs_replay || !rings_hold_window_for(position_));
 }
 
 uint64_t Session::kv_bytes() const { return kv_bytes_; }

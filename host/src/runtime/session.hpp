@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "stormo/family.hpp"
@@ -45,6 +46,10 @@ public:
     // rewind_slack: how many more positions a rewind may go back without a replay (a chat that
     // rewinds past its last answer every turn keeps its sliding windows with an answer's worth).
     Session(const Model& model, size_t capacity, size_t max_block = kDefaultMaxBlock, size_t rewind_slack = 0);
+    // Moving keeps every view valid (they point into heap buffers the move hands over); a
+    // restored session replaces the one a conversation holds by move assignment.
+    Session(Session&&) noexcept = default;
+    Session& operator=(Session&&) noexcept = default;
     static constexpr size_t kDefaultMaxBlock = 256;
     static constexpr size_t kPagePositions = 16;
 
@@ -119,6 +124,43 @@ public:
     // what admitting a request of that many positions costs at most.
     uint64_t kv_bytes_for(size_t positions) const;
 
+    // --- Raw state: what session files and the prompt cache save and restore -----------------
+    // (runtime/session_file.hpp, runtime/prompt_cache.hpp). Two sessions with the same layout()
+    // keep the same bits in the same places, whatever their capacity.
+    //
+    // The layout as text: the page size, and every layer's buffers (kind, window, width, rows of
+    // a ring). A file or block written under another layout is refused with it.
+    std::string layout() const;
+    size_t written_end() const { return written_end_; }
+    // Pages: page p holds positions [p * kPagePositions, (p + 1) * kPagePositions) of every
+    // full-attention buffer, page_floats() floats. null: no position in it was ever written.
+    size_t page_floats() const { return page_floats_; }
+    static size_t pages_for(size_t positions) { return (positions + kPagePositions - 1) / kPagePositions; }
+    const float* page(size_t p) const { return p < pages_.size() && pages_[p] != nullptr ? pages_[p]->data : nullptr; }
+    // Page p for writing restored rows into: allocated, or copied first when another session also
+    // holds it. Only between the writes of a restore and adopt().
+    float* own_page(size_t p);
+    // Rings and states, in layer order: a sliding window's ring (rows by position modulo rows) or
+    // a recurrent layer's state (one row).
+    struct RingInfo {
+        size_t rows = 0;
+        size_t window = 0;  // 0 for a state
+        size_t width = 0;   // floats per row
+        bool state = false;
+    };
+    const std::vector<RingInfo>& ring_infos() const { return ring_infos_; }
+    std::span<const float> ring_buffer(size_t i) const;
+    std::span<float> ring_buffer(size_t i);
+    // The row of `position` in ring i (a state's one row for any position).
+    const float* ring_row(size_t i, size_t position) const;
+    float* ring_row(size_t i, size_t position);
+    // The restore is written: the session now holds `tokens` at positions [0, tokens.size()),
+    // with rings that hold what a session whose furthest write was `written_end` holds. Pages past
+    // the tokens are let go, snapshots taken before owe a replay, and when a ring lacks the window
+    // the next query needs, the next forward replays (exact either way).
+    // `needs_replay`: the saved session owed a replay itself (its rows are not to be trusted).
+    void adopt(std::span<const int32_t> tokens, size_t written_end, bool needs_replay = false);
+
 private:
     struct Ring {
         size_t rows = 0;
@@ -151,6 +193,8 @@ private:
     size_t written_end_ = 0;
     bool needs_replay_ = false;
     std::vector<Ring> rings_;  // one per windowed KV buffer
+    std::vector<RingInfo> ring_infos_;  // one per ring or state buffer, as ring_buffers_
+    std::vector<std::string> layout_lines_;
     uint64_t kv_bytes_ = 0;
     // Views point into these two: both are sized once, never reallocated.
     std::vector<AlignedBuffer> ring_buffers_;  // every ring and state buffer, in layer order: the session's own
