@@ -101,6 +101,22 @@ inline std::vector<std::string> fixture_and_demo_names() {
     return names;
 }
 
+// The directory (or GGUF file) of a model a suite names: a fixture, a shipped demo ("*-demo"), or a
+// GGUF file under tests/data/gguf ("*.gguf").
+inline std::string model_dir_of(const std::string& name) {
+    if (name.ends_with(".gguf")) return std::string(STORMO_TEST_DATA_DIR) + "/gguf/" + name;
+    if (name.ends_with("-demo")) return demo_dir(name);
+    return fixture_dir(name);
+}
+
+// Token ids every model of that list reads: a fixture's reference sequence (a GGUF file's fixture's:
+// the name up to its first '-'), or the demos' characters.
+inline std::vector<int32_t> token_source_of(const std::string& name) {
+    if (name.ends_with("-demo")) return {1, 2, 0, 40, 3, 4, 8, 45, 4, 6, 8, 48, 27, 14, 31, 44, 20, 32, 18, 45, 7, 9};
+    const std::string fixture = name.ends_with(".gguf") ? name.substr(0, name.find('-')) : name;
+    return int_list(*read_json_file(fixture_dir(fixture) + "/reference/greedy.json").find("full_sequence"));
+}
+
 // A gtest parameter name from any text (a model's name, a file): letters, digits and underscores.
 inline std::string test_name_of(std::string_view text) {
     std::string name(text);

@@ -32,12 +32,6 @@ std::vector<Setting> settings() {
             {"int8-streaming", "auto", ActivationRoad::int8, true, 2}};
 }
 
-std::string model_dir(const std::string& name) {
-    if (name.ends_with(".gguf")) return std::string(STORMO_TEST_DATA_DIR) + "/gguf/" + name;
-    if (name.ends_with("-demo")) return demo_dir(name);
-    return fixture_dir(name);
-}
-
 // An engine for `s`; the minimum budget is top_k slots, the slot size read off an engine that
 // streams with a budget just under the total.
 Expected<std::unique_ptr<Engine>> open_for(const std::string& dir, const Setting& s) {
@@ -62,14 +56,6 @@ Expected<std::unique_ptr<Engine>> open_for(const std::string& dir, const Setting
     return Engine::open(o);
 }
 
-// Token ids every model of the test reads: the fixture's reference sequence, or the demos'
-// characters.
-std::vector<int32_t> source_tokens(const std::string& name) {
-    if (name.ends_with("-demo")) return {1, 2, 0, 40, 3, 4, 8, 45, 4, 6, 8, 48, 27, 14, 31, 44, 20, 32, 18, 45, 7, 9};
-    const std::string fixture = name.ends_with(".gguf") ? name.substr(0, name.find('-')) : name;
-    return int_list(*read_json_file(fixture_dir(fixture) + "/reference/greedy.json").find("full_sequence"));
-}
-
 // Sequence i: the source rotated by 3i, `length` long.
 std::vector<int32_t> sequence_of(const std::vector<int32_t>& source, size_t i, size_t length) {
     std::vector<int32_t> s(length);
@@ -84,8 +70,8 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
 class Batching : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
-        dir_ = model_dir(GetParam());
-        source_ = source_tokens(GetParam());
+        dir_ = model_dir_of(GetParam());
+        source_ = token_source_of(GetParam());
         auto probe = try_open_engine(dir_);
         if (!probe && probe.error().kind == ErrorKind::unsupported) GTEST_SKIP() << probe.error().message;
         ASSERT_TRUE(probe.has_value()) << probe.error().message;

@@ -26,13 +26,6 @@ constexpr size_t kBlock = 4;    // sessions of 4-position blocks: gpt_oss's 16-w
 constexpr size_t kPrefix = 35;  // two whole pages and three positions of a third
 constexpr size_t kContext = 64;
 
-std::string model_dir(const std::string& name) { return name.ends_with("-demo") ? demo_dir(name) : fixture_dir(name); }
-
-std::vector<int32_t> source_tokens(const std::string& name) {
-    if (name.ends_with("-demo")) return {1, 2, 0, 40, 3, 4, 8, 45, 4, 6, 8, 48, 27, 14, 31, 44, 20, 32, 18, 45, 7, 9};
-    return int_list(*read_json_file(fixture_dir(name) + "/reference/greedy.json").find("full_sequence"));
-}
-
 // The source rotated by `shift`, `length` long.
 std::vector<int32_t> tokens_of(const std::vector<int32_t>& source, size_t shift, size_t length) {
     std::vector<int32_t> s(length);
@@ -52,8 +45,8 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
 class SharedPrefixKv : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
-        source_ = source_tokens(GetParam());
-        auto engine = try_open_engine(model_dir(GetParam()));
+        source_ = token_source_of(GetParam());
+        auto engine = try_open_engine(model_dir_of(GetParam()));
         if (!engine && engine.error().kind == ErrorKind::unsupported) GTEST_SKIP() << engine.error().message;
         ASSERT_TRUE(engine.has_value()) << engine.error().message;
         engine_ = std::move(*engine);

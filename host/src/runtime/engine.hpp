@@ -63,6 +63,9 @@ public:
     Compute compute() const { return Compute{&table_, pool_.get(), int8_activations_}; }
     const std::string& family_name() const { return setup_.family.plugin->name; }
     const std::string& kernels_name() const { return setup_.kernels.name; }
+    // The plugins chosen (the kernels' is null for the reference kernels): names and versions.
+    const LoadedPlugin* family_plugin() const { return setup_.family.plugin; }
+    const LoadedPlugin* kernels_plugin() const { return setup_.kernels.plugin; }
     const PluginRegistry& registry() const { return setup_.registry; }
     size_t threads() const { return pool_->size(); }
     const std::vector<int>& pinned_cpus() const { return pool_->pinned_cpus(); }

@@ -6,12 +6,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
 #include "util/file.hpp"
 
 namespace stormo {
+
+// Whether a file name is one of AtomicFileWriter's temporary files (".NAME.stormo-tmp-..."): what a
+// crash leaves, to be removed by whoever owns the directory.
+STORMO_API bool is_atomic_temp_name(std::string_view file_name);
 
 class STORMO_API AtomicFileWriter {
 public:

@@ -1,0 +1,284 @@
+#include "runtime/session_file.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "util/atomic_file.hpp"
+#include "util/content_hash.hpp"
+#include "util/file.hpp"
+
+namespace stormo {
+namespace {
+
+constexpr char kMagic[16] = {'S', 'T', 'O', 'R', 'M', 'O', '-', 'S', 'E', 'S', 'S', 'I', 'O', 'N', '\n', '\0'};
+constexpr uint64_t kPreambleBytes = sizeof kMagic + 4 + 4 + 8;
+// A header is a few strings and numbers, the caller's record included (a conversation's
+// messages): anything larger is not a session file's.
+constexpr uint64_t kMaxHeaderBytes = uint64_t{256} << 20;
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The header's fields in a fixed order: little-endian numbers and length-prefixed strings.
+class HeaderWriter {
+public:
+    void u64(uint64_t v) {
+        for (int i = 0; i < 8; ++i) bytes_ += static_cast<char>(v >> (8 * i));
+    }
+    void text(std::string_view s) {
+        u64(s.size());
+        bytes_ += s;
+    }
+    const std::string& bytes() const { return bytes_; }
+
+private:
+    std::string bytes_;
+};
+
+class HeaderReader {
+public:
+    explicit HeaderReader(std::string_view bytes) : bytes_(bytes) {}
+    bool u64(uint64_t& v) {
+        if (bytes_.size() - at_ < 8) return false;
+        v = 0;
+        for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(bytes_[at_ + i])) << (8 * i);
+        at_ += 8;
+        return true;
+    }
+    bool text(std::string& s) {
+        uint64_t n;
+        if (!u64(n) || bytes_.size() - at_ < n) return false;
+        s.assign(bytes_.substr(at_, n));
+        at_ += n;
+        return true;
+    }
+    bool done() const { return at_ == bytes_.size(); }
+
+private:
+    std::string_view bytes_;
+    size_t at_ = 0;
+};
+
+struct Header {
+    EngineIdentity identity;
+    std::string layout;
+    uint64_t position = 0;
+    uint64_t written_end = 0;
+    uint64_t needs_replay = 0;
+    uint64_t page_floats = 0;
+    std::vector<uint64_t> ring_floats;
+    std::string record;
+};
+
+std::string encode(const Header& h) {
+    HeaderWriter w;
+    w.text(h.identity.model);
+    w.text(h.identity.config);
+    w.text(h.identity.engine);
+    w.text(h.identity.kernels);
+    w.text(h.layout);
+    w.u64(h.position);
+    w.u64(h.written_end);
+    w.u64(h.needs_replay);
+    w.u64(h.page_floats);
+    w.u64(h.ring_floats.size());
+    for (uint64_t n : h.ring_floats) w.u64(n);
+    w.text(h.record);
+    return w.bytes();
+}
+
+bool decode(std::string_view bytes, Header& h) {
+    HeaderReader r(bytes);
+    uint64_t rings = 0;
+    if (!r.text(h.identity.model) || !r.text(h.identity.config) || !r.text(h.identity.engine) || !r.text(h.identity.kernels) ||
+        !r.text(h.layout) || !r.u64(h.position) || !r.u64(h.written_end) || !r.u64(h.needs_replay) || !r.u64(h.page_floats) ||
+        !r.u64(rings) || rings > (uint64_t{1} << 20))
+        return false;
+    h.ring_floats.resize(rings);
+    for (uint64_t& n : h.ring_floats)
+        if (!r.u64(n)) return false;
+    return r.text(h.record) && r.done();
+}
+
+void put_u32(char* out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out[i] = static_cast<char>(v >> (8 * i));
+}
+void put_u64(char* out, uint64_t v) {
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
+}
+uint64_t get_u64(const char* in) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+    return v;
+}
+
+// Writes a section and its checksum.
+Expected<void> write_checked(AtomicFileWriter& out, const void* data, size_t size) {
+    STORMO_TRY(out.write(data, size));
+    char sum[8];
+    put_u64(sum, checksum64(data, size));
+    return out.write(sum, sizeof sum);
+}
+
+// Reads sections in order, each checked against the checksum that follows it.
+class SectionReader {
+public:
+    SectionReader(int fd, uint64_t file_bytes, const std::string& path) : fd_(fd), size_(file_bytes), path_(path) {}
+    uint64_t offset() const { return offset_; }
+    Expected<void> read(void* dst, uint64_t size, const std::string& section, bool checked = true) {
+        const uint64_t needed = size + (checked ? 8 : 0);
+        if (size_ - offset_ < needed)
+            return fail(ErrorKind::format, path_ + ": the session file is truncated (it ends inside " + section + ")");
+        STORMO_TRY(pread_exact(fd_, dst, size, offset_, path_));
+        offset_ += size;
+        if (!checked) return {};
+        char sum[8];
+        STORMO_TRY(pread_exact(fd_, sum, sizeof sum, offset_, path_));
+        offset_ += sizeof sum;
+        if (get_u64(sum) != checksum64(dst, size))
+            return fail(ErrorKind::format, path_ + ": the session file is corrupted (" + section + " fails its checksum)");
+        return {};
+    }
+
+private:
+    int fd_;
+    uint64_t size_;
+    const std::string& path_;
+    uint64_t offset_ = 0;
+};
+
+// The first part of two layouts (Session::layout(): parts joined by "; ") that differs.
+std::string layout_difference(std::string_view saved, std::string_view running) {
+    auto next = [](std::string_view& rest) {
+        const size_t end = rest.find("; ");
+        const std::string_view part = rest.substr(0, end);
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 2);
+        return part;
+    };
+    while (!saved.empty() || !running.empty()) {
+        const std::string_view a = next(saved), b = next(running);
+        if (a != b)
+            return "saved: " + std::string(a.empty() ? "nothing" : a) + "; this run: " + std::string(b.empty() ? "nothing" : b);
+    }
+    return "the same parts in another order";
+}
+
+std::vector<uint64_t> ring_floats_of(const Session& s) {
+    std::vector<uint64_t> out;
+    for (size_t i = 0; i < s.ring_infos().size(); ++i) out.push_back(s.ring_buffer(i).size());
+    return out;
+}
+
+}  // namespace
+
+Expected<SessionFileStats> save_session_file(const std::string& path, const Session& session, const EngineIdentity& identity,
+                                             std::string_view record) {
+    const auto start = Clock::now();
+    Header h;
+    h.identity = identity;
+    h.layout = session.layout();
+    h.position = session.position();
+    h.written_end = session.written_end();
+    h.needs_replay = session.needs_replay() ? 1 : 0;
+    h.page_floats = session.page_floats();
+    h.ring_floats = ring_floats_of(session);
+    h.record = std::string(record);
+    const std::string header = encode(h);
+
+    STORMO_TRY_ASSIGN(auto out, AtomicFileWriter::create(path, "the session file " + path));
+    char preamble[kPreambleBytes];
+    std::memcpy(preamble, kMagic, sizeof kMagic);
+    put_u32(preamble + sizeof kMagic, kSessionFileFormat);
+    put_u32(preamble + sizeof kMagic + 4, 0);
+    put_u64(preamble + sizeof kMagic + 8, header.size());
+    STORMO_TRY(out.write(preamble, sizeof preamble));
+    STORMO_TRY(write_checked(out, header.data(), header.size()));
+    const std::span<const int32_t> tokens = session.tokens();
+    STORMO_TRY(write_checked(out, tokens.data(), tokens.size_bytes()));
+    // Every page of the positions held; a page no position of was written (a model without
+    // full-attention buffers has none) is written as zeros so the file's shape is fixed.
+    const size_t page_bytes = session.page_floats() * sizeof(float);
+    std::vector<float> zeros;
+    for (size_t p = 0; page_bytes > 0 && p < Session::pages_for(session.position()); ++p) {
+        const float* page = session.page(p);
+        if (page == nullptr) {
+            zeros.resize(session.page_floats());
+            page = zeros.data();
+        }
+        STORMO_TRY(write_checked(out, page, page_bytes));
+    }
+    for (size_t i = 0; i < session.ring_infos().size(); ++i) {
+        const std::span<const float> ring = session.ring_buffer(i);
+        STORMO_TRY(write_checked(out, ring.data(), ring.size_bytes()));
+    }
+    const uint64_t bytes = out.written();
+    STORMO_TRY(out.commit());
+    return SessionFileStats{bytes, seconds_since(start)};
+}
+
+Expected<LoadedSessionFile> load_session_file(const std::string& path, const EngineIdentity& identity,
+                                              std::unique_ptr<Session> blank) {
+    const auto start = Clock::now();
+    STORMO_TRY_ASSIGN(auto fd, FileDescriptor::open_read(path));
+    STORMO_TRY_ASSIGN(const uint64_t file_bytes, fd.size(path));
+    SectionReader in(fd.get(), file_bytes, path);
+    char preamble[kPreambleBytes];
+    if (file_bytes < sizeof kMagic) return fail(ErrorKind::format, path + ": not a stormo session file (too short)");
+    STORMO_TRY(pread_exact(fd.get(), preamble, std::min<uint64_t>(kPreambleBytes, file_bytes), 0, path));
+    if (std::memcmp(preamble, kMagic, sizeof kMagic) != 0)
+        return fail(ErrorKind::format, path + ": not a stormo session file (it does not start with STORMO-SESSION)");
+    STORMO_TRY(in.read(preamble, kPreambleBytes, "the preamble", false));
+    uint32_t format = 0;
+    for (int i = 0; i < 4; ++i) format |= static_cast<uint32_t>(static_cast<unsigned char>(preamble[sizeof kMagic + i])) << (8 * i);
+    if (format != kSessionFileFormat)
+        return fail(ErrorKind::unsupported, path + ": a session file of format " + std::to_string(format) +
+                                                ", this stormo reads format " + std::to_string(kSessionFileFormat));
+    const uint64_t header_bytes = get_u64(preamble + sizeof kMagic + 8);
+    if (header_bytes > kMaxHeaderBytes || header_bytes > file_bytes)
+        return fail(ErrorKind::format, path + ": the session file is corrupted (a header of " + std::to_string(header_bytes) + " bytes)");
+    std::string header_text(header_bytes, '\0');
+    STORMO_TRY(in.read(header_text.data(), header_bytes, "its header"));
+    Header h;
+    if (!decode(header_text, h)) return fail(ErrorKind::format, path + ": the session file is corrupted (its header does not parse)");
+
+    if (const std::string why = identity_mismatch(h.identity, identity); !why.empty())
+        return fail(ErrorKind::mismatch, path + ": this session cannot be restored here: " + why);
+    Session& session = *blank;
+    if (h.position > session.capacity())
+        return fail(ErrorKind::resource, path + ": the session holds " + std::to_string(h.position) + " positions, more than the context of " +
+                                             std::to_string(session.capacity()) + " (--context raises it)");
+    if (h.layout != session.layout())
+        return fail(ErrorKind::mismatch, path + ": this session cannot be restored here: it was saved with another context layout (" +
+                                             layout_difference(h.layout, session.layout()) + ")");
+    if (h.page_floats != session.page_floats() || h.ring_floats != ring_floats_of(session) || h.written_end < h.position)
+        return fail(ErrorKind::format, path + ": the session file is corrupted (its sizes contradict its layout)");
+    const uint64_t page_bytes = h.page_floats * sizeof(float);
+    uint64_t expected = kPreambleBytes + header_bytes + 8 + h.position * sizeof(int32_t) + 8;
+    if (page_bytes > 0) expected += Session::pages_for(h.position) * (page_bytes + 8);
+    for (uint64_t n : h.ring_floats) expected += n * sizeof(float) + 8;
+    if (file_bytes < expected)
+        return fail(ErrorKind::format, path + ": the session file is truncated (" + std::to_string(file_bytes) + " bytes of " +
+                                           std::to_string(expected) + ")");
+    if (file_bytes > expected)
+        return fail(ErrorKind::format, path + ": the session file is corrupted (" + std::to_string(file_bytes - expected) +
+                                           " bytes past its end)");
+
+    std::vector<int32_t> tokens(h.position);
+    STORMO_TRY(in.read(tokens.data(), tokens.size() * sizeof(int32_t), "its tokens"));
+    for (size_t p = 0; page_bytes > 0 && p < Session::pages_for(h.position); ++p)
+        STORMO_TRY(in.read(session.own_page(p), page_bytes, "the KV page of positions from " + std::to_string(p * Session::kPagePositions)));
+    for (size_t i = 0; i < h.ring_floats.size(); ++i) {
+        const std::span<float> ring = session.ring_buffer(i);
+        STORMO_TRY(in.read(ring.data(), ring.size_bytes(), session.ring_infos()[i].state ? "a recurrent state" : "a sliding window's ring"));
+    }
+    session.adopt(tokens, h.written_end, h.needs_replay != 0);
+    LoadedSessionFile out;
+    out.session = std::move(blank);
+    out.record = std::move(h.record);
+    out.stats = SessionFileStats{file_bytes, seconds_since(start)};
+    return out;
+}
+
+}  // namespace stormo

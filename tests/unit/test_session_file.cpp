@@ -1,0 +1,252 @@
+// Session files: a session saved and loaded gives the next tokens the logits bits of a session
+// that never stopped, for every fixture and demo (sliding-window rings that wrapped, GLM past
+// index_topk, a session that rewound); and a file that does not belong here is refused, naming
+// why: another model, config, engine or kernels road, another context layout, a context too
+// small, a truncated or corrupted file, a file that is no session file.
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "oracle_support.hpp"
+#include "runtime/engine_identity.hpp"
+#include "runtime/session_file.hpp"
+#include "util/file.hpp"
+
+namespace stormo::testing {
+namespace {
+
+constexpr size_t kBlock = 4;  // sessions of 4-position blocks: gpt_oss's 16-window rings wrap
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+class TempDir {
+public:
+    TempDir() {
+        path_ = std::filesystem::temp_directory_path() /
+                ("stormo-session-file-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDir() { std::filesystem::remove_all(path_); }
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+    size_t entries() const {
+        return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(path_), std::filesystem::directory_iterator()));
+    }
+
+private:
+    static inline int counter_ = 0;
+    std::filesystem::path path_;
+};
+
+std::vector<float> all_logits(Pipeline& pipeline, Session& session, std::span<const int32_t> tokens) {
+    ForwardOptions all;
+    all.all_logits = true;
+    auto logits = pipeline.forward(session, tokens, all);
+    EXPECT_TRUE(logits.has_value()) << logits.error().message;
+    return logits ? *logits : std::vector<float>{};
+}
+
+class SessionFile : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        STORMO_OPEN_FIXTURE_OR_SKIP(engine_, model_dir_of(GetParam()));
+        tokens_ = token_source_of(GetParam());
+        auto id = engine_identity(*engine_);
+        ASSERT_TRUE(id.has_value()) << id.error().message;
+        identity_ = *id;
+    }
+    std::unique_ptr<Session> blank(size_t capacity, size_t max_block = kBlock) {
+        auto s = engine_->new_session(capacity, max_block);
+        EXPECT_TRUE(s.has_value());
+        return std::move(*s);
+    }
+    std::unique_ptr<Engine> engine_;
+    std::vector<int32_t> tokens_;
+    EngineIdentity identity_;
+    TempDir dir_;
+};
+
+// Run N tokens, save, load into a new session, continue: the continuation's logits are the bits
+// of one uninterrupted session's, at several cut points (before and after a ring wraps).
+TEST_P(SessionFile, ALoadedSessionContinuesWithTheBitsOfOneThatNeverStopped) {
+    const size_t n = tokens_.size();
+    Pipeline& pipeline = engine_->pipeline();
+    auto whole = blank(n);
+    const std::vector<float> expected = all_logits(pipeline, *whole, tokens_);
+    const size_t vocab = engine_->model().vocab_size();
+    for (const size_t cut : {size_t{1}, n / 2, n - 1}) {
+        auto first = blank(n);
+        all_logits(pipeline, *first, std::span<const int32_t>(tokens_).first(cut));
+        const std::string path = dir_.file("cut" + std::to_string(cut) + ".session");
+        auto saved = save_session_file(path, *first, identity_, "{\"record\": 1}");
+        ASSERT_TRUE(saved.has_value()) << saved.error().message;
+        first.reset();
+        auto loaded = load_session_file(path, identity_, blank(n));
+        ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+        EXPECT_EQ(loaded->record, "{\"record\": 1}");
+        EXPECT_EQ(loaded->stats.bytes, saved->bytes);
+        ASSERT_EQ(loaded->session->position(), cut);
+        EXPECT_TRUE(std::equal(tokens_.begin(), tokens_.begin() + static_cast<ptrdiff_t>(cut), loaded->session->tokens().begin()));
+        const std::vector<float> rest = all_logits(pipeline, *loaded->session, std::span<const int32_t>(tokens_).subspan(cut));
+        const std::vector<float> want(expected.begin() + static_cast<ptrdiff_t>(cut * vocab), expected.end());
+        EXPECT_TRUE(same_bits(rest, want)) << "cut at " << cut;
+    }
+}
+
+// A session that rewound (a chat undoing its last answer) and was saved there continues exactly.
+TEST_P(SessionFile, ASessionSavedAfterARewindContinuesExactly) {
+    const size_t n = tokens_.size();
+    Pipeline& pipeline = engine_->pipeline();
+    auto whole = blank(n);
+    const std::vector<float> expected = all_logits(pipeline, *whole, tokens_);
+    auto s = blank(n);
+    all_logits(pipeline, *s, tokens_);
+    const size_t back = n / 3 + 1;
+    s->rewind(back);
+    const std::string path = dir_.file("rewound.session");
+    ASSERT_TRUE(save_session_file(path, *s, identity_, "").has_value());
+    auto loaded = load_session_file(path, identity_, blank(n));
+    ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+    const std::vector<float> rest = all_logits(pipeline, *loaded->session, std::span<const int32_t>(tokens_).subspan(back));
+    const size_t vocab = engine_->model().vocab_size();
+    EXPECT_TRUE(same_bits(rest, std::vector<float>(expected.begin() + static_cast<ptrdiff_t>(back * vocab), expected.end())));
+}
+
+// Truncated anywhere, or one byte changed anywhere: refused, never loaded.
+TEST_P(SessionFile, ATruncatedOrCorruptedFileIsRefused) {
+    const size_t n = tokens_.size();
+    auto s = blank(n);
+    all_logits(engine_->pipeline(), *s, tokens_);
+    const std::string path = dir_.file("whole.session");
+    ASSERT_TRUE(save_session_file(path, *s, identity_, "{}").has_value());
+    auto bytes = read_file(path);
+    ASSERT_TRUE(bytes.has_value());
+    const std::string good = *bytes;
+    const std::string bad = dir_.file("bad.session");
+    for (size_t k = 0; k < 16; ++k) {
+        const size_t at = good.size() * k / 16;
+        ASSERT_TRUE(write_file(bad, std::string_view(good).substr(0, at)).has_value());
+        auto truncated = load_session_file(bad, identity_, blank(n));
+        EXPECT_FALSE(truncated.has_value()) << "truncated at " << at << " of " << good.size();
+        std::string flipped = good;
+        const size_t flip = std::min(good.size() - 1, at + 17);
+        flipped[flip] = static_cast<char>(flipped[flip] ^ 0x20);
+        ASSERT_TRUE(write_file(bad, flipped).has_value());
+        auto corrupted = load_session_file(bad, identity_, blank(n));
+        EXPECT_FALSE(corrupted.has_value()) << "byte " << flip << " of " << good.size() << " changed";
+        if (!corrupted) {
+            EXPECT_NE(corrupted.error().message.find(bad), std::string::npos);
+        }
+    }
+    ASSERT_TRUE(write_file(bad, good + "x").has_value());
+    EXPECT_FALSE(load_session_file(bad, identity_, blank(n)).has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SessionFile, ::testing::ValuesIn(fixture_and_demo_names()),
+                         [](const auto& info) { return test_name_of(info.param); });
+
+class SessionFileRefusal : public ::testing::Test {
+protected:
+    void SetUp() override {
+        STORMO_OPEN_FIXTURE_OR_SKIP(engine_, fixture_dir("gpt_oss"));
+        auto id = engine_identity(*engine_);
+        ASSERT_TRUE(id.has_value());
+        identity_ = *id;
+        session_ = std::move(*engine_->new_session(32, kBlock));
+        ASSERT_TRUE(engine_->pipeline().forward(*session_, tokens_, {}).has_value());
+        path_ = dir_.file("gpt_oss.session");
+        ASSERT_TRUE(save_session_file(path_, *session_, identity_, "{}").has_value());
+    }
+    std::string refusal(const EngineIdentity& id, std::unique_ptr<Session> blank) {
+        auto loaded = load_session_file(path_, id, std::move(blank));
+        EXPECT_FALSE(loaded.has_value());
+        return loaded ? std::string() : loaded.error().message;
+    }
+    std::unique_ptr<Engine> engine_;
+    EngineIdentity identity_;
+    std::unique_ptr<Session> session_;
+    std::vector<int32_t> tokens_ = {1, 5, 9, 2, 7, 3, 11, 4, 6, 8};
+    TempDir dir_;
+    std::string path_;
+};
+
+TEST_F(SessionFileRefusal, AnotherModelIsNamed) {
+    std::unique_ptr<Engine> other;
+    STORMO_OPEN_FIXTURE_OR_SKIP(other, fixture_dir("gpt_oss_long"));
+    auto id = engine_identity(*other);
+    ASSERT_TRUE(id.has_value());
+    EXPECT_NE(id->model, identity_.model);
+    EXPECT_NE(refusal(*id, std::move(*other->new_session(32, kBlock))).find("another model"), std::string::npos);
+}
+
+TEST_F(SessionFileRefusal, AnotherConfigEngineOrKernelsRoadIsNamed) {
+    EngineIdentity config = identity_;
+    config.config = "0123";
+    EXPECT_NE(refusal(config, std::move(*engine_->new_session(32, kBlock))).find("another config.json"), std::string::npos);
+    EngineIdentity engine = identity_;
+    engine.engine += " (older)";
+    EXPECT_NE(refusal(engine, std::move(*engine_->new_session(32, kBlock))).find("another engine"), std::string::npos);
+    // The same model on the int8 road and on the reference kernels: other numerics, other bits.
+    for (const auto& [kernels, road] : {std::pair{std::string("auto"), ActivationRoad::int8}, std::pair{std::string("reference"), ActivationRoad::f32}}) {
+        auto other = try_open_engine(fixture_dir("gpt_oss"), kernels, 2, road);
+        ASSERT_TRUE(other.has_value());
+        auto id = engine_identity(**other);
+        ASSERT_TRUE(id.has_value());
+        if (id->kernels == identity_.kernels) continue;  // a CPU where auto picks the reference kernels
+        EXPECT_EQ(id->model, identity_.model);
+        EXPECT_NE(refusal(*id, std::move(*(*other)->new_session(32, kBlock))).find("other kernels"), std::string::npos);
+    }
+}
+
+TEST_F(SessionFileRefusal, AnotherContextLayoutOrASmallerContextIsNamed) {
+    // Another forward block sizes the rings differently: the rows would land in other places.
+    const std::string layout = refusal(identity_, std::move(*engine_->new_session(32, kBlock * 2)));
+    EXPECT_NE(layout.find("another context layout (saved: layer 0: window 16 in a ring of 19 rows"), std::string::npos) << layout;
+    const std::string small = refusal(identity_, std::move(*engine_->new_session(tokens_.size() - 1, kBlock)));
+    EXPECT_NE(small.find("--context"), std::string::npos) << small;
+    // A larger context is fine: the file holds positions, not a capacity.
+    EXPECT_TRUE(load_session_file(path_, identity_, std::move(*engine_->new_session(64, kBlock))).has_value());
+}
+
+TEST_F(SessionFileRefusal, AFileThatIsNoSessionFileIsNamed) {
+    const std::string other = dir_.file("config.json");
+    std::filesystem::copy_file(fixture_dir("gpt_oss") + "/config.json", other);
+    auto loaded = load_session_file(other, identity_, std::move(*engine_->new_session(32, kBlock)));
+    ASSERT_FALSE(loaded.has_value());
+    EXPECT_NE(loaded.error().message.find("not a stormo session file"), std::string::npos) << loaded.error().message;
+    auto missing = load_session_file(dir_.file("none.session"), identity_, std::move(*engine_->new_session(32, kBlock)));
+    ASSERT_FALSE(missing.has_value());
+    EXPECT_EQ(missing.error().kind, ErrorKind::missing);
+}
+
+// A save that cannot finish leaves what was there and no temporary file.
+TEST_F(SessionFileRefusal, AFailedSaveLeavesThePreviousFileAndNoTemporaryFile) {
+    auto before = read_file(path_);
+    ASSERT_TRUE(before.has_value());
+    const size_t entries = dir_.entries();
+    auto nowhere = save_session_file(dir_.file("missing-dir/x.session"), *session_, identity_, "{}");
+    ASSERT_FALSE(nowhere.has_value());
+    EXPECT_NE(nowhere.error().message.find("missing-dir"), std::string::npos);
+    EXPECT_EQ(dir_.entries(), entries);
+    EXPECT_EQ(*read_file(path_), *before);
+}
+
+// What decides the bits is the identity; what does not (threads, the expert budget) is not part of it.
+TEST_F(SessionFileRefusal, TheIdentityIgnoresThreadsAndBudget) {
+    EngineOptions o;
+    o.setup.model_dir = fixture_dir("gpt_oss");
+    o.threads = 1;
+    o.expert_budget.kind = SizeSpec::Kind::bytes;
+    o.expert_budget.bytes = 256 << 10;  // a few slots: the experts stream
+    auto streaming = Engine::open(o);
+    if (!streaming) GTEST_SKIP() << streaming.error().message;
+    auto id = engine_identity(**streaming);
+    ASSERT_TRUE(id.has_value());
+    EXPECT_TRUE(identity_mismatch(*id, identity_).empty()) << identity_mismatch(*id, identity_);
+}
+
+}  // namespace
+}  // namespace stormo::testing
