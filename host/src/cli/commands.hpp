@@ -11,6 +11,7 @@ int run_logits(int argc, char** argv);
 int run_synth(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_bench_kernels(int argc, char** argv);
+int run_bench_session(int argc, char** argv);
 int run_cache_sim(int argc, char** argv);
 int run_tokenize(int argc, char** argv);
 int run_detokenize(int argc, char** argv);

@@ -34,6 +34,7 @@ constexpr Command kCommands[] = {
     {"logits", stormo::cli::run_logits, "teacher-forced logits (and hidden states) as .npy files"},
     {"bench", stormo::cli::run_bench, "prefill and decode speed against the memory and disk bounds"},
     {"bench-kernels", stormo::cli::run_bench_kernels, "matrix kernels' weight bytes/s against the RAM read bandwidth"},
+    {"bench-session", stormo::cli::run_bench_session, "saving and restoring a session against prefill and the disk's bounds"},
     {"synth", stormo::cli::run_synth, "write a random-weight checkpoint shaped like a real model"},
     {"cache-sim", stormo::cli::run_cache_sim, "replay route traces through the eviction policies"},
 };

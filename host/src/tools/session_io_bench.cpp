@@ -1,0 +1,130 @@
+#include "tools/session_io_bench.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "runtime/engine_identity.hpp"
+#include "runtime/session_file.hpp"
+#include "tools/bandwidth.hpp"
+#include "tools/bench.hpp"
+#include "util/file.hpp"
+
+namespace stormo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+constexpr uint64_t kWriteChunk = uint64_t{8} << 20;
+
+// Writes `bytes` of distinct words (no file system may compress or dedupe them away) in 8 MiB
+// writes and fsyncs: what a save's bytes cost on this disk at best.
+Expected<double> write_probe(const std::string& path, uint64_t bytes) {
+    std::vector<uint64_t> chunk(kWriteChunk / sizeof(uint64_t));
+    std::mt19937_64 rng(7);
+    for (uint64_t& w : chunk) w = rng();
+    STORMO_TRY_ASSIGN(auto fd, FileDescriptor::create(path));
+    const auto start = Clock::now();
+    for (uint64_t done = 0; done < bytes;) {
+        const uint64_t n = std::min<uint64_t>(kWriteChunk, bytes - done);
+        chunk[0] = done;
+        STORMO_TRY(write_all(fd.get(), chunk.data(), n, path));
+        done += n;
+    }
+    if (::fsync(fd.get()) != 0) return fail(ErrorKind::io, path + ": fsync failed");
+    STORMO_TRY(fd.close(path));
+    return static_cast<double>(bytes) / seconds_since(start);
+}
+
+// Whether the kernel dropped the file from the page cache: one of its pages is not resident.
+bool dropped_from_page_cache(const std::string& path) {
+    drop_page_cache(path);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    unsigned char resident = 1;
+    const long page = ::sysconf(_SC_PAGESIZE);
+    void* map = ::mmap(nullptr, static_cast<size_t>(page), PROT_READ, MAP_SHARED, fd, 0);
+    bool dropped = false;
+    if (map != MAP_FAILED) {
+        dropped = ::mincore(map, static_cast<size_t>(page), &resident) == 0 && (resident & 1) == 0;
+        ::munmap(map, static_cast<size_t>(page));
+    }
+    ::close(fd);
+    return dropped;
+}
+
+}  // namespace
+
+Expected<SessionIoRun> run_session_io_bench(Engine& engine, const SessionIoRequest& request) {
+    if (request.prompt_tokens == 0) return fail(ErrorKind::invalid_argument, "--prompt-tokens must be at least 1");
+    if (!std::filesystem::is_directory(request.dir))
+        return fail(ErrorKind::invalid_argument, "--dir " + request.dir + ": not a directory");
+    STORMO_TRY_ASSIGN(const EngineIdentity identity, engine_identity(engine));
+    SessionIoRun run;
+    std::mt19937_64 rng(request.seed);
+    const std::vector<int32_t> prompt = draw_prompt(rng, engine.model().vocab_size(), request.prompt_tokens);
+    const size_t capacity = request.prompt_tokens + 1;
+    Pipeline& pipeline = engine.pipeline();
+
+    STORMO_TRY_ASSIGN(auto session, engine.new_session(capacity));
+    ForwardOptions prefill;
+    if (request.on_progress)
+        prefill.on_block = [&](size_t done, size_t total) { request.on_progress("prefill", done, total); };
+    int32_t next = 0;
+    prefill.argmax_out = &next;
+    auto start = Clock::now();
+    STORMO_TRY(pipeline.forward(*session, prompt, prefill));
+    run.prefill_seconds = seconds_since(start);
+    run.positions = session->position();
+    run.kv_bytes = session->kv_bytes_in_use();
+
+    const std::string path = (std::filesystem::path(request.dir) / "stormo-bench.session").string();
+    const std::string probe_path = (std::filesystem::path(request.dir) / "stormo-bench.probe").string();
+    struct Cleanup {
+        std::string a, b;
+        ~Cleanup() {
+            std::error_code ec;
+            std::filesystem::remove(a, ec);
+            std::filesystem::remove(b, ec);
+        }
+    } cleanup{path, probe_path};
+    if (request.on_progress) request.on_progress("save", 0, 1);
+    STORMO_TRY_ASSIGN(const SessionFileStats saved, save_session_file(path, *session, identity, "{}"));
+    run.file_bytes = saved.bytes;
+    run.save_seconds = saved.seconds;
+
+    if (request.on_progress) request.on_progress("load", 0, 1);
+    run.page_cache_dropped = dropped_from_page_cache(path);
+    STORMO_TRY_ASSIGN(auto blank, engine.new_session(capacity));
+    STORMO_TRY_ASSIGN(auto loaded, load_session_file(path, identity, std::move(blank)));
+    run.load_seconds = loaded.stats.seconds;
+    STORMO_TRY_ASSIGN(auto blank_again, engine.new_session(capacity));
+    STORMO_TRY_ASSIGN(auto cached, load_session_file(path, identity, std::move(blank_again)));
+    run.load_cached_seconds = cached.stats.seconds;
+
+    const std::vector<int32_t> one{next};
+    STORMO_TRY_ASSIGN(const std::vector<float> expected, pipeline.forward(*session, one, {}));
+    STORMO_TRY_ASSIGN(const std::vector<float> got, pipeline.forward(*loaded.session, one, {}));
+    run.continues_exactly = expected.size() == got.size() && std::memcmp(expected.data(), got.data(), got.size() * sizeof(float)) == 0;
+
+    if (request.on_progress) request.on_progress("disk probes", 0, 1);
+    STORMO_TRY_ASSIGN(run.write_bound_bytes_per_s, write_probe(probe_path, run.file_bytes));
+    DiskReadOptions o;
+    o.bytes = run.file_bytes;
+    o.block = std::min<uint64_t>(kWriteChunk, run.file_bytes / 4096 * 4096);
+    const FileRange whole{probe_path, 0, run.file_bytes / 4096 * 4096};
+    if (o.block > 0) {
+        STORMO_TRY_ASSIGN(const DiskBandwidth read, measure_disk_read_bandwidth(std::span<const FileRange>(&whole, 1), o));
+        run.read_bound_bytes_per_s = read.bytes_per_s;
+        run.read_bound_direct = read.direct_io;
+    }
+    return run;
+}
+
+}  // namespace stormo

@@ -1,0 +1,42 @@
+#pragma once
+// What saving and restoring a session costs against computing it again, and against this disk:
+// a random prompt is prefilled (the cold time to first token), saved to a session file in a
+// directory, dropped from the page cache, loaded back (what a restart pays), and continued by one
+// token, whose logits must be the bits the session that never stopped gives. The same directory's
+// bounds are measured in the same run: writing as many bytes with fsync (the save's bound), and
+// reading them back past the page cache with the disk probe the decode benchmark uses (the
+// load's bound).
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "runtime/engine.hpp"
+#include "stormo/error.hpp"
+
+namespace stormo {
+
+struct SessionIoRequest {
+    size_t prompt_tokens = 2048;
+    std::string dir;   // where the session file and the probe's file go (removed afterwards)
+    uint64_t seed = 0;
+    std::function<void(const char* stage, size_t done, size_t total)> on_progress;
+};
+
+struct SessionIoRun {
+    size_t positions = 0;
+    uint64_t kv_bytes = 0;          // the session's KV in memory (pages and rings)
+    uint64_t file_bytes = 0;
+    double prefill_seconds = 0.0;   // the prompt computed: a cold time to first token
+    double save_seconds = 0.0;      // written, fsync'd and renamed
+    double load_seconds = 0.0;      // read from the disk (the file dropped from the page cache) and checked
+    double load_cached_seconds = 0.0;  // the same with the file in the page cache
+    bool page_cache_dropped = false;   // the kernel took the hint; else load_seconds read from memory
+    bool continues_exactly = false;    // the next token's logits bits equal the uninterrupted session's
+    double write_bound_bytes_per_s = 0.0;  // the same bytes written and fsync'd in 8 MiB writes
+    double read_bound_bytes_per_s = 0.0;   // the disk probe over that file
+    bool read_bound_direct = false;
+};
+
+Expected<SessionIoRun> run_session_io_bench(Engine& engine, const SessionIoRequest& request);
+
+}  // namespace stormo
