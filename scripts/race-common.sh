@@ -1,5 +1,5 @@
-# Sourced by the race scripts (race-llamacpp.sh, race-serve.sh): the capped cgroup and the page
-# cache they share. Set RACE_NAME (the prefix of messages) before sourcing.
+# Sourced by the race scripts (race-llamacpp.sh, race-serve.sh, race-prompt-cache.sh): the capped
+# cgroup, the page cache and the servers they share (OUT: the run's directory for logs). Set RACE_NAME (the prefix of messages) before sourcing.
 
 # Every run starts with an empty page cache when the script may drop it (root): otherwise the
 # previous run's file (llama.cpp reads its GGUF through the page cache) fills memory, and the
@@ -32,3 +32,46 @@ reset_cap_group() {
     echo 0 > "$GROUP/memory.max_usage_in_bytes"
     echo 0 > "$GROUP/memory.failcnt"
 }
+
+SERVER_PID=""
+stop_server() {
+    if [ -n "$SERVER_PID" ]; then
+        kill "$SERVER_PID" 2> /dev/null || true
+        wait "$SERVER_PID" 2> /dev/null || true
+        SERVER_PID=""
+    fi
+}
+
+# Every run starts with an empty page cache (drop_page_cache says why).
+# Starts "$@" in the background (inside the capped group when CAP is set), its output in $1's log.
+start_server() {
+    local name=$1
+    shift
+    drop_page_cache
+    if [ -n "$CAP" ]; then
+        reset_cap_group
+        sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$GROUP" "$@" > "$OUT/$name.log" 2>&1 &
+    else
+        "$@" > "$OUT/$name.log" 2>&1 &
+    fi
+    SERVER_PID=$!
+}
+
+wait_healthy() {
+    local name=$1 port=$2 waited=0
+    until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ]; do
+        if ! kill -0 "$SERVER_PID" 2> /dev/null; then
+            echo "$RACE_NAME: $name exited before it was ready; its log:" >&2
+            tail -n 20 "$OUT/$name.log" >&2
+            exit 1
+        fi
+        if [ "$waited" -ge "$HEALTH_TIMEOUT" ]; then
+            echo "$RACE_NAME: $name not ready after $HEALTH_TIMEOUT s; its log:" >&2
+            tail -n 20 "$OUT/$name.log" >&2
+            exit 1
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+}
+

@@ -82,14 +82,6 @@ OUT=$(mktemp -d)
 GROUP=/sys/fs/cgroup/memory/stormo-race-serve-$$
 RACE_NAME=race-serve
 . "$(dirname "$0")/race-common.sh"
-SERVER_PID=""
-stop_server() {
-    if [ -n "$SERVER_PID" ]; then
-        kill "$SERVER_PID" 2> /dev/null || true
-        wait "$SERVER_PID" 2> /dev/null || true
-        SERVER_PID=""
-    fi
-}
 cleanup() {
     stop_server
     if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && cp -a "$OUT"/. "$KEEP"/; fi
@@ -100,39 +92,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 make_cap_group
-
-# Every run starts with an empty page cache (race-common.sh says why).
-# Starts "$@" in the background (inside the capped group when CAP is set), its output in $1's log.
-start_server() {
-    local name=$1
-    shift
-    drop_page_cache
-    if [ -n "$CAP" ]; then
-        reset_cap_group
-        sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$GROUP" "$@" > "$OUT/$name.log" 2>&1 &
-    else
-        "$@" > "$OUT/$name.log" 2>&1 &
-    fi
-    SERVER_PID=$!
-}
-
-wait_healthy() {
-    local name=$1 port=$2 waited=0
-    until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ]; do
-        if ! kill -0 "$SERVER_PID" 2> /dev/null; then
-            echo "race-serve: $name exited before it was ready; its log:" >&2
-            tail -n 20 "$OUT/$name.log" >&2
-            exit 1
-        fi
-        if [ "$waited" -ge "$HEALTH_TIMEOUT" ]; then
-            echo "race-serve: $name not ready after $HEALTH_TIMEOUT s; its log:" >&2
-            tail -n 20 "$OUT/$name.log" >&2
-            exit 1
-        fi
-        sleep 1
-        waited=$((waited + 1))
-    done
-}
 
 WORDS=""
 load() {

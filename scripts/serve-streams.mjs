@@ -5,7 +5,7 @@
 //
 //   node scripts/serve-streams.mjs --url http://127.0.0.1:8080 --streams 1,2,4,8 --prompt-tokens 64
 //        --gen-tokens 32 [--prompt-words W] [--salt S] [--endpoint completions|chat] [--warmup 0|1]
-//        [--api-key KEY] [--label NAME] [--json]
+//        [--api-key KEY] [--label NAME] [--suffix TEXT] [--json]
 //
 // Several N in --streams run one after another against the same server (each with fresh prompts).
 // Before each run, one unmeasured warm-up request (its own prompt, 2 tokens) unless --warmup 0.
@@ -20,6 +20,10 @@
 // it, the server's POST /tokenize (stormo's and llama-server's take {"content"}) finds the number of
 // words whose text is at most --prompt-tokens tokens, and the JSON says which W it chose
 // (`prompt_words`) so that the next server can be given the same.
+//
+// --suffix TEXT is appended to every measured prompt (after a space): runs with the same --salt,
+// --prompt-words and N but other suffixes send prompts that share everything but their ends, as
+// requests sharing a system prompt do (scripts/race-prompt-cache.sh).
 //
 // Per request: ttft (from the common start to the first chunk carrying text, or the finish chunk if
 // that comes first), last token (the chunk with finish_reason, which both servers send with or right
@@ -62,6 +66,7 @@ const { values: o } = parseArgs({
     'api-key': { type: 'string' },
     label: { type: 'string', default: '' },
     timeout: { type: 'string', default: '3600' },
+    suffix: { type: 'string', default: '' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -107,7 +112,7 @@ function promptText(n, i, words) {
   const offset = generator(Math.imul(salt + 1, 0x27d4eb2f) ^ Math.imul(n + 1, 0x165667b1))();
   const out = [String(100 * (1 + ((offset + i) % 9)) + ((offset + i) % 100))];
   while (out.length < words) out.push(String(100 + (next() % 900)));
-  return (n === 0 ? 'x ' : '') + out.join(' ');
+  return (n === 0 ? 'x ' : '') + out.join(' ') + (n !== 0 && o.suffix ? ' ' + o.suffix : '');
 }
 
 async function call(path, init = {}) {
@@ -179,7 +184,7 @@ const finalParseFailure = (error) => /does not match the expected .* format/.tes
 
 // One streamed request; times in ms from `start`. `onFirst` is called at its first text chunk.
 async function stream(text, maxTokens, start, onFirst) {
-  const r = { ttft_ms: null, last_token_ms: null, end_ms: null, completion_tokens: null, prompt_tokens: null };
+  const r = { ttft_ms: null, last_token_ms: null, end_ms: null, completion_tokens: null, prompt_tokens: null, cached_tokens: null };
   const path = o.endpoint === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const res = await call(path, { method: 'POST', body: JSON.stringify(requestBody(text, maxTokens)) });
   if (!res.ok) throw new Error(`POST ${path} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
@@ -224,6 +229,7 @@ async function stream(text, maxTokens, start, onFirst) {
         if (chunk.usage) {
           r.completion_tokens = chunk.usage.completion_tokens;
           r.prompt_tokens = chunk.usage.prompt_tokens;
+          r.cached_tokens = chunk.usage.prompt_tokens_details?.cached_tokens ?? null;
         }
       }
     }
@@ -287,6 +293,7 @@ async function runStreams(n, words) {
     requests: requests.map((r, i) => ({
       stream: i,
       prompt_tokens: r.prompt_tokens,
+      cached_tokens: r.cached_tokens,
       completion_tokens: r.completion_tokens,
       ttft_ms: round(r.ttft_ms),
       last_token_ms: round(r.last_token_ms),
