@@ -96,6 +96,28 @@ TEST_P(SessionFile, ALoadedSessionContinuesWithTheBitsOfOneThatNeverStopped) {
     }
 }
 
+// Rings of another size (a run with another --max-tokens, hence rewind slack, or block) take the
+// rows they can hold; where those miss a window the session replays. Either way: the same bits.
+TEST_P(SessionFile, ALoadIntoRingsOfAnotherSizeContinuesExactly) {
+    const size_t n = tokens_.size();
+    Pipeline& pipeline = engine_->pipeline();
+    auto whole = blank(n);
+    const std::vector<float> expected = all_logits(pipeline, *whole, tokens_);
+    const size_t vocab = engine_->model().vocab_size();
+    const size_t cut = n - 2;
+    auto first = blank(n);
+    all_logits(pipeline, *first, std::span<const int32_t>(tokens_).first(cut));
+    const std::string path = dir_.file("rings.session");
+    ASSERT_TRUE(save_session_file(path, *first, identity_, "").has_value());
+    for (const size_t max_block : {size_t{1}, kBlock * 4}) {
+        auto loaded = load_session_file(path, identity_, blank(n, max_block));
+        ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+        const std::vector<float> rest = all_logits(pipeline, *loaded->session, std::span<const int32_t>(tokens_).subspan(cut));
+        EXPECT_TRUE(same_bits(rest, std::vector<float>(expected.begin() + static_cast<ptrdiff_t>(cut * vocab), expected.end())))
+            << "rings for blocks of " << max_block;
+    }
+}
+
 // A session that rewound (a chat undoing its last answer) and was saved there continues exactly.
 TEST_P(SessionFile, ASessionSavedAfterARewindContinuesExactly) {
     const size_t n = tokens_.size();
@@ -202,9 +224,11 @@ TEST_F(SessionFileRefusal, AnotherConfigEngineOrKernelsRoadIsNamed) {
 }
 
 TEST_F(SessionFileRefusal, AnotherContextLayoutOrASmallerContextIsNamed) {
-    // Another forward block sizes the rings differently: the rows would land in other places.
-    const std::string layout = refusal(identity_, std::move(*engine_->new_session(32, kBlock * 2)));
-    EXPECT_NE(layout.find("another context layout (saved: layer 0: window 16 in a ring of 19 rows"), std::string::npos) << layout;
+    // Sessions of another model's layout (the identity passed as this one's, to reach the check).
+    std::unique_ptr<Engine> other;
+    STORMO_OPEN_FIXTURE_OR_SKIP(other, fixture_dir("qwen3_moe"));
+    const std::string layout = refusal(identity_, std::move(*other->new_session(32, kBlock)));
+    EXPECT_NE(layout.find("another context layout (saved: "), std::string::npos) << layout;
     const std::string small = refusal(identity_, std::move(*engine_->new_session(tokens_.size() - 1, kBlock)));
     EXPECT_NE(small.find("--context"), std::string::npos) << small;
     // A larger context is fine: the file holds positions, not a capacity.

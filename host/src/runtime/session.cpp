@@ -65,8 +65,7 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
             layers_[l].push_back(view);
             layout_lines_.push_back("layer " + std::to_string(l) + ": " +
                                     (decl.kind == KvBufferDecl::Kind::state ? std::string("state")
-                                     : decl.window > 0 ? "window " + std::to_string(decl.window) + " in a ring of " +
-                                                             std::to_string(view.rows) + " rows"
+                                     : decl.window > 0 ? "window " + std::to_string(decl.window)
                                                        : std::string("every position")) +
                                     " of " + std::to_string(decl.floats_per_position) + " floats");
         }

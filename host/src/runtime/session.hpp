@@ -128,8 +128,9 @@ public:
     // (runtime/session_file.hpp, runtime/prompt_cache.hpp). Two sessions with the same layout()
     // keep the same bits in the same places, whatever their capacity.
     //
-    // The layout as text: the page size, and every layer's buffers (kind, window, width, rows of
-    // a ring). A file or block written under another layout is refused with it.
+    // The layout as text: the page size, and every layer's buffers (kind, window, width). A file
+    // or block written under another layout is refused with it. Rings of another size (another
+    // max_block or rewind slack) are no other layout: the rows they share carry over by position.
     std::string layout() const;
     size_t written_end() const { return written_end_; }
     // Pages: page p holds positions [p * kPagePositions, (p + 1) * kPagePositions) of every

@@ -1,5 +1,6 @@
 #include "runtime/session_file.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string_view>
@@ -252,8 +253,13 @@ Expected<LoadedSessionFile> load_session_file(const std::string& path, const Eng
     if (h.layout != session.layout())
         return fail(ErrorKind::mismatch, path + ": this session cannot be restored here: it was saved with another context layout (" +
                                              layout_difference(h.layout, session.layout()) + ")");
-    if (h.page_floats != session.page_floats() || h.ring_floats != ring_floats_of(session) || h.written_end < h.position)
+    if (h.page_floats != session.page_floats() || h.ring_floats.size() != session.ring_infos().size() || h.written_end < h.position)
         return fail(ErrorKind::format, path + ": the session file is corrupted (its sizes contradict its layout)");
+    for (size_t i = 0; i < h.ring_floats.size(); ++i) {
+        const Session::RingInfo& ring = session.ring_infos()[i];
+        if (h.ring_floats[i] == 0 || h.ring_floats[i] % ring.width != 0 || (ring.state && h.ring_floats[i] != ring.width))
+            return fail(ErrorKind::format, path + ": the session file is corrupted (its rings contradict its layout)");
+    }
     const uint64_t page_bytes = h.page_floats * sizeof(float);
     uint64_t expected = kPreambleBytes + header_bytes + 8 + h.position * sizeof(int32_t) + 8;
     if (page_bytes > 0) expected += Session::pages_for(h.position) * (page_bytes + 8);
@@ -269,11 +275,31 @@ Expected<LoadedSessionFile> load_session_file(const std::string& path, const Eng
     STORMO_TRY(in.read(tokens.data(), tokens.size() * sizeof(int32_t), "its tokens"));
     for (size_t p = 0; page_bytes > 0 && p < Session::pages_for(h.position); ++p)
         STORMO_TRY(in.read(session.own_page(p), page_bytes, "the KV page of positions from " + std::to_string(p * Session::kPagePositions)));
+    // The session's furthest write as its rings see it: each ring holds the positions from
+    // written_end - rows on, so it is set no lower than any ring's first valid position + rows.
+    size_t written_end = h.written_end;
+    std::vector<float> saved_ring;
     for (size_t i = 0; i < h.ring_floats.size(); ++i) {
-        const std::span<float> ring = session.ring_buffer(i);
-        STORMO_TRY(in.read(ring.data(), ring.size_bytes(), session.ring_infos()[i].state ? "a recurrent state" : "a sliding window's ring"));
+        const Session::RingInfo& ring = session.ring_infos()[i];
+        const char* what = ring.state ? "a recurrent state" : "a sliding window's ring";
+        const std::span<float> mine = session.ring_buffer(i);
+        if (h.ring_floats[i] == mine.size()) {
+            STORMO_TRY(in.read(mine.data(), mine.size_bytes(), what));
+            continue;
+        }
+        // A ring of another size (the file's run had another rewind slack or block): the rows of
+        // the positions both hold carry over; if those miss the window the next query needs,
+        // adopt() has the session replay its prefix, as after a long rewind.
+        saved_ring.resize(h.ring_floats[i]);
+        STORMO_TRY(in.read(saved_ring.data(), saved_ring.size() * sizeof(float), what));
+        const size_t saved_rows = h.ring_floats[i] / ring.width;
+        const size_t first_saved = h.written_end > saved_rows ? h.written_end - saved_rows : 0;
+        const size_t first = std::max(first_saved, h.position > ring.rows ? h.position - ring.rows : 0);
+        for (size_t q = first; q < h.position; ++q)
+            std::copy_n(saved_ring.data() + (q % saved_rows) * ring.width, ring.width, session.ring_row(i, q));
+        written_end = std::max(written_end, first + ring.rows);
     }
-    session.adopt(tokens, h.written_end, h.needs_replay != 0);
+    session.adopt(tokens, written_end, h.needs_replay != 0);
     LoadedSessionFile out;
     out.session = std::move(blank);
     out.record = std::move(h.record);
