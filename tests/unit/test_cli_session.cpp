@@ -145,6 +145,14 @@ TEST(CliSession, AFileThatDoesNotBelongIsRefusedWithItsReasonAndKept) {
     std::filesystem::copy_file(demo("gpt-oss-demo") + "/config.json", foreign);
     expect_refused(foreign, kSampling, "not a stormo session file");
 
+    // A pipe's file: the right model's KV, but no conversation to continue.
+    const std::string piped = tmp.file("pipe.session");
+    const std::string lines = tmp.file("pipe.txt");
+    ASSERT_TRUE(write_file(lines, "TURN 4 0 0 1 0 4 3 40 8 45\nSAVE " + piped + "\n").has_value());
+    const auto pipe = run_cli("pipe --model '" + demo("gpt-oss-demo") + "' < '" + lines + "'");
+    ASSERT_NE(pipe.out.find("SAVED "), std::string::npos) << pipe.out;
+    expect_refused(piped, kSampling, "the session holds no conversation");
+
     // The good file, still whole, continues.
     EXPECT_EQ(run_turn("gpt-oss-demo", good, "178+798=").status, 0);
 }
