@@ -33,7 +33,7 @@ CommandResult run_turn(const std::string& model, const std::string& session, con
 class CliSessionDemos : public ::testing::TestWithParam<std::string> {};
 
 // Each question in its own process, continuing the file; the answers are those of one chat that
-// asked them all, and each process after the first reuses every position the file held.
+// asked them all, and each process after the first reuses positions the file held.
 TEST_P(CliSessionDemos, RunTurnAfterTurnInNewProcessesAnswersAsOneChat) {
     TempDir tmp;
     const std::string input = tmp.file("questions.txt");
@@ -43,7 +43,9 @@ TEST_P(CliSessionDemos, RunTurnAfterTurnInNewProcessesAnswersAsOneChat) {
     const std::string session = tmp.file("chat.session");
     std::string answers;
     for (size_t i = 0; i < kQuestions.size(); ++i) {
-        const auto turn = run_turn(GetParam(), session, kQuestions[i]);
+        // Every other turn with another context and --max-tokens (so other ring sizes: chat's
+        // rewind slack follows --max-tokens): the file holds positions, not a capacity.
+        const auto turn = run_turn(GetParam(), session, kQuestions[i], kSampling + (i % 2 ? " --context 700 --max-tokens 300" : ""));
         ASSERT_EQ(turn.status, 0) << turn.err;
         answers += turn.out;
         EXPECT_NE(turn.err.find("saved " + session + ": "), std::string::npos) << turn.err;
