@@ -9,98 +9,18 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli_runner.hpp"
 #include "oracle_support.hpp"
+#include "pipe_process.hpp"
+#include "util/file.hpp"
 
 namespace stormo::testing {
 namespace {
-
-class PipeProcess {
-public:
-    explicit PipeProcess(const std::vector<std::string>& args) {
-        int to_child[2], from_child[2];
-        if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) return;
-        pid_ = fork();
-        if (pid_ == 0) {
-            dup2(to_child[0], STDIN_FILENO);
-            dup2(from_child[1], STDOUT_FILENO);
-            for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) close(fd);
-            unsetenv("STORMO_PLUGIN_PATH");
-            std::vector<std::string> argv = {STORMO_CLI, "pipe"};
-            argv.insert(argv.end(), args.begin(), args.end());
-            std::vector<char*> raw;
-            for (auto& a : argv) raw.push_back(a.data());
-            raw.push_back(nullptr);
-            execv(raw[0], raw.data());
-            _exit(127);
-        }
-        close(to_child[0]);
-        close(from_child[1]);
-        in_ = to_child[1];
-        out_ = from_child[0];
-    }
-    ~PipeProcess() {
-        if (in_ >= 0) close(in_);
-        if (out_ >= 0) close(out_);
-        if (pid_ > 0 && !reaped_) {
-            kill(pid_, SIGKILL);
-            waitpid(pid_, nullptr, 0);
-        }
-    }
-    void send(const std::string& line) {
-        const std::string text = line + "\n";
-        ASSERT_EQ(write(in_, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-    }
-    void close_input() {
-        close(in_);
-        in_ = -1;
-    }
-    // The next line stormo writes, or "<timeout>" / "<eof>".
-    std::string line(int timeout_ms = 60000) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-        for (;;) {
-            if (const size_t nl = buffered_.find('\n'); nl != std::string::npos) {
-                std::string l = buffered_.substr(0, nl);
-                buffered_.erase(0, nl + 1);
-                return l;
-            }
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-            if (left.count() <= 0) return "<timeout>";
-            pollfd p{out_, POLLIN, 0};
-            if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-            char chunk[4096];
-            const ssize_t n = read(out_, chunk, sizeof chunk);
-            if (n <= 0) return "<eof>";
-            buffered_.append(chunk, static_cast<size_t>(n));
-        }
-    }
-    // Lines up to and including the next DONE or ERROR.
-    std::vector<std::string> answer() {
-        std::vector<std::string> lines;
-        for (;;) {
-            lines.push_back(line());
-            const std::string& l = lines.back();
-            if (l.starts_with("DONE") || l.starts_with("ERROR") || l.starts_with("<")) return lines;
-        }
-    }
-    int wait_exit() {
-        int status = 0;
-        waitpid(pid_, &status, 0);
-        reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-
-private:
-    pid_t pid_ = -1;
-    int in_ = -1;
-    int out_ = -1;
-    bool reaped_ = false;
-    std::string buffered_;
-};
 
 // `stormo generate`'s ids for the same request, as TOKEN lines.
 std::vector<std::string> generate_tokens(const std::string& ids, const std::string& options) {
@@ -218,6 +138,65 @@ TEST(CliPipe, AFullContextEndsTheTurnWithContextFull) {
     EXPECT_EQ(p.answer(), std::vector<std::string>{"DONE CONTEXT_FULL 0 10"});
     p.send("TURN 50 0 0 1 0 11 1 2 3 40 4 5 6 45 5 7 9");
     EXPECT_EQ(p.answer(), std::vector<std::string>{"ERROR context_full 0 keep 0 + 11 ids exceed the context of 10"});
+}
+
+// SAVE answers with the position and the file's bytes, LOAD with the position; a refused one is
+// an ERROR that changes nothing; a loaded session continues as the one that never stopped.
+TEST(CliPipe, SaveAndLoadAnswerWithThePositionAndARefusedOneChangesNothing) {
+    stormo::test::TempDir tmp;
+    const std::string file = tmp.file("p.session");
+    const std::string junk = tmp.file("junk.session");
+    ASSERT_TRUE(stormo::write_file(junk, "STORMO? no\n").has_value());
+    PipeProcess p({"--model", demo_dir()});
+    ASSERT_TRUE(p.line().starts_with("READY"));
+    p.send("TURN 12 0 0 1 0 8 1 2 3 40 4 5 6 45");
+    ASSERT_EQ(p.answer().back(), "DONE STOP 4 11");
+    p.send("SAVE " + file);
+    const auto saved = p.answer();
+    ASSERT_TRUE(std::filesystem::exists(file)) << saved.back();
+    EXPECT_EQ(saved, std::vector<std::string>{"SAVED 11 " + std::to_string(std::filesystem::file_size(file))});
+    p.send("RESET");
+    for (const auto& [line, says] : std::vector<std::pair<std::string, std::string>>{
+             {"LOAD " + tmp.file("none.session"), tmp.file("none.session")},
+             {"LOAD " + junk, "not a stormo session file"},
+             {"LOAD " + tmp.path(), tmp.path()}}) {
+        p.send(line);
+        const auto refused = p.answer();
+        ASSERT_EQ(refused.size(), 1u);
+        EXPECT_TRUE(refused[0].starts_with("ERROR load_failed 0 ")) << refused[0];
+        EXPECT_NE(refused[0].find(says), std::string::npos) << refused[0];
+        EXPECT_NE(refused[0].find("the session is as it was, at position 0"), std::string::npos) << refused[0];
+    }
+    p.send("SAVE " + tmp.file("no-dir/x.session"));
+    const auto unsaved = p.answer();
+    ASSERT_EQ(unsaved.size(), 1u);
+    EXPECT_TRUE(unsaved[0].starts_with("ERROR save_failed 0 ")) << unsaved[0];
+    EXPECT_NE(unsaved[0].find("no-dir"), std::string::npos) << unsaved[0];
+    p.send("SAVE");
+    EXPECT_EQ(p.answer(), std::vector<std::string>{"ERROR bad_request 0 SAVE needs a path"});
+    // After every refusal the session is still empty: a turn keeping 1 position is refused.
+    p.send("TURN 12 1 0 1 0 1 5");
+    EXPECT_EQ(p.answer(), std::vector<std::string>{"ERROR bad_keep 0 keep 1 is beyond the session's position 0"});
+    p.send("LOAD " + file);
+    EXPECT_EQ(p.answer(), std::vector<std::string>{"LOADED 11"});
+    p.send("TURN 12 11 0 1 0 9 48 1 7 8 40 7 9 8 45");  // the stop id, then "178+798="
+    const auto next = p.answer();
+    EXPECT_EQ(tokens_of(next), generate_tokens("1,2,3,40,4,5,6,45,5,7,9,48,1,7,8,40,7,9,8,45", "--max-tokens 12"));
+    EXPECT_TRUE(next.back().starts_with("DONE STOP")) << next.back();
+    p.send("SHUTDOWN");
+    EXPECT_EQ(p.wait_exit(), 0);
+
+    // Another context: a larger one loads (the file holds positions), one too small is refused.
+    PipeProcess small({"--model", demo_dir(), "--context", "8"});
+    ASSERT_TRUE(small.line().starts_with("READY 8 "));
+    small.send("LOAD " + file);
+    const auto refused = small.answer();
+    ASSERT_EQ(refused.size(), 1u);
+    EXPECT_NE(refused[0].find("holds 11 positions, more than the context of 8"), std::string::npos) << refused[0];
+    PipeProcess large({"--model", demo_dir(), "--context", "64"});
+    ASSERT_TRUE(large.line().starts_with("READY 64 "));
+    large.send("LOAD " + file);
+    EXPECT_EQ(large.answer(), std::vector<std::string>{"LOADED 11"});
 }
 
 TEST(CliPipe, AModelThatCannotLoadSaysSoOnTheProtocolAndExitsOne) {

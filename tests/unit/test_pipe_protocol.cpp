@@ -45,6 +45,24 @@ TEST(PipeProtocol, ResetAndShutdownTakeNoArguments) {
     EXPECT_EQ(error_of("SHUTDOWN 1").code, "bad_request");
 }
 
+TEST(PipeProtocol, SaveAndLoadTakeTheRestOfTheLineAsTheirPath) {
+    const auto save = std::get<Command>(parse_line("SAVE /tmp/a b/x.session \r"));
+    ASSERT_TRUE(std::holds_alternative<SaveCommand>(save));
+    EXPECT_EQ(std::get<SaveCommand>(save).path, "/tmp/a b/x.session");
+    const auto load = std::get<Command>(parse_line("LOAD\t rel.session"));
+    ASSERT_TRUE(std::holds_alternative<LoadCommand>(load));
+    EXPECT_EQ(std::get<LoadCommand>(load).path, "rel.session");
+    for (const char* line : {"SAVE", "LOAD  \t\r"}) {
+        const LineError e = error_of(line);
+        EXPECT_EQ(e.code, "bad_request") << line;
+        EXPECT_NE(e.message.find("needs a path"), std::string::npos) << e.message;
+    }
+    const LineError control = error_of(std::string("SAVE a\x01b", 8));
+    EXPECT_EQ(control.code, "bad_request");
+    EXPECT_NE(control.message.find("control character"), std::string::npos) << control.message;
+    EXPECT_EQ(error_of("save x").code, "unknown_command");  // case matters, as for every verb
+}
+
 TEST(PipeProtocol, EachMalformedTurnNamesItsField) {
     struct Case {
         const char* line;
@@ -70,7 +88,7 @@ TEST(PipeProtocol, EachMalformedTurnNamesItsField) {
         {"TURN 5 0 0 1 0 1 99999999999", "bad_request", "id"},
         {"TURN 99999999999 0 0 1 0 1 5", "bad_request", "max_new"},
         {"turn 5 0 0 1 0 1 5", "unknown_command", "unknown command 'turn'"},
-        {"HELLO", "unknown_command", "expected TURN, RESET or SHUTDOWN"},
+        {"HELLO", "unknown_command", "expected TURN, RESET, SAVE, LOAD or SHUTDOWN"},
     };
     for (const auto& c : cases) {
         const LineError e = error_of(c.line);
@@ -95,6 +113,8 @@ TEST(PipeProtocol, AnswerLinesHaveTheDocumentedShape) {
     EXPECT_EQ(done_line(DoneReason::context_full, 0, 16), "DONE CONTEXT_FULL 0 16");
     EXPECT_EQ(error_line("bad_token", false, "id 99\nis out"), "ERROR bad_token 0 id 99 is out");
     EXPECT_EQ(error_line("load", true, "no model"), "ERROR load 1 no model");
+    EXPECT_EQ(saved_line(57, 123456), "SAVED 57 123456");
+    EXPECT_EQ(loaded_line(57), "LOADED 57");
 }
 
 TEST(PipeProtocol, ReadLineSkipsAnOverlongLineWholeAndGoesOn) {

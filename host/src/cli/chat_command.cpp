@@ -71,7 +71,9 @@ void add_chat_options(po::options_description& d, ChatOptions& out) {
         ("thinking", po::value<std::string>()->value_name("on|off")->notifier([&out](const std::string& v) { out.thinking = v; }),
          "enable_thinking for templates that take it (Qwen3)")
         ("tools", po::value<std::string>()->value_name("FILE")->notifier([&out](const std::string& v) { out.tools_file = v; }),
-         "a JSON list of tool definitions the template presents to the model");
+         "a JSON list of tool definitions the template presents to the model")
+        ("session", po::value<std::string>()->value_name("FILE")->notifier([&out](const std::string& v) { out.session_file = v; }),
+         "the conversation on disk: loaded at start when FILE exists, saved after each answer");
     add_sampling_options(d, out.sampling);
 }
 
@@ -82,6 +84,7 @@ Expected<void> check_chat_options(const ChatOptions& options) {
         return fail(ErrorKind::invalid_argument, "--reasoning-effort must be low, medium or high, not " + quoted_printable(*options.reasoning_effort));
     if (options.thinking && *options.thinking != "on" && *options.thinking != "off")
         return fail(ErrorKind::invalid_argument, "--thinking must be on or off, not " + quoted_printable(*options.thinking));
+    if (options.session_file) STORMO_TRY(check_output_path(*options.session_file, "--session"));
     return validate(options.sampling);
 }
 

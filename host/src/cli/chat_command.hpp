@@ -10,6 +10,7 @@
 #include "cli/model_command.hpp"
 #include "jinja/chat_template.hpp"
 #include "runtime/conversation.hpp"
+#include "runtime/engine_identity.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::cli {
@@ -22,8 +23,9 @@ struct ChatOptions {
     std::optional<std::string> reasoning_effort;  // gpt-oss: low, medium, high
     std::optional<std::string> thinking;          // Qwen3: on or off (enable_thinking)
     std::optional<std::string> tools_file;        // a JSON list of tool definitions
+    std::optional<std::string> session_file;      // --session: the conversation on disk (cli/chat_session.hpp)
 };
-// --system --max-tokens --show-reasoning --reasoning-effort --thinking --tools and the sampling options.
+// --system --max-tokens --show-reasoning --reasoning-effort --thinking --tools --session and the sampling options.
 void add_chat_options(po::options_description& d, ChatOptions& out);
 Expected<void> check_chat_options(const ChatOptions& options);
 
@@ -35,6 +37,7 @@ struct ChatStack {
     std::unique_ptr<text::ChatTemplate> chat_template;
     std::unique_ptr<Session> session;
     std::unique_ptr<Conversation> conversation;
+    std::optional<EngineIdentity> identity;  // read when a session file is first saved or loaded
 };
 // The context a conversation (or a server) gets: --context / context: when given, else the
 // configuration's default, never more than the model was trained for.

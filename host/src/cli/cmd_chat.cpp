@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 #include "cli/chat_command.hpp"
+#include "cli/chat_session.hpp"
 #include "cli/commands.hpp"
 #include "cli/line_reader.hpp"
 #include "util/format_bytes.hpp"
@@ -19,9 +22,11 @@ constexpr size_t kMaxMessageBytes = size_t{4} << 20;
 
 constexpr const char* kChatHelp =
     "Type a message and press Enter. Ctrl-C stops an answer; Ctrl-D or /quit leaves.\n"
-    "  /reset   start a new conversation\n"
-    "  /stats   context used, speed and expert-store figures\n"
-    "  /quit    leave\n";
+    "  /reset        start a new conversation\n"
+    "  /stats        context used, speed and expert-store figures\n"
+    "  /save [FILE]  save the conversation and its KV (default: the --session file)\n"
+    "  /load [FILE]  continue a saved conversation (default: the --session file)\n"
+    "  /quit         leave\n";
 
 std::string trimmed(const std::string& s) {
     const size_t first = s.find_first_not_of(" \t\r");
@@ -36,6 +41,45 @@ void print_stats(ChatStack& stack, size_t turns) {
     std::cout << "turns " << turns << ", context " << stack.session->position() << " of " << stack.session->capacity()
               << " positions held; experts " << store.hits << " hits, " << store.misses << " misses, "
               << format_bytes(store.bytes_read) << " read; KV replays " << times.replays << "\n";
+}
+
+// "/save FILE" -> "FILE" for `command` "/save"; nullopt when `message` is another command.
+std::optional<std::string> argument_of(const std::string& message, std::string_view command) {
+    if (!message.starts_with(command)) return std::nullopt;
+    const std::string rest = message.substr(command.size());
+    if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') return std::nullopt;
+    return trimmed(rest);
+}
+
+// The file a /save or /load names, else the --session file; nullopt (said why) without either.
+std::optional<std::string> session_file_for(const std::string& argument, const ChatOptions& options, const char* command) {
+    if (!argument.empty()) return argument;
+    if (options.session_file) return *options.session_file;
+    std::cout << "usage: " << command << " FILE (there is no --session file to default to)\n";
+    return std::nullopt;
+}
+
+void save_command(ChatStack& stack, const ChatOptions& options, const std::string& argument) {
+    const auto path = session_file_for(argument, options, "/save");
+    if (!path) return;
+    auto saved = save_chat_session(stack, *path);
+    if (!saved) {
+        std::cerr << "stormo: /save: " << saved.error().message << std::endl;
+        return;
+    }
+    std::cout << "(saved " << *path << ": " << saved->messages << " messages, " << describe(*saved) << ")\n";
+}
+
+void load_command(ChatStack& stack, const ChatOptions& options, const std::string& argument, size_t& turns) {
+    const auto path = session_file_for(argument, options, "/load");
+    if (!path) return;
+    auto loaded = load_chat_session(stack, *path);
+    if (!loaded) {
+        std::cerr << "stormo: /load: " << loaded.error().message << "; the conversation is as it was" << std::endl;
+        return;
+    }
+    turns = 0;
+    std::cout << "(loaded " << *path << ": " << loaded->messages << " messages, " << describe(*loaded) << ")\n";
 }
 
 }  // namespace
@@ -57,6 +101,7 @@ int run_chat(int argc, char** argv) {
     auto opened = open_chat(common, chat);
     if (!opened) return report_error(opened.error());
     ChatStack& stack = **opened;
+    if (auto resumed = resume_chat_session(stack, chat); !resumed) return report_error(resumed.error());
     const bool interactive = isatty(STDIN_FILENO);
     if (interactive) std::cout << kChatHelp << std::flush;
 
@@ -96,6 +141,14 @@ int run_chat(int argc, char** argv) {
             print_stats(stack, turns);
             continue;
         }
+        if (const auto file = argument_of(message, "/save")) {
+            save_command(stack, chat, *file);
+            continue;
+        }
+        if (const auto file = argument_of(message, "/load")) {
+            load_command(stack, chat, *file, turns);
+            continue;
+        }
         if (message[0] == '/') {
             std::cout << "unknown command " << message << " (/help lists them)\n";
             continue;
@@ -112,6 +165,11 @@ int run_chat(int argc, char** argv) {
         }
         ++turns;
         std::cerr << "stormo: " << turn_speed(*turn) << std::endl;
+        // After each answered turn; a stopped answer is not saved, so the file keeps the last whole turn.
+        if (chat.session_file && turn->generation.reason != StopReason::cancelled) {
+            if (auto saved = save_chat_session(stack, *chat.session_file); !saved)
+                std::cerr << "stormo: --session: " << saved.error().message << std::endl;
+        }
     }
     if (interactive) std::cout << "\n";
     return 0;

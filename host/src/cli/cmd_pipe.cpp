@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/model_command.hpp"
 #include "pipe/pipe_server.hpp"
+#include "runtime/engine_identity.hpp"
 #include "runtime/generation.hpp"
 
 namespace stormo::cli {
@@ -36,6 +37,8 @@ int run_pipe(int argc, char** argv) {
         "  DONE <STOP|MAX_TOKENS|CONTEXT_FULL> <n_out> <pos>\n"
         "  ERROR <code> <fatal> <message>                a refused line; nothing changed\n"
         "  RESET                                         forget every position\n"
+        "  SAVE <path>                                   the session to a session file: SAVED <pos> <bytes>\n"
+        "  LOAD <path>                                   the session from one: LOADED <pos>\n"
         "  SHUTDOWN                                      exit 0 (so does the end of input)\n"
         "The last generated token is not consumed: send it first in the next TURN (keep = pos).",
         d);
@@ -54,7 +57,11 @@ int run_pipe(int argc, char** argv) {
     // A client that closes its end makes writes fail instead of killing the process silently.
     std::signal(SIGPIPE, SIG_IGN);
     std::ios::sync_with_stdio(false);
-    pipe::PipeServer server(engine.pipeline(), **session, pipe::PipeModel{vocab, *stop_ids, seed}, std::cout);
+    const size_t context = loaded->context;
+    pipe::PipeSessionFiles files{[&engine] { return engine_identity(engine); },
+                                 [&engine, context] { return engine.new_session(context); }};
+    pipe::PipeServer server(engine.pipeline(), std::move(*session), pipe::PipeModel{vocab, *stop_ids, seed}, std::cout,
+                            std::move(files));
     if (!server.serve(std::cin)) {
         std::cerr << "stormo: pipe: the output closed; stopping" << std::endl;
         return kExitFailure;

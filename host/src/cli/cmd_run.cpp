@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/chat_command.hpp"
+#include "cli/chat_session.hpp"
 #include "cli/commands.hpp"
 
 namespace stormo::cli {
@@ -18,7 +19,8 @@ int run_run(int argc, char** argv) {
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "run", "--model DIR --prompt TEXT [options]",
                                      "Renders the prompt with the model's chat template, answers it and prints the answer\n"
-                                     "as it is generated; the speed goes to stderr.",
+                                     "as it is generated; the speed goes to stderr. With --session FILE the prompt continues\n"
+                                     "the conversation FILE holds (its KV included) and FILE is saved after the answer.",
                                      d);
     if (!parsed) return report_usage_error("run", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
@@ -27,6 +29,7 @@ int run_run(int argc, char** argv) {
 
     auto stack = open_chat(common, chat);
     if (!stack) return report_error(stack.error());
+    if (auto resumed = resume_chat_session(**stack, chat); !resumed) return report_error(resumed.error());
     SigintFlag interrupted;
     ReplyPrinter printer(chat.show_reasoning);
     auto turn = (*stack)->conversation->ask(*prompt, [&](const text::ReplyPiece& p) { printer.print(p); }, &interrupted.flag());
@@ -35,6 +38,12 @@ int run_run(int argc, char** argv) {
     for (const auto& call : turn->reply.tool_calls)
         std::cout << "[tool call] " << call.name << " " << text::to_json(call.arguments) << "\n";
     std::cerr << "stormo: " << turn_speed(*turn) << std::endl;
+    // An interrupted answer is not saved: FILE keeps the last answered turn.
+    if (chat.session_file && turn->generation.reason != StopReason::cancelled) {
+        auto saved = save_chat_session(**stack, *chat.session_file);
+        if (!saved) return report_error(with_context(saved.error(), "--session"));
+        std::cerr << "stormo: saved " << *chat.session_file << ": " << describe(*saved) << std::endl;
+    }
     // Interrupted: the answer printed is partial, which a script must be able to tell.
     return turn->generation.reason == StopReason::cancelled ? 128 + SIGINT : 0;
 }

@@ -86,6 +86,19 @@ std::variant<Command, LineError> parse_turn(std::span<const std::string_view> ar
     return Command{std::move(turn)};
 }
 
+// SAVE's and LOAD's path: the rest of the line after the verb, without the spaces around it, so a
+// path may hold spaces; a control character (a NUL would cut the name short) is refused.
+std::variant<Command, LineError> parse_path_command(std::string_view verb, std::string_view rest) {
+    const size_t first = rest.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos) return bad(std::string(verb) + " needs a path");
+    const std::string_view path = rest.substr(first, rest.find_last_not_of(" \t\r") - first + 1);
+    for (const char c : path)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            return bad(std::string(verb) + ": the path holds a control character");
+    if (verb == "SAVE") return Command{SaveCommand{std::string(path)}};
+    return Command{LoadCommand{std::string(path)}};
+}
+
 }  // namespace
 
 std::variant<Command, LineError> parse_line(std::string_view line) {
@@ -94,6 +107,7 @@ std::variant<Command, LineError> parse_line(std::string_view line) {
     const std::string_view verb = words.front();
     const auto args = std::span<const std::string_view>(words).subspan(1);
     if (verb == "TURN") return parse_turn(args);
+    if (verb == "SAVE" || verb == "LOAD") return parse_path_command(verb, line.substr(static_cast<size_t>(verb.data() - line.data()) + verb.size()));
     if (verb == "RESET" || verb == "SHUTDOWN") {
         if (!args.empty()) return bad(std::string(verb) + " takes no arguments");
         return verb == "RESET" ? Command{ResetCommand{}} : Command{ShutdownCommand{}};
@@ -101,7 +115,7 @@ std::variant<Command, LineError> parse_line(std::string_view line) {
     std::string shown(verb.substr(0, 32));
     for (char& c : shown)
         if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-    return LineError{"unknown_command", "unknown command '" + shown + "' (expected TURN, RESET or SHUTDOWN)"};
+    return LineError{"unknown_command", "unknown command '" + shown + "' (expected TURN, RESET, SAVE, LOAD or SHUTDOWN)"};
 }
 
 // Lines are built by appending: GCC 12 warns falsely (-Wrestrict) on chains of operator+.
@@ -120,6 +134,14 @@ std::string done_line(DoneReason reason, size_t n_out, size_t position) {
     line.append(name).append(" ").append(std::to_string(n_out)).append(" ").append(std::to_string(position));
     return line;
 }
+
+std::string saved_line(size_t position, uint64_t bytes) {
+    std::string line = "SAVED ";
+    line.append(std::to_string(position)).append(" ").append(std::to_string(bytes));
+    return line;
+}
+
+std::string loaded_line(size_t position) { return std::string("LOADED ").append(std::to_string(position)); }
 
 std::string error_line(std::string_view code, bool fatal, std::string_view message) {
     std::string line = "ERROR ";

@@ -6,8 +6,12 @@
 //                      TOKEN <id>
 //                      DONE <STOP|MAX_TOKENS|CONTEXT_FULL> <n_out> <pos>
 //                      ERROR <code> <fatal 0|1> <message>
+//                      SAVED <pos> <bytes>
+//                      LOADED <pos>
 //   client -> stormo   TURN <max_new> <keep> <temp> <top_p> <top_k> <n> <ids...>
 //                      RESET
+//                      SAVE <path>        (the rest of the line, spaces included, is the path)
+//                      LOAD <path>
 //                      SHUTDOWN
 #include <cstdint>
 #include <span>
@@ -28,7 +32,14 @@ struct TurnCommand {
 };
 struct ResetCommand {};
 struct ShutdownCommand {};
-using Command = std::variant<TurnCommand, ResetCommand, ShutdownCommand>;
+// The session to a session file (runtime/session_file.hpp), or the session from one.
+struct SaveCommand {
+    std::string path;
+};
+struct LoadCommand {
+    std::string path;
+};
+using Command = std::variant<TurnCommand, ResetCommand, ShutdownCommand, SaveCommand, LoadCommand>;
 
 // Why a line was refused; `code` is one word a program can switch on.
 struct LineError {
@@ -46,6 +57,8 @@ enum class DoneReason { stop, max_tokens, context_full };
 std::string ready_line(size_t context, size_t vocab, std::span<const int32_t> stop_ids);
 std::string token_line(int32_t id);
 std::string done_line(DoneReason reason, size_t n_out, size_t position);
+std::string saved_line(size_t position, uint64_t bytes);
+std::string loaded_line(size_t position);
 // The message is kept on one line: control characters become spaces.
 std::string error_line(std::string_view code, bool fatal, std::string_view message);
 

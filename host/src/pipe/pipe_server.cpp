@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "runtime/generation.hpp"
+#include "runtime/session_file.hpp"
 
 namespace stormo::pipe {
 
@@ -26,8 +27,9 @@ LineRead read_line(std::istream& in, std::string& line, size_t cap) {
     }
 }
 
-PipeServer::PipeServer(Pipeline& pipeline, Session& session, PipeModel model, std::ostream& out)
-    : pipeline_(&pipeline), session_(&session), model_(std::move(model)), out_(&out) {}
+PipeServer::PipeServer(Pipeline& pipeline, std::unique_ptr<Session> session, PipeModel model, std::ostream& out,
+                       PipeSessionFiles files)
+    : pipeline_(&pipeline), session_(std::move(session)), model_(std::move(model)), out_(&out), files_(std::move(files)) {}
 
 void PipeServer::write(const std::string& line) { *out_ << line << '\n' << std::flush; }
 
@@ -77,6 +79,39 @@ void PipeServer::turn(const TurnCommand& command) {
     write(done_line(reason, n_out, session_->position()));
 }
 
+Expected<const EngineIdentity*> PipeServer::identity() {
+    if (!identity_) {
+        if (!files_.identity) return fail(ErrorKind::unsupported, "this pipe keeps no session files");
+        STORMO_TRY_ASSIGN(EngineIdentity id, files_.identity());
+        identity_ = std::move(id);
+    }
+    return &*identity_;
+}
+
+void PipeServer::save(const SaveCommand& command) {
+    auto id = identity();
+    if (!id) return write(error_line("save_failed", false, id.error().message));
+    // The pipe has no conversation of its own: the record is empty, and the client keeps its history.
+    auto saved = save_session_file(command.path, *session_, **id, "");
+    if (!saved) return write(error_line("save_failed", false, saved.error().message + " (the file keeps what it held)"));
+    write(saved_line(session_->position(), saved->bytes));
+}
+
+void PipeServer::load(const LoadCommand& command) {
+    auto id = identity();
+    if (!id) return write(error_line("load_failed", false, id.error().message));
+    if (!files_.blank_session) return write(error_line("load_failed", false, "this pipe keeps no session files"));
+    auto blank = files_.blank_session();
+    if (!blank) return write(error_line("load_failed", false, blank.error().message));
+    auto loaded = load_session_file(command.path, **id, std::move(*blank));
+    if (!loaded)
+        return write(error_line("load_failed", false,
+                                loaded.error().message + " (the session is as it was, at position " +
+                                    std::to_string(session_->position()) + ")"));
+    session_ = std::move(loaded->session);
+    write(loaded_line(session_->position()));
+}
+
 bool PipeServer::handle(std::string_view line) {
     auto parsed = parse_line(line);
     if (auto* error = std::get_if<LineError>(&parsed)) {
@@ -87,6 +122,14 @@ bool PipeServer::handle(std::string_view line) {
     if (std::holds_alternative<ShutdownCommand>(command)) return false;
     if (std::holds_alternative<ResetCommand>(command)) {
         session_->rewind(0);
+        return true;
+    }
+    if (const auto* save_command = std::get_if<SaveCommand>(&command)) {
+        save(*save_command);
+        return true;
+    }
+    if (const auto* load_command = std::get_if<LoadCommand>(&command)) {
+        load(*load_command);
         return true;
     }
     turn(std::get<TurnCommand>(command));

@@ -3,13 +3,16 @@
 // session and the model before any KV change, runs it, and writes the answer lines, flushed one by
 // one so a client reading tokens sees them as they come.
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "pipe/pipe_protocol.hpp"
+#include "runtime/engine_identity.hpp"
 #include "runtime/forward.hpp"
 #include "runtime/session.hpp"
 
@@ -29,9 +32,17 @@ struct PipeModel {
     uint64_t seed = 0;  // every turn samples from this seed: the same turn gives the same answer
 };
 
+// What SAVE and LOAD need from the engine: its identity (read at the first SAVE or LOAD, not at
+// start) and a new session of the pipe's context for a file to load into.
+struct PipeSessionFiles {
+    std::function<Expected<EngineIdentity>()> identity;
+    std::function<Expected<std::unique_ptr<Session>>()> blank_session;
+};
+
 class PipeServer {
 public:
-    PipeServer(Pipeline& pipeline, Session& session, PipeModel model, std::ostream& out);
+    PipeServer(Pipeline& pipeline, std::unique_ptr<Session> session, PipeModel model, std::ostream& out,
+               PipeSessionFiles files = {});
 
     // Writes READY.
     void greet();
@@ -43,14 +54,20 @@ public:
 
 private:
     void turn(const TurnCommand& command);
+    // SAVED or ERROR save_failed; LOADED or ERROR load_failed. A failed one changes nothing.
+    void save(const SaveCommand& command);
+    void load(const LoadCommand& command);
+    Expected<const EngineIdentity*> identity();
     // The engine-dependent checks, all before the session changes.
     std::optional<LineError> check(const TurnCommand& command) const;
     void write(const std::string& line);
 
     Pipeline* pipeline_;
-    Session* session_;
+    std::unique_ptr<Session> session_;
     PipeModel model_;
     std::ostream* out_;
+    PipeSessionFiles files_;
+    std::optional<EngineIdentity> identity_;
 };
 
 }  // namespace stormo::pipe

@@ -17,6 +17,52 @@ void Conversation::set_system(std::string text) { system_ = std::move(text); }
 
 void Conversation::reset() { messages_ = text::Value::list(); }
 
+namespace {
+// The record's version: a reader refuses a record it does not know instead of guessing.
+constexpr int64_t kRecordVersion = 1;
+}  // namespace
+
+std::string Conversation::record() const {
+    text::Value record = text::Value::object();
+    record.set("stormo_conversation", text::Value(kRecordVersion));
+    record.set("system", text::Value(system_));
+    record.set("messages", messages_);
+    return text::to_json(record);
+}
+
+Expected<ConversationRecord> Conversation::parse_record(std::string_view json, const std::string& source) {
+    if (json.empty())
+        return fail(ErrorKind::format, source + ": the session holds no conversation (it was saved by stormo pipe or another program)");
+    auto parsed = text::parse_json_value(json, source + " (its conversation)");
+    if (!parsed) return tl::unexpected(parsed.error());
+    const text::Value& v = *parsed;
+    const text::Value* version = v.is_object() ? v.find("stormo_conversation") : nullptr;
+    if (version == nullptr || !version->is_int())
+        return fail(ErrorKind::format, source + ": the session's record is not a stormo conversation");
+    if (version->as_int() != kRecordVersion)
+        return fail(ErrorKind::unsupported, source + ": a conversation record of version " + std::to_string(version->as_int()) +
+                                                ", this stormo reads version " + std::to_string(kRecordVersion));
+    const text::Value* system = v.find("system");
+    const text::Value* messages = v.find("messages");
+    if (system == nullptr || !system->is_string())
+        return fail(ErrorKind::format, source + ": the session's conversation has no \"system\" text");
+    if (messages == nullptr || !messages->is_list())
+        return fail(ErrorKind::format, source + ": the session's conversation has no \"messages\" list");
+    for (size_t i = 0; i < messages->as_list().size(); ++i) {
+        const text::Value& m = messages->as_list()[i];
+        const text::Value* role = m.is_object() ? m.find("role") : nullptr;
+        if (role == nullptr || !role->is_string())
+            return fail(ErrorKind::format, source + ": the session's message " + std::to_string(i) + " has no \"role\" text");
+    }
+    return ConversationRecord{system->as_string(), *messages};
+}
+
+void Conversation::restore(ConversationRecord record) {
+    system_ = std::move(record.system);
+    // A list of its own: text::Value copies share their storage.
+    messages_ = text::Value::list(record.messages.as_list());
+}
+
 text::Value Conversation::with_system(const text::Value& messages) const {
     if (system_.empty()) return messages;
     text::ValueList all;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "jinja/chat_template.hpp"
@@ -25,6 +26,14 @@ struct ChatSettings {
     std::vector<int32_t> stop_ids;  // ids that end an answer (the model's eos ids)
     // The prompt's progress block by block (positions done, positions to compute).
     std::function<void(size_t done, size_t total)> on_prefill_block;
+};
+
+// What a session file keeps of a conversation beside its KV (runtime/session_file.hpp's record):
+// the system message and the messages, so a conversation restored from it renders the prompt the
+// uninterrupted one would, and its next turn reuses every position the file holds.
+struct ConversationRecord {
+    std::string system;
+    text::Value messages = text::Value::list();
 };
 
 struct TurnResult {
@@ -47,9 +56,17 @@ public:
     // reuses whatever prefix still matches.
     void reset();
 
+    // The record as JSON text: {"stormo_conversation": 1, "system": ..., "messages": [...]}.
+    std::string record() const;
+    // Reads record()'s text back; errors name `source` (the session file) and what is wrong.
+    static Expected<ConversationRecord> parse_record(std::string_view json, const std::string& source);
+    // Replaces the system message and the messages (the session is the caller's to restore).
+    void restore(ConversationRecord record);
+
     // The prompt ids of `messages` with the generation prompt, as the next turn would send them.
     Expected<std::vector<int32_t>> prompt_ids(const text::Value& messages) const;
     const text::Value& messages() const { return messages_; }
+    const std::string& system() const { return system_; }
     text::ReplyFormat format() const { return format_; }
     const ChatSettings& settings() const { return settings_; }
 
