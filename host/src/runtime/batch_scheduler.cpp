@@ -11,6 +11,13 @@ SequenceStep::Want want_of(const SequenceGeneration& sequence, size_t n) {
     return sequence.by_argmax() ? SequenceStep::Want::last_argmax : SequenceStep::Want::last_logits;
 }
 
+// At most `limit` positions from `position`, ending at the first multiple of `boundary` they cross.
+size_t chunk_limit(size_t position, size_t limit, size_t boundary) {
+    if (boundary == 0) return limit;
+    const size_t next = (position / boundary + 1) * boundary;
+    return std::min(limit, next - position);
+}
+
 void deliver(SequenceGeneration& sequence, const SequenceStep& step) {
     sequence.consumed(step.tokens.size(), step.logits, step.argmax);
 }
@@ -46,7 +53,8 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
         const size_t first = turn_++ % prefilling.size();
         for (size_t i = 0; i < prefilling.size() && budget > 0; ++i) {
             SequenceGeneration* sequence = prefilling[(first + i) % prefilling.size()];
-            const size_t limit = std::min(budget, sequence->session().max_block());
+            const size_t limit = chunk_limit(sequence->session().position(), std::min(budget, sequence->session().max_block()),
+                                             settings_.chunk_boundary);
             const std::span<const int32_t> tokens = sequence->next_tokens(limit);
             chosen.push_back(sequence);
             steps.push_back({&sequence->session(), tokens, want_of(*sequence, tokens.size()), {}, -1});

@@ -19,6 +19,11 @@ struct BatchSettings {
     // Rows a step holds at most: a decode row per sequence past its prompt, the rest prompt chunks
     // (never fewer than a quarter of it, so prompts progress however many sequences decode).
     size_t step_rows = 128;
+    // A prompt chunk that would cross a multiple of this ends there (0: anywhere), so a sequence's
+    // position lands on each multiple at the end of a step: where the prompt cache captures the
+    // block that ends there (runtime/prompt_cache.hpp). The bits do not change: a row's bits do
+    // not depend on the chunk it is computed in.
+    size_t chunk_boundary = 0;
 };
 
 struct BatchStep {
