@@ -64,8 +64,16 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
     }
     report.sequences = steps.size();
     if (steps.empty()) return report;
+    if (settings_.record_routes && settings_.chunk_boundary > 0)
+        for (SequenceStep& s : steps) s.want_routes = (s.session->position() + s.tokens.size()) % settings_.chunk_boundary == 0;
+    auto routed = [&](size_t i) {
+        if (steps[i].want_routes) report.routes.push_back({chosen[i], std::move(steps[i].routes)});
+    };
     if (auto ran = pipeline_.forward_batch(steps); ran) {
-        for (size_t i = 0; i < steps.size(); ++i) deliver(*chosen[i], steps[i]);
+        for (size_t i = 0; i < steps.size(); ++i) {
+            deliver(*chosen[i], steps[i]);
+            routed(i);
+        }
         return report;
     } else if (steps.size() == 1) {
         chosen[0]->fail(ran.error());
@@ -74,8 +82,12 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
     // Every session is as it was: run each alone, so only a sequence at fault fails.
     report.isolated = true;
     for (size_t i = 0; i < steps.size(); ++i) {
-        if (auto alone = pipeline_.forward_batch(std::span<SequenceStep>(&steps[i], 1)); alone) deliver(*chosen[i], steps[i]);
-        else chosen[i]->fail(alone.error());
+        if (auto alone = pipeline_.forward_batch(std::span<SequenceStep>(&steps[i], 1)); alone) {
+            deliver(*chosen[i], steps[i]);
+            routed(i);
+        } else {
+            chosen[i]->fail(alone.error());
+        }
     }
     return report;
 }
