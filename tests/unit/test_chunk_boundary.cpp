@@ -49,6 +49,7 @@ TEST_P(ChunkBoundary, PromptChunksEndOnEveryBoundaryTheyCrossAndTheTokensStayThe
         BatchSettings settings;
         settings.step_rows = step_rows;
         settings.chunk_boundary = kBoundary;
+        settings.record_routes = true;
         BatchScheduler scheduler(engine_->pipeline(), settings);
         std::vector<std::unique_ptr<Session>> sessions;
         std::vector<SequenceGeneration> sequences;
@@ -67,10 +68,26 @@ TEST_P(ChunkBoundary, PromptChunksEndOnEveryBoundaryTheyCrossAndTheTokensStayThe
                 if (!sequences[i].done()) running.push_back(&sequences[i]);
             }
             if (running.empty()) break;
-            scheduler.step(running);
+            const BatchStep report = scheduler.step(running);
             for (size_t i = 0; i < sequences.size(); ++i) {
                 const size_t after = sessions[i]->position();
                 if (after == before[i]) continue;
+                // A step ending on a boundary reports the experts its last rows chose, per layer.
+                const auto routed = std::find_if(report.routes.begin(), report.routes.end(),
+                                                 [&](const BatchStep::Routed& r) { return r.sequence == &sequences[i]; });
+                EXPECT_EQ(routed != report.routes.end(), after % kBoundary == 0) << "sequence " << i << " at " << after;
+                if (routed != report.routes.end()) {
+                    const Model& model = engine_->model();
+                    ASSERT_EQ(routed->experts.size(), static_cast<size_t>(model.n_layers()));
+                    for (int l = 0; l < model.n_layers(); ++l) {
+                        const LayerPlan& plan = model.layer_plan(l);
+                        const auto& chosen = routed->experts[static_cast<size_t>(l)];
+                        EXPECT_EQ(chosen.empty(), plan.ffn != FfnKind::moe) << "layer " << l;
+                        EXPECT_TRUE(std::is_sorted(chosen.begin(), chosen.end()));
+                        for (int32_t e : chosen) EXPECT_TRUE(e >= 0 && e < plan.n_experts);
+                        EXPECT_LE(chosen.size(), SequenceStep::kRoutedRows * static_cast<size_t>(std::max(plan.top_k, 0)));
+                    }
+                }
                 step_ends[i].push_back(after);
                 // No multiple of the boundary strictly inside the chunk [before, after).
                 EXPECT_EQ((after - 1) / kBoundary, before[i] / kBoundary)
