@@ -2,7 +2,7 @@
 // next one started on the same directory (usage.prompt_tokens_details.cached_tokens, streamed too),
 // and the answer is a cold server's; two API keys never share a prefix (from the cache or a slot's
 // KV) unless --cache-share; /metrics counts the lookups, hits and blocks; start-up says what the
-// directory held.
+// directory held; servers killed while they write leave nothing that loads wrong.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -100,6 +100,40 @@ test('two API keys never share a prefix unless --cache-share', async () => {
   await withServer([...keys, '--cache-dir', cacheDir(), '--cache-share', '--parallel', '1'], async (s) => {
     assert.equal((await complete(s, completion('aaa'), k1)).usage.prompt_tokens_details.cached_tokens, 0);
     assert.ok((await complete(s, completion('bbb'), k2)).usage.prompt_tokens_details.cached_tokens >= 512);
+  });
+});
+
+// Servers killed (SIGKILL) at random moments while they write blocks: the next one removes what
+// the kills left half-written, drops no block, and answers each prompt as a cold server does.
+test('a server killed at any moment leaves no block that loads wrong', async () => {
+  const dir = cacheDir();
+  const variants = [0, 1, 2, 3, 4, 5].map((i) => ({
+    model: 'demo', max_tokens: 6,
+    prompt: 'copy:' + 'abcdefghijklmnopqrstuvwxyz'.repeat(21).slice(i) + 'end' + i + '=',
+  }));
+  const cold = await withServer([], async (s) => Promise.all(variants.map((v) => complete(s, v))));
+  for (let round = 0; round < variants.length; ++round) {
+    const server = await startServer(['--cache-dir', dir]);
+    post(server.base, '/v1/completions', variants[round]).catch(() => {});
+    await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 120)));
+    server.child.kill('SIGKILL');
+    await server.exited;
+  }
+  await withServer(['--cache-dir', dir], async (s) => {
+    const leftovers = [];
+    const walk = (d) => {
+      for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(path.join(d, e.name));
+        else if (e.name.includes('.stormo-tmp-')) leftovers.push(e.name);
+      }
+    };
+    walk(dir);
+    assert.deepEqual(leftovers, []);
+    for (let i = 0; i < variants.length; ++i) {
+      const warm = await complete(s, variants[i]);
+      assert.equal(warm.choices[0].text, cold[i].choices[0].text, `variant ${i}`);
+    }
+    assert.equal(await metric(s.base, 'stormo_prompt_cache_blocks_dropped_total'), 0);
   });
 });
 

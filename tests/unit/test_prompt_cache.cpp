@@ -6,7 +6,10 @@
 // miss, partitions do not see each other's blocks, the size cap evicts the least recently used
 // (across a restart), a crash's temporary files go at open, a write that fails is counted and
 // changes nothing else.
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstdio>
 #include <cstring>
@@ -368,6 +371,27 @@ TEST_F(PromptCacheGuards, TheMemoryTierKeepsTheMostRecentlyUsedWithinItsCap) {
     EXPECT_EQ(cache->stats().disk_hits, 1u);
 }
 
+// The experts stored with a block come back with the hit that ends on it.
+TEST_F(PromptCacheGuards, TheExpertsOfTheLastBlockComeBackWithTheHit) {
+    auto cache = open_cache(0);
+    auto s = blank(prompt_.size());
+    const std::vector<std::vector<int32_t>> first = {{}, {1, 5, 7}}, second = {{0, 2}, {3}, {}};
+    for (size_t at = 0; at < 2 * kB; at += kChunk) {
+        all_logits(engine_->pipeline(), *s, std::span<const int32_t>(prompt_).subspan(at, kChunk));
+        ASSERT_TRUE(cache->capture(*s, "", s->position() == kB ? first : second).has_value());
+    }
+    auto fresh = blank(prompt_.size());
+    auto hit = cache->restore(*fresh, prompt_, prompt_.size() - 1, 0, "");
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(hit->positions, 2 * kB);
+    EXPECT_EQ(hit->experts, second);
+    auto shorter = blank(prompt_.size());
+    hit = cache->restore(*shorter, std::span<const int32_t>(prompt_).first(kB + 1), kB, 0, "");
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(hit->positions, kB);
+    EXPECT_EQ(hit->experts, first);
+}
+
 TEST_F(PromptCacheGuards, TemporaryFilesACrashLeftAreRemovedAtOpen) {
     fill(*open_cache(0));
     const fs::path sub = block_files(dir_.path()).front().parent_path();
@@ -407,6 +431,32 @@ TEST_F(PromptCacheGuards, AWriteThatFailsIsCountedAndChangesNothingElse) {
     EXPECT_TRUE(same_bits(again, std::vector<float>(expected_.end() - static_cast<ptrdiff_t>(vocab), expected_.end())));
     auto fresh = blank(prompt_.size());
     EXPECT_EQ(restore_and_check(*cache, *fresh, prompt_, 0, expected_, "nothing written"), 0u);
+}
+
+// A file that cannot grow (a full disk's effect, here by the process's file size limit): the
+// write fails, is counted, and leaves neither a block nor its temporary file.
+TEST_F(PromptCacheGuards, AWriteCutShortLeavesNoFile) {
+    auto cache = open_cache(0);
+    auto s = blank(prompt_.size());
+    all_logits(engine_->pipeline(), *s, std::span<const int32_t>(prompt_).first(kB));
+    struct rlimit before {};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead
+    struct rlimit small = before;
+    small.rlim_cur = 4096;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    auto captured = cache->capture(*s, "", {});
+    ::setrlimit(RLIMIT_FSIZE, &before);
+    std::signal(SIGXFSZ, old_handler);
+    ASSERT_FALSE(captured.has_value());
+    EXPECT_EQ(cache->stats().write_errors, 1u);
+    EXPECT_EQ(cache->stats().disk_blocks, 0u);
+    size_t files = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir_.path())) files += e.is_regular_file() ? 1 : 0;
+    EXPECT_EQ(files, 0u);
+    // With room again, the same block is written.
+    ASSERT_TRUE(cache->capture(*s, "", {}).has_value());
+    EXPECT_EQ(cache->stats().disk_blocks, 1u);
 }
 
 }  // namespace
