@@ -3,7 +3,7 @@
 // it waited is answered cancelled without taking a slot; the gauges count the slots and the KV.
 // With the prompt cache: a prefix computed before a restart is restored (cached_tokens) and the
 // answer is a cold server's; one partition's prefix is never reused by another, neither from the
-// cache nor from a slot's KV.
+// cache nor from a slot's KV; a hit prefetches the experts its prefix last chose.
 #include <gtest/gtest.h>
 
 #include "oracle_support.hpp"
@@ -196,6 +196,10 @@ protected:
         if (cache != nullptr) metrics_text_ = metrics.render(MetricsGauges{});
         return results;
     }
+    std::string run_one(const std::string& prompt, PromptCache* cache) {
+        const auto results = run({job(prompt, 12)}, cache);
+        return results.empty() ? std::string() : results[0].content;
+    }
     static constexpr size_t kB = 16;
     const std::string prefix_ = "copy:abcdefghijklmnopqrstuvwxyzabcdefghijklmnop";
     std::filesystem::path dir_;
@@ -247,6 +251,36 @@ TEST_F(ServeWorkerCache, OnePartitionsPrefixIsNeverReusedByAnother) {
     empty_slots();
     const auto stranger = run({job(prefix_ + "zz=", 4, {}, cache_partition("key-c"))}, again.get());
     EXPECT_EQ(stranger[0].cached_tokens, 0u);
+}
+
+// A restart with a streaming store (its slots empty, the pipeline's own prediction off): the hit
+// reads the experts its prefix's last tokens chose before the first step asks for them.
+TEST_F(ServeWorkerCache, AHitPrefetchesTheExpertsItsPrefixLastChose) {
+    const std::string prompt = prefix_ + "qrs=";
+    uint64_t prefetched[2] = {0, 0};
+    std::string answers[2];
+    for (int run = 0; run < 2; ++run) {
+        EngineOptions o;
+        o.setup.model_dir = stormo::testing::demo_dir();
+        o.threads = 1;
+        o.context = 256;
+        o.sequences = 2;
+        o.expert_budget = SizeSpec{SizeSpec::Kind::bytes, uint64_t{1} << 20};
+        o.pipeline.prefetch = false;
+        sessions_.clear();
+        engine_.reset();
+        auto engine = Engine::open(o);
+        ASSERT_TRUE(engine) << engine.error().message;
+        ASSERT_TRUE((*engine)->store().streams());
+        engine_ = std::move(*engine);
+        for (int i = 0; i < 2; ++i) sessions_.push_back(std::move(*engine_->new_session(256)));
+        auto cache = open_cache();
+        answers[run] = run_one(prompt, cache.get());
+        prefetched[run] = engine_->store().stats().prefetch_issued;
+    }
+    EXPECT_EQ(prefetched[0], 0u);  // a miss prefetches nothing
+    EXPECT_GT(prefetched[1], 0u);
+    EXPECT_EQ(answers[1], answers[0]);
 }
 
 }  // namespace

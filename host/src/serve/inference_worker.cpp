@@ -182,14 +182,25 @@ void InferenceWorker::restore_from_cache(Active& a) {
     Session& session = *ctx_.sessions[a.slot];
     if (req.prompt.size() < 2) return;
     const size_t held = reusable_prefix(session.tokens(), req.prompt);
+    const uint64_t dropped = ctx_.cache->stats().blocks_dropped;
     // The last prompt position is always computed: its logits choose the first token.
     auto hit = ctx_.cache->restore(session, req.prompt, req.prompt.size() - 1, held, req.partition);
+    if (ctx_.cache->stats().blocks_dropped != dropped)
+        std::cerr << "stormo: the prompt cache dropped a block that failed its check (it is computed again): "
+                  << ctx_.cache->last_drop_reason() << std::endl;
     if (hit && hit->positions > 0) {
-        // The experts the prefix's last tokens chose: the first steps after it likely choose them too.
+        // The experts the prefix's last tokens chose: the first steps after it likely choose them
+        // too. Layer by layer from the first (the first to run), no more than the store's slots,
+        // so the later layers' reads do not evict the earlier ones'.
         ExpertStore& store = ctx_.engine->store();
-        if (store.streams())
-            for (size_t layer = 0; layer < hit->experts.size(); ++layer)
-                if (!hit->experts[layer].empty()) store.prefetch(static_cast<int>(layer), hit->experts[layer], store.max_batch());
+        size_t room = store.streams() ? store.stats().slots : 0;
+        for (size_t layer = 0; layer < hit->experts.size() && room > 0; ++layer) {
+            const std::vector<int32_t>& experts = hit->experts[layer];
+            if (experts.empty()) continue;
+            const size_t n = std::min({experts.size(), room, store.max_batch()});
+            store.prefetch(static_cast<int>(layer), std::span<const int32_t>(experts).first(n), n);
+            room -= n;
+        }
     }
     ctx_.metrics->set_cache(ctx_.cache->stats());
 }
