@@ -17,6 +17,7 @@
 
 #include "oracle_support.hpp"
 #include "runtime/engine_identity.hpp"
+#include "runtime/generation.hpp"
 #include "runtime/prompt_cache.hpp"
 #include "util/file.hpp"
 
@@ -169,6 +170,18 @@ TEST_P(PromptCacheModels, ARestoredPrefixContinuesWithTheBitsOfOneSessionThatNev
     auto partial = blank(n);
     all_logits(engine_->pipeline(), *partial, std::span<const int32_t>(prompt).first(kB + 3));
     EXPECT_EQ(restore_and_check(*cache, *partial, prompt, kB + 3, expected, "past a held prefix"), 3 * kB);
+    // A session holding another prompt that shares a start with this one (a slot's last
+    // conversation): the blocks replace what it held past the shared start.
+    for (const size_t shared : {size_t{5}, size_t{kB + 7}}) {
+        std::vector<int32_t> other(prompt.begin(), prompt.begin() + static_cast<ptrdiff_t>(shared));
+        for (int32_t t : prompt_of(GetParam(), 3 * kB, 7)) other.push_back(t);
+        auto slot = blank(n + 3 * kB, kChunk, 5);
+        all_logits(engine_->pipeline(), *slot, other);
+        const size_t held = reusable_prefix(slot->tokens(), prompt);
+        EXPECT_GE(held, shared);
+        EXPECT_EQ(restore_and_check(*cache, *slot, prompt, held, expected, "over another prompt sharing " + std::to_string(held)),
+                  3 * kB);
+    }
     // A session that already holds more than the cache has is left alone.
     auto ahead = blank(n);
     all_logits(engine_->pipeline(), *ahead, std::span<const int32_t>(prompt).first(3 * kB + 2));
