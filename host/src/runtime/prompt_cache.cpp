@@ -451,8 +451,6 @@ Expected<PromptCacheHit> PromptCache::restore(Session& session, std::span<const 
     for (size_t i = 0; i < infos.size(); ++i)
         if (!infos[i].state && held > 0) own_first[i] = std::min(held, ring_rows_held(session, i).first);
     for (size_t m = most; m * b > held;) {
-        // The blocks the restore reads: those past what the session holds, and those whose rows
-        // the rings need.
         const size_t end = m * b;
         // The blocks the restore reads: those past what the session holds, and before them those
         // holding rows a ring needs (the window before `end`) that the session's ring does not.
