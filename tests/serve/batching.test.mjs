@@ -29,9 +29,14 @@ function requests(count, endpoint) {
   return out;
 }
 
+// The answer and its usage, but for cached_tokens: how much of a prompt a slot held depends on
+// what ran in it before, which batching changes.
 function answer(json) {
   const choice = json.choices[0];
-  return { text: choice.message ? choice.message.content : choice.text, finish: choice.finish_reason, usage: json.usage };
+  const { prompt_tokens_details: details, ...usage } = json.usage;
+  assert.equal(typeof details.cached_tokens, 'number');
+  assert.ok(details.cached_tokens < usage.prompt_tokens);
+  return { text: choice.message ? choice.message.content : choice.text, finish: choice.finish_reason, usage };
 }
 
 async function alone(model, list) {

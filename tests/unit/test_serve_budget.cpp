@@ -48,7 +48,7 @@ TEST(ServeBudget, RoutesRefuseTextPastTheBudget) {
     auto tokenizer = text::Tokenizer::load(stormo::testing::demo_dir());
     auto chat_template = text::ChatTemplate::load(stormo::testing::demo_dir());
     ASSERT_TRUE(tokenizer && chat_template);
-    RouteSettings settings{"demo", std::nullopt, 4};
+    RouteSettings settings{"demo", {}, 4};
     settings.tokenize_budget = 64;
     ApiRoutes routes(*tokenizer, *chat_template, settings);
     const std::string small = R"({"content": "12+3="})";

@@ -34,7 +34,7 @@ HttpResponse call(ApiRoutes& routes, const std::string& method, const std::strin
 
 TEST(ServeRoutes, WhileLoadingHealthIs503AndGenerationsAreRefused) {
     const Loading demo = demo_text();
-    ApiRoutes routes(demo.tokenizer, demo.chat_template, RouteSettings{"demo", std::nullopt, 4});
+    ApiRoutes routes(demo.tokenizer, demo.chat_template, RouteSettings{"demo", {}, 4});
     const HttpResponse health = call(routes, "GET", "/health");
     EXPECT_EQ(health.status, 503);
     EXPECT_EQ(health.body, R"({"status":"loading"})");
@@ -55,7 +55,7 @@ TEST(ServeRoutes, WhileLoadingHealthIs503AndGenerationsAreRefused) {
 
 TEST(ServeRoutes, ApiKeyGuardsEveryRouteButHealth) {
     const Loading demo = demo_text();
-    ApiRoutes routes(demo.tokenizer, demo.chat_template, RouteSettings{"demo", std::string("k3y"), 4});
+    ApiRoutes routes(demo.tokenizer, demo.chat_template, RouteSettings{"demo", {"k3y"}, 4});
     EXPECT_EQ(call(routes, "GET", "/health").status, 503);  // no key needed (and still loading)
     for (const char* path : {"/", "/v1/models", "/metrics", "/tokenize", "/v1/chat/completions", "/nowhere"}) {
         const HttpResponse r = call(routes, "GET", path);
@@ -68,7 +68,7 @@ TEST(ServeRoutes, ApiKeyGuardsEveryRouteButHealth) {
 
 TEST(ServeRoutes, UnknownRoutesAndMethods) {
     const Loading demo = demo_text();
-    ApiRoutes routes(demo.tokenizer, demo.chat_template, RouteSettings{"demo", std::nullopt, 4});
+    ApiRoutes routes(demo.tokenizer, demo.chat_template, RouteSettings{"demo", {}, 4});
     EXPECT_EQ(call(routes, "GET", "/v2/everything").status, 404);
     EXPECT_EQ(call(routes, "GET", "/v1/chat/completions").status, 405);
     EXPECT_EQ(call(routes, "POST", "/v1/models").status, 405);
@@ -80,7 +80,7 @@ TEST(ServeRoutes, UnknownRoutesAndMethods) {
 
 TEST(ServeRoutes, TheRootIsTheSelfContainedChatPage) {
     const Loading demo = demo_text();
-    ApiRoutes routes(demo.tokenizer, demo.chat_template, RouteSettings{"demo", std::nullopt, 4});
+    ApiRoutes routes(demo.tokenizer, demo.chat_template, RouteSettings{"demo", {}, 4});
     const HttpResponse page = call(routes, "GET", "/");  // served while loading too: it holds no model data
     EXPECT_EQ(page.status, 200);
     EXPECT_EQ(page.content_type, "text/html; charset=utf-8");

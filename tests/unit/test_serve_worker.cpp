@@ -1,9 +1,17 @@
 // The serve worker without HTTP, over the gpt-oss demo with two slots: queued jobs answered in
 // arrival order, more than the slots at once, each as it is alone; a job whose client left while
 // it waited is answered cancelled without taking a slot; the gauges count the slots and the KV.
+// With the prompt cache: a prefix computed before a restart is restored (cached_tokens) and the
+// answer is a cold server's; one partition's prefix is never reused by another, neither from the
+// cache nor from a slot's KV; a hit prefetches the experts its prefix last chose.
 #include <gtest/gtest.h>
 
 #include "oracle_support.hpp"
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "runtime/engine_identity.hpp"
 #include "runtime/generation.hpp"
 #include "serve/inference_worker.hpp"
 
@@ -50,8 +58,9 @@ protected:
         }
     }
 
-    std::unique_ptr<InferenceWorker> start(RequestQueue& queue, Metrics& metrics) {
+    std::unique_ptr<InferenceWorker> start(RequestQueue& queue, Metrics& metrics, PromptCache* cache = nullptr) {
         WorkerContext ctx;
+        ctx.cache = cache;
         ctx.engine = engine_.get();
         for (auto& s : sessions_) ctx.sessions.push_back(s.get());
         ctx.tokenizer = &*tokenizer_;
@@ -63,8 +72,10 @@ protected:
         return worker;
     }
 
-    std::shared_ptr<Job> job(const std::string& prompt, size_t max_tokens, SamplingParams sampling = {}) {
+    std::shared_ptr<Job> job(const std::string& prompt, size_t max_tokens, SamplingParams sampling = {},
+                             const std::string& partition = {}) {
         PreparedRequest p;
+        p.partition = partition;
         p.endpoint = Endpoint::completion;
         p.prompt = tokenizer_->encode(prompt, true);
         p.max_tokens = max_tokens;
@@ -141,6 +152,135 @@ TEST_F(ServeWorker, MoreJobsThanSlotsAreAnsweredEachAsAlone) {
         return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
     };
     EXPECT_GT(value("stormo_batch_sequences_total"), value("stormo_batch_steps_total"));
+}
+
+class ServeWorkerCache : public ServeWorker {
+protected:
+    void SetUp() override {
+        ServeWorker::SetUp();
+        if (HasFatalFailure()) return;
+        dir_ = std::filesystem::temp_directory_path() / ("stormo-serve-cache-" + std::to_string(::getpid()));
+        std::filesystem::remove_all(dir_);
+        auto id = engine_identity(*engine_);
+        ASSERT_TRUE(id) << id.error().message;
+        identity_ = *id;
+    }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+    // A new cache on the directory: what a server started again finds.
+    std::unique_ptr<PromptCache> open_cache() {
+        PromptCacheSettings s;
+        s.dir = dir_.string();
+        s.size_bytes = uint64_t{1} << 30;
+        s.block_positions = kB;
+        auto cache = PromptCache::open(s, identity_, sessions_.front()->layout());
+        EXPECT_TRUE(cache) << cache.error().message;
+        return cache ? std::move(*cache) : nullptr;
+    }
+    // The slots as a server started again has them: empty.
+    void empty_slots() {
+        for (auto& s : sessions_) s->rewind(0);
+    }
+    // Runs the jobs one after another through a worker (with `cache`, or none).
+    std::vector<JobResult> run(std::vector<std::shared_ptr<Job>> jobs, PromptCache* cache) {
+        RequestQueue queue(8);
+        Metrics metrics;
+        auto worker = start(queue, metrics, cache);
+        std::vector<JobResult> results;
+        for (const auto& j : jobs) {
+            EXPECT_TRUE(queue.try_push(j));
+            results.push_back(wait_for(*j).result);
+            EXPECT_FALSE(results.back().error) << results.back().error->message;
+        }
+        queue.close();
+        worker->join();
+        if (cache != nullptr) metrics_text_ = metrics.render(MetricsGauges{});
+        return results;
+    }
+    std::string run_one(const std::string& prompt, PromptCache* cache) {
+        const auto results = run({job(prompt, 12)}, cache);
+        return results.empty() ? std::string() : results[0].content;
+    }
+    static constexpr size_t kB = 16;
+    const std::string prefix_ = "copy:abcdefghijklmnopqrstuvwxyzabcdefghijklmnop";
+    std::filesystem::path dir_;
+    EngineIdentity identity_;
+    std::string metrics_text_;
+};
+
+TEST_F(ServeWorkerCache, APrefixComputedBeforeARestartIsRestoredAndTheAnswerIsAColdServers) {
+    const std::string first = prefix_ + "qrs=", second = prefix_ + "xyz=";
+    const JobResult cold = run({job(second, 12)}, nullptr)[0];
+    EXPECT_EQ(cold.cached_tokens, 0u);
+    empty_slots();
+    {
+        auto cache = open_cache();
+        run({job(first, 12)}, cache.get());
+        EXPECT_GE(cache->stats().blocks_written, 2u);
+    }
+    empty_slots();
+    auto cache = open_cache();
+    const JobResult warm = run({job(second, 12)}, cache.get())[0];
+    const size_t prompt = tokenizer_->encode(second, true).size();
+    EXPECT_EQ(warm.prompt_tokens, prompt);
+    EXPECT_GE(warm.cached_tokens, 2 * kB);
+    EXPECT_EQ(warm.cached_tokens % kB, 0u);
+    EXPECT_GT(cache->stats().disk_hits, 0u);
+    EXPECT_EQ(warm.content, cold.content);
+    EXPECT_EQ(warm.completion_tokens, cold.completion_tokens);
+    EXPECT_NE(metrics_text_.find("stormo_prompt_cache_block_hits_total{tier=\"disk\"} "), std::string::npos);
+    EXPECT_NE(metrics_text_.find("stormo_prompt_cache_positions_restored_total "), std::string::npos);
+}
+
+TEST_F(ServeWorkerCache, OnePartitionsPrefixIsNeverReusedByAnother) {
+    const std::string a = cache_partition("key-a"), b = cache_partition("key-b");
+    auto cache = open_cache();
+    const std::string prompt = prefix_ + "qrs=";
+    // a fills a slot and the cache; b (the same prompt) gets neither; a again gets both.
+    const auto results = run({job(prompt, 4, {}, a), job(prompt, 4, {}, b), job(prompt, 4, {}, b), job(prompt, 4, {}, a)},
+                             cache.get());
+    EXPECT_EQ(results[0].cached_tokens, 0u);
+    EXPECT_EQ(results[1].cached_tokens, 0u);
+    EXPECT_GT(results[2].cached_tokens, 0u);  // b's own prefix, from its own slot
+    EXPECT_GT(results[3].cached_tokens, 0u);
+    for (const JobResult& r : results) EXPECT_EQ(r.content, results[0].content);
+    // Restarted, b finds only its own blocks, none of a's: the same count as a.
+    empty_slots();
+    auto again = open_cache();
+    const auto restarted = run({job(prefix_ + "zz=", 4, {}, b)}, again.get());
+    EXPECT_GT(restarted[0].cached_tokens, 0u);
+    empty_slots();
+    const auto stranger = run({job(prefix_ + "zz=", 4, {}, cache_partition("key-c"))}, again.get());
+    EXPECT_EQ(stranger[0].cached_tokens, 0u);
+}
+
+// A restart with a streaming store (its slots empty, the pipeline's own prediction off): the hit
+// reads the experts its prefix's last tokens chose before the first step asks for them.
+TEST_F(ServeWorkerCache, AHitPrefetchesTheExpertsItsPrefixLastChose) {
+    const std::string prompt = prefix_ + "qrs=";
+    uint64_t prefetched[2] = {0, 0};
+    std::string answers[2];
+    for (int run = 0; run < 2; ++run) {
+        EngineOptions o;
+        o.setup.model_dir = stormo::testing::demo_dir();
+        o.threads = 1;
+        o.context = 256;
+        o.sequences = 2;
+        o.expert_budget = SizeSpec{SizeSpec::Kind::bytes, uint64_t{1} << 20};
+        o.pipeline.prefetch = false;
+        sessions_.clear();
+        engine_.reset();
+        auto engine = Engine::open(o);
+        ASSERT_TRUE(engine) << engine.error().message;
+        ASSERT_TRUE((*engine)->store().streams());
+        engine_ = std::move(*engine);
+        for (int i = 0; i < 2; ++i) sessions_.push_back(std::move(*engine_->new_session(256)));
+        auto cache = open_cache();
+        answers[run] = run_one(prompt, cache.get());
+        prefetched[run] = engine_->store().stats().prefetch_issued;
+    }
+    EXPECT_EQ(prefetched[0], 0u);  // a miss prefetches nothing
+    EXPECT_GT(prefetched[1], 0u);
+    EXPECT_EQ(answers[1], answers[0]);
 }
 
 }  // namespace

@@ -7,9 +7,12 @@
 
 #include "cli/chat_command.hpp"
 #include "cli/commands.hpp"
+#include "runtime/engine_identity.hpp"
 #include "runtime/generation.hpp"
+#include "runtime/prompt_cache.hpp"
 #include "serve/api_routes.hpp"
 #include "serve/http_server.hpp"
+#include "util/format_bytes.hpp"
 
 namespace stormo::cli {
 namespace {
@@ -20,7 +23,7 @@ constexpr size_t kServeRewindSlack = 512;
 struct ServeOptions {
     std::string host = "127.0.0.1";
     int port = 8080;
-    std::optional<std::string> api_key;
+    std::vector<std::string> api_keys;
     int64_t max_queue = 16;
     std::optional<int64_t> ctx;
     int64_t timeout_seconds = 30;
@@ -29,7 +32,13 @@ struct ServeOptions {
     std::string tokenize_budget = "32MiB";
     int64_t shutdown_grace_seconds = 10;
     std::optional<int64_t> parallel;  // absent: chosen from memory
+    std::optional<std::string> cache_dir;
+    std::optional<std::string> cache_size;    // default 8GiB
+    std::optional<std::string> cache_memory;  // default 0: no memory tier
+    bool cache_share = false;
 };
+
+
 
 // The most sequences --parallel takes: each holds a session of the whole context.
 constexpr int64_t kMaxParallel = 256;
@@ -38,8 +47,18 @@ void add_serve_options(po::options_description& d, ServeOptions& out) {
     d.add_options()
         ("host", po::value<std::string>(&out.host)->value_name("ADDR"), "address to listen on (default 127.0.0.1: this machine only)")
         ("port", po::value<int>(&out.port)->value_name("P"), "TCP port (default 8080; 0 picks a free one, printed at start)")
-        ("api-key", po::value<std::string>()->value_name("KEY")->notifier([&out](const std::string& v) { out.api_key = v; }),
-         "every route but /health needs the header Authorization: Bearer KEY")
+        ("api-key", po::value<std::vector<std::string>>(&out.api_keys)->value_name("KEY")->composing(),
+         "every route but /health needs the header Authorization: Bearer KEY (may be given several times: "
+         "each key its own prompt cache partition unless --cache-share)")
+        ("cache-dir", po::value<std::string>()->value_name("DIR")->notifier([&out](const std::string& v) { out.cache_dir = v; }),
+         "keep the KV of prompt prefixes in DIR (the server's alone), restored bit for bit by later requests "
+         "and after restarts (docs/serve.md: Prompt cache)")
+        ("cache-size", po::value<std::string>()->value_name("SIZE")->notifier([&out](const std::string& v) { out.cache_size = v; }),
+         "the prompt cache's disk cap, least recently used blocks evicted first (default 8GiB)")
+        ("cache-memory", po::value<std::string>()->value_name("SIZE")->notifier([&out](const std::string& v) { out.cache_memory = v; }),
+         "RAM for the most recently used prompt cache blocks besides the disk (default 0: none)")
+        ("cache-share", po::bool_switch(&out.cache_share),
+         "requests of every API key share the prompt cache and each other's slot KV (off: each key its own)")
         ("max-queue", po::value<int64_t>(&out.max_queue)->value_name("N"),
          "requests that may wait for a slot besides those running (default 16); more get HTTP 429")
         ("parallel", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.parallel = v; }),
@@ -85,11 +104,42 @@ Expected<uint64_t> tokenize_budget(const ServeOptions& o) {
     return budget.bytes;
 }
 
+// The prompt cache's settings (--cache-dir, --cache-size, --cache-memory); nullopt without --cache-dir.
+Expected<std::optional<PromptCacheSettings>> cache_settings(const ServeOptions& o) {
+    if (!o.cache_dir) return std::optional<PromptCacheSettings>();
+    if (o.cache_dir->empty()) return fail(ErrorKind::invalid_argument, "--cache-dir must name a directory");
+    PromptCacheSettings s;
+    s.dir = *o.cache_dir;
+    STORMO_TRY_ASSIGN(SizeSpec size, parse_size(o.cache_size.value_or("8GiB"), "--cache-size"));
+    if (size.kind != SizeSpec::Kind::bytes || size.bytes < (uint64_t{1} << 20))
+        return fail(ErrorKind::invalid_argument, "--cache-size must be a size of 1MiB or more");
+    s.size_bytes = size.bytes;
+    if (o.cache_memory && *o.cache_memory != "0") {
+        STORMO_TRY_ASSIGN(SizeSpec memory, parse_size(*o.cache_memory, "--cache-memory"));
+        if (memory.kind != SizeSpec::Kind::bytes) return fail(ErrorKind::invalid_argument, "--cache-memory must be a size (0: none)");
+        s.memory_bytes = memory.bytes;
+    }
+    return std::optional<PromptCacheSettings>(std::move(s));
+}
+
+// Opens the prompt cache for the loaded engine's sessions and says what it found there.
+Expected<std::unique_ptr<PromptCache>> open_prompt_cache(PromptCacheSettings settings, const Engine& engine, const Session& session) {
+    STORMO_TRY_ASSIGN(EngineIdentity identity, engine_identity(engine));
+    STORMO_TRY_ASSIGN(auto cache, PromptCache::open(std::move(settings), std::move(identity), session.layout()));
+    const PromptCacheStats stats = cache->stats();
+    std::cerr << "stormo: prompt cache " << cache->dir() << ": " << stats.disk_blocks << (stats.disk_blocks == 1 ? " block, " : " blocks, ")
+              << format_bytes(stats.disk_bytes) << " (blocks of " << cache->block_positions() << " positions)" << std::endl;
+    return cache;
+}
+
 Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common) {
     if (o.max_queue < 1 || o.max_queue > 4096) return fail(ErrorKind::invalid_argument, "--max-queue must be in [1, 4096]");
     if (o.shutdown_grace_seconds < 0 || o.shutdown_grace_seconds > 3600)
         return fail(ErrorKind::invalid_argument, "--shutdown-grace must be in [0, 3600] seconds");
-    if (o.api_key && o.api_key->empty()) return fail(ErrorKind::invalid_argument, "--api-key must not be empty");
+    for (const std::string& key : o.api_keys)
+        if (key.empty()) return fail(ErrorKind::invalid_argument, "--api-key must not be empty");
+    if (!o.cache_dir && (o.cache_size || o.cache_memory || o.cache_share))
+        return fail(ErrorKind::invalid_argument, "--cache-size, --cache-memory and --cache-share need --cache-dir DIR");
     if (o.parallel && (*o.parallel < 1 || *o.parallel > kMaxParallel))
         return fail(ErrorKind::invalid_argument, "--parallel must be in [1, " + std::to_string(kMaxParallel) + "]");
     if (o.ctx) {
@@ -114,7 +164,8 @@ std::string model_name(const std::string& dir) {
 // the routes ready; the server answers /health (503) meanwhile.
 Expected<void> load_model(const CommonOptions& common, const ServeOptions& options, const ModelBundle& bundle,
                           const text::Tokenizer& tokenizer, serve::ApiRoutes& routes, LoadedEngine& loaded,
-                          std::vector<std::unique_ptr<Session>>& sessions) {
+                          std::vector<std::unique_ptr<Session>>& sessions, const std::optional<PromptCacheSettings>& cache_options,
+                          std::unique_ptr<PromptCache>& cache) {
     STORMO_TRY_ASSIGN(loaded, open_engine(common, bundle, kServeRewindSlack, static_cast<size_t>(options.parallel.value_or(0))));
     std::cerr << "stormo: " << loaded.engine->memory().sequences_reason << std::endl;
     // A token the embedding lacks fails here, not on the first request that produces it.
@@ -127,7 +178,10 @@ Expected<void> load_model(const CommonOptions& common, const ServeOptions& optio
         sessions.push_back(std::move(session));
     }
     STORMO_TRY_ASSIGN(std::vector<int32_t> stop_ids, stop_ids_of(loaded.engine->source()));
-    routes.set_ready(*loaded.engine, std::move(slots), std::move(stop_ids), kServeRewindSlack);
+    if (cache_options) {
+        STORMO_TRY_ASSIGN(cache, open_prompt_cache(*cache_options, *loaded.engine, *sessions.front()));
+    }
+    routes.set_ready(*loaded.engine, std::move(slots), std::move(stop_ids), kServeRewindSlack, cache.get());
     return {};
 }
 
@@ -152,6 +206,8 @@ int run_serve(int argc, char** argv) {
     if (!http) return report_usage_error("serve", http.error());
     auto budget = tokenize_budget(serve_options);
     if (!budget) return report_usage_error("serve", budget.error());
+    auto cache_options = cache_settings(serve_options);
+    if (!cache_options) return report_usage_error("serve", cache_options.error());
 
     // The model opened once, and its tokenizer and template first: a broken one fails before the
     // port is taken.
@@ -166,9 +222,12 @@ int run_serve(int argc, char** argv) {
 
     serve::RouteSettings settings;
     settings.model_name = model_name(*common.model);
-    settings.api_key = serve_options.api_key;
+    settings.api_keys = serve_options.api_keys;
+    settings.cache_share = serve_options.cache_share;
     settings.max_queue = static_cast<size_t>(serve_options.max_queue);
     settings.tokenize_budget = *budget;
+    // Declared before the routes: their worker uses it until they are destroyed.
+    std::unique_ptr<PromptCache> cache;
     serve::ApiRoutes routes(*tokenizer, *chat_template, settings);
     auto server = serve::HttpServer::bind(*http, routes);
     if (!server) return report_error(server.error());
@@ -179,7 +238,7 @@ int run_serve(int argc, char** argv) {
     std::thread network([&] { (*server)->run([&] { routes.shutdown(grace); }); });
     LoadedEngine loaded;
     std::vector<std::unique_ptr<Session>> sessions;
-    auto ready = load_model(common, serve_options, *bundle, *tokenizer, routes, loaded, sessions);
+    auto ready = load_model(common, serve_options, *bundle, *tokenizer, routes, loaded, sessions, *cache_options, cache);
     if (!ready) {
         (*server)->stop();
         network.join();

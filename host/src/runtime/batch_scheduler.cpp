@@ -11,6 +11,13 @@ SequenceStep::Want want_of(const SequenceGeneration& sequence, size_t n) {
     return sequence.by_argmax() ? SequenceStep::Want::last_argmax : SequenceStep::Want::last_logits;
 }
 
+// At most `limit` positions from `position`, ending at the first multiple of `boundary` they cross.
+size_t chunk_limit(size_t position, size_t limit, size_t boundary) {
+    if (boundary == 0) return limit;
+    const size_t next = (position / boundary + 1) * boundary;
+    return std::min(limit, next - position);
+}
+
 void deliver(SequenceGeneration& sequence, const SequenceStep& step) {
     sequence.consumed(step.tokens.size(), step.logits, step.argmax);
 }
@@ -46,7 +53,8 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
         const size_t first = turn_++ % prefilling.size();
         for (size_t i = 0; i < prefilling.size() && budget > 0; ++i) {
             SequenceGeneration* sequence = prefilling[(first + i) % prefilling.size()];
-            const size_t limit = std::min(budget, sequence->session().max_block());
+            const size_t limit = chunk_limit(sequence->session().position(), std::min(budget, sequence->session().max_block()),
+                                             settings_.chunk_boundary);
             const std::span<const int32_t> tokens = sequence->next_tokens(limit);
             chosen.push_back(sequence);
             steps.push_back({&sequence->session(), tokens, want_of(*sequence, tokens.size()), {}, -1});
@@ -56,8 +64,16 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
     }
     report.sequences = steps.size();
     if (steps.empty()) return report;
+    if (settings_.record_routes && settings_.chunk_boundary > 0)
+        for (SequenceStep& s : steps) s.want_routes = (s.session->position() + s.tokens.size()) % settings_.chunk_boundary == 0;
+    auto routed = [&](size_t i) {
+        if (steps[i].want_routes) report.routes.push_back({chosen[i], std::move(steps[i].routes)});
+    };
     if (auto ran = pipeline_.forward_batch(steps); ran) {
-        for (size_t i = 0; i < steps.size(); ++i) deliver(*chosen[i], steps[i]);
+        for (size_t i = 0; i < steps.size(); ++i) {
+            deliver(*chosen[i], steps[i]);
+            routed(i);
+        }
         return report;
     } else if (steps.size() == 1) {
         chosen[0]->fail(ran.error());
@@ -66,8 +82,12 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
     // Every session is as it was: run each alone, so only a sequence at fault fails.
     report.isolated = true;
     for (size_t i = 0; i < steps.size(); ++i) {
-        if (auto alone = pipeline_.forward_batch(std::span<SequenceStep>(&steps[i], 1)); alone) deliver(*chosen[i], steps[i]);
-        else chosen[i]->fail(alone.error());
+        if (auto alone = pipeline_.forward_batch(std::span<SequenceStep>(&steps[i], 1)); alone) {
+            deliver(*chosen[i], steps[i]);
+            routed(i);
+        } else {
+            chosen[i]->fail(alone.error());
+        }
     }
     return report;
 }

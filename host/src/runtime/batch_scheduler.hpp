@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "runtime/forward.hpp"
 #include "runtime/sequence_generation.hpp"
@@ -19,6 +20,14 @@ struct BatchSettings {
     // Rows a step holds at most: a decode row per sequence past its prompt, the rest prompt chunks
     // (never fewer than a quarter of it, so prompts progress however many sequences decode).
     size_t step_rows = 128;
+    // A prompt chunk that would cross a multiple of this ends there (0: anywhere), so a sequence's
+    // position lands on each multiple at the end of a step: where the prompt cache captures the
+    // block that ends there (runtime/prompt_cache.hpp). The bits do not change: a row's bits do
+    // not depend on the chunk it is computed in.
+    size_t chunk_boundary = 0;
+    // A sequence whose step ends on a chunk boundary gets the experts its last rows chose
+    // (BatchStep::routes), which the prompt cache keeps with the block that ends there.
+    bool record_routes = false;
 };
 
 struct BatchStep {
@@ -26,6 +35,13 @@ struct BatchStep {
     size_t decode_rows = 0;
     size_t prompt_rows = 0;
     bool isolated = false;    // the batched step failed and its sequences ran one by one
+    // With record_routes: per sequence whose step ended on a chunk boundary, the experts its last
+    // rows chose, per layer (SequenceStep::routes).
+    struct Routed {
+        const SequenceGeneration* sequence = nullptr;
+        std::vector<std::vector<int32_t>> experts;
+    };
+    std::vector<Routed> routes = {};
 };
 
 class BatchScheduler {

@@ -210,16 +210,41 @@ Expected<void> Pipeline::forward_batch(std::span<SequenceStep> steps) {
         for (size_t i = 0; i < steps.size(); ++i) steps[i].session->rewind(starts[i]);
     };
     std::vector<float> x;
-    if (auto ran = run_block(parts, positions, ForwardOptions{}, x, nullptr, Recording::on); !ran) {
+    BlockRoutes routes;
+    const bool want_routes = std::any_of(steps.begin(), steps.end(), [](const SequenceStep& s) { return s.want_routes; });
+    block_routes_ = want_routes ? &routes : nullptr;
+    auto ran = run_block(parts, positions, ForwardOptions{}, x, nullptr, Recording::on);
+    block_routes_ = nullptr;
+    if (!ran) {
         rewind_all();
         return tl::unexpected(ran.error());
     }
     for (SequenceStep& step : steps) step.session->advance(step.tokens);
+    if (want_routes) collect_routes(steps, routes);
     if (auto head = batch_head(steps, x, positions); !head) {
         rewind_all();
         return tl::unexpected(head.error());
     }
     return {};
+}
+
+void Pipeline::collect_routes(std::span<SequenceStep> steps, const BlockRoutes& routes) const {
+    size_t end = 0;
+    for (SequenceStep& step : steps) {
+        end += step.tokens.size();
+        if (!step.want_routes) continue;
+        const size_t first = end - std::min(step.tokens.size(), SequenceStep::kRoutedRows);
+        step.routes.assign(routes.experts.size(), {});
+        for (size_t l = 0; l < routes.experts.size(); ++l) {
+            const size_t k = routes.top_k[l];
+            if (k == 0) continue;
+            std::vector<int32_t>& chosen = step.routes[l];
+            chosen.assign(routes.experts[l].begin() + static_cast<ptrdiff_t>(first * k),
+                          routes.experts[l].begin() + static_cast<ptrdiff_t>(end * k));
+            std::sort(chosen.begin(), chosen.end());
+            chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+        }
+    }
 }
 
 // Greedy steps read the head by bound when one row alone wants it (the decode of one sequence);
@@ -380,6 +405,12 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
         if (!users[e].empty()) chosen.push_back(static_cast<int32_t>(e));
     const bool record = recording == Recording::on;
     if (route_trace_ && record) route_trace_->push_back(RouteStep{layer, chosen});
+    if (block_routes_ != nullptr && record) {
+        block_routes_->experts.resize(static_cast<size_t>(model_.n_layers()));
+        block_routes_->top_k.resize(static_cast<size_t>(model_.n_layers()));
+        block_routes_->experts[static_cast<size_t>(layer)] = routing.experts;
+        block_routes_->top_k[static_cast<size_t>(layer)] = k;
+    }
     if (static_cast<size_t>(layer) < predicted_.size() && !predicted_[static_cast<size_t>(layer)].empty()) {
         const auto& guess = predicted_[static_cast<size_t>(layer)];
         if (record) {

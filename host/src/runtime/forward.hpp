@@ -61,6 +61,11 @@ struct SequenceStep {
     // Out: the last row's logits (last_logits) or its argmax (last_argmax).
     std::vector<float> logits;
     int32_t argmax = -1;
+    // When set: `routes` gets, per layer, the experts the step's last rows (kRoutedRows at most)
+    // chose, sorted (empty for a layer without experts): what the prompt cache stores with a block.
+    bool want_routes = false;
+    std::vector<std::vector<int32_t>> routes = {};
+    static constexpr size_t kRoutedRows = 4;
 };
 
 struct PipelineSettings {
@@ -128,6 +133,9 @@ private:
     Expected<void> run_block(std::span<const BlockPart> parts, std::span<const int64_t> positions,
                              const ForwardOptions& options, std::vector<float>& x, std::vector<std::vector<float>>* hidden,
                              Recording recording);
+    struct BlockRoutes;
+    // Each step that wants them gets its last rows' experts from the block's routing.
+    void collect_routes(std::span<SequenceStep> steps, const BlockRoutes& routes) const;
     // The head of a batched step: each step's output from its row of x.
     Expected<void> batch_head(std::span<SequenceStep> steps, const std::vector<float>& x, std::span<const int64_t> positions);
     Expected<void> moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out,
@@ -148,6 +156,12 @@ private:
     PipelineSettings settings_;
     ForwardTimes times_;
     std::vector<RouteStep>* route_trace_ = nullptr;
+    // A batched step's routing, kept while a step wants its routes: per layer, every row's choice.
+    struct BlockRoutes {
+        std::vector<std::vector<int32_t>> experts;  // [layer]: rows * top_k[layer]
+        std::vector<size_t> top_k;
+    };
+    BlockRoutes* block_routes_ = nullptr;
     std::vector<std::vector<int32_t>> predicted_;  // per layer: the last prediction made for it
     const CompactHead* compact_head_ = nullptr;
     Compute head_compute_;

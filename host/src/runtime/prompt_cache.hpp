@@ -4,21 +4,32 @@
 // prefix computed once (a system prompt, tool definitions, a long document) is never computed
 // again, by any slot, after a restart too.
 //
-// A block k holds, for positions [(k-1)B, kB): the rows of every full-attention buffer (its
-// pages), the rows of every sliding window's ring that a query at kB still sees (the window's
-// tail), every recurrent state as it is at kB, and the experts the block's last tokens routed to
-// (prefetched on restore, so the first steps after a hit do not all miss). It is keyed by a chain
-// of hashes: key(0) = hash(engine identity, session layout, B, partition), key(k) =
-// hash(key(k-1), the block's tokens); a block file is named by its key's hex digits (never by
-// client text) and repeats its tokens and its parent's key, which a lookup checks, so a hash
-// collision cannot restore another prefix. Every block carries XXH3 checksums; one that fails them
-// is deleted, counted (stats().blocks_dropped) and recomputed by the caller as a miss.
+// A block k holds, for positions [(k-1)B, kB): their tokens; the rows of every full-attention
+// buffer (the pages of those positions); for every sliding window's ring, every row the session
+// held at kB of a position in that range that a query at kB or later can see (from kB - window + 1
+// on; after a rewind the ring may hold fewer, and the block says which positions it has, so a
+// restore never takes a row nobody wrote); every recurrent state as it is at kB; and, per layer,
+// the experts the block's last tokens routed to (prefetched on restore, so the first steps after a
+// hit do not all miss). A restore of m blocks takes the pages of the blocks past what the session
+// holds, the ring rows of the last blocks by position (rings of another size take the rows they
+// have room for, as session files do) and the states of block m; when the rows restored do not
+// cover a window the next query needs, the session replays its prefix (exact, not faster).
+//
+// Blocks are keyed by a chain of hashes: key(0) = hash(engine identity, session layout, B,
+// partition), key(k) = hash(key(k-1), the block's tokens); a block file is
+// `<dir>/<first 2 hex digits>/<32 hex digits>.block`, named by its key (never by client text), and
+// repeats its root key, its parent's key, its own and its tokens, which a lookup checks, so a hash
+// collision or a file of another engine cannot restore another prefix. Every part carries an
+// XXH3-64 checksum; a block that fails a check is deleted, counted (stats().blocks_dropped, the
+// reason in last_drop_reason()) and is a miss the caller computes.
 //
 // Blocks are captured when a sequence's position reaches a multiple of B at the end of a step
 // (the scheduler aligns prompt chunks to B: BatchSettings::chunk_boundary), where the session
 // holds everything the block needs. Memory keeps the most recently used blocks up to
-// memory_bytes; the disk keeps them up to size_bytes, least recently used evicted first. Written
-// atomically (util/atomic_file.hpp): a kill or a full disk leaves no block that loads.
+// memory_bytes; the disk keeps them up to size_bytes, least recently used evicted first (a use
+// sets the file's modification time, so the order survives restarts). Written atomically
+// (util/atomic_file.hpp): a kill or a full disk leaves no block that loads, and a write that fails
+// is counted (stats().write_errors, the message in last_write_error()), never the request's error.
 //
 // Partitions: a block is found only by requests of the partition that wrote it (a hash of the
 // API key), unless the operator allows sharing (--cache-share: every request uses one partition),
@@ -30,6 +41,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/engine_identity.hpp"
@@ -53,6 +65,7 @@ struct PromptCacheStats {
     uint64_t blocks_written = 0;
     uint64_t blocks_evicted = 0;        // from the disk, to fit size_bytes
     uint64_t blocks_dropped = 0;        // failed a check (corrupted, truncated, foreign) and deleted
+    uint64_t write_errors = 0;          // blocks that could not be written (a full disk, no permission)
     uint64_t disk_bytes = 0;            // held on disk now
     uint64_t memory_bytes = 0;          // held in memory now
     uint64_t disk_blocks = 0;
@@ -63,6 +76,10 @@ struct PromptCacheHit {
     // Per layer, the experts the last restored block's tokens routed to (empty lists on a miss).
     std::vector<std::vector<int32_t>> experts;
 };
+
+// The partition of a request that authenticated with `api_key`: a hash of it (32 hex digits), so
+// the key itself is kept nowhere; "" (one shared partition) for no key.
+std::string cache_partition(std::string_view api_key);
 
 class PromptCache {
 public:
@@ -90,6 +107,10 @@ public:
                            std::span<const std::vector<int32_t>> experts);
 
     PromptCacheStats stats() const;
+    // Why the last block dropped was dropped, and the last write error (empty: none yet).
+    std::string last_drop_reason() const;
+    std::string last_write_error() const;
+    const std::string& dir() const;
 
 private:
     struct Impl;

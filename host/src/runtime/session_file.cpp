@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/session_bytes.hpp"
 #include "util/atomic_file.hpp"
 #include "util/content_hash.hpp"
 #include "util/file.hpp"
@@ -22,46 +23,6 @@ constexpr uint64_t kMaxHeaderBytes = uint64_t{256} << 20;
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// The header's fields in a fixed order: little-endian numbers and length-prefixed strings.
-class HeaderWriter {
-public:
-    void u64(uint64_t v) {
-        for (int i = 0; i < 8; ++i) bytes_ += static_cast<char>(v >> (8 * i));
-    }
-    void text(std::string_view s) {
-        u64(s.size());
-        bytes_ += s;
-    }
-    const std::string& bytes() const { return bytes_; }
-
-private:
-    std::string bytes_;
-};
-
-class HeaderReader {
-public:
-    explicit HeaderReader(std::string_view bytes) : bytes_(bytes) {}
-    bool u64(uint64_t& v) {
-        if (bytes_.size() - at_ < 8) return false;
-        v = 0;
-        for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(bytes_[at_ + i])) << (8 * i);
-        at_ += 8;
-        return true;
-    }
-    bool text(std::string& s) {
-        uint64_t n;
-        if (!u64(n) || bytes_.size() - at_ < n) return false;
-        s.assign(bytes_.substr(at_, n));
-        at_ += n;
-        return true;
-    }
-    bool done() const { return at_ == bytes_.size(); }
-
-private:
-    std::string_view bytes_;
-    size_t at_ = 0;
-};
-
 struct Header {
     EngineIdentity identity;
     std::string layout;
@@ -74,7 +35,7 @@ struct Header {
 };
 
 std::string encode(const Header& h) {
-    HeaderWriter w;
+    ByteWriter w;
     w.text(h.identity.model);
     w.text(h.identity.config);
     w.text(h.identity.engine);
@@ -91,7 +52,7 @@ std::string encode(const Header& h) {
 }
 
 bool decode(std::string_view bytes, Header& h) {
-    HeaderReader r(bytes);
+    ByteReader r(bytes);
     uint64_t rings = 0;
     if (!r.text(h.identity.model) || !r.text(h.identity.config) || !r.text(h.identity.engine) || !r.text(h.identity.kernels) ||
         !r.text(h.layout) || !r.u64(h.position) || !r.u64(h.written_end) || !r.u64(h.needs_replay) || !r.u64(h.page_floats) ||
@@ -101,26 +62,6 @@ bool decode(std::string_view bytes, Header& h) {
     for (uint64_t& n : h.ring_floats)
         if (!r.u64(n)) return false;
     return r.text(h.record) && r.done();
-}
-
-void put_u32(char* out, uint32_t v) {
-    for (int i = 0; i < 4; ++i) out[i] = static_cast<char>(v >> (8 * i));
-}
-void put_u64(char* out, uint64_t v) {
-    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
-}
-uint64_t get_u64(const char* in) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
-    return v;
-}
-
-// Writes a section and its checksum.
-Expected<void> write_checked(AtomicFileWriter& out, const void* data, size_t size) {
-    STORMO_TRY(out.write(data, size));
-    char sum[8];
-    put_u64(sum, checksum64(data, size));
-    return out.write(sum, sizeof sum);
 }
 
 // Reads sections in order, each checked against the checksum that follows it.
@@ -149,22 +90,6 @@ private:
     const std::string& path_;
     uint64_t offset_ = 0;
 };
-
-// The first part of two layouts (Session::layout(): parts joined by "; ") that differs.
-std::string layout_difference(std::string_view saved, std::string_view running) {
-    auto next = [](std::string_view& rest) {
-        const size_t end = rest.find("; ");
-        const std::string_view part = rest.substr(0, end);
-        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 2);
-        return part;
-    };
-    while (!saved.empty() || !running.empty()) {
-        const std::string_view a = next(saved), b = next(running);
-        if (a != b)
-            return "saved: " + std::string(a.empty() ? "nothing" : a) + "; this run: " + std::string(b.empty() ? "nothing" : b);
-    }
-    return "the same parts in another order";
-}
 
 std::vector<uint64_t> ring_floats_of(const Session& s) {
     std::vector<uint64_t> out;
@@ -231,8 +156,7 @@ Expected<LoadedSessionFile> load_session_file(const std::string& path, const Eng
     if (std::memcmp(preamble, kMagic, sizeof kMagic) != 0)
         return fail(ErrorKind::format, path + ": not a stormo session file (it does not start with STORMO-SESSION)");
     STORMO_TRY(in.read(preamble, kPreambleBytes, "the preamble", false));
-    uint32_t format = 0;
-    for (int i = 0; i < 4; ++i) format |= static_cast<uint32_t>(static_cast<unsigned char>(preamble[sizeof kMagic + i])) << (8 * i);
+    const uint32_t format = get_u32(preamble + sizeof kMagic);
     if (format != kSessionFileFormat)
         return fail(ErrorKind::unsupported, path + ": a session file of format " + std::to_string(format) +
                                                 ", this stormo reads format " + std::to_string(kSessionFileFormat));

@@ -73,7 +73,7 @@ ApiRoutes::ApiRoutes(const text::Tokenizer& tokenizer, const text::ChatTemplate&
 ApiRoutes::~ApiRoutes() { shutdown(std::chrono::milliseconds(0)); }
 
 void ApiRoutes::set_ready(Engine& engine, std::vector<Session*> sessions, std::vector<int32_t> stop_ids,
-                          size_t rewind_slack) {
+                          size_t rewind_slack, PromptCache* cache) {
     std::lock_guard lock(lifecycle_mutex_);
     if (stopping_.load() || worker_ || sessions.empty()) return;
     const size_t context = sessions.front()->capacity();
@@ -89,7 +89,9 @@ void ApiRoutes::set_ready(Engine& engine, std::vector<Session*> sessions, std::v
     ctx.stop_ids = std::move(stop_ids);
     ctx.queue = &queue_;
     ctx.metrics = &metrics_;
+    ctx.cache = cache;
     metrics_.set_store(engine.store().stats());
+    if (cache != nullptr) metrics_.set_cache(cache->stats());
     worker_ = std::make_unique<InferenceWorker>(std::move(ctx));
     worker_->start();
     context_.store(context);
@@ -153,19 +155,21 @@ bool ApiRoutes::handle(HttpRequest request, ResponseSink& sink) {
         if (!get) return sink.send(refuse(api_error(405, "use GET /health", "invalid_request_error"), Outcome::client_error));
         return sink.send(health());
     }
-    if (settings_.api_key && !bearer_matches(request.authorization, *settings_.api_key))
+    const std::optional<std::string_view> key = matching_key(request);
+    if (!settings_.api_keys.empty() && !key)
         return sink.send(refuse(api_error(401, "a valid API key is required: send the header Authorization: Bearer KEY",
                                           "invalid_request_error", "invalid_api_key"),
                                 Outcome::unauthorized));
+    const std::string partition = settings_.cache_share || !key ? std::string() : cache_partition(*key);
 
     auto wrong_method = [&](const char* expected) {
         return sink.send(refuse(api_error(405, "use " + std::string(expected) + " " + path, "invalid_request_error"),
                                 Outcome::client_error));
     };
     if (path == "/v1/chat/completions" || path == "/chat/completions")
-        return post ? handle_generation(request, sink, Endpoint::chat) : wrong_method("POST");
+        return post ? handle_generation(request, sink, Endpoint::chat, partition) : wrong_method("POST");
     if (path == "/v1/completions" || path == "/completions")
-        return post ? handle_generation(request, sink, Endpoint::completion) : wrong_method("POST");
+        return post ? handle_generation(request, sink, Endpoint::completion, partition) : wrong_method("POST");
     if (path == "/v1/models" || path == "/models")
         return get ? sink.send(json_response(200, models_json(settings_.model_name, created_))) : wrong_method("GET");
     if (path == "/tokenize") return post ? sink.send(tokenize(request)) : wrong_method("POST");
@@ -226,7 +230,15 @@ HttpResponse ApiRoutes::detokenize(const HttpRequest& request) {
     return json_response(200, text::to_json(text::Value::object({{"content", text::Value(*text)}})));
 }
 
-bool ApiRoutes::handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint) {
+std::optional<std::string_view> ApiRoutes::matching_key(const HttpRequest& request) const {
+    // Every key is compared, whichever matches: the time says nothing about which one did.
+    std::optional<std::string_view> found;
+    for (const std::string& key : settings_.api_keys)
+        if (bearer_matches(request.authorization, key) && !found) found = key;
+    return found;
+}
+
+bool ApiRoutes::handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint, const std::string& partition) {
     auto lease = take_budget(request);
     if (!lease) return sink.send(refuse(lease.error(), budget_outcome(lease.error())));
     auto parsed = endpoint == Endpoint::chat ? parse_chat_request(request.body) : parse_completion_request(request.body);
@@ -241,6 +253,7 @@ bool ApiRoutes::handle_generation(HttpRequest& request, ResponseSink& sink, Endp
     parsed->messages = text::Value::list();
     parsed->prompt = std::string();
 
+    prepared->partition = partition;
     auto job = std::make_shared<Job>(std::move(*prepared), sink.native_handle());
     {
         std::lock_guard lock(jobs_mutex_);

@@ -25,11 +25,15 @@ namespace stormo::serve {
 
 struct RouteSettings {
     std::string model_name;              // what /v1/models lists and responses carry
-    std::optional<std::string> api_key;  // every route but /health needs it when set
+    // Every route but /health needs one of them when any is set (--api-key, given several times).
+    std::vector<std::string> api_keys;
     size_t max_queue = 16;               // requests waiting past those running; more get 429
     // Bytes of request bodies parsed and tokenized at once (ByteBudget); a body that does not fit
     // what is left gets 429, one larger than all of it 413.
     uint64_t tokenize_budget = uint64_t{32} << 20;
+    // --cache-share: requests of every API key share one prompt cache partition and each other's
+    // slot KV. Off: each key has its own (a cache hit's speed would tell one client what another asked).
+    bool cache_share = false;
 };
 
 class ApiRoutes {
@@ -41,7 +45,9 @@ public:
 
     // The model is loaded: generations start being served (until then they get 503, /health too),
     // as many at once as there are sessions (slots) of the same capacity, made with `rewind_slack`.
-    void set_ready(Engine& engine, std::vector<Session*> sessions, std::vector<int32_t> stop_ids, size_t rewind_slack);
+    // `cache`: the prompt cache (--cache-dir), or none; it must outlive the routes' worker.
+    void set_ready(Engine& engine, std::vector<Session*> sessions, std::vector<int32_t> stop_ids, size_t rewind_slack,
+                   PromptCache* cache = nullptr);
     // Answers one request; false when the connection must close (the client is gone). Taken by
     // value: a generation drops the body once it is tokenized instead of holding it while queued.
     bool handle(HttpRequest request, ResponseSink& sink);
@@ -54,7 +60,9 @@ public:
     ByteBudget& tokenize_budget() { return budget_; }
 
 private:
-    bool handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint);
+    bool handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint, const std::string& partition);
+    // The API key the request carries, among those set; nullopt: none of them (or none set).
+    std::optional<std::string_view> matching_key(const HttpRequest& request) const;
     bool reply_whole(Job& job, ResponseSink& sink, Endpoint endpoint, const std::string& id);
     bool reply_stream(Job& job, ResponseSink& sink, const CompletionRequest& request, const std::string& id);
     HttpResponse tokenize(const HttpRequest& request);

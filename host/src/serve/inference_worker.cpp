@@ -1,6 +1,7 @@
 #include "serve/inference_worker.hpp"
 
 #include <algorithm>
+#include <iostream>
 #include <optional>
 
 #include "runtime/generation.hpp"
@@ -45,6 +46,17 @@ std::vector<KvBufferDecl> kv_buffers(const Model& model) {
     return kv;
 }
 
+// Prompt chunks end on the cache's block boundaries, where the blocks are captured with the
+// experts their last rows chose.
+BatchSettings batch_settings(const WorkerContext& ctx) {
+    BatchSettings settings = ctx.batch;
+    if (ctx.cache != nullptr) {
+        settings.chunk_boundary = ctx.cache->block_positions();
+        settings.record_routes = true;
+    }
+    return settings;
+}
+
 // The positions a request's session may reach: its whole prompt and every token it may generate.
 size_t positions_needed(const PreparedRequest& request) { return request.prompt.size() + request.max_tokens; }
 
@@ -67,7 +79,7 @@ struct InferenceWorker::Active {
 InferenceWorker::InferenceWorker(WorkerContext context)
     : ctx_(std::move(context)),
       ledger_(kv_buffers(ctx_.engine->model()), ctx_.rewind_slack, ctx_.engine->memory().kv_bytes),
-      scheduler_(ctx_.engine->pipeline(), ctx_.batch),
+      scheduler_(ctx_.engine->pipeline(), batch_settings(ctx_)),
       slots_(ctx_.sessions.size()) {}
 
 InferenceWorker::~InferenceWorker() { join(); }
@@ -112,7 +124,7 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     const PreparedRequest& req = j.request();
     a->result.prompt_tokens = req.prompt.size();
     for (size_t i = 0; i < slots_.size(); ++i) slots_[i].held = ctx_.sessions[i]->tokens();
-    const std::optional<size_t> slot = choose_slot(slots_, req.prompt);
+    const std::optional<size_t> slot = choose_slot(slots_, req.prompt, req.partition);
     // Gone (or shut down) while it waited in the queue. (A job comes here only with a slot free:
     // admit() checks, and run() waits for one only when none runs.)
     if (j.halt().load() || !slot) {
@@ -121,6 +133,11 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
         return;
     }
     a->slot = *slot;
+    // A slot another partition filled keeps nothing of it for this request.
+    if (slots_[a->slot].partition != req.partition) {
+        ctx_.sessions[a->slot]->rewind(0);
+        slots_[a->slot].partition = req.partition;
+    }
     a->kv_granted = ledger_.bytes_for(positions_needed(req));
     ledger_.grant(a->kv_granted);
     slots_[a->slot].busy = true;
@@ -149,9 +166,10 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     };
     // Another slot holding more of the prompt (the same system prompt) lends its KV pages: they
     // are held once and not computed again. If sharing fails the slot computes them itself.
-    if (const auto donor = choose_prefix_donor(slots_, a->slot, req.prompt))
+    if (const auto donor = choose_prefix_donor(slots_, a->slot, req.prompt, req.partition))
         if (ctx_.sessions[a->slot]->share_prefix(*ctx_.sessions[donor->slot], donor->positions))
             ctx_.metrics->add_shared_prefix(donor->positions);
+    if (ctx_.cache != nullptr) restore_from_cache(*a);
     auto sequence = SequenceGeneration::begin(*ctx_.sessions[a->slot], a->request, on_token);
     if (sequence) a->sequence.emplace(std::move(*sequence));
     else a->begin_error = sequence.error();
@@ -159,12 +177,63 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     publish();
 }
 
+void InferenceWorker::restore_from_cache(Active& a) {
+    const PreparedRequest& req = a.job->request();
+    Session& session = *ctx_.sessions[a.slot];
+    if (req.prompt.size() < 2) return;
+    const size_t held = reusable_prefix(session.tokens(), req.prompt);
+    const uint64_t dropped = ctx_.cache->stats().blocks_dropped;
+    // The last prompt position is always computed: its logits choose the first token.
+    auto hit = ctx_.cache->restore(session, req.prompt, req.prompt.size() - 1, held, req.partition);
+    if (ctx_.cache->stats().blocks_dropped != dropped)
+        std::cerr << "stormo: the prompt cache dropped a block that failed its check (it is computed again): "
+                  << ctx_.cache->last_drop_reason() << std::endl;
+    if (hit && hit->positions > 0) {
+        // The experts the prefix's last tokens chose: the first steps after it likely choose them
+        // too. Layer by layer from the first (the first to run), no more than the store's slots,
+        // so the later layers' reads do not evict the earlier ones'.
+        ExpertStore& store = ctx_.engine->store();
+        size_t room = store.streams() ? store.stats().slots : 0;
+        for (size_t layer = 0; layer < hit->experts.size() && room > 0; ++layer) {
+            const std::vector<int32_t>& experts = hit->experts[layer];
+            if (experts.empty()) continue;
+            const size_t n = std::min({experts.size(), room, store.max_batch()});
+            store.prefetch(static_cast<int>(layer), std::span<const int32_t>(experts).first(n), n);
+            room -= n;
+        }
+    }
+    ctx_.metrics->set_cache(ctx_.cache->stats());
+}
+
+void InferenceWorker::capture_blocks(const BatchStep& report, const std::vector<size_t>& positions_before) {
+    const size_t b = ctx_.cache->block_positions();
+    for (size_t i = 0; i < active_.size(); ++i) {
+        const Active& a = *active_[i];
+        if (!a.sequence) continue;
+        const Session& session = *ctx_.sessions[a.slot];
+        if (session.position() == positions_before[i] || session.position() % b != 0) continue;
+        std::span<const std::vector<int32_t>> experts;
+        for (const BatchStep::Routed& r : report.routes)
+            if (r.sequence == &*a.sequence) experts = r.experts;
+        const uint64_t errors = ctx_.cache->stats().write_errors;
+        if (auto captured = ctx_.cache->capture(session, a.job->request().partition, experts); !captured && errors == 0)
+            // Said once; the request goes on, and /metrics counts the rest.
+            std::cerr << "stormo: the prompt cache cannot write its blocks (counted in /metrics from now on): "
+                      << captured.error().message << std::endl;
+    }
+    ctx_.metrics->set_cache(ctx_.cache->stats());
+}
+
 void InferenceWorker::step() {
     std::vector<SequenceGeneration*> running;
-    for (const auto& a : active_)
+    std::vector<size_t> positions_before;
+    for (const auto& a : active_) {
         if (a->sequence && !a->sequence->done()) running.push_back(&*a->sequence);
+        positions_before.push_back(ctx_.sessions[a->slot]->position());
+    }
     generated_in_step_ = 0;
     const BatchStep report = scheduler_.step(running);
+    if (ctx_.cache != nullptr) capture_blocks(report, positions_before);
     if (report.sequences > 0) ctx_.metrics->add_step(report, generated_in_step_, ctx_.engine->store().stats());
     // Between steps: a client that left stops its request before the next step.
     for (const auto& a : active_)
@@ -213,6 +282,7 @@ JobResult InferenceWorker::conclude(Active& a) {
     result.content = a.reply->content();
     result.reasoning = a.reply->reasoning();
     result.tool_calls = a.reply->tool_calls();
+    result.cached_tokens = generated->reused_positions;
     ctx_.metrics->add_generation({result.prompt_tokens, generated->reused_positions, generated->tokens.size(),
                                   generated->prefill_seconds, generated->decode_seconds});
     if (job.shut_down() && generated->reason == StopReason::cancelled && !a.reply->stopped()) result.error = shutdown_error();

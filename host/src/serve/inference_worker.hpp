@@ -1,7 +1,7 @@
 #pragma once
 // The one compute stream: a thread that owns the engine's sessions (the slots), admits the queued
 // requests in arrival order into free slots while their KV fits (each into the slot whose session
-// keeps most of its prompt), runs every admitted request through one batched step at a time
+// keeps most of its prompt; then the prompt cache may restore more of it), runs every admitted request through one batched step at a time
 // (BatchScheduler), and hands each reply's pieces to its connection as they come.
 #include <atomic>
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include "reply/reply_parser.hpp"
 #include "runtime/batch_scheduler.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/prompt_cache.hpp"
 #include "runtime/session.hpp"
 #include "serve/metrics.hpp"
 #include "serve/request_queue.hpp"
@@ -30,6 +31,10 @@ struct WorkerContext {
     Metrics* metrics = nullptr;
     BatchSettings batch;
     size_t rewind_slack = 0;  // the sessions' (it sizes their rings' KV)
+    // The prompt cache (--cache-dir), or none: admission restores the longest cached prefix of a
+    // prompt past what its slot holds, and each step's sequences store the blocks they complete
+    // (batch.chunk_boundary is its block size, so prompt chunks end on them).
+    PromptCache* cache = nullptr;
 };
 
 class InferenceWorker {
@@ -56,6 +61,10 @@ private:
     void admit();
     void begin(std::shared_ptr<Job> job);
     void step();
+    // The prompt cache: the longest cached prefix of the request's prompt into its slot's session
+    // (and its experts into the store), then after each step the blocks the sequences completed.
+    void restore_from_cache(Active& a);
+    void capture_blocks(const BatchStep& report, const std::vector<size_t>& positions_before);
     // Finishes the requests whose sequences are done and frees their slots.
     void retire();
     // A done request's result: its answer and finish reason, or the error it ended with.

@@ -26,6 +26,9 @@ struct PreparedRequest {
     SamplingParams sampling;
     std::vector<std::string> stop;
     bool ignore_eos = false;
+    // The prompt cache partition and slot reuse scope of the API key the request came with
+    // (runtime/prompt_cache.hpp: cache_partition); "" when shared.
+    std::string partition;
 };
 
 enum class FinishReason { stop, length, tool_calls, cancelled };
@@ -38,6 +41,7 @@ struct JobResult {
     std::vector<text::ToolCall> tool_calls;
     size_t prompt_tokens = 0;
     size_t completion_tokens = 0;
+    size_t cached_tokens = 0;  // prompt positions not computed: kept in the slot or restored from the prompt cache
     std::optional<ApiError> error;  // the request failed (or the server shut down under it)
 };
 

@@ -53,6 +53,11 @@ void Metrics::add_shared_prefix(size_t positions) {
     shared_positions_ += positions;
 }
 
+void Metrics::set_cache(const PromptCacheStats& stats) {
+    std::lock_guard lock(mutex_);
+    cache_ = stats;
+}
+
 uint64_t Metrics::requests(Outcome outcome) const {
     std::lock_guard lock(mutex_);
     return requests_[static_cast<size_t>(outcome)];
@@ -74,6 +79,33 @@ void family(std::ostringstream& out, const char* name, const char* type, const c
 void sample(std::ostringstream& out, const char* name, double value) { out << name << " " << number(value) << "\n"; }
 
 double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+void render_cache(std::ostringstream& out, const PromptCacheStats& c) {
+    auto counter = [&](const char* name, const char* help, uint64_t v) {
+        family(out, name, "counter", help);
+        sample(out, name, static_cast<double>(v));
+    };
+    auto gauge = [&](const char* name, const char* help, uint64_t v) {
+        family(out, name, "gauge", help);
+        sample(out, name, static_cast<double>(v));
+    };
+    counter("stormo_prompt_cache_lookups_total", "Requests that looked for their prompt's prefix in the prompt cache.", c.lookups);
+    family(out, "stormo_prompt_cache_block_hits_total", "counter", "Prompt cache blocks restored, by where they were found.");
+    out << "stormo_prompt_cache_block_hits_total{tier=\"memory\"} " << c.memory_hits << "\n";
+    out << "stormo_prompt_cache_block_hits_total{tier=\"disk\"} " << c.disk_hits << "\n";
+    counter("stormo_prompt_cache_positions_restored_total", "Prompt positions restored from the prompt cache instead of computed.",
+            c.positions_restored);
+    counter("stormo_prompt_cache_blocks_written_total", "Prompt cache blocks written to the disk.", c.blocks_written);
+    counter("stormo_prompt_cache_blocks_evicted_total", "Prompt cache blocks evicted (least recently used) to fit --cache-size.",
+            c.blocks_evicted);
+    counter("stormo_prompt_cache_blocks_dropped_total",
+            "Prompt cache blocks that failed a check (corrupted, truncated, foreign), deleted and computed again.", c.blocks_dropped);
+    counter("stormo_prompt_cache_write_errors_total", "Prompt cache blocks that could not be written (a full disk, no permission).",
+            c.write_errors);
+    gauge("stormo_prompt_cache_disk_bytes", "Bytes of prompt cache blocks on the disk.", c.disk_bytes);
+    gauge("stormo_prompt_cache_disk_blocks", "Prompt cache blocks on the disk.", c.disk_blocks);
+    gauge("stormo_prompt_cache_memory_bytes", "Bytes of prompt cache blocks kept in memory (--cache-memory).", c.memory_bytes);
+}
 
 }  // namespace
 
@@ -127,6 +159,7 @@ std::string Metrics::render(const MetricsGauges& gauges) const {
     sample(out, "stormo_shared_prefix_requests_total", static_cast<double>(shared_prefixes_));
     family(out, "stormo_shared_prefix_positions_total", "counter", "Prompt positions those requests did not compute.");
     sample(out, "stormo_shared_prefix_positions_total", static_cast<double>(shared_positions_));
+    if (cache_) render_cache(out, *cache_);
     family(out, "stormo_queue_depth", "gauge", "Requests waiting for a slot.");
     sample(out, "stormo_queue_depth", static_cast<double>(gauges.queue_depth));
     family(out, "stormo_requests_running", "gauge", "Sequences generating now (at most stormo_slots).");

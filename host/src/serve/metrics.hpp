@@ -4,9 +4,11 @@
 // Connections and the worker count into it from their threads.
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "runtime/batch_scheduler.hpp"
+#include "runtime/prompt_cache.hpp"
 #include "store/expert_store.hpp"
 
 namespace stormo::serve {
@@ -45,6 +47,8 @@ public:
     void add_step(const BatchStep& step, size_t generated, const ExpertStoreStats& stats);
     // A request's slot took `positions` of its prompt's KV from another slot's pages.
     void add_shared_prefix(size_t positions);
+    // The prompt cache's counters now (the worker sets them after it used the cache).
+    void set_cache(const PromptCacheStats& stats);
     uint64_t requests(Outcome outcome) const;
     std::string render(const MetricsGauges& gauges) const;
 
@@ -61,6 +65,7 @@ private:
         uint64_t isolated = 0;
         uint64_t generated = 0;  // tokens the steps generated (finished requests or not)
     } steps_;
+    std::optional<PromptCacheStats> cache_;  // none: no --cache-dir
     uint64_t shared_prefixes_ = 0;
     uint64_t shared_positions_ = 0;
 };

@@ -22,10 +22,11 @@ Value finish_value(FinishReason finish) { return Value(finish_reason_name(finish
 
 }  // namespace
 
-Value usage_value(size_t prompt_tokens, size_t completion_tokens) {
+Value usage_value(size_t prompt_tokens, size_t completion_tokens, size_t cached_tokens) {
     return Value::object({{"prompt_tokens", Value(static_cast<int64_t>(prompt_tokens))},
                           {"completion_tokens", Value(static_cast<int64_t>(completion_tokens))},
-                          {"total_tokens", Value(static_cast<int64_t>(prompt_tokens + completion_tokens))}});
+                          {"total_tokens", Value(static_cast<int64_t>(prompt_tokens + completion_tokens))},
+                          {"prompt_tokens_details", Value::object({{"cached_tokens", Value(static_cast<int64_t>(cached_tokens))}})}});
 }
 
 Value tool_calls_value(const std::vector<text::ToolCall>& calls, const std::string& id_prefix) {
@@ -53,7 +54,7 @@ std::string chat_completion_json(const ResponseIdentity& who, const JobResult& r
                                   {"finish_reason", finish_value(result.finish)}});
     Value v = header(who, "chat.completion");
     v.set("choices", Value::list({std::move(choice)}));
-    v.set("usage", usage_value(result.prompt_tokens, result.completion_tokens));
+    v.set("usage", usage_value(result.prompt_tokens, result.completion_tokens, result.cached_tokens));
     return text::to_json(v);
 }
 
@@ -64,7 +65,7 @@ std::string text_completion_json(const ResponseIdentity& who, const JobResult& r
                                   {"finish_reason", finish_value(result.finish)}});
     Value v = header(who, "text_completion");
     v.set("choices", Value::list({std::move(choice)}));
-    v.set("usage", usage_value(result.prompt_tokens, result.completion_tokens));
+    v.set("usage", usage_value(result.prompt_tokens, result.completion_tokens, result.cached_tokens));
     return text::to_json(v);
 }
 
@@ -104,7 +105,7 @@ std::string chat_finish_chunk(const ResponseIdentity& who, FinishReason finish) 
 std::string chat_usage_chunk(const ResponseIdentity& who, const JobResult& result) {
     Value v = header(who, "chat.completion.chunk");
     v.set("choices", Value::list());
-    v.set("usage", usage_value(result.prompt_tokens, result.completion_tokens));
+    v.set("usage", usage_value(result.prompt_tokens, result.completion_tokens, result.cached_tokens));
     return text::to_json(v);
 }
 
@@ -127,7 +128,7 @@ std::string text_finish_chunk(const ResponseIdentity& who, FinishReason finish) 
 std::string text_usage_chunk(const ResponseIdentity& who, const JobResult& result) {
     Value v = header(who, "text_completion");
     v.set("choices", Value::list());
-    v.set("usage", usage_value(result.prompt_tokens, result.completion_tokens));
+    v.set("usage", usage_value(result.prompt_tokens, result.completion_tokens, result.cached_tokens));
     return text::to_json(v);
 }
 

@@ -17,8 +17,8 @@ struct ResponseIdentity {
     std::string model;
 };
 
-// {"prompt_tokens", "completion_tokens", "total_tokens"}
-text::Value usage_value(size_t prompt_tokens, size_t completion_tokens);
+// {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}}
+text::Value usage_value(size_t prompt_tokens, size_t completion_tokens, size_t cached_tokens);
 // OpenAI's tool_calls entries: {"id", "type": "function", "function": {"name", "arguments": "<json text>"}}.
 text::Value tool_calls_value(const std::vector<text::ToolCall>& calls, const std::string& id_prefix);
 

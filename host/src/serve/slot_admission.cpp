@@ -5,12 +5,12 @@
 
 namespace stormo::serve {
 
-std::optional<size_t> choose_slot(std::span<const SlotState> slots, std::span<const int32_t> prompt) {
+std::optional<size_t> choose_slot(std::span<const SlotState> slots, std::span<const int32_t> prompt, const std::string& partition) {
     std::optional<size_t> best;
     size_t best_prefix = 0;
     for (size_t i = 0; i < slots.size(); ++i) {
         if (slots[i].busy) continue;
-        const size_t prefix = reusable_prefix(slots[i].held, prompt);
+        const size_t prefix = slots[i].partition == partition ? reusable_prefix(slots[i].held, prompt) : 0;
         if (!best || prefix > best_prefix || (prefix == best_prefix && slots[i].last_used < slots[*best].last_used)) {
             best = i;
             best_prefix = prefix;
@@ -19,11 +19,12 @@ std::optional<size_t> choose_slot(std::span<const SlotState> slots, std::span<co
     return best;
 }
 
-std::optional<PrefixDonor> choose_prefix_donor(std::span<const SlotState> slots, size_t slot, std::span<const int32_t> prompt) {
+std::optional<PrefixDonor> choose_prefix_donor(std::span<const SlotState> slots, size_t slot, std::span<const int32_t> prompt,
+                                               const std::string& partition) {
     std::optional<PrefixDonor> best;
-    size_t own = slot < slots.size() ? reusable_prefix(slots[slot].held, prompt) : 0;
+    size_t own = slot < slots.size() && slots[slot].partition == partition ? reusable_prefix(slots[slot].held, prompt) : 0;
     for (size_t i = 0; i < slots.size(); ++i) {
-        if (i == slot) continue;
+        if (i == slot || slots[i].partition != partition) continue;
         const size_t prefix = reusable_prefix(slots[i].held, prompt);
         if (prefix > own) {
             best = PrefixDonor{i, prefix};
