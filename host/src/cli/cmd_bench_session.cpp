@@ -26,6 +26,7 @@ void print_json(const LoadedEngine& loaded, const SessionIoRun& r) {
     j.begin_object()
         .field("family", loaded.engine->family_name())
         .field("kernels", loaded.engine->kernels_name())
+        .field("rounds", r.rounds)
         .field("positions", r.positions)
         .field("kv_bytes", r.kv_bytes)
         .field("kv_bytes_per_position", r.positions ? r.kv_bytes / r.positions : 0)
@@ -56,6 +57,7 @@ void print_table(const LoadedEngine& loaded, const SessionIoRun& r) {
               << "session            " << r.positions << " positions, KV " << format_bytes(r.kv_bytes) << " ("
               << format_bytes(r.positions ? r.kv_bytes / r.positions : 0) << " a position), file " << format_bytes(r.file_bytes) << "\n"
               << "prefill (cold)     " << r.prefill_seconds << " s\n"
+              << "rounds             " << r.rounds << " (save, write bound, load, read bound in turn; medians below)\n"
               << "save               " << r.save_seconds << " s, " << format_bytes(static_cast<uint64_t>(save_rate)) << "/s = "
               << ratio(save_rate, r.write_bound_bytes_per_s) << "x the write bound ("
               << format_bytes(static_cast<uint64_t>(r.write_bound_bytes_per_s)) << "/s, 8 MiB writes and fsync)\n"
@@ -75,12 +77,14 @@ int run_bench_session(int argc, char** argv) {
     CommonOptions common;
     int64_t prompt_tokens = 2048;
     int64_t seed = 0;
+    int64_t rounds = 3;
     std::string dir;
     bool json = false;
     po::options_description d("bench-session options");
     d.add_options()
         ("prompt-tokens", po::value<int64_t>(&prompt_tokens)->value_name("N"), "positions the session holds (default 2048)")
         ("dir", po::value<std::string>(&dir)->value_name("DIR")->required(), "where the session file and the disk probe's file go (both removed)")
+        ("rounds", po::value<int64_t>(&rounds)->value_name("N"), "rounds of save, load and disk probes; medians reported (default 3)")
         ("seed", po::value<int64_t>(&seed)->value_name("S"), "the random prompt's seed (default 0)")
         ("json", po::bool_switch(&json), "one JSON object");
     d.add(common_options(common));
@@ -90,6 +94,7 @@ int run_bench_session(int argc, char** argv) {
                                      d);
     if (!parsed) return report_usage_error("bench-session", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
+    if (rounds < 1) return report_usage_error("bench-session", Error{ErrorKind::invalid_argument, "--rounds must be at least 1"});
     if (prompt_tokens < 1) return report_usage_error("bench-session", Error{ErrorKind::invalid_argument, "--prompt-tokens must be at least 1"});
 
     TerminalProgress progress;
@@ -101,6 +106,7 @@ int run_bench_session(int argc, char** argv) {
     request.prompt_tokens = static_cast<size_t>(prompt_tokens);
     request.dir = dir;
     request.seed = static_cast<uint64_t>(seed);
+    request.rounds = static_cast<size_t>(rounds);
     if (progress.enabled())
         request.on_progress = [&progress](const char* stage, size_t done, size_t total) { progress.update(stage, done, total); };
     auto run = run_session_io_bench(*loaded->engine, request);

@@ -3,9 +3,10 @@
 // a random prompt is prefilled (the cold time to first token), saved to a session file in a
 // directory, dropped from the page cache, loaded back (what a restart pays), and continued by one
 // token, whose logits must be the bits the session that never stopped gives. The same directory's
-// bounds are measured in the same run: writing as many bytes with fsync (the save's bound), and
-// reading them back past the page cache with the disk probe the decode benchmark uses (the
-// load's bound).
+// bounds are measured in the same run, interleaved with the save and the load round by round:
+// writing as many bytes with fsync (the save's bound), and reading them back past the page cache
+// with the disk probe the decode benchmark uses (the load's bound). Times and rates are the
+// medians of the rounds.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,10 +20,12 @@ struct SessionIoRequest {
     size_t prompt_tokens = 2048;
     std::string dir;   // where the session file and the probe's file go (removed afterwards)
     uint64_t seed = 0;
+    size_t rounds = 3;  // of save, write probe, load, page-cache load, read probe; medians reported
     std::function<void(const char* stage, size_t done, size_t total)> on_progress;
 };
 
 struct SessionIoRun {
+    size_t rounds = 0;
     size_t positions = 0;
     uint64_t kv_bytes = 0;          // the session's KV in memory (pages and rings)
     uint64_t file_bytes = 0;
