@@ -99,9 +99,10 @@ protected:
         for (size_t at = 0; at < tokens.size();) {
             // Steps end on multiples of kChunk, as the scheduler's end on block boundaries.
             const size_t n = std::min(kChunk - session.position() % kChunk, tokens.size() - at);
+            const size_t since = session.position();
             all_logits(engine_->pipeline(), session, tokens.subspan(at, n));
             at += n;
-            auto captured = cache.capture(session, partition, {});
+            auto captured = cache.capture(session, since, partition, {});
             EXPECT_TRUE(captured.has_value()) << captured.error().message;
         }
     }
@@ -215,6 +216,28 @@ TEST_P(PromptCacheModels, BlocksCapturedAfterARewindRestoreExactly) {
         EXPECT_EQ(restore_and_check(*cache_here, *held, prompt, 20, expected, "after a rewind, slack " + std::to_string(slack)),
                   3 * kB);
     }
+}
+
+// The server's steps run prompt chunks as long as the step allows, across block boundaries: one
+// capture after a chunk that completed three blocks stores all three, and they restore exactly.
+TEST_P(PromptCacheModels, OneChunkSpanningSeveralBlocksStoresEachOfThem) {
+    const std::vector<int32_t> prompt = prompt_of(GetParam(), 3 * kB + 5);
+    const size_t n = prompt.size();
+    const std::vector<float> expected = uninterrupted(prompt);
+    {
+        auto cache = open_cache(0);
+        auto first = blank(n, 64);
+        all_logits(engine_->pipeline(), *first, prompt);
+        auto captured = cache->capture(*first, 0, "", {});
+        ASSERT_TRUE(captured.has_value()) << captured.error().message;
+        EXPECT_EQ(cache->stats().blocks_written, 3u);
+        // Captured again, nothing new: each block is stored once.
+        ASSERT_TRUE(cache->capture(*first, 0, "", {}).has_value());
+        EXPECT_EQ(cache->stats().blocks_written, 3u);
+    }
+    auto cache = open_cache(0);
+    auto fresh = blank(n);
+    EXPECT_EQ(restore_and_check(*cache, *fresh, prompt, 0, expected, "blocks captured from one chunk"), 3 * kB);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PromptCacheModels, ::testing::ValuesIn(fixture_and_demo_names()),
@@ -391,7 +414,7 @@ TEST_F(PromptCacheGuards, TheExpertsOfTheLastBlockComeBackWithTheHit) {
     const std::vector<std::vector<int32_t>> first = {{}, {1, 5, 7}}, second = {{0, 2}, {3}, {}};
     for (size_t at = 0; at < 2 * kB; at += kChunk) {
         all_logits(engine_->pipeline(), *s, std::span<const int32_t>(prompt_).subspan(at, kChunk));
-        ASSERT_TRUE(cache->capture(*s, "", s->position() == kB ? first : second).has_value());
+        ASSERT_TRUE(cache->capture(*s, at, "", s->position() == kB ? first : second).has_value());
     }
     auto fresh = blank(prompt_.size());
     auto hit = cache->restore(*fresh, prompt_, prompt_.size() - 1, 0, "");
@@ -430,7 +453,7 @@ TEST_F(PromptCacheGuards, AWriteThatFailsIsCountedAndChangesNothingElse) {
     size_t errors = 0;
     for (size_t at = 0; at < prompt_.size(); at += kChunk) {
         all_logits(engine_->pipeline(), *s, std::span<const int32_t>(prompt_).subspan(at, std::min(kChunk, prompt_.size() - at)));
-        errors += cache->capture(*s, "", {}).has_value() ? 0 : 1;
+        errors += cache->capture(*s, at, "", {}).has_value() ? 0 : 1;
     }
     EXPECT_EQ(errors, 2u);
     EXPECT_EQ(cache->stats().write_errors, 2u);
@@ -458,7 +481,7 @@ TEST_F(PromptCacheGuards, AWriteCutShortLeavesNoFile) {
     struct rlimit small = before;
     small.rlim_cur = 4096;
     ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-    auto captured = cache->capture(*s, "", {});
+    auto captured = cache->capture(*s, 0, "", {});
     ::setrlimit(RLIMIT_FSIZE, &before);
     std::signal(SIGXFSZ, old_handler);
     ASSERT_FALSE(captured.has_value());
@@ -468,7 +491,7 @@ TEST_F(PromptCacheGuards, AWriteCutShortLeavesNoFile) {
     for (const auto& e : fs::recursive_directory_iterator(dir_.path())) files += e.is_regular_file() ? 1 : 0;
     EXPECT_EQ(files, 0u);
     // With room again, the same block is written.
-    ASSERT_TRUE(cache->capture(*s, "", {}).has_value());
+    ASSERT_TRUE(cache->capture(*s, 0, "", {}).has_value());
     EXPECT_EQ(cache->stats().disk_blocks, 1u);
 }
 

@@ -35,6 +35,7 @@ struct ServeOptions {
     std::optional<std::string> cache_dir;
     std::optional<std::string> cache_size;    // default 8GiB
     std::optional<std::string> cache_memory;  // default 0: no memory tier
+    std::optional<int64_t> cache_block;       // default PromptCacheSettings::block_positions
     bool cache_share = false;
 };
 
@@ -57,6 +58,9 @@ void add_serve_options(po::options_description& d, ServeOptions& out) {
          "the prompt cache's disk cap, least recently used blocks evicted first (default 8GiB)")
         ("cache-memory", po::value<std::string>()->value_name("SIZE")->notifier([&out](const std::string& v) { out.cache_memory = v; }),
          "RAM for the most recently used prompt cache blocks besides the disk (default 0: none)")
+        ("cache-block", po::value<int64_t>()->value_name("N")->notifier([&out](int64_t v) { out.cache_block = v; }),
+         "positions per prompt cache block, a multiple of 16 (default 32): a hit restores whole blocks, so a "
+         "prompt that differs from a cached one computes again from the start of the block it differs in")
         ("cache-share", po::bool_switch(&out.cache_share),
          "requests of every API key share the prompt cache and each other's slot KV (off: each key its own)")
         ("max-queue", po::value<int64_t>(&out.max_queue)->value_name("N"),
@@ -114,6 +118,11 @@ Expected<std::optional<PromptCacheSettings>> cache_settings(const ServeOptions& 
     if (size.kind != SizeSpec::Kind::bytes || size.bytes < (uint64_t{1} << 20))
         return fail(ErrorKind::invalid_argument, "--cache-size must be a size of 1MiB or more");
     s.size_bytes = size.bytes;
+    if (o.cache_block) {
+        if (*o.cache_block < 16 || *o.cache_block % 16 != 0 || *o.cache_block > 65536)
+            return fail(ErrorKind::invalid_argument, "--cache-block must be a multiple of 16 in [16, 65536]");
+        s.block_positions = static_cast<size_t>(*o.cache_block);
+    }
     if (o.cache_memory && *o.cache_memory != "0") {
         STORMO_TRY_ASSIGN(SizeSpec memory, parse_size(*o.cache_memory, "--cache-memory"));
         if (memory.kind != SizeSpec::Kind::bytes) return fail(ErrorKind::invalid_argument, "--cache-memory must be a size (0: none)");
@@ -138,8 +147,8 @@ Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common)
         return fail(ErrorKind::invalid_argument, "--shutdown-grace must be in [0, 3600] seconds");
     for (const std::string& key : o.api_keys)
         if (key.empty()) return fail(ErrorKind::invalid_argument, "--api-key must not be empty");
-    if (!o.cache_dir && (o.cache_size || o.cache_memory || o.cache_share))
-        return fail(ErrorKind::invalid_argument, "--cache-size, --cache-memory and --cache-share need --cache-dir DIR");
+    if (!o.cache_dir && (o.cache_size || o.cache_memory || o.cache_block || o.cache_share))
+        return fail(ErrorKind::invalid_argument, "--cache-size, --cache-memory, --cache-block and --cache-share need --cache-dir DIR");
     if (o.parallel && (*o.parallel < 1 || *o.parallel > kMaxParallel))
         return fail(ErrorKind::invalid_argument, "--parallel must be in [1, " + std::to_string(kMaxParallel) + "]");
     if (o.ctx) {

@@ -64,8 +64,8 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
     }
     report.sequences = steps.size();
     if (steps.empty()) return report;
-    if (settings_.record_routes && settings_.chunk_boundary > 0)
-        for (SequenceStep& s : steps) s.want_routes = (s.session->position() + s.tokens.size()) % settings_.chunk_boundary == 0;
+    if (const size_t b = settings_.route_boundary; b > 0)
+        for (SequenceStep& s : steps) s.want_routes = (s.session->position() + s.tokens.size()) / b > s.session->position() / b;
     auto routed = [&](size_t i) {
         if (steps[i].want_routes) report.routes.push_back({chosen[i], std::move(steps[i].routes)});
     };

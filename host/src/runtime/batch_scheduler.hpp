@@ -25,9 +25,10 @@ struct BatchSettings {
     // block that ends there (runtime/prompt_cache.hpp). The bits do not change: a row's bits do
     // not depend on the chunk it is computed in.
     size_t chunk_boundary = 0;
-    // A sequence whose step ends on a chunk boundary gets the experts its last rows chose
-    // (BatchStep::routes), which the prompt cache keeps with the block that ends there.
-    bool record_routes = false;
+    // A sequence whose step reaches or crosses a multiple of this gets the experts its last rows
+    // chose (BatchStep::routes; 0: never), which the prompt cache keeps with the blocks that end
+    // in the step: hints of what a restore should prefetch.
+    size_t route_boundary = 0;
 };
 
 struct BatchStep {
@@ -35,7 +36,7 @@ struct BatchStep {
     size_t decode_rows = 0;
     size_t prompt_rows = 0;
     bool isolated = false;    // the batched step failed and its sequences ran one by one
-    // With record_routes: per sequence whose step ended on a chunk boundary, the experts its last
+    // With route_boundary: per sequence whose step reached or crossed one, the experts its last
     // rows chose, per layer (SequenceStep::routes).
     struct Routed {
         const SequenceGeneration* sequence = nullptr;

@@ -553,32 +553,49 @@ Expected<PromptCacheHit> PromptCache::restore(Session& session, std::span<const 
     return PromptCacheHit{};
 }
 
-Expected<void> PromptCache::capture(const Session& session, const std::string& partition,
+Expected<void> PromptCache::capture(const Session& session, size_t since, const std::string& partition,
                                     std::span<const std::vector<int32_t>> experts) {
     Impl& c = *impl_;
     const size_t b = c.settings.block_positions;
     const size_t position = session.position();
     // A session that owes a replay holds rows nobody should trust yet.
-    if (position == 0 || position % b != 0 || session.needs_replay()) return {};
-    const size_t k = position / b;
-    const std::vector<Digest> keys = c.chain(session.tokens(), k, partition);
-    const std::string key = hex_of(keys[k]);
-    if (c.cached(key)) return {};
-    for (size_t p = (k - 1) * b / Session::kPagePositions; session.page_floats() > 0 && p < position / Session::kPagePositions; ++p)
-        if (session.page(p) == nullptr) return {};
-    const BlockPlace place{hex_of(keys[0]), hex_of(keys[k - 1]), key, k};
-    auto bytes = std::make_shared<const std::string>(encode_block(place, session, b, experts));
-    c.keep_in_memory(key, bytes);
-    if (bytes->size() > c.settings.size_bytes) return {};  // larger than the whole disk tier
-    if (auto written = c.write_block(key, *bytes); !written) {
-        ++c.stats.write_errors;
-        c.last_write_error = written.error().message;
-        return tl::unexpected(written.error());
+    if (position < b || session.needs_replay()) return {};
+    const auto& infos = session.ring_infos();
+    const bool has_state = std::any_of(infos.begin(), infos.end(), [](const Session::RingInfo& r) { return r.state; });
+    // A recurrent state is the one at the session's position: only the block ending there has it.
+    if (has_state && position % b != 0) return {};
+    const size_t last = position / b;
+    const std::vector<Digest> keys = c.chain(session.tokens(), last, partition);
+    // The blocks ending in the step (several when a chunk spans them), those the session still
+    // holds every row of.
+    auto holds = [&](size_t k) {
+        const size_t begin = (k - 1) * b, end = k * b;
+        for (size_t p = begin / Session::kPagePositions; session.page_floats() > 0 && p < end / Session::kPagePositions; ++p)
+            if (session.page(p) == nullptr) return false;
+        for (size_t i = 0; i < infos.size(); ++i) {
+            if (infos[i].state) continue;
+            const size_t seen = end + 1 > infos[i].window ? end + 1 - infos[i].window : 0;
+            if (ring_rows_held(session, i).first > std::max(begin, seen)) return false;
+        }
+        return true;
+    };
+    for (size_t k = std::max<size_t>(since / b + 1, has_state ? last : 1); k <= last; ++k) {
+        const std::string key = hex_of(keys[k]);
+        if (c.cached(key) || !holds(k)) continue;
+        const BlockPlace place{hex_of(keys[0]), hex_of(keys[k - 1]), key, k};
+        auto bytes = std::make_shared<const std::string>(encode_block(place, session, b, experts));
+        c.keep_in_memory(key, bytes);
+        if (bytes->size() > c.settings.size_bytes) continue;  // larger than the whole disk tier
+        if (auto written = c.write_block(key, *bytes); !written) {
+            ++c.stats.write_errors;
+            c.last_write_error = written.error().message;
+            return tl::unexpected(written.error());
+        }
+        ++c.stats.blocks_written;
+        c.index_disk(key, bytes->size());
+        c.stamp(key);
+        c.evict_to_fit();
     }
-    ++c.stats.blocks_written;
-    c.index_disk(key, bytes->size());
-    c.stamp(key);
-    c.evict_to_fit();
     return {};
 }
 

@@ -23,9 +23,11 @@
 // XXH3-64 checksum; a block that fails a check is deleted, counted (stats().blocks_dropped, the
 // reason in last_drop_reason()) and is a miss the caller computes.
 //
-// Blocks are captured when a sequence's position reaches a multiple of B at the end of a step
-// (the scheduler aligns prompt chunks to B: BatchSettings::chunk_boundary), where the session
-// holds everything the block needs. Memory keeps the most recently used blocks up to
+// Blocks are captured at the end of the step they end in: a step's chunk may complete several,
+// whose rows the session still holds then (its rings keep a window and a step's rows). A
+// recurrent state exists only as it is at the step's end, so for a model with one the scheduler
+// ends prompt chunks at multiples of B (BatchSettings::chunk_boundary) and only the block ending
+// at the position is captured. Memory keeps the most recently used blocks up to
 // memory_bytes; the disk keeps them up to size_bytes, least recently used evicted first (a use
 // sets the file's modification time, so the order survives restarts). Written atomically
 // (util/atomic_file.hpp): a kill or a full disk leaves no block that loads, and a write that fails
@@ -54,7 +56,7 @@ struct PromptCacheSettings {
     std::string dir;                    // created when missing; the server's alone
     uint64_t size_bytes = 0;            // the disk's cap
     uint64_t memory_bytes = 0;          // the memory tier's cap (0: no memory tier)
-    size_t block_positions = 256;       // B: a multiple of Session::kPagePositions
+    size_t block_positions = 32;        // B: a multiple of Session::kPagePositions
 };
 
 struct PromptCacheStats {
@@ -99,11 +101,12 @@ public:
     Expected<PromptCacheHit> restore(Session& session, std::span<const int32_t> prompt, size_t max_positions,
                                      size_t held, const std::string& partition);
 
-    // Called after a step in which `session` advanced: when its position is a multiple of B,
-    // stores the block that ends there (unless cached), with `experts` (per layer, the experts the
-    // step's rows of this session chose; may be empty). Errors writing the disk are counted and
+    // Called after a step that took `session` from position `since` past a multiple of B: stores
+    // the blocks ending in (since, position] that are not cached yet and whose rows the session
+    // still holds, each with `experts` (per layer, the experts the step's last rows of this
+    // session chose: a prefetch hint; may be empty). Errors writing the disk are counted and
     // reported, never fatal to the request: the block just stays uncached.
-    Expected<void> capture(const Session& session, const std::string& partition,
+    Expected<void> capture(const Session& session, size_t since, const std::string& partition,
                            std::span<const std::vector<int32_t>> experts);
 
     PromptCacheStats stats() const;

@@ -46,13 +46,17 @@ std::vector<KvBufferDecl> kv_buffers(const Model& model) {
     return kv;
 }
 
-// Prompt chunks end on the cache's block boundaries, where the blocks are captured with the
-// experts their last rows chose.
+// A step's sequences store every block that ends in the step, with the experts their last rows
+// chose. A recurrent state is kept only as it is at a step's end, so with one the prompt chunks
+// end on the cache's block boundaries; without, they stay as long as the step allows, however
+// small the blocks.
 BatchSettings batch_settings(const WorkerContext& ctx) {
     BatchSettings settings = ctx.batch;
     if (ctx.cache != nullptr) {
-        settings.chunk_boundary = ctx.cache->block_positions();
-        settings.record_routes = true;
+        settings.route_boundary = ctx.cache->block_positions();
+        for (const Session* session : ctx.sessions)
+            for (const Session::RingInfo& ring : session->ring_infos())
+                if (ring.state) settings.chunk_boundary = ctx.cache->block_positions();
     }
     return settings;
 }
@@ -211,12 +215,12 @@ void InferenceWorker::capture_blocks(const BatchStep& report, const std::vector<
         const Active& a = *active_[i];
         if (!a.sequence) continue;
         const Session& session = *ctx_.sessions[a.slot];
-        if (session.position() == positions_before[i] || session.position() % b != 0) continue;
+        if (session.position() / b == positions_before[i] / b) continue;
         std::span<const std::vector<int32_t>> experts;
         for (const BatchStep::Routed& r : report.routes)
             if (r.sequence == &*a.sequence) experts = r.experts;
         const uint64_t errors = ctx_.cache->stats().write_errors;
-        if (auto captured = ctx_.cache->capture(session, a.job->request().partition, experts); !captured && errors == 0)
+        if (auto captured = ctx_.cache->capture(session, positions_before[i], a.job->request().partition, experts); !captured && errors == 0)
             // Said once; the request goes on, and /metrics counts the rest.
             std::cerr << "stormo: the prompt cache cannot write its blocks (counted in /metrics from now on): "
                       << captured.error().message << std::endl;

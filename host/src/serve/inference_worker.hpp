@@ -32,8 +32,7 @@ struct WorkerContext {
     BatchSettings batch;
     size_t rewind_slack = 0;  // the sessions' (it sizes their rings' KV)
     // The prompt cache (--cache-dir), or none: admission restores the longest cached prefix of a
-    // prompt past what its slot holds, and each step's sequences store the blocks they complete
-    // (batch.chunk_boundary is its block size, so prompt chunks end on them).
+    // prompt past what its slot holds, and each step's sequences store the blocks they complete.
     PromptCache* cache = nullptr;
 };
 
