@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstring>
 #include <fcntl.h>
+#include <optional>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "runtime/session_bytes.hpp"
@@ -70,6 +72,7 @@ class SectionReader {
 public:
     SectionReader(int fd, uint64_t file_bytes, const std::string& path) : fd_(fd), size_(file_bytes), path_(path) {}
     uint64_t offset() const { return offset_; }
+    void skip(uint64_t bytes) { offset_ += bytes; }
     Expected<void> read(void* dst, uint64_t size, const std::string& section, bool checked = true) {
         const uint64_t needed = size + (checked ? 8 : 0);
         if (size_ - offset_ < needed)
@@ -91,6 +94,43 @@ private:
     const std::string& path_;
     uint64_t offset_ = 0;
 };
+
+// Reads the KV pages, each followed by its checksum, from `offset` on, into the session's own
+// pages, on a few threads: filling fresh memory (faults, copies, checksums) costs about as much
+// as reading the disk, and the threads share it while the disk serves them all.
+Expected<void> read_pages(int fd, const std::string& path, uint64_t offset, uint64_t page_bytes, size_t pages, Session& session) {
+    const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+    const size_t per_thread = (pages + threads - 1) / threads;
+    // own_page of distinct pages touches distinct entries of the session's tables, so each
+    // thread allocates (and maps) its own pages.
+    std::vector<float*> dst(pages);
+    std::vector<std::optional<Error>> errors(threads);
+    auto read_range = [&](size_t t) {
+        char sum[8];
+        for (size_t p = t * per_thread; p < std::min(pages, (t + 1) * per_thread); ++p) {
+            const uint64_t at = offset + p * (page_bytes + 8);
+            dst[p] = session.own_page(p);
+            auto read = pread_exact(fd, dst[p], page_bytes, at, path).and_then([&] { return pread_exact(fd, sum, sizeof sum, at + page_bytes, path); });
+            if (!read) {
+                errors[t] = read.error();
+                return;
+            }
+            if (get_u64(sum) != checksum64(dst[p], page_bytes)) {
+                errors[t] = Error{ErrorKind::format, path + ": the session file is corrupted (the KV page of positions from " +
+                                                         std::to_string(p * Session::kPagePositions) + " fails its checksum)"};
+                return;
+            }
+        }
+    };
+    {
+        std::vector<std::jthread> workers;
+        for (size_t t = 1; t < threads; ++t) workers.emplace_back(read_range, t);
+        read_range(0);
+    }
+    for (const auto& e : errors)
+        if (e) return tl::unexpected(*e);
+    return {};
+}
 
 std::vector<uint64_t> ring_floats_of(const Session& s) {
     std::vector<uint64_t> out;
@@ -201,8 +241,11 @@ Expected<LoadedSessionFile> load_session_file(const std::string& path, const Eng
 
     std::vector<int32_t> tokens(h.position);
     STORMO_TRY(in.read(tokens.data(), tokens.size() * sizeof(int32_t), "its tokens"));
-    for (size_t p = 0; page_bytes > 0 && p < Session::pages_for(h.position); ++p)
-        STORMO_TRY(in.read(session.own_page(p), page_bytes, "the KV page of positions from " + std::to_string(p * Session::kPagePositions)));
+    if (page_bytes > 0) {
+        const size_t pages = Session::pages_for(h.position);
+        STORMO_TRY(read_pages(fd.get(), path, in.offset(), page_bytes, pages, session));
+        in.skip(pages * (page_bytes + 8));
+    }
     // The session's furthest write as its rings see it: each ring holds the positions from
     // written_end - rows on, so it is set no lower than any ring's first valid position + rows.
     size_t written_end = h.written_end;
