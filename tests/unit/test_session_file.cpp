@@ -93,6 +93,17 @@ TEST_P(SessionFile, ALoadedSessionContinuesWithTheBitsOfOneThatNeverStopped) {
         const std::vector<float> rest = all_logits(pipeline, *loaded->session, std::span<const int32_t>(tokens_).subspan(cut));
         const std::vector<float> want(expected.begin() + static_cast<ptrdiff_t>(cut * vocab), expected.end());
         EXPECT_TRUE(same_bits(rest, want)) << "cut at " << cut;
+        // Another file system (tmpfs: direct reads since Linux 6.6; before, the loader's road
+        // through the page cache, taken wherever O_DIRECT is refused): the same bits.
+        if (std::filesystem::is_directory("/dev/shm")) {
+            const std::string shm = "/dev/shm/stormo-session-test-" + std::to_string(::getpid()) + ".session";
+            std::filesystem::copy_file(path, shm, std::filesystem::copy_options::overwrite_existing);
+            auto from_tmpfs = load_session_file(shm, identity_, blank(n));
+            std::filesystem::remove(shm);
+            ASSERT_TRUE(from_tmpfs.has_value()) << from_tmpfs.error().message;
+            const std::vector<float> again = all_logits(pipeline, *from_tmpfs->session, std::span<const int32_t>(tokens_).subspan(cut));
+            EXPECT_TRUE(same_bits(again, want)) << "cut at " << cut << ", loaded from tmpfs";
+        }
     }
 }
 

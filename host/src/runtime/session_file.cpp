@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <fcntl.h>
+#include <cerrno>
+#include <cstdlib>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -72,7 +76,6 @@ class SectionReader {
 public:
     SectionReader(int fd, uint64_t file_bytes, const std::string& path) : fd_(fd), size_(file_bytes), path_(path) {}
     uint64_t offset() const { return offset_; }
-    void skip(uint64_t bytes) { offset_ += bytes; }
     Expected<void> read(void* dst, uint64_t size, const std::string& section, bool checked = true) {
         const uint64_t needed = size + (checked ? 8 : 0);
         if (size_ - offset_ < needed)
@@ -95,37 +98,110 @@ private:
     uint64_t offset_ = 0;
 };
 
-// Reads the KV pages, each followed by its checksum, from `offset` on, into the session's own
-// pages, on a few threads: filling fresh memory (faults, copies, checksums) costs about as much
-// as reading the disk, and the threads share it while the disk serves them all.
-Expected<void> read_pages(int fd, const std::string& path, uint64_t offset, uint64_t page_bytes, size_t pages, Session& session) {
-    const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
-    const size_t per_thread = (pages + threads - 1) / threads;
-    // own_page of distinct pages touches distinct entries of the session's tables, so each
-    // thread allocates (and maps) its own pages.
-    std::vector<float*> dst(pages);
-    std::vector<std::optional<Error>> errors(threads);
-    auto read_range = [&](size_t t) {
-        char sum[8];
-        for (size_t p = t * per_thread; p < std::min(pages, (t + 1) * per_thread); ++p) {
-            const uint64_t at = offset + p * (page_bytes + 8);
-            dst[p] = session.own_page(p);
-            auto read = pread_exact(fd, dst[p], page_bytes, at, path).and_then([&] { return pread_exact(fd, sum, sizeof sum, at + page_bytes, path); });
-            if (!read) {
-                errors[t] = read.error();
-                return;
-            }
-            if (get_u64(sum) != checksum64(dst[p], page_bytes)) {
-                errors[t] = Error{ErrorKind::format, path + ": the session file is corrupted (the KV page of positions from " +
-                                                         std::to_string(p * Session::kPagePositions) + " fails its checksum)"};
+// Direct reads (past the page cache) go through windows of this size, aligned as O_DIRECT needs.
+constexpr uint64_t kDirectAlign = 4096;
+constexpr uint64_t kDirectWindow = uint64_t{4} << 20;
+
+struct FreeDeleter {
+    void operator()(char* p) const { std::free(p); }
+};
+
+// Copies what window [w0, w0 + bytes) of the file holds of [at, at + size) into dst.
+void copy_overlap(const char* window, uint64_t w0, uint64_t bytes, uint64_t at, uint64_t size, char* dst) {
+    const uint64_t lo = std::max(w0, at), hi = std::min(w0 + bytes, at + size);
+    if (lo < hi) std::memcpy(dst + (lo - at), window + (lo - w0), hi - lo);
+}
+
+// The sections [k0, k1) of a run of checksummed sections: section k is at[k] in the file,
+// sizes[k] bytes followed by its 8-byte checksum, read into dst[k] and sums[k].
+struct SectionRun {
+    std::span<const uint64_t> at, sizes;
+    std::span<char* const> dst;
+    std::span<uint64_t> sums;
+};
+
+// Through O_DIRECT windows, aligned as it needs; the file's length was checked before.
+Expected<void> read_run_direct(int direct_fd, const std::string& path, const SectionRun& run, size_t k0, size_t k1) {
+    const uint64_t begin = run.at[k0], end = run.at[k1 - 1] + run.sizes[k1 - 1] + 8;
+    std::unique_ptr<char, FreeDeleter> window(static_cast<char*>(std::aligned_alloc(kDirectAlign, kDirectWindow)));
+    if (!window) return fail(ErrorKind::resource, path + ": no memory for a read window");
+    size_t first = k0;
+    for (uint64_t w0 = begin / kDirectAlign * kDirectAlign; w0 < end; w0 += kDirectWindow) {
+        const uint64_t want = std::min(kDirectWindow, (end - w0 + kDirectAlign - 1) / kDirectAlign * kDirectAlign);
+        ssize_t got;
+        do got = ::pread(direct_fd, window.get(), want, static_cast<off_t>(w0));
+        while (got < 0 && errno == EINTR);
+        if (got < 0) return fail(ErrorKind::io, path + ": reading its KV: " + std::strerror(errno));
+        const uint64_t bytes = static_cast<uint64_t>(got);
+        if (w0 + bytes < std::min(end, w0 + want)) return fail(ErrorKind::format, path + ": the session file is truncated");
+        for (size_t k = first; k < k1 && run.at[k] < w0 + bytes; ++k) {
+            copy_overlap(window.get(), w0, bytes, run.at[k], run.sizes[k], run.dst[k]);
+            copy_overlap(window.get(), w0, bytes, run.at[k] + run.sizes[k], 8, reinterpret_cast<char*>(&run.sums[k]));
+            if (run.at[k] + run.sizes[k] + 8 <= w0 + bytes) first = k + 1;
+        }
+    }
+    return {};
+}
+
+Expected<void> read_run_buffered(int fd, const std::string& path, const SectionRun& run, size_t k0, size_t k1) {
+    for (size_t k = k0; k < k1; ++k) {
+        STORMO_TRY(pread_exact(fd, run.dst[k], run.sizes[k], run.at[k], path));
+        STORMO_TRY(pread_exact(fd, &run.sums[k], 8, run.at[k] + run.sizes[k], path));
+    }
+    return {};
+}
+
+// Reads consecutive checksummed sections from `offset` on (sizes[k] bytes each, then its
+// checksum) into dst_of(k), called on the thread that reads section k, and checks them. Four
+// threads share the sections by bytes, past the page cache where the file system allows: four
+// reads in flight, as the disk probe finds a disk's bound, and the threads share what filling
+// fresh memory costs (faults, copies, checksums: about as much as the disk here); a session read
+// once is not worth a copy in the page cache.
+Expected<void> read_sections(int fd, const std::string& path, uint64_t offset, std::span<const uint64_t> sizes,
+                             const std::function<char*(size_t)>& dst_of, const std::function<std::string(size_t)>& name_of) {
+    const size_t n = sizes.size();
+    if (n == 0) return {};
+    std::vector<uint64_t> at(n);
+    uint64_t total = 0;
+    for (size_t k = 0; k < n; ++k) {
+        at[k] = offset + total;
+        total += sizes[k] + 8;
+    }
+    std::vector<char*> dst(n);
+    std::vector<uint64_t> sums(n);
+    const SectionRun run{at, sizes, dst, sums};
+    FileDescriptor direct;
+    if (const int d = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC); d >= 0) direct = FileDescriptor(d);
+    constexpr size_t kThreads = 4;
+    std::vector<size_t> split{0};  // thread t reads [split[t], split[t + 1])
+    for (size_t k = 0, t = 1; k < n && t < kThreads; ++k)
+        if ((at[k] - offset) * kThreads >= total * t) {
+            if (k > split.back()) split.push_back(k);
+            ++t;
+        }
+    split.push_back(n);
+    std::vector<std::optional<Error>> errors(split.size() - 1);
+    auto read_part = [&](size_t t) {
+        const size_t k0 = split[t], k1 = split[t + 1];
+        for (size_t k = k0; k < k1; ++k) dst[k] = dst_of(k);
+        auto read = direct.get() >= 0 ? read_run_direct(direct.get(), path, run, k0, k1) : read_run_buffered(fd, path, run, k0, k1);
+        if (!read) {
+            errors[t] = read.error();
+            return;
+        }
+        for (size_t k = k0; k < k1; ++k) {
+            char sum[8];
+            std::memcpy(sum, &sums[k], sizeof sum);
+            if (get_u64(sum) != checksum64(dst[k], sizes[k])) {
+                errors[t] = Error{ErrorKind::format, path + ": the session file is corrupted (" + name_of(k) + " fails its checksum)"};
                 return;
             }
         }
     };
     {
         std::vector<std::jthread> workers;
-        for (size_t t = 1; t < threads; ++t) workers.emplace_back(read_range, t);
-        read_range(0);
+        for (size_t t = 1; t + 1 < split.size(); ++t) workers.emplace_back(read_part, t);
+        read_part(0);
     }
     for (const auto& e : errors)
         if (e) return tl::unexpected(*e);
@@ -190,9 +266,6 @@ Expected<LoadedSessionFile> load_session_file(const std::string& path, const Eng
     const auto start = Clock::now();
     STORMO_TRY_ASSIGN(auto fd, FileDescriptor::open_read(path));
     STORMO_TRY_ASSIGN(const uint64_t file_bytes, fd.size(path));
-    // The whole file is read in order: asking for it at once lets the disk work on many reads
-    // together instead of one readahead window at a time.
-    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_WILLNEED);
     SectionReader in(fd.get(), file_bytes, path);
     char preamble[kPreambleBytes];
     if (file_bytes < sizeof kMagic) return fail(ErrorKind::format, path + ": not a stormo session file (too short)");
@@ -241,33 +314,40 @@ Expected<LoadedSessionFile> load_session_file(const std::string& path, const Eng
 
     std::vector<int32_t> tokens(h.position);
     STORMO_TRY(in.read(tokens.data(), tokens.size() * sizeof(int32_t), "its tokens"));
-    if (page_bytes > 0) {
-        const size_t pages = Session::pages_for(h.position);
-        STORMO_TRY(read_pages(fd.get(), path, in.offset(), page_bytes, pages, session));
-        in.skip(pages * (page_bytes + 8));
+    // The pages, then the rings and states, each section checksummed; a ring of another size is
+    // read aside and its rows placed below.
+    const size_t pages = page_bytes > 0 ? Session::pages_for(h.position) : 0;
+    const size_t rings = h.ring_floats.size();
+    std::vector<uint64_t> sizes(pages, page_bytes);
+    std::vector<std::vector<float>> aside(rings);
+    for (size_t i = 0; i < rings; ++i) {
+        sizes.push_back(h.ring_floats[i] * sizeof(float));
+        if (h.ring_floats[i] != session.ring_buffer(i).size()) aside[i].resize(h.ring_floats[i]);
     }
+    auto dst_of = [&](size_t k) -> char* {
+        if (k < pages) return reinterpret_cast<char*>(session.own_page(k));  // distinct pages: distinct table entries
+        const size_t i = k - pages;
+        return reinterpret_cast<char*>(aside[i].empty() ? session.ring_buffer(i).data() : aside[i].data());
+    };
+    auto name_of = [&](size_t k) {
+        if (k < pages) return "the KV page of positions from " + std::to_string(k * Session::kPagePositions);
+        return std::string(session.ring_infos()[k - pages].state ? "a recurrent state" : "a sliding window's ring");
+    };
+    STORMO_TRY(read_sections(fd.get(), path, in.offset(), sizes, dst_of, name_of));
     // The session's furthest write as its rings see it: each ring holds the positions from
     // written_end - rows on, so it is set no lower than any ring's first valid position + rows.
     size_t written_end = h.written_end;
-    std::vector<float> saved_ring;
-    for (size_t i = 0; i < h.ring_floats.size(); ++i) {
-        const Session::RingInfo& ring = session.ring_infos()[i];
-        const char* what = ring.state ? "a recurrent state" : "a sliding window's ring";
-        const std::span<float> mine = session.ring_buffer(i);
-        if (h.ring_floats[i] == mine.size()) {
-            STORMO_TRY(in.read(mine.data(), mine.size_bytes(), what));
-            continue;
-        }
+    for (size_t i = 0; i < rings; ++i) {
+        if (aside[i].empty()) continue;
         // A ring of another size (the file's run had another rewind slack or block): the rows of
         // the positions both hold carry over; if those miss the window the next query needs,
         // adopt() has the session replay its prefix, as after a long rewind.
-        saved_ring.resize(h.ring_floats[i]);
-        STORMO_TRY(in.read(saved_ring.data(), saved_ring.size() * sizeof(float), what));
+        const Session::RingInfo& ring = session.ring_infos()[i];
         const size_t saved_rows = h.ring_floats[i] / ring.width;
         const size_t first_saved = h.written_end > saved_rows ? h.written_end - saved_rows : 0;
         const size_t first = std::max(first_saved, h.position > ring.rows ? h.position - ring.rows : 0);
         for (size_t q = first; q < h.position; ++q)
-            std::copy_n(saved_ring.data() + (q % saved_rows) * ring.width, ring.width, session.ring_row(i, q));
+            std::copy_n(aside[i].data() + (q % saved_rows) * ring.width, ring.width, session.ring_row(i, q));
         written_end = std::max(written_end, first + ring.rows);
     }
     session.adopt(tokens, written_end, h.needs_replay != 0);
