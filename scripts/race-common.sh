@@ -75,3 +75,15 @@ wait_healthy() {
     done
 }
 
+# The servers' scripts end alike: the server stopped, the run's directory kept in KEEP when asked
+# and removed, the cap's group removed; an interrupt ends the run through the same path.
+end_race_on_exit() {
+    trap race_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+race_cleanup() {
+    stop_server
+    if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && cp -a "$OUT"/. "$KEEP"/; fi
+    rm -rf "$OUT"
+    if [ -n "$CAP" ] && [ -d "$GROUP" ]; then rmdir "$GROUP" || true; fi
+}

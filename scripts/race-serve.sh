@@ -82,14 +82,7 @@ OUT=$(mktemp -d)
 GROUP=/sys/fs/cgroup/memory/stormo-race-serve-$$
 RACE_NAME=race-serve
 . "$(dirname "$0")/race-common.sh"
-cleanup() {
-    stop_server
-    if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && cp -a "$OUT"/. "$KEEP"/; fi
-    rm -rf "$OUT"
-    if [ -n "$CAP" ] && [ -d "$GROUP" ]; then rmdir "$GROUP" || true; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+end_race_on_exit
 
 make_cap_group
 

@@ -7,8 +7,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -137,6 +139,20 @@ inline std::string test_name_of(std::string_view text) {
     } while (0)
 
 // The first layer whose FFN is routed (GLM's first layers are dense).
+// Whether two logit vectors hold the same bits (NaNs included), not merely equal values.
+inline bool same_bits(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+// Runs `tokens` through the session and returns every position's logits.
+inline std::vector<float> all_logits(Pipeline& pipeline, Session& session, std::span<const int32_t> tokens) {
+    ForwardOptions all;
+    all.all_logits = true;
+    auto logits = pipeline.forward(session, tokens, all);
+    EXPECT_TRUE(logits.has_value()) << logits.error().message;
+    return logits ? *logits : std::vector<float>{};
+}
+
 inline int first_moe_layer(const Model& model) {
     for (int l = 0; l < model.n_layers(); ++l)
         if (model.layer_plan(l).ffn == FfnKind::moe) return l;

@@ -29,10 +29,6 @@ namespace fs = std::filesystem;
 constexpr size_t kB = 16;     // block positions: one page
 constexpr size_t kChunk = 4;  // the prompt's steps: they end on every block boundary
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 class TempDir {
 public:
     TempDir() {
@@ -54,14 +50,6 @@ std::vector<fs::path> block_files(const std::string& dir) {
         if (e.is_regular_file() && e.path().extension() == ".block") out.push_back(e.path());
     std::sort(out.begin(), out.end());
     return out;
-}
-
-std::vector<float> all_logits(Pipeline& pipeline, Session& session, std::span<const int32_t> tokens) {
-    ForwardOptions all;
-    all.all_logits = true;
-    auto logits = pipeline.forward(session, tokens, all);
-    EXPECT_TRUE(logits.has_value()) << logits.error().message;
-    return logits ? *logits : std::vector<float>{};
 }
 
 // `n` tokens from the model's token source, repeated.

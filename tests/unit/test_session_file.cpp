@@ -19,10 +19,6 @@ namespace {
 
 constexpr size_t kBlock = 4;  // sessions of 4-position blocks: gpt_oss's 16-window rings wrap
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 class TempDir {
 public:
     TempDir() {
@@ -40,14 +36,6 @@ private:
     static inline int counter_ = 0;
     std::filesystem::path path_;
 };
-
-std::vector<float> all_logits(Pipeline& pipeline, Session& session, std::span<const int32_t> tokens) {
-    ForwardOptions all;
-    all.all_logits = true;
-    auto logits = pipeline.forward(session, tokens, all);
-    EXPECT_TRUE(logits.has_value()) << logits.error().message;
-    return logits ? *logits : std::vector<float>{};
-}
 
 class SessionFile : public ::testing::TestWithParam<std::string> {
 protected:
