@@ -1,6 +1,7 @@
 #include "runtime/session_file.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -100,7 +101,7 @@ private:
 
 // Direct reads (past the page cache) go through windows of this size, aligned as O_DIRECT needs.
 constexpr uint64_t kDirectAlign = 4096;
-constexpr uint64_t kDirectWindow = uint64_t{4} << 20;
+constexpr uint64_t kDirectWindow = uint64_t{2} << 20;
 
 struct FreeDeleter {
     void operator()(char* p) const { std::free(p); }
@@ -112,41 +113,58 @@ void copy_overlap(const char* window, uint64_t w0, uint64_t bytes, uint64_t at, 
     if (lo < hi) std::memcpy(dst + (lo - at), window + (lo - w0), hi - lo);
 }
 
-// The sections [k0, k1) of a run of checksummed sections: section k is at[k] in the file,
-// sizes[k] bytes followed by its 8-byte checksum, read into dst[k] and sums[k].
+// A run of checksummed sections: section k is at[k] in the file, sizes[k] bytes followed by its
+// 8-byte checksum, read into dst_of(k) (called once, on the thread that reads it) and checked as
+// soon as it is whole, so a thread maps and checks one section while the disk reads the next.
 struct SectionRun {
     std::span<const uint64_t> at, sizes;
-    std::span<char* const> dst;
-    std::span<uint64_t> sums;
+    const std::function<char*(size_t)>& dst_of;
+    const std::function<std::string(size_t)>& name_of;
+    const std::string& path;
 };
 
+Expected<void> check_section(const SectionRun& run, size_t k, const char* dst, const char* sum) {
+    if (get_u64(sum) == checksum64(dst, run.sizes[k])) return {};
+    return fail(ErrorKind::format, run.path + ": the session file is corrupted (" + run.name_of(k) + " fails its checksum)");
+}
+
 // Through O_DIRECT windows, aligned as it needs; the file's length was checked before.
-Expected<void> read_run_direct(int direct_fd, const std::string& path, const SectionRun& run, size_t k0, size_t k1) {
+Expected<void> read_run_direct(int direct_fd, const SectionRun& run, size_t k0, size_t k1) {
     const uint64_t begin = run.at[k0], end = run.at[k1 - 1] + run.sizes[k1 - 1] + 8;
     std::unique_ptr<char, FreeDeleter> window(static_cast<char*>(std::aligned_alloc(kDirectAlign, kDirectWindow)));
-    if (!window) return fail(ErrorKind::resource, path + ": no memory for a read window");
+    if (!window) return fail(ErrorKind::resource, run.path + ": no memory for a read window");
     size_t first = k0;
+    char* dst = nullptr;  // section `first`'s memory, once asked for
+    char sum[8];
     for (uint64_t w0 = begin / kDirectAlign * kDirectAlign; w0 < end; w0 += kDirectWindow) {
         const uint64_t want = std::min(kDirectWindow, (end - w0 + kDirectAlign - 1) / kDirectAlign * kDirectAlign);
         ssize_t got;
         do got = ::pread(direct_fd, window.get(), want, static_cast<off_t>(w0));
         while (got < 0 && errno == EINTR);
-        if (got < 0) return fail(ErrorKind::io, path + ": reading its KV: " + std::strerror(errno));
+        if (got < 0) return fail(ErrorKind::io, run.path + ": reading its KV: " + std::strerror(errno));
         const uint64_t bytes = static_cast<uint64_t>(got);
-        if (w0 + bytes < std::min(end, w0 + want)) return fail(ErrorKind::format, path + ": the session file is truncated");
-        for (size_t k = first; k < k1 && run.at[k] < w0 + bytes; ++k) {
-            copy_overlap(window.get(), w0, bytes, run.at[k], run.sizes[k], run.dst[k]);
-            copy_overlap(window.get(), w0, bytes, run.at[k] + run.sizes[k], 8, reinterpret_cast<char*>(&run.sums[k]));
-            if (run.at[k] + run.sizes[k] + 8 <= w0 + bytes) first = k + 1;
+        if (w0 + bytes < std::min(end, w0 + want)) return fail(ErrorKind::format, run.path + ": the session file is truncated");
+        while (first < k1 && run.at[first] < w0 + bytes) {
+            const uint64_t at = run.at[first], size = run.sizes[first];
+            if (dst == nullptr) dst = run.dst_of(first);
+            copy_overlap(window.get(), w0, bytes, at, size, dst);
+            copy_overlap(window.get(), w0, bytes, at + size, 8, sum);
+            if (at + size + 8 > w0 + bytes) break;  // the rest comes with the next window
+            STORMO_TRY(check_section(run, first, dst, sum));
+            ++first;
+            dst = nullptr;
         }
     }
     return {};
 }
 
-Expected<void> read_run_buffered(int fd, const std::string& path, const SectionRun& run, size_t k0, size_t k1) {
+Expected<void> read_run_buffered(int fd, const SectionRun& run, size_t k0, size_t k1) {
     for (size_t k = k0; k < k1; ++k) {
-        STORMO_TRY(pread_exact(fd, run.dst[k], run.sizes[k], run.at[k], path));
-        STORMO_TRY(pread_exact(fd, &run.sums[k], 8, run.at[k] + run.sizes[k], path));
+        char* dst = run.dst_of(k);
+        char sum[8];
+        STORMO_TRY(pread_exact(fd, dst, run.sizes[k], run.at[k], run.path));
+        STORMO_TRY(pread_exact(fd, sum, 8, run.at[k] + run.sizes[k], run.path));
+        STORMO_TRY(check_section(run, k, dst, sum));
     }
     return {};
 }
@@ -167,9 +185,7 @@ Expected<void> read_sections(int fd, const std::string& path, uint64_t offset, s
         at[k] = offset + total;
         total += sizes[k] + 8;
     }
-    std::vector<char*> dst(n);
-    std::vector<uint64_t> sums(n);
-    const SectionRun run{at, sizes, dst, sums};
+    const SectionRun run{at, sizes, dst_of, name_of, path};
     FileDescriptor direct;
     if (const int d = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC); d >= 0) direct = FileDescriptor(d);
     constexpr size_t kThreads = 4;
@@ -183,20 +199,8 @@ Expected<void> read_sections(int fd, const std::string& path, uint64_t offset, s
     std::vector<std::optional<Error>> errors(split.size() - 1);
     auto read_part = [&](size_t t) {
         const size_t k0 = split[t], k1 = split[t + 1];
-        for (size_t k = k0; k < k1; ++k) dst[k] = dst_of(k);
-        auto read = direct.get() >= 0 ? read_run_direct(direct.get(), path, run, k0, k1) : read_run_buffered(fd, path, run, k0, k1);
-        if (!read) {
-            errors[t] = read.error();
-            return;
-        }
-        for (size_t k = k0; k < k1; ++k) {
-            char sum[8];
-            std::memcpy(sum, &sums[k], sizeof sum);
-            if (get_u64(sum) != checksum64(dst[k], sizes[k])) {
-                errors[t] = Error{ErrorKind::format, path + ": the session file is corrupted (" + name_of(k) + " fails its checksum)"};
-                return;
-            }
-        }
+        auto read = direct.get() >= 0 ? read_run_direct(direct.get(), run, k0, k1) : read_run_buffered(fd, run, k0, k1);
+        if (!read) errors[t] = read.error();
     };
     {
         std::vector<std::jthread> workers;
@@ -243,14 +247,34 @@ Expected<SessionFileStats> save_session_file(const std::string& path, const Sess
     // Every page of the positions held; a page no position of was written (a model without
     // full-attention buffers has none) is written as zeros so the file's shape is fixed.
     const size_t page_bytes = session.page_floats() * sizeof(float);
+    const size_t pages = page_bytes > 0 ? Session::pages_for(session.position()) : 0;
     std::vector<float> zeros;
-    for (size_t p = 0; page_bytes > 0 && p < Session::pages_for(session.position()); ++p) {
-        const float* page = session.page(p);
-        if (page == nullptr) {
+    std::vector<const float*> page_data(pages);
+    for (size_t p = 0; p < pages; ++p) {
+        page_data[p] = session.page(p);
+        if (page_data[p] == nullptr) {
             zeros.resize(session.page_floats());
-            page = zeros.data();
+            page_data[p] = zeros.data();
         }
-        STORMO_TRY(write_checked(out, page, page_bytes));
+    }
+    // The pages' checksums on a second thread, ahead of the writes that copy the pages into the
+    // page cache on this one: hashing them in line took a tenth of a save's time.
+    std::vector<uint64_t> sums(pages);
+    std::atomic<size_t> summed{0};
+    std::jthread hasher([&] {
+        for (size_t p = 0; p < pages; ++p) {
+            sums[p] = checksum64(page_data[p], page_bytes);
+            summed.store(p + 1, std::memory_order_release);
+            summed.notify_one();
+        }
+    });
+    for (size_t p = 0; p < pages; ++p) {
+        STORMO_TRY(out.write(page_data[p], page_bytes));
+        for (size_t done = summed.load(std::memory_order_acquire); done <= p; done = summed.load(std::memory_order_acquire))
+            summed.wait(done, std::memory_order_acquire);
+        char sum[8];
+        put_u64(sum, sums[p]);
+        STORMO_TRY(out.write(sum, sizeof sum));
     }
     for (size_t i = 0; i < session.ring_infos().size(); ++i) {
         const std::span<const float> ring = session.ring_buffer(i);
