@@ -57,7 +57,7 @@ void print_table(const LoadedEngine& loaded, const SessionIoRun& r) {
               << "session            " << r.positions << " positions, KV " << format_bytes(r.kv_bytes) << " ("
               << format_bytes(r.positions ? r.kv_bytes / r.positions : 0) << " a position), file " << format_bytes(r.file_bytes) << "\n"
               << "prefill (cold)     " << r.prefill_seconds << " s\n"
-              << "rounds             " << r.rounds << " (save, write bound, load, read bound in turn; medians below)\n"
+              << "rounds             " << r.rounds << " (save, write bound, load, read bound in turn; median times, best bounds)\n"
               << "save               " << r.save_seconds << " s, " << format_bytes(static_cast<uint64_t>(save_rate)) << "/s = "
               << ratio(save_rate, r.write_bound_bytes_per_s) << "x the write bound ("
               << format_bytes(static_cast<uint64_t>(r.write_bound_bytes_per_s)) << "/s, 8 MiB writes and fsync)\n"
@@ -69,6 +69,17 @@ void print_table(const LoadedEngine& loaded, const SessionIoRun& r) {
               << "load (page cache)  " << r.load_cached_seconds << " s\n"
               << "restart vs cold    load " << ratio(r.prefill_seconds, r.load_seconds) << "x faster than the prefill\n"
               << "continues exactly  " << (r.continues_exactly ? "yes" : "NO") << "\n";
+    auto rates = [](const std::vector<double>& v) {
+        std::string out;
+        for (double x : v) {
+            if (!out.empty()) out += ' ';
+            out += format_bytes(static_cast<uint64_t>(x));
+            out += "/s";
+        }
+        return out;
+    };
+    std::cout << "each round         save " << rates(r.save_rates) << "; write bound " << rates(r.write_rates) << "\n"
+              << "                   load " << rates(r.load_rates) << "; read bound " << rates(r.read_rates) << "\n";
 }
 
 }  // namespace

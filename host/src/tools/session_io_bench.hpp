@@ -5,11 +5,12 @@
 // token, whose logits must be the bits the session that never stopped gives. The same directory's
 // bounds are measured in the same run, interleaved with the save and the load round by round:
 // writing as many bytes with fsync (the save's bound), and reading them back past the page cache
-// with the disk probe the decode benchmark uses (the load's bound). Times and rates are the
-// medians of the rounds.
+// with the disk probe the decode benchmark uses (the load's bound). Times are the medians of the
+// rounds; each bound is its best round, as the disk probe keeps its best pass.
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "runtime/engine.hpp"
 #include "stormo/error.hpp"
@@ -35,9 +36,11 @@ struct SessionIoRun {
     double load_cached_seconds = 0.0;  // the same with the file in the page cache
     bool page_cache_dropped = false;   // the kernel took the hint; else load_seconds read from memory
     bool continues_exactly = false;    // the next token's logits bits equal the uninterrupted session's
-    double write_bound_bytes_per_s = 0.0;  // the same bytes written and fsync'd in 8 MiB writes
-    double read_bound_bytes_per_s = 0.0;   // the disk probe over that file
+    double write_bound_bytes_per_s = 0.0;  // the same bytes written and fsync'd in 8 MiB writes, best round
+    double read_bound_bytes_per_s = 0.0;   // the disk probe over that file, best round
     bool read_bound_direct = false;
+    // Each round's bytes a second: save, write probe, load from the disk, read probe.
+    std::vector<double> save_rates, write_rates, load_rates, read_rates;
 };
 
 Expected<SessionIoRun> run_session_io_bench(Engine& engine, const SessionIoRequest& request);
