@@ -3,6 +3,7 @@
 // index_topk, a session that rewound); and a file that does not belong here is refused, naming
 // why: another model, config, engine or kernels road, another context layout, a context too
 // small, a truncated or corrupted file, a file that is no session file.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "oracle_support.hpp"
 #include "runtime/engine_identity.hpp"
 #include "runtime/session_file.hpp"
+#include "util/atomic_file.hpp"
 #include "util/file.hpp"
 
 namespace stormo::testing {
@@ -273,3 +275,32 @@ TEST_F(SessionFileRefusal, TheIdentityIgnoresThreadsAndBudget) {
 
 }  // namespace
 }  // namespace stormo::testing
+
+namespace stormo {
+namespace {
+
+// A save killed mid-write leaves its temporary file; the next run on that file removes it, but
+// never the file of a writer that still runs, nor another file's.
+TEST(StaleTempFiles, OnlyThoseOfWritersThatNoLongerRunAreRemoved) {
+    const auto dir = std::filesystem::temp_directory_path() / ("stormo-stale-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) ::_exit(0);
+    ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // a pid that no longer runs
+    const std::string path = (dir / "chat.session").string();
+    const auto dead = dir / (".chat.session.stormo-tmp-" + std::to_string(child) + "-0");
+    const auto live = dir / (".chat.session.stormo-tmp-" + std::to_string(::getpid()) + "-3");
+    const auto other = dir / (".other.session.stormo-tmp-" + std::to_string(child) + "-0");
+    for (const auto& f : {dead, live, other}) ASSERT_TRUE(write_file(f.string(), "part").has_value());
+    auto removed = remove_stale_temp_files(path);
+    ASSERT_TRUE(removed.has_value()) << removed.error().message;
+    EXPECT_EQ(*removed, 1u);
+    EXPECT_FALSE(std::filesystem::exists(dead));
+    EXPECT_TRUE(std::filesystem::exists(live));
+    EXPECT_TRUE(std::filesystem::exists(other));
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stormo

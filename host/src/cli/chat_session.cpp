@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "runtime/session_file.hpp"
+#include "util/atomic_file.hpp"
 #include "util/format_bytes.hpp"
 
 namespace stormo::cli {
@@ -52,6 +53,10 @@ Expected<ChatSessionFile> save_chat_session(ChatStack& stack, const std::string&
 Expected<void> resume_chat_session(ChatStack& stack, const ChatOptions& options) {
     if (!options.session_file) return {};
     const std::string& path = *options.session_file;
+    // What saves killed mid-write left beside the file (the file itself is whole: old or new).
+    if (auto removed = remove_stale_temp_files(path); removed && *removed > 0)
+        std::cerr << "stormo: removed " << *removed << " temporary file" << (*removed == 1 ? "" : "s") << " an interrupted save of " << path
+                  << " left" << std::endl;
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
         if (ec) return fail(ErrorKind::io, "--session " + path + ": " + ec.message());

@@ -1,6 +1,7 @@
 #include "util/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -48,6 +49,28 @@ Expected<void> fsync_directory(const std::string& path, const std::string& what)
 
 bool is_atomic_temp_name(std::string_view file_name) {
     return file_name.starts_with(".") && file_name.find(kTempMarker) != std::string_view::npos;
+}
+
+Expected<size_t> remove_stale_temp_files(const std::string& path) {
+    const std::filesystem::path p(path);
+    const std::string prefix = "." + p.filename().string() + std::string(kTempMarker);
+    const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+    std::error_code ec;
+    std::filesystem::directory_iterator it(dir, ec);
+    if (ec) return fail(ErrorKind::io, dir.string() + ": " + ec.message());
+    size_t removed = 0;
+    for (const auto& entry : it) {
+        const std::string name = entry.path().filename().string();
+        if (!name.starts_with(prefix)) continue;
+        // ".NAME.stormo-tmp-PID-N": a writer that still runs is left to finish.
+        const std::string rest = name.substr(prefix.size());
+        const size_t dash = rest.find('-');
+        if (dash == 0 || dash == std::string::npos || rest.find_first_not_of("0123456789") != dash) continue;
+        const auto pid = static_cast<pid_t>(std::stoll(rest.substr(0, dash)));
+        if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+        if (std::filesystem::remove(entry.path(), ec)) ++removed;
+    }
+    return removed;
 }
 
 Expected<AtomicFileWriter> AtomicFileWriter::create(const std::string& path, std::string what) {

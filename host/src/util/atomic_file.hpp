@@ -18,6 +18,11 @@ namespace stormo {
 // crash leaves, to be removed by whoever owns the directory.
 STORMO_API bool is_atomic_temp_name(std::string_view file_name);
 
+// Removes the temporary files that writers of `path` left when they were killed: those whose
+// writing process (the pid in the name) no longer runs here. A live writer's file is kept.
+// Returns how many were removed.
+STORMO_API Expected<size_t> remove_stale_temp_files(const std::string& path);
+
 class STORMO_API AtomicFileWriter {
 public:
     // Creates the temporary file in `path`'s directory (which must exist). `what` names the file
