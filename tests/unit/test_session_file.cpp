@@ -14,6 +14,7 @@
 #include "runtime/engine_identity.hpp"
 #include "runtime/session_file.hpp"
 #include "util/atomic_file.hpp"
+#include "util/direct_appender.hpp"
 #include "util/file.hpp"
 
 namespace stormo::testing {
@@ -300,6 +301,37 @@ TEST(StaleTempFiles, OnlyThoseOfWritersThatNoLongerRunAreRemoved) {
     EXPECT_TRUE(std::filesystem::exists(live));
     EXPECT_TRUE(std::filesystem::exists(other));
     std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stormo
+
+namespace stormo {
+namespace {
+
+// Direct writes go in whole aligned windows: a file of any length comes out byte for byte,
+// appended in pieces of any size across the windows.
+TEST(DirectAppenderFile, AnyLengthInAnyPiecesComesOutByteForByte) {
+    const std::string path = (std::filesystem::temp_directory_path() / ("stormo-direct-" + std::to_string(::getpid()))).string();
+    for (const size_t length : {size_t{1}, size_t{4096}, size_t{(size_t{8} << 20) * 2 + 12345}}) {
+        ASSERT_TRUE(write_file(path, "").has_value());
+        auto appender = DirectAppender::open(path);
+        if (!appender) GTEST_SKIP() << "the file system of " << path << " refuses direct writes";
+        std::string want(length, '\0');
+        for (size_t i = 0; i < length; ++i) want[i] = static_cast<char>((i * 131 + i / 4099) & 0xff);
+        for (size_t at = 0, piece = 1; at < length; at += piece, piece = piece * 7 % 1000003 + 1) {
+            piece = std::min(piece, length - at);
+            ASSERT_TRUE((*appender)->append(want.data() + at, piece).has_value());
+        }
+        auto done = (*appender)->finish();
+        ASSERT_TRUE(done.has_value()) << done.error().message;
+        EXPECT_EQ(*done, length);
+        appender->reset();
+        auto got = read_file(path, length + 1);
+        ASSERT_TRUE(got.has_value());
+        EXPECT_TRUE(*got == want) << "length " << length;
+    }
+    std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ void print_json(const LoadedEngine& loaded, const SessionIoRun& r) {
         .field("file_bytes", r.file_bytes)
         .field("prefill_seconds", r.prefill_seconds)
         .field("save_seconds", r.save_seconds)
+        .field("replace_seconds", r.replace_seconds)
         .field("load_seconds", r.load_seconds)
         .field("load_cached_seconds", r.load_cached_seconds)
         .field("page_cache_dropped", r.page_cache_dropped)
@@ -60,7 +61,8 @@ void print_table(const LoadedEngine& loaded, const SessionIoRun& r) {
               << "rounds             " << r.rounds << " (save, write bound, load, read bound in turn; median times, best bounds)\n"
               << "save               " << r.save_seconds << " s, " << format_bytes(static_cast<uint64_t>(save_rate)) << "/s = "
               << ratio(save_rate, r.write_bound_bytes_per_s) << "x the write bound ("
-              << format_bytes(static_cast<uint64_t>(r.write_bound_bytes_per_s)) << "/s, 8 MiB writes and fsync)\n"
+              << format_bytes(static_cast<uint64_t>(r.write_bound_bytes_per_s)) << "/s, 8 MiB writes and fsync, buffered or direct)\n"
+              << "save over the last " << r.replace_seconds << " s (the old file's blocks freed in the rename)\n"
               << "load (from disk)   " << r.load_seconds << " s, " << format_bytes(static_cast<uint64_t>(load_rate)) << "/s = "
               << ratio(load_rate, r.read_bound_bytes_per_s) << "x the read bound ("
               << format_bytes(static_cast<uint64_t>(r.read_bound_bytes_per_s)) << "/s, "

@@ -17,6 +17,7 @@
 #include "runtime/session_bytes.hpp"
 #include "util/atomic_file.hpp"
 #include "util/content_hash.hpp"
+#include "util/direct_appender.hpp"
 #include "util/file.hpp"
 
 namespace stormo {
@@ -235,15 +236,24 @@ Expected<SessionFileStats> save_session_file(const std::string& path, const Sess
     const std::string header = encode(h);
 
     STORMO_TRY_ASSIGN(auto out, AtomicFileWriter::create(path, "the session file " + path));
+    // Past the page cache where the file system allows: a session is written once and read
+    // rarely, and copying it into the page cache cost more than the disk's own work.
+    std::optional<std::unique_ptr<DirectAppender>> direct = DirectAppender::open(out.temp_path());
+    auto put = [&](const void* data, size_t size) { return direct ? (*direct)->append(data, size) : out.write(data, size); };
+    auto put_checked = [&](const void* data, size_t size) {
+        char sum[8];
+        put_u64(sum, checksum64(data, size));
+        return put(data, size).and_then([&] { return put(sum, sizeof sum); });
+    };
     char preamble[kPreambleBytes];
     std::memcpy(preamble, kMagic, sizeof kMagic);
     put_u32(preamble + sizeof kMagic, kSessionFileFormat);
     put_u32(preamble + sizeof kMagic + 4, 0);
     put_u64(preamble + sizeof kMagic + 8, header.size());
-    STORMO_TRY(out.write(preamble, sizeof preamble));
-    STORMO_TRY(write_checked(out, header.data(), header.size()));
+    STORMO_TRY(put(preamble, sizeof preamble));
+    STORMO_TRY(put_checked(header.data(), header.size()));
     const std::span<const int32_t> tokens = session.tokens();
-    STORMO_TRY(write_checked(out, tokens.data(), tokens.size_bytes()));
+    STORMO_TRY(put_checked(tokens.data(), tokens.size_bytes()));
     // Every page of the positions held; a page no position of was written (a model without
     // full-attention buffers has none) is written as zeros so the file's shape is fixed.
     const size_t page_bytes = session.page_floats() * sizeof(float);
@@ -257,8 +267,8 @@ Expected<SessionFileStats> save_session_file(const std::string& path, const Sess
             page_data[p] = zeros.data();
         }
     }
-    // The pages' checksums on a second thread, ahead of the writes that copy the pages into the
-    // page cache on this one: hashing them in line took a tenth of a save's time.
+    // The pages' checksums on a second thread, ahead of the copies on this one: hashing them in
+    // line took a tenth of a save's time.
     std::vector<uint64_t> sums(pages);
     std::atomic<size_t> summed{0};
     std::jthread hasher([&] {
@@ -269,18 +279,21 @@ Expected<SessionFileStats> save_session_file(const std::string& path, const Sess
         }
     });
     for (size_t p = 0; p < pages; ++p) {
-        STORMO_TRY(out.write(page_data[p], page_bytes));
+        STORMO_TRY(put(page_data[p], page_bytes));
         for (size_t done = summed.load(std::memory_order_acquire); done <= p; done = summed.load(std::memory_order_acquire))
             summed.wait(done, std::memory_order_acquire);
         char sum[8];
         put_u64(sum, sums[p]);
-        STORMO_TRY(out.write(sum, sizeof sum));
+        STORMO_TRY(put(sum, sizeof sum));
     }
     for (size_t i = 0; i < session.ring_infos().size(); ++i) {
         const std::span<const float> ring = session.ring_buffer(i);
-        STORMO_TRY(write_checked(out, ring.data(), ring.size_bytes()));
+        STORMO_TRY(put_checked(ring.data(), ring.size_bytes()));
     }
-    const uint64_t bytes = out.written();
+    uint64_t bytes = out.written();
+    if (direct) {
+        STORMO_TRY_ASSIGN(bytes, (*direct)->finish());
+    }
     STORMO_TRY(out.commit());
     return SessionFileStats{bytes, seconds_since(start)};
 }

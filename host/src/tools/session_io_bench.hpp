@@ -31,12 +31,13 @@ struct SessionIoRun {
     uint64_t kv_bytes = 0;          // the session's KV in memory (pages and rings)
     uint64_t file_bytes = 0;
     double prefill_seconds = 0.0;   // the prompt computed: a cold time to first token
-    double save_seconds = 0.0;      // written, fsync'd and renamed
+    double save_seconds = 0.0;      // written to a new file, fsync'd and renamed
+    double replace_seconds = 0.0;   // the same over the previous file (its blocks freed in the rename)
     double load_seconds = 0.0;      // read from the disk (the file dropped from the page cache) and checked
     double load_cached_seconds = 0.0;  // the same with the file in the page cache
     bool page_cache_dropped = false;   // the kernel took the hint; else load_seconds read from memory
     bool continues_exactly = false;    // the next token's logits bits equal the uninterrupted session's
-    double write_bound_bytes_per_s = 0.0;  // the same bytes written and fsync'd in 8 MiB writes, best round
+    double write_bound_bytes_per_s = 0.0;  // the same bytes written and fsync'd in 8 MiB writes (the better of buffered and direct), best round
     double read_bound_bytes_per_s = 0.0;   // the disk probe over that file, best round
     bool read_bound_direct = false;
     // Each round's bytes a second: save, write probe, load from the disk, read probe.

@@ -53,7 +53,8 @@ bool is_atomic_temp_name(std::string_view file_name) {
 
 Expected<size_t> remove_stale_temp_files(const std::string& path) {
     const std::filesystem::path p(path);
-    const std::string prefix = "." + p.filename().string() + std::string(kTempMarker);
+    std::string prefix(1, '.');
+    prefix.append(p.filename().string()).append(kTempMarker);
     const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
     std::error_code ec;
     std::filesystem::directory_iterator it(dir, ec);

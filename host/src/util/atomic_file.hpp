@@ -37,6 +37,9 @@ public:
     // Appends bytes. A full disk is an error that says so ("no space left on the device").
     Expected<void> write(const void* data, size_t size);
     uint64_t written() const { return written_; }
+    // The temporary file, for a writer that fills it another way (util/direct_appender.hpp)
+    // before commit().
+    const std::string& temp_path() const { return temp_path_; }
     // fsync, rename over `path`, fsync the directory. After an error the temporary file is gone
     // and `path` holds what it held before.
     Expected<void> commit();
