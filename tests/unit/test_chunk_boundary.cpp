@@ -126,7 +126,7 @@ TEST(ChunkBoundarySettings, NoBoundaryLeavesChunksAsTheBudgetMakesThem) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ChunkBoundary, ::testing::Values("gpt_oss", "qwen3_moe", "glm_moe_dsa", "deepseek_v3", "gpt-oss-demo"),
-                         [](const auto& info) { return test_name_of(info.param); });
+                         [](const auto& param_info) { return test_name_of(param_info.param); });
 
 }  // namespace
 }  // namespace stormo::testing

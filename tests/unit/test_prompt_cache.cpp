@@ -229,7 +229,7 @@ TEST_P(PromptCacheModels, OneChunkSpanningSeveralBlocksStoresEachOfThem) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PromptCacheModels, ::testing::ValuesIn(fixture_and_demo_names()),
-                         [](const auto& info) { return test_name_of(info.param); });
+                         [](const auto& param_info) { return test_name_of(param_info.param); });
 
 class PromptCacheGuards : public PromptCacheTest {
 protected:

@@ -170,7 +170,7 @@ TEST_P(SessionFile, ATruncatedOrCorruptedFileIsRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SessionFile, ::testing::ValuesIn(fixture_and_demo_names()),
-                         [](const auto& info) { return test_name_of(info.param); });
+                         [](const auto& param_info) { return test_name_of(param_info.param); });
 
 class SessionFileRefusal : public ::testing::Test {
 protected:
@@ -321,12 +321,12 @@ TEST(DirectAppenderFile, AnyLengthInAnyPiecesComesOutByteForByte) {
         for (size_t i = 0; i < length; ++i) want[i] = static_cast<char>((i * 131 + i / 4099) & 0xff);
         for (size_t at = 0, piece = 1; at < length; at += piece, piece = piece * 7 % 1000003 + 1) {
             piece = std::min(piece, length - at);
-            ASSERT_TRUE((*appender)->append(want.data() + at, piece).has_value());
+            ASSERT_TRUE(appender->append(want.data() + at, piece).has_value());
         }
-        auto done = (*appender)->finish();
+        auto done = appender->finish();
         ASSERT_TRUE(done.has_value()) << done.error().message;
         EXPECT_EQ(*done, length);
-        appender->reset();
+        appender.reset();
         auto got = read_file(path, length + 1);
         ASSERT_TRUE(got.has_value());
         EXPECT_TRUE(*got == want) << "length " << length;

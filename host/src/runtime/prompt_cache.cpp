@@ -342,23 +342,13 @@ struct PromptCache::Impl {
         }
         from_memory = false;
         if (!disk.contains(key)) return nullptr;
-        const std::string path = path_of(key);
-        auto fd = FileDescriptor::open_read(path);
-        if (!fd) {
-            drop(key, "cannot be read (" + fd.error().message + ")");
+        // No block is larger than the disk tier's cap (larger ones are never written).
+        auto bytes = read_file(path_of(key), settings.size_bytes, "a prompt cache block");
+        if (!bytes) {
+            drop(key, "cannot be read (" + bytes.error().message + ")");
             return nullptr;
         }
-        auto size = fd->size(path);
-        if (!size) {
-            drop(key, size.error().message);
-            return nullptr;
-        }
-        auto bytes = std::make_shared<std::string>(*size, '\0');
-        if (auto read = pread_exact(fd->get(), bytes->data(), bytes->size(), 0, path); !read) {
-            drop(key, read.error().message);
-            return nullptr;
-        }
-        return bytes;
+        return std::make_shared<const std::string>(std::move(*bytes));
     }
 
     Expected<void> open_dir() {

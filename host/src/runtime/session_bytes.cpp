@@ -57,13 +57,6 @@ bool ByteReader::raw(std::string_view& out, size_t size) {
     return true;
 }
 
-Expected<void> write_checked(AtomicFileWriter& out, const void* data, size_t size) {
-    STORMO_TRY(out.write(data, size));
-    char sum[8];
-    put_u64(sum, checksum64(data, size));
-    return out.write(sum, sizeof sum);
-}
-
 void append_checked(ByteWriter& out, const void* data, size_t size) {
     out.raw(data, size);
     out.u64(checksum64(data, size));

@@ -10,7 +10,6 @@
 
 #include "runtime/session.hpp"
 #include "stormo/error.hpp"
-#include "util/atomic_file.hpp"
 
 namespace stormo {
 
@@ -49,8 +48,6 @@ private:
     size_t at_ = 0;
 };
 
-// Writes a section and its checksum.
-Expected<void> write_checked(AtomicFileWriter& out, const void* data, size_t size);
 // Appends a section and its checksum.
 void append_checked(ByteWriter& out, const void* data, size_t size);
 // Reads a section appended by append_checked; false when the bytes end first or the checksum fails.

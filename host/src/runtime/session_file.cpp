@@ -5,9 +5,6 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <fcntl.h>
-#include <cerrno>
-#include <cstdlib>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -15,6 +12,8 @@
 #include <vector>
 
 #include "runtime/session_bytes.hpp"
+#include "stormo/tensor.hpp"
+#include "store/read_backend.hpp"
 #include "util/atomic_file.hpp"
 #include "util/content_hash.hpp"
 #include "util/direct_appender.hpp"
@@ -100,16 +99,11 @@ private:
     uint64_t offset_ = 0;
 };
 
-// Direct reads (past the page cache) go through windows of this size, aligned as O_DIRECT needs.
-constexpr uint64_t kDirectAlign = 4096;
-constexpr uint64_t kDirectWindow = uint64_t{2} << 20;
-
-struct FreeDeleter {
-    void operator()(char* p) const { std::free(p); }
-};
+// Reads go through windows of this size (a multiple of any direct-I/O alignment).
+constexpr uint64_t kReadWindow = uint64_t{2} << 20;
 
 // Copies what window [w0, w0 + bytes) of the file holds of [at, at + size) into dst.
-void copy_overlap(const char* window, uint64_t w0, uint64_t bytes, uint64_t at, uint64_t size, char* dst) {
+void copy_overlap(const std::byte* window, uint64_t w0, uint64_t bytes, uint64_t at, uint64_t size, char* dst) {
     const uint64_t lo = std::max(w0, at), hi = std::min(w0 + bytes, at + size);
     if (lo < hi) std::memcpy(dst + (lo - at), window + (lo - w0), hi - lo);
 }
@@ -129,43 +123,29 @@ Expected<void> check_section(const SectionRun& run, size_t k, const char* dst, c
     return fail(ErrorKind::format, run.path + ": the session file is corrupted (" + run.name_of(k) + " fails its checksum)");
 }
 
-// Through O_DIRECT windows, aligned as it needs; the file's length was checked before.
-Expected<void> read_run_direct(int direct_fd, const SectionRun& run, size_t k0, size_t k1) {
+// Sections [k0, k1) through windows aligned as the backend needs; the file's length was checked
+// before.
+Expected<void> read_run(ReadBackend& backend, const SectionRun& run, size_t k0, size_t k1) {
+    const uint64_t align = backend.alignment();
     const uint64_t begin = run.at[k0], end = run.at[k1 - 1] + run.sizes[k1 - 1] + 8;
-    std::unique_ptr<char, FreeDeleter> window(static_cast<char*>(std::aligned_alloc(kDirectAlign, kDirectWindow)));
-    if (!window) return fail(ErrorKind::resource, run.path + ": no memory for a read window");
+    AlignedBuffer window(kReadWindow, std::max<size_t>(align, 64));
     size_t first = k0;
     char* dst = nullptr;  // section `first`'s memory, once asked for
     char sum[8];
-    for (uint64_t w0 = begin / kDirectAlign * kDirectAlign; w0 < end; w0 += kDirectWindow) {
-        const uint64_t want = std::min(kDirectWindow, (end - w0 + kDirectAlign - 1) / kDirectAlign * kDirectAlign);
-        ssize_t got;
-        do got = ::pread(direct_fd, window.get(), want, static_cast<off_t>(w0));
-        while (got < 0 && errno == EINTR);
-        if (got < 0) return fail(ErrorKind::io, run.path + ": reading its KV: " + std::strerror(errno));
-        const uint64_t bytes = static_cast<uint64_t>(got);
+    for (uint64_t w0 = begin / align * align; w0 < end; w0 += kReadWindow) {
+        const uint64_t want = std::min(kReadWindow, (end - w0 + align - 1) / align * align);
+        STORMO_TRY_ASSIGN(const uint64_t bytes, backend.read(run.path, w0, want, window.data()));
         if (w0 + bytes < std::min(end, w0 + want)) return fail(ErrorKind::format, run.path + ": the session file is truncated");
         while (first < k1 && run.at[first] < w0 + bytes) {
             const uint64_t at = run.at[first], size = run.sizes[first];
             if (dst == nullptr) dst = run.dst_of(first);
-            copy_overlap(window.get(), w0, bytes, at, size, dst);
-            copy_overlap(window.get(), w0, bytes, at + size, 8, sum);
+            copy_overlap(window.data(), w0, bytes, at, size, dst);
+            copy_overlap(window.data(), w0, bytes, at + size, 8, sum);
             if (at + size + 8 > w0 + bytes) break;  // the rest comes with the next window
             STORMO_TRY(check_section(run, first, dst, sum));
             ++first;
             dst = nullptr;
         }
-    }
-    return {};
-}
-
-Expected<void> read_run_buffered(int fd, const SectionRun& run, size_t k0, size_t k1) {
-    for (size_t k = k0; k < k1; ++k) {
-        char* dst = run.dst_of(k);
-        char sum[8];
-        STORMO_TRY(pread_exact(fd, dst, run.sizes[k], run.at[k], run.path));
-        STORMO_TRY(pread_exact(fd, sum, 8, run.at[k] + run.sizes[k], run.path));
-        STORMO_TRY(check_section(run, k, dst, sum));
     }
     return {};
 }
@@ -176,7 +156,7 @@ Expected<void> read_run_buffered(int fd, const SectionRun& run, size_t k0, size_
 // reads in flight, as the disk probe finds a disk's bound, and the threads share what filling
 // fresh memory costs (faults, copies, checksums: about as much as the disk here); a session read
 // once is not worth a copy in the page cache.
-Expected<void> read_sections(int fd, const std::string& path, uint64_t offset, std::span<const uint64_t> sizes,
+Expected<void> read_sections(const std::string& path, uint64_t offset, std::span<const uint64_t> sizes,
                              const std::function<char*(size_t)>& dst_of, const std::function<std::string(size_t)>& name_of) {
     const size_t n = sizes.size();
     if (n == 0) return {};
@@ -187,8 +167,7 @@ Expected<void> read_sections(int fd, const std::string& path, uint64_t offset, s
         total += sizes[k] + 8;
     }
     const SectionRun run{at, sizes, dst_of, name_of, path};
-    FileDescriptor direct;
-    if (const int d = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC); d >= 0) direct = FileDescriptor(d);
+    STORMO_TRY_ASSIGN(auto backend, make_pread_backend({path}, true));
     constexpr size_t kThreads = 4;
     std::vector<size_t> split{0};  // thread t reads [split[t], split[t + 1])
     for (size_t k = 0, t = 1; k < n && t < kThreads; ++k)
@@ -199,9 +178,7 @@ Expected<void> read_sections(int fd, const std::string& path, uint64_t offset, s
     split.push_back(n);
     std::vector<std::optional<Error>> errors(split.size() - 1);
     auto read_part = [&](size_t t) {
-        const size_t k0 = split[t], k1 = split[t + 1];
-        auto read = direct.get() >= 0 ? read_run_direct(direct.get(), run, k0, k1) : read_run_buffered(fd, run, k0, k1);
-        if (!read) errors[t] = read.error();
+        if (auto read = read_run(*backend, run, split[t], split[t + 1]); !read) errors[t] = read.error();
     };
     {
         std::vector<std::jthread> workers;
@@ -238,8 +215,8 @@ Expected<SessionFileStats> save_session_file(const std::string& path, const Sess
     STORMO_TRY_ASSIGN(auto out, AtomicFileWriter::create(path, "the session file " + path));
     // Past the page cache where the file system allows: a session is written once and read
     // rarely, and copying it into the page cache cost more than the disk's own work.
-    std::optional<std::unique_ptr<DirectAppender>> direct = DirectAppender::open(out.temp_path());
-    auto put = [&](const void* data, size_t size) { return direct ? (*direct)->append(data, size) : out.write(data, size); };
+    const std::unique_ptr<DirectAppender> direct = DirectAppender::open(out.temp_path());
+    auto put = [&](const void* data, size_t size) { return direct ? direct->append(data, size) : out.write(data, size); };
     auto put_checked = [&](const void* data, size_t size) {
         char sum[8];
         put_u64(sum, checksum64(data, size));
@@ -292,7 +269,7 @@ Expected<SessionFileStats> save_session_file(const std::string& path, const Sess
     }
     uint64_t bytes = out.written();
     if (direct) {
-        STORMO_TRY_ASSIGN(bytes, (*direct)->finish());
+        STORMO_TRY_ASSIGN(bytes, direct->finish());
     }
     STORMO_TRY(out.commit());
     return SessionFileStats{bytes, seconds_since(start)};
@@ -370,7 +347,7 @@ Expected<LoadedSessionFile> load_session_file(const std::string& path, const Eng
         if (k < pages) return "the KV page of positions from " + std::to_string(k * Session::kPagePositions);
         return std::string(session.ring_infos()[k - pages].state ? "a recurrent state" : "a sliding window's ring");
     };
-    STORMO_TRY(read_sections(fd.get(), path, in.offset(), sizes, dst_of, name_of));
+    STORMO_TRY(read_sections(path, in.offset(), sizes, dst_of, name_of));
     // The session's furthest write as its rings see it: each ring holds the positions from
     // written_end - rows on, so it is set no lower than any ring's first valid position + rows.
     size_t written_end = h.written_end;

@@ -54,9 +54,9 @@ BatchSettings batch_settings(const WorkerContext& ctx) {
     BatchSettings settings = ctx.batch;
     if (ctx.cache != nullptr) {
         settings.route_boundary = ctx.cache->block_positions();
-        for (const Session* session : ctx.sessions)
-            for (const Session::RingInfo& ring : session->ring_infos())
-                if (ring.state) settings.chunk_boundary = ctx.cache->block_positions();
+        const auto kv = kv_buffers(ctx.engine->model());
+        if (std::ranges::any_of(kv, [](const KvBufferDecl& d) { return d.kind == KvBufferDecl::Kind::state; }))
+            settings.chunk_boundary = ctx.cache->block_positions();
     }
     return settings;
 }

@@ -17,12 +17,6 @@ uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 double ratio(double num, double den) { return den > 0.0 ? num / den : 0.0; }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
 }  // namespace
 
 uint64_t DecodeTraffic::bytes_per_token(double context) const {
@@ -85,6 +79,13 @@ Expected<const Family*> engine_family(const Engine& engine) {
     if (plugin == nullptr || !plugin->family)
         return fail(ErrorKind::internal, "the engine's family plugin \"" + engine.family_name() + "\" is not in its registry");
     return static_cast<const Family*>(plugin->family.get());
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
 std::vector<int32_t> draw_prompt(std::mt19937_64& rng, size_t vocab, size_t n) {

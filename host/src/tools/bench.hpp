@@ -100,6 +100,9 @@ struct BenchRun {
 // The next `n` random prompt ids from `rng`, uniform in [0, vocab).
 STORMO_API std::vector<int32_t> draw_prompt(std::mt19937_64& rng, size_t vocab, size_t n);
 
+// The middle value (the mean of the two middle ones for an even count); 0 for none.
+STORMO_API double median(std::vector<double> values);
+
 // Random prompt ids (uniform in the vocabulary, from the seed: the first prompt_tokens draws of
 // draw_prompt), greedy sampling, no stop ids, so exactly gen_tokens come out.
 STORMO_API Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request);

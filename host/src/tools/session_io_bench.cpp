@@ -6,14 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <random>
 
 #include "runtime/engine_identity.hpp"
 #include "runtime/session_file.hpp"
+#include "stormo/tensor.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/bench.hpp"
 #include "util/file.hpp"
@@ -31,13 +30,10 @@ constexpr uint64_t kWriteChunk = uint64_t{8} << 20;
 // (O_DIRECT, whole 4 KiB blocks, then cut to length), as saves write where they can; 0 when the
 // file system refuses direct writes.
 Expected<double> write_probe(const std::string& path, uint64_t bytes, bool direct) {
-    struct FreeDeleter {
-        void operator()(uint64_t* p) const { std::free(p); }
-    };
-    std::unique_ptr<uint64_t, FreeDeleter> chunk(static_cast<uint64_t*>(std::aligned_alloc(4096, kWriteChunk)));
-    if (!chunk) return fail(ErrorKind::resource, "no memory for the write probe");
+    AlignedBuffer buffer(kWriteChunk, 4096);
+    auto* chunk = reinterpret_cast<uint64_t*>(buffer.data());
     std::mt19937_64 rng(7);
-    for (size_t i = 0; i < kWriteChunk / sizeof(uint64_t); ++i) chunk.get()[i] = rng();
+    for (size_t i = 0; i < kWriteChunk / sizeof(uint64_t); ++i) chunk[i] = rng();
     std::error_code ignored;  // a new file each time, as a save writes one
     std::filesystem::remove(path, ignored);
     STORMO_TRY_ASSIGN(auto fd, FileDescriptor::create(path));
@@ -50,8 +46,8 @@ Expected<double> write_probe(const std::string& path, uint64_t bytes, bool direc
     const auto start = Clock::now();
     for (uint64_t done = 0; done < whole;) {
         const uint64_t n = std::min<uint64_t>(kWriteChunk, whole - done);
-        chunk.get()[0] = done;
-        STORMO_TRY(write_all(fd.get(), chunk.get(), n, path));
+        chunk[0] = done;
+        STORMO_TRY(write_all(fd.get(), chunk, n, path));
         done += n;
     }
     if (direct && ::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return fail(ErrorKind::io, path + ": ftruncate failed");
@@ -75,12 +71,6 @@ bool dropped_from_page_cache(const std::string& path) {
     }
     ::close(fd);
     return dropped;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace

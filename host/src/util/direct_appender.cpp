@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 namespace stormo {
@@ -30,18 +29,13 @@ Expected<void> pwrite_all(int fd, const char* data, size_t size, uint64_t offset
 
 }  // namespace
 
-void DirectAppender::FreeDeleter::operator()(char* p) const { std::free(p); }
-
-std::optional<std::unique_ptr<DirectAppender>> DirectAppender::open(const std::string& path) {
+std::unique_ptr<DirectAppender> DirectAppender::open(const std::string& path) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;
+    if (fd < 0) return nullptr;
     std::unique_ptr<DirectAppender> a(new DirectAppender());
     a->path_ = path;
     a->fd_ = FileDescriptor(fd);
-    for (auto& w : a->windows_) {
-        w.reset(static_cast<char*>(std::aligned_alloc(kAlign, kWindow)));
-        if (!w) return std::nullopt;
-    }
+    for (auto& w : a->windows_) w = AlignedBuffer(kWindow, kAlign);
     a->writer_ = std::jthread([p = a.get()] { p->write_loop(); });
     return a;
 }
@@ -62,7 +56,7 @@ void DirectAppender::write_loop() {
         const size_t window = pending_window_, bytes = pending_bytes_;
         const uint64_t offset = pending_offset_;
         lock.unlock();
-        auto wrote = error_ ? Expected<void>{} : pwrite_all(fd_.get(), windows_[window].get(), bytes, offset, path_);
+        auto wrote = error_ ? Expected<void>{} : pwrite_all(fd_.get(), reinterpret_cast<const char*>(windows_[window].data()), bytes, offset, path_);
         lock.lock();
         if (!wrote && !error_) error_ = wrote.error();
         pending_ = false;
@@ -91,7 +85,7 @@ Expected<void> DirectAppender::append(const void* data, size_t size) {
     const auto* p = static_cast<const char*>(data);
     while (size > 0) {
         const size_t n = std::min(size, kWindow - fill_);
-        std::memcpy(windows_[filling_].get() + fill_, p, n);
+        std::memcpy(reinterpret_cast<char*>(windows_[filling_].data()) + fill_, p, n);
         fill_ += n;
         appended_ += n;
         p += n;
@@ -104,7 +98,7 @@ Expected<void> DirectAppender::append(const void* data, size_t size) {
 Expected<uint64_t> DirectAppender::finish() {
     if (fill_ > 0) {
         // The tail is written whole blocks long (zeros after the bytes), then cut to its length.
-        std::memset(windows_[filling_].get() + fill_, 0, (fill_ + kAlign - 1) / kAlign * kAlign - fill_);
+        std::memset(reinterpret_cast<char*>(windows_[filling_].data()) + fill_, 0, (fill_ + kAlign - 1) / kAlign * kAlign - fill_);
         STORMO_TRY(hand_over());
     }
     {

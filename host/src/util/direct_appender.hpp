@@ -13,15 +13,16 @@
 #include <thread>
 
 #include "stormo/error.hpp"
+#include "stormo/tensor.hpp"  // AlignedBuffer
 #include "util/file.hpp"
 
 namespace stormo {
 
 class DirectAppender {
 public:
-    // Opens `path` (an existing, empty file) for direct writes; nullopt where the file system
+    // Opens `path` (an existing, empty file) for direct writes; null where the file system
     // refuses them.
-    static std::optional<std::unique_ptr<DirectAppender>> open(const std::string& path);
+    static std::unique_ptr<DirectAppender> open(const std::string& path);
     ~DirectAppender();
     DirectAppender(const DirectAppender&) = delete;
     DirectAppender& operator=(const DirectAppender&) = delete;
@@ -38,10 +39,7 @@ private:
 
     std::string path_;
     FileDescriptor fd_;
-    struct FreeDeleter {
-        void operator()(char* p) const;
-    };
-    std::unique_ptr<char, FreeDeleter> windows_[2];
+    AlignedBuffer windows_[2];
     size_t filling_ = 0;      // the window being filled
     size_t fill_ = 0;         // bytes in it
     uint64_t appended_ = 0;   // bytes appended in all
