@@ -109,7 +109,7 @@ item ::= "a" |
 }
 
 TEST(Gbnf, RecursionThatConsumesFirstIsFine) {
-    auto g = compile(R"(root ::= "(" root ")" | "x")");
+    auto g = compile(R"g(root ::= "(" root ")" | "x")g");
     EXPECT_TRUE(matches(g, "((x))"));
     EXPECT_FALSE(matches(g, "((x)"));
 }
@@ -125,7 +125,7 @@ TEST(Gbnf, ErrorsNameLineAndColumn) {
     EXPECT_EQ(error_of("x ::= \"a\"\n"), "the grammar has no rule named 'root'");
     EXPECT_EQ(error_of("root ::= \"a\n"), "grammar line 1, column 10: unterminated string literal");
     EXPECT_EQ(error_of("root ::= a\na = \"x\"\n"), "grammar line 2, column 3: expected '::=' after rule name 'a'");
-    EXPECT_EQ(error_of("root ::= (\"a\"\n"), "grammar line 2, column 1: expected ')' to close the group opened at grammar line 1, column 10: ");
+    EXPECT_EQ(error_of("root ::= (\"a\"\n"), "grammar line 2, column 1: expected ')' to close the group opened at line 1, column 10");
     EXPECT_EQ(error_of("root ::= [a-\n"), "grammar line 1, column 10: unterminated character class");
     EXPECT_EQ(error_of("root ::= \"a\"{3,1}"), "grammar line 1, column 13: repetition {m,n} needs m <= n");
     EXPECT_EQ(error_of("root ::= * \"a\""), "grammar line 1, column 10: '*' must follow something to repeat");

@@ -4,6 +4,7 @@
 // answer is constrained; the forced tokens; greedy and seeded draws honour the mask.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>

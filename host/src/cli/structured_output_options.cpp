@@ -21,14 +21,17 @@ Expected<std::shared_ptr<const constrain::Grammar>> read_structured_output(const
     std::string gbnf;
     if (options.json_schema_file) {
         const std::string& path = *options.json_schema_file;
-        STORMO_TRY_ASSIGN(std::string text, read_file(path));
-        auto schema = text::parse_json_value(text, path);
+        auto text = read_file(path);
+        if (!text) return tl::unexpected(with_context(text.error(), "--json-schema"));
+        auto schema = text::parse_json_value(*text, path);
         if (!schema) return tl::unexpected(with_context(schema.error(), "--json-schema"));
         auto compiled = constrain::json_schema_to_gbnf(*schema, /*strict=*/false);
         if (!compiled) return fail(compiled.error().kind, "--json-schema " + path + ": " + compiled.error().message);
         gbnf = std::move(*compiled);
     } else if (options.grammar_file) {
-        STORMO_TRY_ASSIGN(gbnf, read_file(*options.grammar_file));
+        auto text = read_file(*options.grammar_file);
+        if (!text) return tl::unexpected(with_context(text.error(), "--grammar"));
+        gbnf = std::move(*text);
     } else {
         return std::shared_ptr<const constrain::Grammar>{};
     }

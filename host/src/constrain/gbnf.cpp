@@ -29,14 +29,15 @@ public:
     }
 
 private:
-    std::string where(size_t at) const {
+    std::string position(size_t at) const {
         size_t line = 1, column = 1;
         for (size_t i = 0; i < at && i < src_.size(); ++i) {
             if (src_[i] == '\n') ++line, column = 1;
             else ++column;
         }
-        return "grammar line " + std::to_string(line) + ", column " + std::to_string(column) + ": ";
+        return "line " + std::to_string(line) + ", column " + std::to_string(column);
     }
+    std::string where(size_t at) const { return "grammar " + position(at) + ": "; }
     tl::unexpected<Error> error(size_t at, const std::string& message) const {
         return fail(ErrorKind::invalid_argument, where(at) + message);
     }
@@ -112,7 +113,7 @@ private:
                 ++pos_;
                 skip_space(true);
                 STORMO_TRY_ASSIGN(auto alternatives, parse_alternates(rule, true));
-                if (peek() != ')') return error(pos_, "expected ')' to close the group opened at " + where(here));
+                if (peek() != ')') return error(pos_, "expected ')' to close the group opened at " + position(here));
                 ++pos_;
                 const int32_t group = builder_.fresh(rule);
                 STORMO_TRY(builder_.define(group, std::move(alternatives), where(here)));
