@@ -126,7 +126,8 @@ TEST(Gbnf, ErrorsNameLineAndColumn) {
     EXPECT_EQ(error_of("root ::= \"a\n"), "grammar line 1, column 10: unterminated string literal");
     EXPECT_EQ(error_of("root ::= a\na = \"x\"\n"), "grammar line 2, column 3: expected '::=' after rule name 'a'");
     EXPECT_EQ(error_of("root ::= (\"a\"\n"), "grammar line 2, column 1: expected ')' to close the group opened at line 1, column 10");
-    EXPECT_EQ(error_of("root ::= [a-\n"), "grammar line 1, column 10: unterminated character class");
+    EXPECT_EQ(error_of("root ::= [ab\n"), "grammar line 1, column 10: unterminated character class");
+    EXPECT_EQ(error_of("root ::= [z-a]"), "grammar line 1, column 13: character range ends before it starts");
     EXPECT_EQ(error_of("root ::= \"a\"{3,1}"), "grammar line 1, column 13: repetition {m,n} needs m <= n");
     EXPECT_EQ(error_of("root ::= * \"a\""), "grammar line 1, column 10: '*' must follow something to repeat");
     EXPECT_EQ(error_of("root ::= \"\\q\""), "grammar line 1, column 11: unknown escape '\\q'");
