@@ -136,6 +136,12 @@ TEST(Gbnf, ErrorsNameLineAndColumn) {
     EXPECT_EQ(error_of("root ::= \"a\"{20000}"), "grammar line 1, column 14: repetition count above 10000");
 }
 
+TEST(Gbnf, AGrammarTooLargeOnceUnrolledIsRefused) {
+    std::string text = "root ::=";
+    for (int i = 0; i < 21; ++i) text += " \"a\"{0,10000}";
+    EXPECT_NE(error_of(text).find("the grammar is too large: "), std::string::npos);
+}
+
 TEST(Gbnf, LeftRecursionIsRefusedNamingTheRule) {
     EXPECT_NE(error_of("root ::= expr\nexpr ::= expr \"+\" \"1\" | \"1\"").find("rule 'expr' is left-recursive"), std::string::npos);
     // Through a rule that can be empty.

@@ -3,6 +3,14 @@
 #include <functional>
 #include <optional>
 
+namespace {
+
+// Rules a grammar may have once groups, classes and repetitions are made rules: a bound on what
+// one request can make the server build ({0,10000} nested ten deep would be 100000 rules).
+constexpr size_t kMaxRules = 200000;
+
+}  // namespace
+
 namespace stormo::constrain {
 
 int32_t GrammarBuilder::named(const std::string& name, const std::string& where) {
@@ -69,6 +77,10 @@ ItemSequence GrammarBuilder::repeat(ItemSequence atom, int min, int max, const s
 }
 
 Expected<Grammar> GrammarBuilder::finish(const std::string& root) {
+    if (names_.size() > kMaxRules)
+        return fail(ErrorKind::invalid_argument, "the grammar is too large: " + std::to_string(names_.size()) +
+                                                     " rules once its repetitions are unrolled, more than " +
+                                                     std::to_string(kMaxRules));
     for (size_t r = 0; r < names_.size(); ++r)
         if (!defined_[r]) return fail(ErrorKind::invalid_argument, first_mention_[r] + "undefined rule '" + names_[r] + "'");
     auto root_it = by_name_.find(root);

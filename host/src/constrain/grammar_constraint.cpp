@@ -5,7 +5,7 @@ namespace {
 
 // Masks remembered per grammar state; past this many they are dropped and made again (a deep or
 // long answer meets new states, and a mask of a 200k vocabulary is 25 KB).
-constexpr size_t kMaxRememberedMasks = 512;
+constexpr size_t kMaxRememberedMasks = 128;
 
 }  // namespace
 

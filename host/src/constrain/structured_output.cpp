@@ -49,8 +49,8 @@ StructuredOutput::StructuredOutput(std::shared_ptr<const Grammar> grammar, std::
 
 bool StructuredOutput::is_stop(int32_t id) const { return std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end(); }
 
-void StructuredOutput::allow(std::span<float> logits, std::vector<bool>& keep, std::optional<int32_t> id) const {
-    if (id && *id >= 0 && static_cast<size_t>(*id) < logits.size()) keep[static_cast<size_t>(*id)] = true;
+void StructuredOutput::allow(std::vector<bool>& keep, std::optional<int32_t> id) const {
+    if (id && *id >= 0 && static_cast<size_t>(*id) < keep.size()) keep[static_cast<size_t>(*id)] = true;
 }
 
 Expected<void> StructuredOutput::mask(std::span<float> logits) {
@@ -64,18 +64,19 @@ Expected<void> StructuredOutput::mask(std::span<float> logits) {
         return {};
     }
     keep_.assign(logits.size(), false);
-    const std::vector<uint64_t>& bits = grammar_.allowed();
-    const size_t n = std::min(logits.size(), grammar_.vocabulary().vocab_size());
-    for (size_t i = 0; i < n; ++i)
-        if (GrammarConstraint::test(bits, static_cast<int32_t>(i))) keep_[i] = true;
-    if (phase_ == Phase::done) keep_.assign(logits.size(), false);
+    if (phase_ != Phase::done) {
+        const std::vector<uint64_t>& bits = grammar_.allowed();
+        const size_t n = std::min(logits.size(), grammar_.vocabulary().vocab_size());
+        for (size_t i = 0; i < n; ++i)
+            if (GrammarConstraint::test(bits, static_cast<int32_t>(i))) keep_[i] = true;
+    }
     if (grammar_.accepts() || phase_ == Phase::done) {
-        for (int32_t id : stop_ids_) allow(logits, keep_, id);
-        if (markers_.format == text::ReplyFormat::harmony) allow(logits, keep_, markers_.end);
+        for (int32_t id : stop_ids_) allow(keep_, id);
+        if (markers_.format == text::ReplyFormat::harmony) allow(keep_, markers_.end);
     }
     if (phase_ == Phase::before_answer && !grammar_.started()) {
-        allow(logits, keep_, markers_.think);
-        for (int32_t id : grammar_.vocabulary().newline_tokens()) allow(logits, keep_, id);
+        allow(keep_, markers_.think);
+        for (int32_t id : grammar_.vocabulary().newline_tokens()) allow(keep_, id);
     }
     bool any = false;
     for (size_t i = 0; i < logits.size(); ++i) {

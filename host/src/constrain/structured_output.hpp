@@ -49,7 +49,7 @@ private:
         done,           // the answer ended with an end token
     };
     bool is_stop(int32_t id) const;
-    void allow(std::span<float> logits, std::vector<bool>& keep, std::optional<int32_t> id) const;
+    void allow(std::vector<bool>& keep, std::optional<int32_t> id) const;
 
     GrammarConstraint grammar_;
     ReplyMarkers markers_;
