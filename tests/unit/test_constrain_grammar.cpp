@@ -120,6 +120,40 @@ TEST(Gbnf, EmptyAlternativeAndEmptyGrammarSentence) {
     EXPECT_TRUE(matches(g, "a"));
 }
 
+TEST(Gbnf, LlamaCppsJsonGrammarParsesAndMatchesJson) {
+    // Laid out as llama.cpp's grammars/json.gbnf is: rules over several lines, groups across lines, comments.
+    auto g = compile(R"gbnf(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+
+array  ::=
+  "[" ws (
+            value
+    ("," ws value)*
+  )? "]" ws
+
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) # escapes
+  )* "\"" ws
+
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+
+# Optional space: by convention, applied in this grammar after literal chars when allowed
+ws ::= | " " | "\n" [ \t]{0,20}
+)gbnf");
+    EXPECT_TRUE(matches(g, "{\"a\": [1, -2.5e3, \"x\\n\", {\"b\": null}], \"c\": true}"));
+    EXPECT_TRUE(matches(g, "{\n  \"k\": \"v\"\n}"));
+    EXPECT_FALSE(matches(g, "{\"a\": 01}"));
+    EXPECT_FALSE(matches(g, "[1]"));
+}
+
 TEST(Gbnf, ErrorsNameLineAndColumn) {
     EXPECT_EQ(error_of("root ::= \"a\" b\n"), "grammar line 1, column 14: undefined rule 'b'");
     EXPECT_EQ(error_of("x ::= \"a\"\n"), "the grammar has no rule named 'root'");
