@@ -165,6 +165,8 @@ TEST(JsonSchemaGrammar, RefsToDefsDefinitionsAndRecursion) {
                            "required": ["value", "children"], "additionalProperties": false}}})");
     EXPECT_TRUE(tree.accepts(R"({"value": 1, "children": [{"value": 2, "children": []}]})"));
     EXPECT_FALSE(tree.accepts(R"({"value": 1, "children": [{"value": 2}]})"));
+    SchemaGrammar escaped(R"({"$ref": "#/$defs/a~1b~01", "$defs": {"a/b~1": {"const": 1}}})");  // RFC 6901 escapes
+    EXPECT_TRUE(escaped.accepts("1"));
     SchemaGrammar root(R"({"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}]}})");
     EXPECT_TRUE(root.accepts("[1, [2, [3]], []]"));
 }

@@ -149,7 +149,9 @@ TEST(TokenMask, AnswersDrawnAmongTheAllowedTokensParseAndMatchTheSchema) {
         EXPECT_LE(parsed->find("tags")->as_list().size(), 3u) << text;
         const text::Value* address = parsed->find("address");
         ASSERT_TRUE(address && address->is_object() && address->find("city")) << text;
-        if (const text::Value* age = parsed->find("age")) EXPECT_TRUE(age->is_int()) << text;
+        if (const text::Value* age = parsed->find("age")) {
+            EXPECT_TRUE(age->is_int()) << text;
+        }
     }
 }
 

@@ -62,6 +62,19 @@ tl::unexpected<Error> invalid(const std::string& path, const std::string& messag
     return fail(ErrorKind::invalid_argument, path + ": " + message);
 }
 
+// A JSON pointer's reference token as the key it names: "~1" is "/", "~0" is "~" (RFC 6901).
+std::string unescape_pointer_token(std::string_view token) {
+    std::string key;
+    for (size_t i = 0; i < token.size(); ++i) {
+        if (token[i] == '~' && i + 1 < token.size() && (token[i + 1] == '0' || token[i + 1] == '1')) {
+            key += token[++i] == '0' ? '~' : '/';
+        } else {
+            key += token[i];
+        }
+    }
+    return key;
+}
+
 class SchemaCompiler {
 public:
     SchemaCompiler(const Value& root, bool strict) : root_(root), strict_(strict) {}
@@ -175,9 +188,7 @@ private:
             size_t next = pointer.find('/', 1);
             std::string token = pointer.substr(1, next == std::string::npos ? std::string::npos : next - 1);
             pointer = next == std::string::npos ? "" : pointer.substr(next);
-            for (size_t p; (p = token.find("~1")) != std::string::npos;) token.replace(p, 2, "/");
-            for (size_t p; (p = token.find("~0")) != std::string::npos;) token.replace(p, 2, "~");
-            const Value* child = at->is_object() ? at->find(token) : nullptr;
+            const Value* child = at->is_object() ? at->find(unescape_pointer_token(token)) : nullptr;
             if (!child) return invalid(path + ".$ref", "'" + target + "' leads nowhere in the schema");
             at = child;
         }
