@@ -5,6 +5,7 @@
 #include "cli/chat_command.hpp"
 #include "cli/chat_session.hpp"
 #include "cli/commands.hpp"
+#include "cli/structured_output_options.hpp"
 
 namespace stormo::cli {
 
@@ -16,6 +17,8 @@ int run_run(int argc, char** argv) {
     d.add_options()("prompt", po::value<std::string>()->value_name("TEXT")->notifier([&prompt](const std::string& v) { prompt = v; }),
                     "the user's message");
     add_chat_options(d, chat);
+    StructuredOutputOptions structured;
+    add_structured_output_options(d, structured);
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "run", "--model DIR --prompt TEXT [options]",
                                      "Renders the prompt with the model's chat template, answers it and prints the answer\n"
@@ -27,8 +30,11 @@ int run_run(int argc, char** argv) {
     if (!prompt) return report_usage_error("run", Error{ErrorKind::invalid_argument, "--prompt TEXT is required"});
     if (auto ok = check_chat_options(chat); !ok) return report_usage_error("run", ok.error());
 
+    auto grammar = read_structured_output(structured);
+    if (!grammar) return report_usage_error("run", grammar.error());
     auto stack = open_chat(common, chat);
     if (!stack) return report_error(stack.error());
+    if (auto ok = constrain_answers(**stack, *grammar); !ok) return report_error(ok.error());
     if (auto resumed = resume_chat_session(**stack, chat); !resumed) return report_error(resumed.error());
     SigintFlag interrupted;
     ReplyPrinter printer(chat.show_reasoning);

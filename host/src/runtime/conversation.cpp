@@ -103,6 +103,7 @@ Expected<TurnResult> Conversation::ask(const std::string& user_text,
     request.whole_context = true;
     request.cancel = cancel;
     request.on_prefill_block = settings_.on_prefill_block;
+    if (settings_.answer_constraint) request.constraint = settings_.answer_constraint();
 
     text::ReplyParser parser(*tokenizer_, format_);
     Error parse_error;

@@ -26,6 +26,8 @@ struct ChatSettings {
     std::vector<int32_t> stop_ids;  // ids that end an answer (the model's eos ids)
     // The prompt's progress block by block (positions done, positions to compute).
     std::function<void(size_t done, size_t total)> on_prefill_block;
+    // Structured output: a fresh constraint for each answer (run --json-schema, --grammar).
+    std::function<std::shared_ptr<TokenConstraint>()> answer_constraint;
 };
 
 // What a session file keeps of a conversation beside its KV (runtime/session_file.hpp's record):
@@ -69,6 +71,10 @@ public:
     const std::string& system() const { return system_; }
     text::ReplyFormat format() const { return format_; }
     const ChatSettings& settings() const { return settings_; }
+    // Every answer from now on is constrained by what `make` returns (nothing: unconstrained).
+    void set_answer_constraint(std::function<std::shared_ptr<TokenConstraint>()> make) {
+        settings_.answer_constraint = std::move(make);
+    }
 
 private:
     text::Value with_system(const text::Value& messages) const;

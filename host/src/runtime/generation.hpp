@@ -4,10 +4,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "runtime/forward.hpp"
 #include "runtime/sampler.hpp"
+#include "runtime/token_constraint.hpp"
 #include "model/model_source.hpp"
 
 namespace stormo {
@@ -27,6 +29,9 @@ struct GenerationRequest {
     const std::atomic<bool>* cancel = nullptr;
     // The prompt's progress, block by block (positions done, positions to compute).
     std::function<void(size_t done, size_t total)> on_prefill_block;
+    // Structured output: only the tokens it allows are drawn, and generation ends when it is
+    // complete. It is the request's own (it keeps the state of the text so far).
+    std::shared_ptr<TokenConstraint> constraint;
 };
 
 enum class StopReason { stop, max_tokens, cancelled };

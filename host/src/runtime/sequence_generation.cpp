@@ -40,7 +40,8 @@ Expected<SequenceGeneration> SequenceGeneration::begin(Session& session, const G
     // Greedy without a repetition penalty needs only the logits' argmax, which the pipeline finds
     // without computing every logit when it reads the head by bound; sampling, the penalty and
     // --dump keep the full logits (docs/head_bound.md).
-    g.by_argmax_ = takes_argmax(request.sampling) && request.tracer == nullptr;
+    // A constraint masks the full logits before the choice.
+    g.by_argmax_ = takes_argmax(request.sampling) && request.tracer == nullptr && request.constraint == nullptr;
     g.started_ = Clock::now();
     return g;
 }
@@ -73,13 +74,22 @@ void SequenceGeneration::consumed(size_t n, std::span<const float> logits, int32
         }
     }
     if (!output) return;
-    const int32_t token = by_argmax_ ? argmax : sampler_->sample(logits, history_);
+    int32_t token = argmax;
+    if (request_->constraint) {
+        masked_.assign(logits.begin(), logits.end());
+        if (auto ok = request_->constraint->mask(masked_); !ok) return fail(ok.error());
+        token = sampler_->sample(masked_, history_);
+        if (auto ok = request_->constraint->accept(token); !ok) return fail(ok.error());
+    } else if (!by_argmax_) {
+        token = sampler_->sample(logits, history_);
+    }
     result_.tokens.push_back(token);
     history_.push_back(token);
     last_token_ = token;
     if (on_token_) on_token_(token);
     const auto& stops = request_->stop_ids;
     if (std::find(stops.begin(), stops.end(), token) != stops.end()) finish(StopReason::stop);
+    else if (request_->constraint && request_->constraint->complete()) finish(StopReason::stop);
     else if (cancel_requested()) finish(StopReason::cancelled);
     else if (result_.tokens.size() >= request_->max_tokens) finish(StopReason::max_tokens);
 }

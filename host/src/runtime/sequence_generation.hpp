@@ -65,6 +65,7 @@ private:
     std::span<const int32_t> fresh_;   // the prompt positions to compute
     size_t prompt_done_ = 0;
     std::vector<int32_t> history_;     // prompt and generated ids, for the repetition penalty
+    std::vector<float> masked_;        // the logits with a constraint's mask applied
     int32_t last_token_ = 0;
     bool by_argmax_ = false;
     bool done_ = false;

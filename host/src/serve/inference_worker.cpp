@@ -4,6 +4,7 @@
 #include <iostream>
 #include <optional>
 
+#include "constrain/structured_output.hpp"
 #include "runtime/generation.hpp"
 #include "runtime/sequence_generation.hpp"
 #include "serve/peer_probe.hpp"
@@ -155,6 +156,16 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     if (!req.ignore_eos) g.stop_ids = ctx_.stop_ids;
     g.whole_context = true;
     g.cancel = &j.halt();
+    if (req.grammar) {
+        auto constraint = constraint_for(req, g.stop_ids);
+        if (constraint) g.constraint = std::move(*constraint);
+        else a->begin_error = constraint.error();
+    }
+    if (a->begin_error) {  // before anything touches the slot's session
+        active_.push_back(std::move(a));
+        publish();
+        return;
+    }
     a->reply.emplace(*ctx_.tokenizer, ctx_.format, req.endpoint, req.stop);
     Active* self = a.get();
     auto on_token = [this, self](int32_t id) {
@@ -179,6 +190,17 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     else a->begin_error = sequence.error();
     active_.push_back(std::move(a));
     publish();
+}
+
+Expected<std::shared_ptr<TokenConstraint>> InferenceWorker::constraint_for(const PreparedRequest& request,
+                                                                            const std::vector<int32_t>& stop_ids) {
+    if (!vocabulary_) {
+        STORMO_TRY_ASSIGN(vocabulary_, constrain::TokenTrie::from_tokenizer(*ctx_.tokenizer, ctx_.engine->model().vocab_size()));
+    }
+    // A text completion has no reply format around its text: the grammar holds from the first token.
+    const text::ReplyFormat format = request.endpoint == Endpoint::chat ? ctx_.format : text::ReplyFormat::plain;
+    return std::make_shared<constrain::StructuredOutput>(request.grammar, vocabulary_,
+                                                         constrain::ReplyMarkers::of(*ctx_.tokenizer, format), stop_ids);
 }
 
 void InferenceWorker::restore_from_cache(Active& a) {

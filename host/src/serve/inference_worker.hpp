@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "constrain/token_trie.hpp"
 #include "reply/reply_parser.hpp"
 #include "runtime/batch_scheduler.hpp"
 #include "runtime/engine.hpp"
@@ -71,8 +72,12 @@ private:
     // Counts the request's outcome and hands the result to its connection.
     void settle(Job& job, JobResult result);
     void publish();
+    // The constraint of a request with a grammar (structured output), on the vocabulary's trie,
+    // made at the first such request.
+    Expected<std::shared_ptr<TokenConstraint>> constraint_for(const PreparedRequest& request, const std::vector<int32_t>& stop_ids);
 
     WorkerContext ctx_;
+    std::shared_ptr<const constrain::TokenTrie> vocabulary_;
     KvLedger ledger_;
     BatchScheduler scheduler_;
     std::vector<std::unique_ptr<Active>> active_;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@ struct PreparedRequest {
     SamplingParams sampling;
     std::vector<std::string> stop;
     bool ignore_eos = false;
+    std::shared_ptr<const constrain::Grammar> grammar;  // structured output: the answer's grammar
     // The prompt cache partition and slot reuse scope of the API key the request came with
     // (runtime/prompt_cache.hpp: cache_partition); "" when shared.
     std::string partition;

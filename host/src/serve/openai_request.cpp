@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "serve/structured_request.hpp"
+
 namespace stormo::serve {
 namespace {
 
@@ -109,6 +111,9 @@ ApiExpected<void> read_common(const Value& body, CompletionRequest& out) {
     if (*top_k) out.sampling.top_k = static_cast<int>(**top_k);
     if (*seed) out.sampling.seed = static_cast<uint64_t>(**seed);
     out.ignore_eos = ignore_eos->value_or(false);
+    auto grammar = read_structured_output(body);
+    if (!grammar) return tl::unexpected(grammar.error());
+    out.grammar = std::move(*grammar);
 
     if (const Value* stop = field(body, "stop")) {
         std::vector<Value> items;

@@ -3,11 +3,13 @@
 // structs, every field checked for its type and range. A refusal names the field (`param`), so a
 // bad request gets its 400 before it is queued or touches the session.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "constrain/grammar.hpp"
 #include "jinja/chat_value.hpp"
 #include "runtime/sampler.hpp"
 #include "serve/api_error.hpp"
@@ -28,6 +30,8 @@ struct CompletionRequest {
     // The chat template's variables: chat_template_kwargs' members, reasoning_effort, tools.
     text::Value template_options = text::Value::object();
     bool ignore_eos = false;              // llama-server's extension: generate past the model's stop ids
+    // Structured output (response_format, grammar, json_schema): the grammar the answer matches.
+    std::shared_ptr<const constrain::Grammar> grammar;
 };
 
 // Largest max_tokens accepted before the context check (which names the context).
