@@ -52,7 +52,7 @@ TEST(CliModelPath, AFileOfAModelDirectoryNamesTheDirectoryToPass) {
     for (const std::string file : {"config.json", "model.safetensors", "tokenizer.json"}) {
         const std::string path = demo("gpt-oss-demo") + "/" + file;
         const CommandResult r = run_cli("run --model " + quoted(path) + " --prompt hi");
-        expect_usage_error(r, "run", "pass the directory that holds it: " + fs::canonical(demo("gpt-oss-demo")).string());
+        expect_usage_error(r, "run", "pass the directory that holds it: " + fs::absolute(demo("gpt-oss-demo")).lexically_normal().string());
         // The path is said once, not once by --model and again by the reason.
         EXPECT_EQ(r.err.find(path), r.err.rfind(path)) << r.err;
     }

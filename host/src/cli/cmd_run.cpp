@@ -24,6 +24,7 @@ int run_run(int argc, char** argv) {
                                      d, {"model", "prompt"});
     if (!parsed) return report_usage_error("run", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
+    if (!common.model) return report_usage_error("run", Error{ErrorKind::invalid_argument, kModelRequired});
     if (!prompt) return report_usage_error("run", Error{ErrorKind::invalid_argument, "a prompt is required: give it after the model or with --prompt (-p)"});
     if (auto ok = check_chat_options(chat); !ok) return report_usage_error("run", ok.error());
 

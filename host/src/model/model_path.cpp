@@ -52,10 +52,21 @@ bool looks_like_safetensors(const std::string& file) {
     return head[8] == '{' && size && header >= 2 && header <= *size - 8;
 }
 
+// True when `message` holds `path` as a word of its own, not inside another one ("w" in "with").
+bool names_path(const std::string& message, const std::string& path) {
+    if (path.empty()) return false;
+    const auto boundary = [](char c) { return c == ' ' || c == ':' || c == '\'' || c == '"' || c == '(' || c == ')' || c == ','; };
+    for (size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + 1)) {
+        const size_t end = at + path.size();
+        if ((at == 0 || boundary(message[at - 1])) && (end == message.size() || boundary(message[end]))) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 Error with_model_context(Error error, const std::string& origin, const std::string& path) {
-    const bool named = !path.empty() && error.message.find(path) != std::string::npos;
+    const bool named = names_path(error.message, path);
     return with_context(std::move(error), named ? origin : origin + " " + path);
 }
 
