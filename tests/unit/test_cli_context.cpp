@@ -5,7 +5,9 @@
 // choose_context (runtime/memory_plan.hpp).
 #include <gtest/gtest.h>
 
+#include <span>
 #include <string>
+#include <vector>
 
 #include "cli_runner.hpp"
 #include "runtime/memory_plan.hpp"
@@ -77,10 +79,12 @@ TEST(CliContext, ARunThatFillsTheContextSaysSoWithoutMentioningReset) {
 
 // ---- choose_context ----
 
-stormo::ContextRequest request(uint64_t available, uint64_t experts) {
-    static const std::vector<stormo::KvBufferDecl> kv{stormo::KvBufferDecl{"kv", 1024, 0}};  // 4 KiB a position
+// A model whose KV is 4 KiB a position (or 256 KiB: `wide`).
+stormo::ContextRequest request(uint64_t available, uint64_t experts, bool wide = false) {
+    static const std::vector<stormo::KvBufferDecl> kv{stormo::KvBufferDecl{"kv", 1024, 0}};
+    static const std::vector<stormo::KvBufferDecl> wide_kv{stormo::KvBufferDecl{"kv", 65536, 0}};
     stormo::ContextRequest r;
-    r.kv = kv;
+    r.kv = wide ? std::span<const stormo::KvBufferDecl>(wide_kv) : std::span<const stormo::KvBufferDecl>(kv);
     r.max_positions = 131072;
     r.expert_bytes = experts;
     r.available = stormo::AvailableMemory{available, "test"};
@@ -97,11 +101,12 @@ TEST(ChooseContext, TheModelsLimitWhenItsKvFitsBesideEveryExpert) {
 
 TEST(ChooseContext, AnEighthOfTheRoomWhenTheExpertsDoNotFit) {
     // 16 GiB available, reserve 512 MiB + 5%: about 14.7 GiB of room; an eighth is about 1.84 GiB
-    // of 4 KiB positions, cut to whole blocks of 256.
-    const stormo::ContextRequest r = request(16 * kGiB, 100 * kGiB);
+    // of 256 KiB positions (7536), cut to whole blocks of 256.
+    const stormo::ContextRequest r = request(16 * kGiB, 100 * kGiB, true);
     const stormo::ContextChoice c = stormo::choose_context(r);
     const uint64_t room = 16 * kGiB - stormo::memory_reserve(16 * kGiB);
-    EXPECT_EQ(c.context, room / 8 / 4096 / 256 * 256);
+    EXPECT_EQ(c.context, room / 8 / (256 * 1024) / 256 * 256);
+    EXPECT_EQ(c.context, 7424u);
     EXPECT_LE(stormo::kv_cache_bytes(r.kv, c.context), room / 8);
     EXPECT_NE(c.reason.find("chosen from memory"), std::string::npos) << c.reason;
 }
@@ -116,8 +121,9 @@ TEST(ChooseContext, NeverBelowTheRunsNeedNorAboveTheModelsLimit) {
     r = request(64 * kGiB, 8 * kGiB);
     r.sequences = 4;  // four slots share the room
     EXPECT_EQ(stormo::choose_context(r).context, 131072u);
-    r = request(4 * kGiB, 100 * kGiB);
+    r = request(4 * kGiB, 100 * kGiB, true);
     const size_t one = stormo::choose_context(r).context;
+    EXPECT_LT(one, 131072u);
     r.sequences = 4;
     EXPECT_LE(stormo::choose_context(r).context * 4, one + 4 * 256);
 }

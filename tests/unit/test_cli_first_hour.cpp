@@ -177,7 +177,7 @@ TEST(CliWording, ErrorsFoundAfterParsingCarryTheCommandAndTheHelpHint) {
     // A bad value of an engine setting is found when the configuration resolves, not by the parser.
     expect_usage_error(run_cli("generate --model " + quoted(demo("gpt-oss-demo")) + " --ids 1 --context 0"), "generate", "--context 0");
     expect_usage_error(run_cli("run " + quoted(demo("gpt-oss-demo")) + " hi --reasoning-effort extreme"), "run",
-                       "--reasoning-effort must be low, medium or high, not 'extreme'");
+                       "--reasoning-effort must be low, medium or high, not \"extreme\"");
     // A failure that is not the command line's has the prefix and no hint.
     const CommandResult missing = run_cli("inspect /nonexistent/model");
     EXPECT_EQ(missing.status, 1) << missing.err;

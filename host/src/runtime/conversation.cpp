@@ -144,8 +144,8 @@ Expected<TurnResult> Conversation::ask(const std::string& user_text,
     result.generation = std::move(generated);
     result.prompt_tokens = request.prompt.size();
     result.context = session_->capacity();
-    result.context_full = result.generation.reason == StopReason::max_tokens &&
-                          request.prompt.size() + result.generation.tokens.size() >= session_->capacity();
+    // Full when the context, not the settings' max_tokens, set this answer's limit and it was reached.
+    result.context_full = result.generation.reason == StopReason::max_tokens && request.max_tokens < settings_.max_tokens;
     next.as_list().push_back(result.reply.as_message(format_));
     messages_ = std::move(next);
     return result;
