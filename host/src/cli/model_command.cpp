@@ -105,7 +105,7 @@ Expected<ModelBundle> open_model_bundle(const CommonOptions& options) {
 
 void add_sampling_options(po::options_description& d, SamplingParams& out) {
     d.add_options()
-        ("temperature,temp", po::value<float>(&out.temperature)->value_name("T"), "0 (default) is greedy")
+        ("temperature,temp", po::value<float>(&out.temperature)->value_name("T"), "0 (default) is greedy (also --temp T)")
         ("top-k", po::value<int>(&out.top_k)->value_name("K"), "keep the K most likely tokens (0: off)")
         ("top-p", po::value<float>(&out.top_p)->value_name("P"), "nucleus sampling (1: off)")
         ("min-p", po::value<float>(&out.min_p)->value_name("P"), "drop tokens below P x the top probability (0: off)")
