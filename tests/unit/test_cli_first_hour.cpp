@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "cli/progress.hpp"
+#include "runtime/load_meter.hpp"
 #include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
 
@@ -160,6 +162,34 @@ TEST(CliLoadProgress, EveryModelCommandShowsTheLoadOnATerminalOnly) {
         EXPECT_NE(tty.out.find(" (100%)"), std::string::npos) << args << ": " << tty.out;
         EXPECT_NE(tty.out.find("\r\x1b[K"), std::string::npos) << "the line is cleared: " << tty.out;
     }
+}
+
+TEST(CliLoadProgress, PercentAndTimeLeftReadAsPeopleWriteThem) {
+    using stormo::cli::TerminalProgress;
+    EXPECT_EQ(TerminalProgress::percent(0, 100), 0u);
+    EXPECT_EQ(TerminalProgress::percent(999, 1000), 99u);  // 100 only when done
+    EXPECT_EQ(TerminalProgress::percent(1000, 1000), 100u);
+    EXPECT_EQ(TerminalProgress::percent(0, 0), 100u);
+    EXPECT_EQ(TerminalProgress::duration_text(44.6), "45 s");
+    EXPECT_EQ(TerminalProgress::duration_text(185), "3 min 05 s");
+    EXPECT_EQ(TerminalProgress::duration_text(3720), "1 h 02 min");
+}
+
+// The meter reports bytes read against bytes to read, the estimate settled once the store is
+// planned, and ends with both equal.
+TEST(CliLoadProgress, TheMeterReportsReadAgainstToReadAndEndsEqual) {
+    std::vector<std::pair<uint64_t, uint64_t>> seen;
+    stormo::LoadMeter meter([&](uint64_t read, uint64_t to_read) { seen.emplace_back(read, to_read); }, 100);
+    meter.add(30);
+    meter.add(30);
+    meter.expect(0);  // the experts stream: nothing more is read at load
+    meter.finish();
+    const std::vector<std::pair<uint64_t, uint64_t>> expected{{30, 100}, {60, 100}, {60, 60}};
+    EXPECT_EQ(seen, expected);
+    seen.clear();
+    stormo::LoadMeter under([&](uint64_t read, uint64_t to_read) { seen.emplace_back(read, to_read); }, 10);
+    under.add(25);  // more than estimated: never past 100%
+    EXPECT_EQ(seen.back(), (std::pair<uint64_t, uint64_t>{25, 25}));
 }
 
 // ---- wording ----
