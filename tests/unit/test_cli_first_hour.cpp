@@ -12,6 +12,8 @@
 #include "cli/options.hpp"
 #include "cli/progress.hpp"
 #include "runtime/load_meter.hpp"
+#include "serve/openai_request.hpp"
+#include "util/format_number.hpp"
 #include "cli_runner.hpp"
 #include "safetensors_writer.hpp"
 
@@ -201,6 +203,16 @@ TEST(CliWording, RangeErrorsWriteNumbersAsPeopleDo) {
                        "--temperature must be a number of 0 or more, not -0.5");
     expect_usage_error(run_cli("serve " + quoted(demo("gpt-oss-demo")) + " --port 70000"), "serve",
                        "--port must be between 0 and 65535, not 70000");
+}
+
+TEST(CliWording, TheServersRangeErrorsToo) {
+    auto refused = stormo::serve::parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], "temperature": 3})");
+    ASSERT_FALSE(refused.has_value());
+    EXPECT_NE(refused.error().message.find("'temperature' must be between 0 and 2, not 3"), std::string::npos)
+        << refused.error().message;
+    EXPECT_EQ(stormo::format_number(0.7f), "0.7");
+    EXPECT_EQ(stormo::format_number(2.0), "2");
+    EXPECT_EQ(stormo::format_number(1e-5), "1e-05");
 }
 
 TEST(CliWording, ErrorsFoundAfterParsingCarryTheCommandAndTheHelpHint) {
