@@ -102,4 +102,43 @@ TEST(ChatPty, ADemoAnswersProblemAfterProblemAndSurvivesCtrlC) {
     EXPECT_EQ(chat.wait_exit(), 0);
 }
 
+// A conversation that runs out of context, as a person meets it: the answer that fills the context
+// says so and how to get more, the next message is refused with /reset among the ways out, and
+// /reset starts over with /stats counting from zero. The demo's prompt "123+456=" is 8 tokens
+// (its template adds nothing), so a context of 10 leaves the answer 2 of its 4 tokens.
+TEST(ChatPty, AConversationThatRunsOutOfContextSaysSoAndResetStartsOver) {
+    PtyProcess chat({STORMO_CLI, "chat", std::string(STORMO_SOURCE_DIR) + "/models/gpt-oss-demo", "--context", "10"});
+    ASSERT_TRUE(chat.started());
+    chat.read_until("> ");
+
+    chat.type("123+456=\r");
+    const std::string full = chat.read_until("> ");
+    EXPECT_NE(full.find("57"), std::string::npos) << full;
+    EXPECT_NE(full.find("context full (10 positions; /reset starts over, --context raises it)"), std::string::npos) << full;
+    EXPECT_EQ(full.find("token limit"), std::string::npos) << full;
+
+    chat.type("1+1=\r");
+    const std::string refused = chat.read_until("> ");
+    EXPECT_NE(refused.find("the context holds 10 (/reset starts over, --context raises it)"), std::string::npos) << refused;
+
+    chat.type("/stats\r");
+    const std::string before = chat.read_until("> ");
+    EXPECT_NE(before.find("turns 1, context "), std::string::npos) << before;
+    EXPECT_NE(before.find(" of 10 positions held"), std::string::npos) << before;
+    EXPECT_EQ(before.find("experts 0 hits"), std::string::npos) << "the turn used experts: " << before;
+
+    chat.type("/reset\r");
+    EXPECT_NE(chat.read_until("> ").find("new conversation"), std::string::npos);
+    chat.type("/stats\r");
+    const std::string after = chat.read_until("> ");
+    EXPECT_NE(after.find("turns 0, context 0 of 10 positions held; experts 0 hits, 0 misses, 0 B read; KV replays 0"),
+              std::string::npos)
+        << after;
+
+    chat.type("123+456=\r");
+    EXPECT_NE(chat.read_until("> ").find("context full (10 positions;"), std::string::npos);
+    chat.type("/quit\r");
+    EXPECT_EQ(chat.wait_exit(), 0);
+}
+
 }  // namespace

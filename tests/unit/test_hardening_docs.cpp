@@ -58,7 +58,7 @@ TEST(HardeningDocs, OneContextRule) {
 
 TEST(HardeningDocs, DocsPointInsideTheRepository) {
     const std::regex path_ref("`((docs|configs|scripts|models|plugins|host|tests)/[A-Za-z0-9_./-]+)`");
-    for (const char* doc : {"/README.md", "/docs/cli.md", "/configs/README.md", "/docs/plugins.md"}) {
+    for (const char* doc : {"/README.md", "/docs/cli.md", "/configs/README.md", "/docs/plugins.md", "/docs/getting-started.md"}) {
         const std::string text = slurp(kSource + doc);
         EXPECT_EQ(text.find("](../"), std::string::npos) << doc;  // no link leaves the repository
         for (std::sregex_iterator it(text.begin(), text.end(), path_ref), end; it != end; ++it) {
@@ -94,7 +94,7 @@ TEST(HardeningDocs, BenchShowsProgressOnATerminal) {
     EXPECT_EQ(plain.err.find("decode"), std::string::npos) << plain.err;
     const CommandResult tty = run_command("script -qec \"'" + std::string(STORMO_CLI) + "' " + args + "\" /dev/null");
     EXPECT_EQ(tty.status, 0) << tty.out;
-    for (const char* step : {"stormo: measuring the RAM read bandwidth...", "stormo: loading the model...",
+    for (const char* step : {"stormo: measuring the RAM read bandwidth...", "stormo: loading gpt-oss-demo: ",
                              "stormo: prefill 8/8", "stormo: decode 4/4"})
         EXPECT_NE(tty.out.find(step), std::string::npos) << step << "\n" << tty.out;
 }

@@ -18,17 +18,17 @@ TEST(ServeCli, WrongOptionsAreRefusedBeforeListening) {
         const char* message;
     };
     const Case cases[] = {
-        {"--port 8080", "--model DIR is required"},
-        {model + " --port 70000", "--port must be in [0, 65535]"},
-        {model + " --max-queue 0", "--max-queue must be in [1, 4096]"},
-        {model + " --timeout 0", "--timeout must be in [1, 3600] seconds"},
-        {model + " --header-timeout 0", "--header-timeout must be in [1, 3600] seconds"},
+        {"--port 8080", "a model is required"},
+        {model + " --port 70000", "--port must be between 0 and 65535, not 70000"},
+        {model + " --max-queue 0", "--max-queue must be between 1 and 4096, not 0"},
+        {model + " --timeout 0", "--timeout must be between 1 and 3600 seconds, not 0"},
+        {model + " --header-timeout 0", "--header-timeout must be between 1 and 3600 seconds, not 0"},
         {model + " --tokenize-budget 10", "--tokenize-budget must be a size from 1KiB to 16GiB"},
         {model + " --max-body 10", "--max-body must be a size from 1KiB to 1GiB"},
         {model + " --ctx 64 --context 128", "--ctx and --context name different contexts"},
         {model + " --api-key ''", "--api-key must not be empty"},
-        {model + " --shutdown-grace -1", "--shutdown-grace must be in [0, 3600] seconds"},
-        {model + " --parallel 0", "--parallel must be in [1, 256]"},
+        {model + " --shutdown-grace -1", "--shutdown-grace must be between 0 and 3600 seconds, not -1"},
+        {model + " --parallel 0", "--parallel must be between 1 and 256, not 0"},
     };
     for (const Case& c : cases) {
         const CommandResult r = serve(c.args);

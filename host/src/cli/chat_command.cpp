@@ -49,22 +49,11 @@ double per_second(size_t n, double seconds) { return seconds > 0 ? static_cast<d
 
 }  // namespace
 
-Expected<size_t> chat_context(const LoadedEngine& loaded) {
-    size_t context = loaded.context;
-    if (loaded.config.origins.count("context") > 0) return context;
-    const ModelConfig& config = loaded.engine->source().config();
-    if (config.has("max_position_embeddings")) {
-        STORMO_TRY_ASSIGN(int64_t max_positions, config.integer("max_position_embeddings"));
-        if (max_positions > 0) context = std::min(context, static_cast<size_t>(max_positions));
-    }
-    return context;
-}
-
 void add_chat_options(po::options_description& d, ChatOptions& out) {
     d.add_options()
         ("system", po::value<std::string>()->value_name("TEXT")->notifier([&out](const std::string& v) { out.system = v; }),
          "a system message before the conversation")
-        ("max-tokens", po::value<int64_t>(&out.max_tokens)->value_name("N"), "tokens per answer at most (default 1024)")
+        ("max-tokens,n", po::value<int64_t>(&out.max_tokens)->value_name("N"), "tokens per answer at most (default 1024)")
         ("show-reasoning", po::bool_switch(&out.show_reasoning), "print the model's reasoning before its answer")
         ("reasoning-effort", po::value<std::string>()->value_name("LEVEL")->notifier([&out](const std::string& v) { out.reasoning_effort = v; }),
          "low, medium or high, for templates that take it (gpt-oss)")
@@ -88,8 +77,8 @@ Expected<void> check_chat_options(const ChatOptions& options) {
     return validate(options.sampling);
 }
 
-Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, const ChatOptions& options) {
-    if (!common.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
+Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, const ChatOptions& options, const ChatUse& use) {
+    if (!common.model) return fail(ErrorKind::invalid_argument, kModelRequired);
     auto stack = std::make_unique<ChatStack>();
     // The model is opened once: the tokenizer, the template and the engine all come from it.
     STORMO_TRY_ASSIGN(const ModelBundle bundle, open_model_bundle(common));
@@ -100,25 +89,31 @@ Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, cons
         STORMO_TRY_ASSIGN(auto chat_template, text::ChatTemplate::from_model_text(model_text));
         stack->chat_template = std::make_unique<text::ChatTemplate>(std::move(chat_template));
     }
-    STORMO_TRY_ASSIGN(text::Value vars, template_options(options));
+    ChatSettings settings;
+    STORMO_TRY_ASSIGN(settings.template_options, template_options(options));
+    settings.max_tokens = static_cast<size_t>(options.max_tokens);
+    settings.sampling = options.sampling;
+    settings.context_advice = use.prompt && !options.session_file ? "--context raises it" : use.context_advice;
+    ContextRule context{0, true};
+    if (use.prompt && !options.session_file) {
+        const text::Value first = text::Value::list(
+            {text::Value::object({{"role", text::Value("user")}, {"content", text::Value(*use.prompt)}})});
+        STORMO_TRY_ASSIGN(const std::vector<int32_t> ids,
+                          Conversation::render_ids(*stack->tokenizer, *stack->chat_template, settings,
+                                                   options.system.value_or(""), first));
+        context = ContextRule{ids.size() + settings.max_tokens, false};
+    }
 
     const bool progress = isatty(STDERR_FILENO);
-    if (progress) std::cerr << "stormo: loading " << *common.model << " ..." << std::flush;
     // An answer's worth of rewind slack: every turn re-renders the last answer (Harmony rewrites
     // its end and drops its analysis), so the session rewinds about that far each time.
-    auto loaded = open_engine(common, bundle, static_cast<size_t>(options.max_tokens) + 64);
-    if (progress) std::cerr << "\r\033[K" << std::flush;
+    auto loaded = open_engine(common, bundle, static_cast<size_t>(options.max_tokens) + 64, context);
     if (!loaded) return tl::unexpected(loaded.error());
     stack->loaded = std::move(*loaded);
     Engine& engine = *stack->loaded.engine;
     STORMO_TRY(stack->tokenizer->check_fits(engine.model().vocab_size()));
-    STORMO_TRY_ASSIGN(size_t context, chat_context(stack->loaded));
-    STORMO_TRY_ASSIGN(stack->session, engine.new_session(context));
+    STORMO_TRY_ASSIGN(stack->session, engine.new_session(stack->loaded.context));
 
-    ChatSettings settings;
-    settings.template_options = std::move(vars);
-    settings.max_tokens = static_cast<size_t>(options.max_tokens);
-    settings.sampling = options.sampling;
     STORMO_TRY_ASSIGN(settings.stop_ids, stop_ids_of(engine.source()));
     if (progress) settings.on_prefill_block = print_prefill_progress;
     stack->conversation = std::make_unique<Conversation>(engine.pipeline(), *stack->session, *stack->tokenizer,
@@ -150,7 +145,7 @@ void ReplyPrinter::finish() {
     line_open_ = false;
 }
 
-std::string turn_speed(const TurnResult& turn) {
+std::string turn_speed(const TurnResult& turn, const std::string& context_advice) {
     const GenerationResult& g = turn.generation;
     const size_t computed = turn.prompt_tokens - g.reused_positions;
     std::ostringstream s;
@@ -161,7 +156,8 @@ std::string turn_speed(const TurnResult& turn) {
     s << " " << per_second(computed, g.prefill_seconds) << " tok/s, answer " << g.tokens.size() << " tokens "
       << per_second(g.tokens.size() > 1 ? g.tokens.size() - 1 : 0, g.decode_seconds) << " tok/s";
     if (g.reason == StopReason::cancelled) s << " (stopped)";
-    if (g.reason == StopReason::max_tokens) s << " (token limit)";
+    if (turn.context_full) s << "; " << context_full_note(turn.context, context_advice);
+    else if (g.reason == StopReason::max_tokens) s << " (--max-tokens reached)";
     return s.str();
 }
 

@@ -39,11 +39,16 @@ struct ChatStack {
     std::unique_ptr<Conversation> conversation;
     std::optional<EngineIdentity> identity;  // read when a session file is first saved or loaded
 };
-// The context a conversation (or a server) gets: --context / context: when given, else the
-// configuration's default, never more than the model was trained for.
-Expected<size_t> chat_context(const LoadedEngine& loaded);
+// What differs between `run` and `chat` when the stack opens.
+struct ChatUse {
+    // run: its message. Without --session (which may hold a conversation of any length) the
+    // context is what the rendered message and --max-tokens need; else it is chosen from memory.
+    std::optional<std::string> prompt;
+    // The ChatSettings::context_advice of the conversation.
+    std::string context_advice = "--context raises it";
+};
 
-Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, const ChatOptions& options);
+Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, const ChatOptions& options, const ChatUse& use);
 
 // Prints a reply's pieces as they come: the answer to stdout, the reasoning too when asked (dimmed
 // on a terminal, set apart by a blank line), and remembers whether the answer ended its line.
@@ -61,8 +66,9 @@ private:
     bool line_open_ = false;
 };
 
-// "prompt 57 tokens (40 reused) 120.3 tok/s, answer 12 tokens 8.1 tok/s" for stderr.
-std::string turn_speed(const TurnResult& turn);
+// "prompt 57 tokens (40 reused) 120.3 tok/s, answer 12 tokens 8.1 tok/s" for stderr, and why the
+// answer stopped when it did not end by itself ("context full (N positions; <advice>)").
+std::string turn_speed(const TurnResult& turn, const std::string& context_advice);
 
 // Ctrl-C while SigintFlag lives sets its flag instead of ending the program.
 class SigintFlag {

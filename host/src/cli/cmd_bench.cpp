@@ -223,9 +223,9 @@ int run_bench(int argc, char** argv) {
         ("disk-in-flight", po::value<int>(&b.disk_in_flight)->value_name("N"), "disk probe reads in flight (4)")
         ("disk-passes", po::value<int>(&b.disk_passes)->value_name("N"), "passes of the disk probe, the best counts (3)");
     d.add(common_options(common));
-    auto parsed = parse_command_line(argc, argv, "bench", "--model DIR [--prompt-tokens N] [--gen-tokens N] [--parallel N] [--json]",
+    auto parsed = parse_command_line(argc, argv, "bench", "MODEL [--prompt-tokens N] [--gen-tokens N] [--parallel N] [--json]",
                                      "Measures prefill and decode speed against this machine's memory and disk bounds.",
-                                     d);
+                                     d, {"model"});
     if (!parsed) return report_usage_error("bench", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     auto usage = [](const std::string& m) { return report_usage_error("bench", Error{ErrorKind::invalid_argument, m}); };
@@ -248,12 +248,12 @@ int run_bench(int argc, char** argv) {
     if (!disk_bytes) return report_usage_error("bench", disk_bytes.error());
     auto disk_block = size_option(b.disk_block, "--disk-block");
     if (!disk_block) return report_usage_error("bench", disk_block.error());
-    if (!common.model) return usage("--model DIR is required");
+    if (!common.model) return usage(kModelRequired);
     auto config = resolve_engine_config(common);
-    if (!config) return report_error(config.error());
+    if (!config) return report_error("bench", config.error());
     const size_t need = static_cast<size_t>(b.prompt_tokens + b.gen_tokens);
     if (context_for(*config, need) < need)
-        return report_error(Error{ErrorKind::invalid_argument,
+        return report_error("bench", Error{ErrorKind::invalid_argument,
                                   context_origin_for(*config, need, "--prompt-tokens and --gen-tokens") + " " + std::to_string(context_for(*config, need)) +
                                       ": --prompt-tokens + --gen-tokens need " + std::to_string(need) +
                                       " positions; give a context of at least " + std::to_string(need)});
@@ -269,25 +269,24 @@ int run_bench(int argc, char** argv) {
         // The loop of the kernels the engine will select (its widest loads); the registry and the
         // table live only for the probe.
         auto registry = discover_plugins(*config, common);
-        if (!registry) return report_error(registry.error());
+        if (!registry) return report_error("bench", registry.error());
         auto selection = select_kernels(*registry, detect_cpu_features(), PluginRequest{config->kernels, config->origin("kernels")});
-        if (!selection) return report_error(selection.error());
+        if (!selection) return report_error("bench", selection.error());
         const KernelTable table = build_kernel_table(*selection);
         probe.reduce = table.xor_reduce;
         probe.loop = table.xor_reduce == reference_kernels().xor_reduce ? std::string("reference") : selection->name;
         auto ram = measure_ram_read_bandwidth(pool, probe);
-        if (!ram) return report_error(with_context(ram.error(), "--ram-probe"));
+        if (!ram) return report_error("bench", with_context(ram.error(), "--ram-probe"));
         probes.ram_before = *ram;
     }
     if (!reset_peak_rss())
         std::cerr << "stormo: bench: cannot reset the peak RSS; it includes the RAM probe's buffer" << std::endl;
 
     const auto t0 = Clock::now();
-    progress.note("loading the model");
+    progress.clear();  // open_engine shows the load's own progress
     // The memory plan holds the KV of every sequence before it sizes the expert budget.
     auto loaded = open_engine(common, 0, need, "--prompt-tokens and --gen-tokens", static_cast<size_t>(std::max<int64_t>(1, b.parallel)));
-    progress.clear();
-    if (!loaded) return report_error(loaded.error());
+    if (!loaded) return report_error("bench", loaded.error());
     const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     Engine& engine = *loaded->engine;
 
@@ -314,11 +313,11 @@ int run_bench(int argc, char** argv) {
         batch.on_progress = request.on_progress;
         auto ran = run_parallel_bench(engine, batch);
         progress.clear();
-        if (!ran) return report_error(ran.error());
+        if (!ran) return report_error("bench", ran.error());
         batched = std::move(*ran);
     } else if (*paired_bytes > 0) {
         auto buffer = RamProbeBuffer::allocate(pool, std::min(*paired_bytes, *ram_bytes));
-        if (!buffer) return report_error(with_context(buffer.error(), "--paired-probe"));
+        if (!buffer) return report_error("bench", with_context(buffer.error(), "--paired-probe"));
         paired.emplace(std::move(*buffer));
         request.probe_between_steps = [&paired, &pool, reduce, streams = probes.ram_before.streams] {
             uint64_t checksum = 0;
@@ -328,7 +327,7 @@ int run_bench(int argc, char** argv) {
     if (!batched) {
         auto ran = run_bench(engine, request);
         progress.clear();
-        if (!ran) return report_error(ran.error());
+        if (!ran) return report_error("bench", ran.error());
         single = std::move(*ran);
     }
 
@@ -344,16 +343,16 @@ int run_bench(int argc, char** argv) {
         probe.loop = probes.ram_before.loop;  // the same table's loop as before the load
         auto ram = measure_ram_read_bandwidth(pool, probe);
         progress.clear();
-        if (!ram) return report_error(with_context(ram.error(), "--ram-probe-after"));
+        if (!ram) return report_error("bench", with_context(ram.error(), "--ram-probe-after"));
         probes.ram_after = *ram;
     }
 
     auto family = engine_family(engine);
-    if (!family) return report_error(family.error());
+    if (!family) return report_error("bench", family.error());
     auto traffic = decode_traffic(engine.source(), **family, engine.packed_bytes());
-    if (!traffic) return report_error(traffic.error());
+    if (!traffic) return report_error("bench", traffic.error());
     auto expert_ranges = expert_file_ranges(engine.source(), **family);
-    if (!expert_ranges) return report_error(expert_ranges.error());
+    if (!expert_ranges) return report_error("bench", expert_ranges.error());
     const std::vector<FileRange>& ranges = *expert_ranges;
     if (*disk_bytes > 0 && !ranges.empty()) {
         DiskReadOptions o;
@@ -366,7 +365,7 @@ int run_bench(int argc, char** argv) {
         progress.note("measuring the disk read bandwidth");
         auto disk = measure_disk_read_bandwidth(ranges, o);
         progress.clear();
-        if (!disk) return report_error(with_context(disk.error(), "--disk-probe"));
+        if (!disk) return report_error("bench", with_context(disk.error(), "--disk-probe"));
         probes.disk = *disk;
         probes.disk_measured = true;
         probes.disk_block = o.block;
@@ -380,7 +379,7 @@ int run_bench(int argc, char** argv) {
         // A batched sequence that is not the bits it is alone is a correctness failure, not a figure.
         size_t where = 0;
         if (parallel_tokens_match(*batched, &where) == false)
-            return report_error(Error{ErrorKind::internal,
+            return report_error("bench", Error{ErrorKind::internal,
                                       "bench: sequence 0's tokens in the batch of " + std::to_string(batched->sequences) +
                                           " differ from its tokens alone from token " + std::to_string(where)});
         return 0;

@@ -278,9 +278,9 @@ int run_bench_kernels(int argc, char** argv) {
     CommonOptions common;
     common.settings["plugins_dirs"] = o.plugins_dirs;
     auto registry = discover_plugins(default_engine_config(), common);
-    if (!registry) return report_error(registry.error());
+    if (!registry) return report_error("bench-kernels", registry.error());
     Tables tables;
-    if (auto built = build_tables(*registry, o, tables); !built) return report_error(built.error());
+    if (auto built = build_tables(*registry, o, tables); !built) return report_error("bench-kernels", built.error());
 
     if (!o.json && !o.ram_only) {
         std::cout << "matrices " << options.rows << " x " << options.cols << ", about "
@@ -290,7 +290,7 @@ int run_bench_kernels(int argc, char** argv) {
     auto report = run_kernel_bench(tables.list, options, [&](const KernelBenchRow& r) {
         if (!o.json) print_row(r);
     });
-    if (!report) return report_error(report.error());
+    if (!report) return report_error("bench-kernels", report.error());
     if (o.json) {
         print_json(*report, options);
     } else {

@@ -101,20 +101,18 @@ int run_bench_session(int argc, char** argv) {
         ("seed", po::value<int64_t>(&seed)->value_name("S"), "the random prompt's seed (default 0)")
         ("json", po::bool_switch(&json), "one JSON object");
     d.add(common_options(common));
-    auto parsed = parse_command_line(argc, argv, "bench-session", "--model DIR --dir DIR [--prompt-tokens N] [options]",
+    auto parsed = parse_command_line(argc, argv, "bench-session", "MODEL --dir DIR [--prompt-tokens N] [options]",
                                      "Prefills a random prompt, saves the session, loads it back from the disk and checks\n"
                                      "that it continues with the same bits; save and load against the disk's bounds.",
-                                     d);
+                                     d, {"model"});
     if (!parsed) return report_usage_error("bench-session", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     if (rounds < 1) return report_usage_error("bench-session", Error{ErrorKind::invalid_argument, "--rounds must be at least 1"});
     if (prompt_tokens < 1) return report_usage_error("bench-session", Error{ErrorKind::invalid_argument, "--prompt-tokens must be at least 1"});
 
     TerminalProgress progress;
-    progress.note("loading the model");
     auto loaded = open_engine(common, 0, static_cast<size_t>(prompt_tokens) + 1, "--prompt-tokens");
-    progress.clear();
-    if (!loaded) return report_error(loaded.error());
+    if (!loaded) return report_error("bench-session", loaded.error());
     SessionIoRequest request;
     request.prompt_tokens = static_cast<size_t>(prompt_tokens);
     request.dir = dir;
@@ -124,11 +122,11 @@ int run_bench_session(int argc, char** argv) {
         request.on_progress = [&progress](const char* stage, size_t done, size_t total) { progress.update(stage, done, total); };
     auto run = run_session_io_bench(*loaded->engine, request);
     progress.clear();
-    if (!run) return report_error(run.error());
+    if (!run) return report_error("bench-session", run.error());
     if (json) print_json(*loaded, *run);
     else print_table(*loaded, *run);
     if (!run->continues_exactly)
-        return report_error(Error{ErrorKind::internal, "bench-session: the loaded session's next logits differ from the uninterrupted session's"});
+        return report_error("bench-session", Error{ErrorKind::internal, "bench-session: the loaded session's next logits differ from the uninterrupted session's"});
     return 0;
 }
 

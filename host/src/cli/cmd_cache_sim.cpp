@@ -98,8 +98,8 @@ int run_cache_sim(int argc, char** argv) {
                                                          "--slots " + std::to_string(slots) + ": must be a positive integer"});
 
     auto trace = read_traces(traces);
-    if (!trace) return report_error(trace.error());
-    if (trace->empty()) return report_error(Error{ErrorKind::invalid_argument, "--trace: no route steps"});
+    if (!trace) return report_error("cache-sim", trace.error());
+    if (trace->empty()) return report_error("cache-sim", Error{ErrorKind::invalid_argument, "--trace: no route steps"});
     const TraceShape shape = shape_of(*trace);
     if (auto checked = check_slots_against(shape, slot_counts); !checked)
         return report_usage_error("cache-sim", checked.error());

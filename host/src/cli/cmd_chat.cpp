@@ -34,14 +34,26 @@ std::string trimmed(const std::string& s) {
     return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
 }
 
-void print_stats(ChatStack& stack, size_t turns) {
-    Engine& engine = *stack.loaded.engine;
-    const ExpertStoreStats store = engine.store().stats();
-    const ForwardTimes& times = engine.pipeline().times();
-    std::cout << "turns " << turns << ", context " << stack.session->position() << " of " << stack.session->capacity()
-              << " positions held; experts " << store.hits << " hits, " << store.misses << " misses, "
-              << format_bytes(store.bytes_read) << " read; KV replays " << times.replays << "\n";
+// What /stats counts from: the engine's counters at the last /reset (or the start).
+struct StatsBase {
+    uint64_t hits = 0, misses = 0, bytes_read = 0, replays = 0;
+
+    static StatsBase now(Engine& engine) {
+        const ExpertStoreStats store = engine.store().stats();
+        return {store.hits, store.misses, store.bytes_read, engine.pipeline().times().replays};
+    }
+};
+
+void print_stats(ChatStack& stack, size_t turns, const StatsBase& base) {
+    const StatsBase now = StatsBase::now(*stack.loaded.engine);
+    // After a /reset the conversation holds nothing yet (the session keeps its KV for reuse).
+    const size_t held = stack.conversation->messages().as_list().empty() ? 0 : stack.session->position();
+    std::cout << "turns " << turns << ", context " << held << " of " << stack.session->capacity()
+              << " positions held; experts " << now.hits - base.hits << " hits, " << now.misses - base.misses << " misses, "
+              << format_bytes(now.bytes_read - base.bytes_read) << " read; KV replays " << now.replays - base.replays << "\n";
 }
+
+constexpr const char* kChatContextAdvice = "/reset starts over, --context raises it";
 
 // "/save FILE" -> "FILE" for `command` "/save"; nullopt when `message` is another command.
 std::optional<std::string> argument_of(const std::string& message, std::string_view command) {
@@ -90,24 +102,25 @@ int run_chat(int argc, char** argv) {
     po::options_description d("chat options");
     add_chat_options(d, chat);
     d.add(common_options(common));
-    auto parsed = parse_command_line(argc, argv, "chat", "--model DIR [options]",
+    auto parsed = parse_command_line(argc, argv, "chat", "MODEL [options]",
                                      "An interactive conversation with the model, one message per line.\n" +
                                          std::string(kChatHelp),
-                                     d);
+                                     d, {"model"});
     if (!parsed) return report_usage_error("chat", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     if (auto ok = check_chat_options(chat); !ok) return report_usage_error("chat", ok.error());
 
-    auto opened = open_chat(common, chat);
-    if (!opened) return report_error(opened.error());
+    auto opened = open_chat(common, chat, ChatUse{std::nullopt, kChatContextAdvice});
+    if (!opened) return report_error("chat", opened.error());
     ChatStack& stack = **opened;
-    if (auto resumed = resume_chat_session(stack, chat); !resumed) return report_error(resumed.error());
+    if (auto resumed = resume_chat_session(stack, chat); !resumed) return report_error("chat", resumed.error());
     const bool interactive = isatty(STDIN_FILENO);
     if (interactive) std::cout << kChatHelp << std::flush;
 
     SigintFlag interrupted;
     LineReader input(STDIN_FILENO, interrupted.flag(), kMaxMessageBytes);
     size_t turns = 0;
+    StatsBase stats_base = StatsBase::now(*stack.loaded.engine);
     for (;;) {
         if (interactive) std::cout << "> " << std::flush;
         std::string line;
@@ -134,11 +147,12 @@ int run_chat(int argc, char** argv) {
         if (message == "/reset") {
             stack.conversation->reset();
             turns = 0;
+            stats_base = StatsBase::now(*stack.loaded.engine);
             std::cout << "(new conversation)\n";
             continue;
         }
         if (message == "/stats") {
-            print_stats(stack, turns);
+            print_stats(stack, turns, stats_base);
             continue;
         }
         if (const auto file = argument_of(message, "/save")) {
@@ -164,7 +178,7 @@ int run_chat(int argc, char** argv) {
             continue;
         }
         ++turns;
-        std::cerr << "stormo: " << turn_speed(*turn) << std::endl;
+        std::cerr << "stormo: " << turn_speed(*turn, kChatContextAdvice) << std::endl;
         // After each answered turn; a stopped answer is not saved, so the file keeps the last whole turn.
         if (chat.session_file && turn->generation.reason != StopReason::cancelled) {
             if (auto saved = save_chat_session(stack, *chat.session_file); !saved)

@@ -59,20 +59,20 @@ int run_chat_template(int argc, char** argv) {
     if (!messages_file) return report_usage_error("chat-template", Error{ErrorKind::invalid_argument, "--messages FILE is required"});
 
     auto input = read_messages(*messages_file);
-    if (!input) return report_error(input.error());
+    if (!input) return report_error("chat-template", input.error());
     // The files read once: the template and, for --ids, the tokenizer come from the same reading.
     auto model_text = read_model_text(*dir);
-    if (!model_text) return report_error(model_text.error());
+    if (!model_text) return report_error("chat-template", model_text.error());
     auto chat_template = text::ChatTemplate::from_model_text(*model_text);
-    if (!chat_template) return report_error(chat_template.error());
+    if (!chat_template) return report_error("chat-template", chat_template.error());
     auto prompt = chat_template->render(input->messages, input->options);
-    if (!prompt) return report_error(prompt.error());
+    if (!prompt) return report_error("chat-template", prompt.error());
     if (!as_ids) {
         std::cout << *prompt << std::flush;
         return 0;
     }
     auto tokenizer = text::Tokenizer::from_model_text(*model_text);
-    if (!tokenizer) return report_error(tokenizer.error());
+    if (!tokenizer) return report_error("chat-template", tokenizer.error());
     const std::vector<int32_t> ids = tokenizer->encode(*prompt, /*match_special=*/true);
     for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
     std::cout << "\n" << std::flush;

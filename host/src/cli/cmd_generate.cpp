@@ -93,7 +93,7 @@ int run_generate(int argc, char** argv) {
     po::options_description d("generate options");
     add_token_input(d, g.ids);
     d.add_options()
-        ("max-tokens", po::value<int64_t>(&g.max_tokens)->value_name("N"), "tokens to generate at most (default 128)")
+        ("max-tokens,n", po::value<int64_t>(&g.max_tokens)->value_name("N"), "tokens to generate at most (default 128)")
         ("ignore-eos", po::bool_switch(&g.ignore_eos), "do not stop at the model's stop ids")
         ("stats", po::value<std::string>()->value_name("FILE")->notifier([&g](const std::string& v) { g.stats = v; }),
          "write timing, expert-store and memory figures as JSON")
@@ -102,22 +102,23 @@ int run_generate(int argc, char** argv) {
     add_sampling_options(d, g.sampling);
     add_dump_options(d, g.dump, "the position --dump records (default: the prompt's last; a later one is a generated token's)");
     d.add(common_options(common));
-    auto parsed = parse_command_line(argc, argv, "generate", "--model DIR (--ids LIST | --ids-file FILE) [options]",
-                                     "Generates tokens after the prompt and prints their ids, one per line.", d);
+    auto parsed = parse_command_line(argc, argv, "generate", "MODEL (--ids LIST | --ids-file FILE) [options]",
+                                     "Generates tokens after the prompt and prints their ids, one per line.", d,
+                                     {"model"});
     if (!parsed) return report_usage_error("generate", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     if (g.max_tokens <= 0) return report_usage_error("generate", Error{ErrorKind::invalid_argument, "--max-tokens must be >= 1"});
     if (auto v = validate(g.sampling); !v) return report_usage_error("generate", v.error());
     auto prompt = read_token_ids(g.ids);
     if (!prompt) return report_usage_error("generate", prompt.error());
-    if (auto checked = check_generate_outputs(g, prompt->size()); !checked) return report_error(checked.error());
+    if (auto checked = check_generate_outputs(g, prompt->size()); !checked) return report_error("generate", checked.error());
 
     // Sampling, the repetition penalty and --dump need every logit (docs/head_bound.md): the
     // compact copy of the head would never be read, so it is not built.
     if ((!takes_argmax(g.sampling) || g.dump.dir) && (!common.given("head") || head_read_from_name(*common.given("head"))))
         common.settings["head"] = {"exact-only"};
     auto loaded = open_engine(common, 0, prompt->size() + static_cast<size_t>(g.max_tokens), "the prompt and --max-tokens");
-    if (!loaded) return report_error(loaded.error());
+    if (!loaded) return report_error("generate", loaded.error());
     Engine& engine = *loaded->engine;
 
     GenerationRequest request;
@@ -126,24 +127,24 @@ int run_generate(int argc, char** argv) {
     request.sampling = g.sampling;
     if (!g.ignore_eos) {
         auto stops = stop_ids_of(engine.source(), engine.model().vocab_size());
-        if (!stops) return report_error(stops.error());
+        if (!stops) return report_error("generate", stops.error());
         request.stop_ids = *stops;
     }
     // Generation reserves the prompt and every token it may generate up front (it never stops short
     // of --max-tokens silently), so a given context must hold both.
     const size_t need = request.prompt.size() + request.max_tokens;
     if (loaded->context < need)
-        return report_error(Error{ErrorKind::invalid_argument,
+        return report_error("generate", Error{ErrorKind::invalid_argument,
                                   loaded->context_origin + " " + std::to_string(loaded->context) + ": the prompt's " +
                                       std::to_string(request.prompt.size()) + " tokens + --max-tokens " +
                                       std::to_string(request.max_tokens) + " need " + std::to_string(need) +
                                       " positions; give a context of at least " + std::to_string(need) +
                                       " or fewer --max-tokens"});
     auto session = engine.new_session(loaded->context);
-    if (!session) return report_error(session.error());
+    if (!session) return report_error("generate", session.error());
     std::optional<DumpTracer> tracer;
     const int64_t last_prompt = static_cast<int64_t>((*session)->position() + request.prompt.size()) - 1;
-    if (auto started = start_dump(g.dump, last_prompt, tracer); !started) return report_error(started.error());
+    if (auto started = start_dump(g.dump, last_prompt, tracer); !started) return report_error("generate", started.error());
     if (tracer) request.tracer = &*tracer;
     std::vector<RouteStep> trace;
     if (g.route_trace) engine.pipeline().record_routes(&trace);
@@ -155,17 +156,17 @@ int run_generate(int argc, char** argv) {
             if (done == total) progress.clear();
         };
     auto result = generate(engine.pipeline(), **session, request, [](int32_t token) { std::cout << token << '\n' << std::flush; });
-    if (!result) return report_error(result.error());
+    if (!result) return report_error("generate", result.error());
     if (g.route_trace)
         if (auto w = append_file(*g.route_trace, format_route_trace(trace)); !w)
-            return report_error(with_context(w.error(), "--route-trace"));
-    if (auto dumped = finish_dump(tracer); !dumped) return report_error(dumped.error());
+            return report_error("generate", with_context(w.error(), "--route-trace"));
+    if (auto dumped = finish_dump(tracer); !dumped) return report_error("generate", dumped.error());
     if (tracer && tracer->written().empty())
-        return report_error(Error{ErrorKind::invalid_argument,
+        return report_error("generate", Error{ErrorKind::invalid_argument,
                                   "--dump-position " + std::to_string(g.dump.position) + ": generation stopped (" +
                                       stop_reason_name(result->reason) + ") before that position; nothing was dumped"});
     if (g.stats)
-        if (auto w = write_stats(*g.stats, request, *result, engine); !w) return report_error(w.error());
+        if (auto w = write_stats(*g.stats, request, *result, engine); !w) return report_error("generate", w.error());
     return 0;
 }
 

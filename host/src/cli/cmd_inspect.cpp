@@ -311,30 +311,30 @@ int run_inspect(int argc, char** argv) {
          "also read every tensor and report those holding NaN or Inf (floats, FP8, MXFP4 scales); exit 1 if any");
     own.add(common_options(common));
     auto parsed = parse_command_line(
-        argc, argv, "inspect", "--model DIR [--json] [options]",
+        argc, argv, "inspect", "MODEL [--json] [options]",
         "Shows what stormo would run for a model directory, without loading its weights: the family\n"
         "and kernels chosen, the dimensions read from config.json, the tensor census (count and bytes\n"
         "by role and by dtype), the memory plan (dense resident bytes, expert bytes and budget, KV\n"
         "bytes per token and for the context) and which kernel-table entries the plugin provides.\n"
         "--check also reads every tensor and reports those that hold NaN or Inf (exit status 1).",
-        own);
+        own, {"model"});
     if (!parsed) return report_usage_error("inspect", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
-    if (!common.model) return report_usage_error("inspect", Error{ErrorKind::invalid_argument, "--model DIR is required"});
+    if (!common.model) return report_usage_error("inspect", Error{ErrorKind::invalid_argument, kModelRequired});
 
     auto setup = open_model_setup(common);
-    if (!setup) return report_error(setup.error());
+    if (!setup) return report_error("inspect", setup.error());
     const ModelSetup& s = **setup;
     const FamilyPlugin& family = *s.family.plugin->family;
 
     auto summary = family.summarize(s.source->config());
-    if (!summary) return report_error(with_context(summary.error(), s.family.plugin->name));
+    if (!summary) return report_error("inspect", with_context(summary.error(), s.family.plugin->name));
     const Census census = take_census(*s.source, family, *summary);
     auto planned = plan_memory(s, census, *summary);
-    if (!planned) return report_error(planned.error());
+    if (!planned) return report_error("inspect", planned.error());
     const MemoryPlan& plan = *planned;
     // generate refuses stop ids outside the vocabulary; inspect refuses the same model.
-    if (auto stops = stop_ids_of(*s.source, summary->vocab_size); !stops) return report_error(stops.error());
+    if (auto stops = stop_ids_of(*s.source, summary->vocab_size); !stops) return report_error("inspect", stops.error());
     const KernelTable table = build_kernel_table(s.kernels);
     const std::vector<KernelEntry> kernels =
         kernel_providers(table, s.kernels, s.config.activations == ActivationRoad::int8);
@@ -342,14 +342,14 @@ int run_inspect(int argc, char** argv) {
     std::optional<FiniteScan> scan;
     if (check) {
         auto scanned = scan_non_finite(*s.source);
-        if (!scanned) return report_error(scanned.error());
+        if (!scanned) return report_error("inspect", scanned.error());
         scan = std::move(*scanned);
     }
     const Report report{s, *summary, census, plan, kernels, scan};
     if (json) print_json(report);
     else print_text(report);
     if (scan && !scan->non_finite.empty())
-        return report_error(Error{ErrorKind::format, "--check: " + std::to_string(scan->non_finite.size()) +
+        return report_error("inspect", Error{ErrorKind::format, "--check: " + std::to_string(scan->non_finite.size()) +
                                                          " tensors hold NaN or Inf, the first " +
                                                          in_quotes(scan->non_finite.front().name)});
     return 0;

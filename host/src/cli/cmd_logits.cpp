@@ -21,34 +21,35 @@ int run_logits(int argc, char** argv) {
          "float32 [n_layers + 1, T, hidden]: embeddings, each layer's output, the final norm's output");
     add_dump_options(d, dump, "the position --dump records (default: the last)");
     d.add(common_options(common));
-    auto parsed = parse_command_line(argc, argv, "logits", "--model DIR (--ids LIST | --ids-file FILE) --out FILE.npy [options]",
-                                     "Runs one teacher-forced forward pass and writes the logits of every position.", d);
+    auto parsed = parse_command_line(argc, argv, "logits", "MODEL (--ids LIST | --ids-file FILE) --out FILE.npy [options]",
+                                     "Runs one teacher-forced forward pass and writes the logits of every position.", d,
+                                     {"model"});
     if (!parsed) return report_usage_error("logits", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     auto tokens = read_token_ids(ids);
     if (!tokens) return report_usage_error("logits", tokens.error());
     if (auto checked = check_outputs({{"--out", out_path}, {"--hidden-out", hidden_path}}); !checked)
-        return report_error(checked.error());
-    if (auto checked = check_dump_dir(dump); !checked) return report_error(checked.error());
+        return report_error("logits", checked.error());
+    if (auto checked = check_dump_dir(dump); !checked) return report_error("logits", checked.error());
     const int64_t T = static_cast<int64_t>(tokens->size());
     if (dump.position >= T)
         return report_usage_error("logits", Error{ErrorKind::invalid_argument, "--dump-position " + std::to_string(dump.position) +
                                                                                    " is past the last of " + std::to_string(T) + " positions"});
     std::optional<DumpTracer> tracer;
-    if (auto started = start_dump(dump, T - 1, tracer); !started) return report_error(started.error());
+    if (auto started = start_dump(dump, T - 1, tracer); !started) return report_error("logits", started.error());
 
     // logits computes every row of the head: a compact copy would never be read (a bad --head
     // value is still refused by the engine configuration).
     if (!common.given("head") || head_read_from_name(*common.given("head"))) common.settings["head"] = {"exact-only"};
     auto loaded = open_engine(common, 0, tokens->size(), "the ids");
-    if (!loaded) return report_error(loaded.error());
+    if (!loaded) return report_error("logits", loaded.error());
     Engine& engine = *loaded->engine;
     if (loaded->context < tokens->size())
-        return report_error(Error{ErrorKind::invalid_argument, loaded->context_origin + " " + std::to_string(loaded->context) +
+        return report_error("logits", Error{ErrorKind::invalid_argument, loaded->context_origin + " " + std::to_string(loaded->context) +
                                                                    ": the " + std::to_string(tokens->size()) +
                                                                    " ids need as many positions; give a larger context"});
     auto session = engine.new_session(loaded->context);
-    if (!session) return report_error(session.error());
+    if (!session) return report_error("logits", session.error());
 
     std::vector<float> hidden;
     ForwardOptions options;
@@ -56,15 +57,15 @@ int run_logits(int argc, char** argv) {
     options.hidden_out = hidden_path ? &hidden : nullptr;
     options.tracer = tracer ? &*tracer : nullptr;
     auto logits = engine.pipeline().forward(**session, *tokens, options);
-    if (!logits) return report_error(logits.error());
+    if (!logits) return report_error("logits", logits.error());
 
     const int64_t vocab = static_cast<int64_t>(engine.model().vocab_size());
-    if (auto w = write_npy(out_path, Shape{T, vocab}, *logits); !w) return report_error(with_context(w.error(), "--out"));
+    if (auto w = write_npy(out_path, Shape{T, vocab}, *logits); !w) return report_error("logits", with_context(w.error(), "--out"));
     if (hidden_path) {
         const Shape shape{engine.model().n_layers() + 1, T, static_cast<int64_t>(engine.model().hidden_size())};
-        if (auto w = write_npy(*hidden_path, shape, hidden); !w) return report_error(with_context(w.error(), "--hidden-out"));
+        if (auto w = write_npy(*hidden_path, shape, hidden); !w) return report_error("logits", with_context(w.error(), "--hidden-out"));
     }
-    if (auto dumped = finish_dump(tracer); !dumped) return report_error(dumped.error());
+    if (auto dumped = finish_dump(tracer); !dumped) return report_error("logits", dumped.error());
     if (tracer) std::cerr << "stormo logits: wrote " << tracer->written().size() << " files to " << *dump.dir << "\n";
     return 0;
 }

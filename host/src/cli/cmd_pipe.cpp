@@ -15,7 +15,7 @@ namespace {
 // A client that cannot start must still read one protocol line saying why, then the exit status.
 int refuse_start(const Error& error) {
     std::cout << pipe::error_line("load", true, error.message) << std::endl;
-    return report_error(error);
+    return report_error("pipe", error);
 }
 
 }  // namespace
@@ -28,7 +28,7 @@ int run_pipe(int argc, char** argv) {
                     "the seed every sampled turn starts from (default 0)");
     d.add(common_options(common));
     auto parsed = parse_command_line(
-        argc, argv, "pipe", "--model DIR [options]",
+        argc, argv, "pipe", "MODEL [options]",
         "Serves one session over stdin/stdout with the line protocol:\n"
         "  READY <ctx> <vocab> <stop ids...>             once the model is loaded\n"
         "  TURN <max_new> <keep> <temp> <top_p> <top_k> <n> <ids...>\n"
@@ -41,7 +41,7 @@ int run_pipe(int argc, char** argv) {
         "  LOAD <path>                                   the session from one: LOADED <pos>\n"
         "  SHUTDOWN                                      exit 0 (so does the end of input)\n"
         "The last generated token is not consumed: send it first in the next TURN (keep = pos).",
-        d);
+        d, {"model"});
     if (!parsed) return report_usage_error("pipe", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
 

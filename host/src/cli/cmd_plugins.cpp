@@ -154,22 +154,22 @@ int run_plugins(int argc, char** argv) {
     if (*parsed == ParseResult::help_shown) return 0;
 
     auto cfg = resolve_engine_config(common);
-    if (!cfg) return report_error(cfg.error());
+    if (!cfg) return report_error("plugins", cfg.error());
     auto registry = discover_plugins(*cfg, common);
-    if (!registry) return report_error(registry.error());
+    if (!registry) return report_error("plugins", registry.error());
 
     const CpuFeatureSet cpu = detect_cpu_features();
     auto kernels = select_kernels(*registry, cpu, PluginRequest{cfg->kernels, cfg->origin("kernels")});
-    if (!kernels) return report_error(kernels.error());
+    if (!kernels) return report_error("plugins", kernels.error());
 
     std::unique_ptr<ModelSource> source;
     std::optional<FamilySelection> family;
     if (common.model) {
         auto opened = open_model_source(*common.model, registry->families());
-        if (!opened) return report_error(with_context(opened.error(), "--model " + *common.model));
+        if (!opened) return report_error("plugins", with_model_context(opened.error(), "--model", *common.model));
         source = std::move(*opened);
         auto chosen = select_family(*registry, source->config(), PluginRequest{cfg->family, cfg->origin("family")});
-        if (!chosen) return report_error(chosen.error());
+        if (!chosen) return report_error("plugins", chosen.error());
         family = *chosen;
     }
 

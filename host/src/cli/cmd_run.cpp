@@ -14,40 +14,41 @@ int run_run(int argc, char** argv) {
     ChatOptions chat;
     std::optional<std::string> prompt;
     po::options_description d("run options");
-    d.add_options()("prompt", po::value<std::string>()->value_name("TEXT")->notifier([&prompt](const std::string& v) { prompt = v; }),
+    d.add_options()("prompt,p", po::value<std::string>()->value_name("TEXT")->notifier([&prompt](const std::string& v) { prompt = v; }),
                     "the user's message");
     add_chat_options(d, chat);
     StructuredOutputOptions structured;
     add_structured_output_options(d, structured);
     d.add(common_options(common));
-    auto parsed = parse_command_line(argc, argv, "run", "--model DIR --prompt TEXT [options]",
+    auto parsed = parse_command_line(argc, argv, "run", "MODEL PROMPT [options]",
                                      "Renders the prompt with the model's chat template, answers it and prints the answer\n"
                                      "as it is generated; the speed goes to stderr. With --session FILE the prompt continues\n"
                                      "the conversation FILE holds (its KV included) and FILE is saved after the answer.",
-                                     d);
+                                     d, {"model", "prompt"});
     if (!parsed) return report_usage_error("run", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
-    if (!prompt) return report_usage_error("run", Error{ErrorKind::invalid_argument, "--prompt TEXT is required"});
+    if (!common.model) return report_usage_error("run", Error{ErrorKind::invalid_argument, kModelRequired});
+    if (!prompt) return report_usage_error("run", Error{ErrorKind::invalid_argument, "a prompt is required: give it after the model or with --prompt (-p)"});
     if (auto ok = check_chat_options(chat); !ok) return report_usage_error("run", ok.error());
 
     auto grammar = read_structured_output(structured);
     if (!grammar) return report_usage_error("run", grammar.error());
-    auto stack = open_chat(common, chat);
-    if (!stack) return report_error(stack.error());
-    if (auto ok = constrain_answers(**stack, *grammar); !ok) return report_error(ok.error());
-    if (auto resumed = resume_chat_session(**stack, chat); !resumed) return report_error(resumed.error());
+    auto stack = open_chat(common, chat, ChatUse{prompt});
+    if (!stack) return report_error("run", stack.error());
+    if (auto ok = constrain_answers(**stack, *grammar); !ok) return report_error("run", ok.error());
+    if (auto resumed = resume_chat_session(**stack, chat); !resumed) return report_error("run", resumed.error());
     SigintFlag interrupted;
     ReplyPrinter printer(chat.show_reasoning);
     auto turn = (*stack)->conversation->ask(*prompt, [&](const text::ReplyPiece& p) { printer.print(p); }, &interrupted.flag());
     printer.finish();
-    if (!turn) return report_error(turn.error());
+    if (!turn) return report_error("run", turn.error());
     for (const auto& call : turn->reply.tool_calls)
         std::cout << "[tool call] " << call.name << " " << text::to_json(call.arguments) << "\n";
-    std::cerr << "stormo: " << turn_speed(*turn) << std::endl;
+    std::cerr << "stormo: " << turn_speed(*turn, (*stack)->conversation->settings().context_advice) << std::endl;
     // An interrupted answer is not saved: FILE keeps the last answered turn.
     if (chat.session_file && turn->generation.reason != StopReason::cancelled) {
         auto saved = save_chat_session(**stack, *chat.session_file);
-        if (!saved) return report_error(with_context(saved.error(), "--session"));
+        if (!saved) return report_error("run", with_context(saved.error(), "--session"));
         std::cerr << "stormo: saved " << *chat.session_file << ": " << describe(*saved) << std::endl;
     }
     // Interrupted: the answer printed is partial, which a script must be able to tell.

@@ -83,10 +83,10 @@ void add_serve_options(po::options_description& d, ServeOptions& out) {
 
 Expected<serve::HttpServerOptions> http_options(const ServeOptions& o) {
     serve::HttpServerOptions h;
-    if (o.port < 0 || o.port > 65535) return fail(ErrorKind::invalid_argument, "--port must be in [0, 65535]");
-    if (o.timeout_seconds < 1 || o.timeout_seconds > 3600) return fail(ErrorKind::invalid_argument, "--timeout must be in [1, 3600] seconds");
+    if (o.port < 0 || o.port > 65535) return out_of_range("--port", o.port, 0, 65535);
+    if (o.timeout_seconds < 1 || o.timeout_seconds > 3600) return out_of_range("--timeout", o.timeout_seconds, 1, 3600, " seconds");
     if (o.header_timeout_seconds < 1 || o.header_timeout_seconds > 3600)
-        return fail(ErrorKind::invalid_argument, "--header-timeout must be in [1, 3600] seconds");
+        return out_of_range("--header-timeout", o.header_timeout_seconds, 1, 3600, " seconds");
     STORMO_TRY_ASSIGN(SizeSpec body, parse_size(o.max_body, "--max-body"));
     if (body.kind != SizeSpec::Kind::bytes || body.bytes < 1024 || body.bytes > (uint64_t{1} << 30))
         return fail(ErrorKind::invalid_argument, "--max-body must be a size from 1KiB to 1GiB");
@@ -142,15 +142,15 @@ Expected<std::unique_ptr<PromptCache>> open_prompt_cache(PromptCacheSettings set
 }
 
 Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common) {
-    if (o.max_queue < 1 || o.max_queue > 4096) return fail(ErrorKind::invalid_argument, "--max-queue must be in [1, 4096]");
+    if (o.max_queue < 1 || o.max_queue > 4096) return out_of_range("--max-queue", o.max_queue, 1, 4096);
     if (o.shutdown_grace_seconds < 0 || o.shutdown_grace_seconds > 3600)
-        return fail(ErrorKind::invalid_argument, "--shutdown-grace must be in [0, 3600] seconds");
+        return out_of_range("--shutdown-grace", o.shutdown_grace_seconds, 0, 3600, " seconds");
     for (const std::string& key : o.api_keys)
         if (key.empty()) return fail(ErrorKind::invalid_argument, "--api-key must not be empty");
     if (!o.cache_dir && (o.cache_size || o.cache_memory || o.cache_block || o.cache_share))
         return fail(ErrorKind::invalid_argument, "--cache-size, --cache-memory, --cache-block and --cache-share need --cache-dir DIR");
     if (o.parallel && (*o.parallel < 1 || *o.parallel > kMaxParallel))
-        return fail(ErrorKind::invalid_argument, "--parallel must be in [1, " + std::to_string(kMaxParallel) + "]");
+        return out_of_range("--parallel", *o.parallel, 1, kMaxParallel);
     if (o.ctx) {
         const std::string ctx = std::to_string(*o.ctx);
         if (const auto context = common.given("context"); context && *context != ctx)
@@ -160,29 +160,21 @@ Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common)
     return {};
 }
 
-std::string model_name(const std::string& dir) {
-    std::error_code ec;
-    std::filesystem::path p = std::filesystem::weakly_canonical(dir, ec);
-    if (ec) p = dir;
-    std::string name = p.filename().string();
-    if (name.empty()) name = p.parent_path().filename().string();
-    return name.empty() ? std::string("stormo") : name;
-}
-
 // Loads the engine and a session per slot (as many as the memory plan reserved KV for) and makes
 // the routes ready; the server answers /health (503) meanwhile.
 Expected<void> load_model(const CommonOptions& common, const ServeOptions& options, const ModelBundle& bundle,
                           const text::Tokenizer& tokenizer, serve::ApiRoutes& routes, LoadedEngine& loaded,
                           std::vector<std::unique_ptr<Session>>& sessions, const std::optional<PromptCacheSettings>& cache_options,
                           std::unique_ptr<PromptCache>& cache) {
-    STORMO_TRY_ASSIGN(loaded, open_engine(common, bundle, kServeRewindSlack, static_cast<size_t>(options.parallel.value_or(0))));
+    // Without --context, each slot's context is as long as the memory allows (ContextRule).
+    STORMO_TRY_ASSIGN(loaded, open_engine(common, bundle, kServeRewindSlack, ContextRule{0, true},
+                                          static_cast<size_t>(options.parallel.value_or(0))));
     std::cerr << "stormo: " << loaded.engine->memory().sequences_reason << std::endl;
     // A token the embedding lacks fails here, not on the first request that produces it.
     STORMO_TRY(tokenizer.check_fits(loaded.engine->model().vocab_size()));
-    STORMO_TRY_ASSIGN(size_t context, chat_context(loaded));
     std::vector<Session*> slots;
     for (size_t i = 0; i < loaded.engine->memory().sequences; ++i) {
-        STORMO_TRY_ASSIGN(auto session, loaded.engine->new_session(context));
+        STORMO_TRY_ASSIGN(auto session, loaded.engine->new_session(loaded.context));
         slots.push_back(session.get());
         sessions.push_back(std::move(session));
     }
@@ -202,14 +194,14 @@ int run_serve(int argc, char** argv) {
     po::options_description d("serve options");
     add_serve_options(d, serve_options);
     d.add(common_options(common));
-    auto parsed = parse_command_line(argc, argv, "serve", "--model DIR [--host H] [--port P] [--api-key KEY] [options]",
+    auto parsed = parse_command_line(argc, argv, "serve", "MODEL [--host H] [--port P] [--api-key KEY] [options]",
                                      "An OpenAI-compatible HTTP server (docs/serve.md): /v1/chat/completions,\n"
                                      "/v1/completions, /v1/models, /tokenize, /detokenize, /health, /metrics.\n"
                                      "SIGTERM or Ctrl-C stops it.",
-                                     d);
+                                     d, {"model"});
     if (!parsed) return report_usage_error("serve", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
-    if (!common.model) return report_usage_error("serve", Error{ErrorKind::invalid_argument, "--model DIR is required"});
+    if (!common.model) return report_usage_error("serve", Error{ErrorKind::invalid_argument, kModelRequired});
     if (auto ok = check_serve_options(serve_options, common); !ok) return report_usage_error("serve", ok.error());
     auto http = http_options(serve_options);
     if (!http) return report_usage_error("serve", http.error());
@@ -221,12 +213,12 @@ int run_serve(int argc, char** argv) {
     // The model opened once, and its tokenizer and template first: a broken one fails before the
     // port is taken.
     auto bundle = open_model_bundle(common);
-    if (!bundle) return report_error(bundle.error());
+    if (!bundle) return report_error("serve", bundle.error());
     auto model_text = std::make_unique<text::ModelText>(bundle->text());
     auto tokenizer = text::Tokenizer::from_model_text(*model_text);
-    if (!tokenizer) return report_error(tokenizer.error());
+    if (!tokenizer) return report_error("serve", tokenizer.error());
     auto chat_template = text::ChatTemplate::from_model_text(*model_text);
-    if (!chat_template) return report_error(chat_template.error());
+    if (!chat_template) return report_error("serve", chat_template.error());
     model_text.reset();  // the texts are parsed: their bytes need not stay for the server's life
 
     serve::RouteSettings settings;
@@ -239,7 +231,7 @@ int run_serve(int argc, char** argv) {
     std::unique_ptr<PromptCache> cache;
     serve::ApiRoutes routes(*tokenizer, *chat_template, settings);
     auto server = serve::HttpServer::bind(*http, routes);
-    if (!server) return report_error(server.error());
+    if (!server) return report_error("serve", server.error());
     std::cerr << "stormo: listening on http://" << http->host << ":" << (*server)->port() << " (loading "
               << *common.model << ")" << std::endl;
 
@@ -251,7 +243,7 @@ int run_serve(int argc, char** argv) {
     if (!ready) {
         (*server)->stop();
         network.join();
-        return report_error(ready.error());
+        return report_error("serve", ready.error());
     }
     std::cerr << "stormo: ready: " << settings.model_name << ", context " << sessions.front()->capacity() << " tokens, "
               << sessions.size() << (sessions.size() == 1 ? " slot" : " slots") << std::endl;

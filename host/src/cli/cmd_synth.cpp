@@ -98,9 +98,9 @@ int run_synth(int argc, char** argv) {
     CommonOptions common;
     if (!o.plugins_dirs.empty()) common.settings["plugins_dirs"] = o.plugins_dirs;
     auto config = resolve_engine_config(common);
-    if (!config) return report_error(config.error());
+    if (!config) return report_error("synth", config.error());
     auto registry = discover_plugins(*config, common);
-    if (!registry) return report_error(registry.error());
+    if (!registry) return report_error("synth", registry.error());
     if (o.list) {
         print_presets(*registry);
         return 0;
@@ -132,7 +132,7 @@ int run_synth(int argc, char** argv) {
     wo.force = o.force;
     wo.progress = [&printer](const synth::SynthProgress& p) { printer(p); };
     const auto t0 = Clock::now();
-    if (auto w = synth::write_synth(*plan, o.out, wo); !w) return report_error(w.error());
+    if (auto w = synth::write_synth(*plan, o.out, wo); !w) return report_error("synth", w.error());
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     char line[256];
     std::snprintf(line, sizeof line, "synth: wrote %s (%zu tensors, %zu shard(s)) in %.1f s (%.0f MB/s) to ",

@@ -83,20 +83,20 @@ int run_tokenize(int argc, char** argv) {
 
     const auto t0 = std::chrono::steady_clock::now();
     auto tokenizer = text::Tokenizer::load(tokenizer_path);
-    if (!tokenizer) return report_error(tokenizer.error());
+    if (!tokenizer) return report_error("tokenize", tokenizer.error());
     std::string input;
     if (text) {
         input = *text;
     } else {
         auto content = read_input(text_file ? *text_file : *jsonl, text_file ? "--text-file" : "--jsonl");
-        if (!content) return report_error(content.error());
+        if (!content) return report_error("tokenize", content.error());
         input = std::move(*content);
     }
     const auto t1 = std::chrono::steady_clock::now();
     std::string out;
     if (jsonl) {
         auto lines = tokenize_jsonl(*tokenizer, *jsonl, input, plain);
-        if (!lines) return report_error(lines.error());
+        if (!lines) return report_error("tokenize", lines.error());
         out = std::move(*lines);
     } else {
         print_ids(tokenizer->encode(input, !plain), out);
@@ -127,9 +127,9 @@ int run_detokenize(int argc, char** argv) {
     auto ids = parse_token_ids(list, "--ids", /*allow_empty=*/true);
     if (!ids) return report_usage_error("detokenize", ids.error());
     auto tokenizer = text::Tokenizer::load(tokenizer_path);
-    if (!tokenizer) return report_error(tokenizer.error());
+    if (!tokenizer) return report_error("detokenize", tokenizer.error());
     auto decoded = tokenizer->decode(*ids, skip_special);
-    if (!decoded) return report_error(decoded.error());
+    if (!decoded) return report_error("detokenize", decoded.error());
     std::cout << *decoded << std::flush;
     return 0;
 }

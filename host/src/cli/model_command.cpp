@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include "cli/progress.hpp"
 #include "runtime/engine_settings.hpp"
 #include "runtime/memory_plan.hpp"
 #include "util/file.hpp"
@@ -22,26 +23,50 @@ std::string context_origin_for(const EngineConfig& config, size_t run_need, cons
     return "the context " + run_need_origin + " need";
 }
 
+std::string model_name(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+    if (ec) p = path;
+    std::string name = p.filename().string();
+    if (name.empty()) name = p.parent_path().filename().string();
+    return name.empty() ? path : name;
+}
+
 namespace {
 
 // `opened`: the model when the command opened it already (else the engine opens --model).
+// from_memory: without a given context, the engine chooses it (ContextRule).
 Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::shared_ptr<ModelSource> opened, size_t rewind_slack,
-                                        size_t run_need, const std::string& run_need_origin, size_t sequences) {
-    if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
+                                        size_t run_need, const std::string& run_need_origin, bool from_memory,
+                                        size_t sequences) {
+    if (!options.model) return fail(ErrorKind::invalid_argument, kModelRequired);
     STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
     EngineOptions eo = engine_options(config);
     eo.setup = setup_request(config, options);
     eo.setup.opened = std::move(opened);
     eo.context = context_for(config, run_need);
     eo.context_origin = context_origin_for(config, run_need, run_need_origin);
+    if (from_memory && !config.origins.count("context")) {
+        eo.context = 0;
+        eo.context_need = run_need;
+        eo.context_origin = "the context chosen from memory";
+    }
     eo.rewind_slack = rewind_slack;
     eo.sequences = sequences;
-    STORMO_TRY_ASSIGN(auto engine, Engine::open(eo));
+    // Every model command loads here, so every one shows the load the same way, on a terminal.
+    TerminalProgress progress;
+    if (progress.enabled()) {
+        const std::string what = "loading " + model_name(*options.model) + ":";
+        eo.on_load_progress = [&progress, what](uint64_t read, uint64_t to_read) { progress.bytes(what, read, to_read); };
+    }
+    auto engine_or_error = Engine::open(eo);
+    progress.clear();
+    STORMO_TRY_ASSIGN(auto engine, std::move(engine_or_error));
     if (options.verbose) {
         Engine& e = *engine;
         const ExpertStoreStats store = e.store().stats();
         std::cerr << "stormo: " << e.family_name() << " on " << e.kernels_name() << " kernels, " << e.threads()
-                  << " threads; context " << eo.context << " (" << eo.context_origin << "); expert budget "
+                  << " threads; context " << e.memory().context << " (" << e.memory().context_reason << "); expert budget "
                   << describe_budget(e.expert_budget(), store.slots, e.store().streams() ? store.slot_bytes : 0, false);
         if (!e.pinned_cpus().empty()) {
             std::cerr << "; workers pinned to CPU";
@@ -50,41 +75,43 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
         if (e.store().streams()) std::cerr << ", " << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
         std::cerr << "\n";
     }
-    return LoadedEngine{std::move(config), std::move(engine), eo.context, eo.context_origin};
+    const size_t context = engine->memory().context;
+    return LoadedEngine{std::move(config), std::move(engine), context, eo.context_origin};
 }
 
 }  // namespace
 
 Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_slack, size_t run_need,
                                    const std::string& run_need_origin, size_t sequences) {
-    return open_engine_with(options, nullptr, rewind_slack, run_need, run_need_origin, sequences);
+    return open_engine_with(options, nullptr, rewind_slack, run_need, run_need_origin, false, sequences);
 }
 
 Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack,
-                                   size_t sequences) {
-    return open_engine_with(options, bundle.source(), rewind_slack, 0, "the context this run needs", sequences);
+                                   const ContextRule& context, size_t sequences) {
+    return open_engine_with(options, bundle.source(), rewind_slack, context.need, "the prompt + --max-tokens",
+                            context.from_memory, sequences);
 }
 
 Expected<ModelBundle> open_model_bundle(const CommonOptions& options) {
-    if (!options.model) return fail(ErrorKind::invalid_argument, "--model DIR is required");
+    if (!options.model) return fail(ErrorKind::invalid_argument, kModelRequired);
     // The family plugins map a GGUF model; the engine's set-up finds them again for its own
     // selection (a second discovery of the same libraries, not a second parse of the model).
     STORMO_TRY_ASSIGN(const auto config, resolve_engine_config(options));
     STORMO_TRY_ASSIGN(const PluginRegistry plugins, discover_plugins(config, options));
     auto bundle = ModelBundle::open(*options.model, plugins.families());
-    if (!bundle) return tl::unexpected(with_context(bundle.error(), "--model " + *options.model));
+    if (!bundle) return tl::unexpected(with_model_context(bundle.error(), "--model", *options.model));
     return bundle;
 }
 
 void add_sampling_options(po::options_description& d, SamplingParams& out) {
     d.add_options()
-        ("temperature", po::value<float>(&out.temperature)->value_name("T"), "0 (default) is greedy")
+        ("temperature,temp", po::value<float>(&out.temperature)->value_name("T"), "0 (default) is greedy (also --temp T)")
         ("top-k", po::value<int>(&out.top_k)->value_name("K"), "keep the K most likely tokens (0: off)")
         ("top-p", po::value<float>(&out.top_p)->value_name("P"), "nucleus sampling (1: off)")
         ("min-p", po::value<float>(&out.min_p)->value_name("P"), "drop tokens below P x the top probability (0: off)")
         ("repeat-penalty", po::value<float>(&out.repetition_penalty)->value_name("R"), "repetition penalty (1: off)")
         ("repeat-last-n", po::value<int>(&out.repetition_window)->value_name("N"), "tokens the penalty looks back at (64)")
-        ("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&out](UnsignedArg v) { out.seed = v.value; }), "random seed for sampling (0)");
+        ("seed,s", po::value<UnsignedArg>()->value_name("S")->notifier([&out](UnsignedArg v) { out.seed = v.value; }), "random seed for sampling (0)");
 }
 
 void add_token_input(po::options_description& d, TokenInput& out) {

@@ -18,8 +18,16 @@ namespace stormo::cli {
 struct LoadedEngine {
     EngineConfig config;
     std::unique_ptr<Engine> engine;
-    size_t context = 0;          // the session context: see context_for
-    std::string context_origin;  // "--context", "context in FILE" or the run's need
+    size_t context = 0;          // the session context: see context_for and ContextRule
+    std::string context_origin;  // "--context", "context in FILE", the run's need or the memory's choice
+};
+
+// How `run`, `chat` and `serve` size the context when --context / context: does not: the run's
+// own need, or (from_memory) as long as the memory allows up to the model's
+// max_position_embeddings and at least the need (runtime/memory_plan.hpp, choose_context).
+struct ContextRule {
+    size_t need = 0;
+    bool from_memory = false;
 };
 
 // The one rule for the context: --context / context: when given; else the run's own need
@@ -38,7 +46,10 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
 // The same with --model opened already by open_model_bundle, whose tokenizer and chat template
 // the command took first: the model is opened once. sequences: EngineOptions::sequences.
 Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack,
-                                   size_t sequences = 1);
+                                   const ContextRule& context, size_t sequences = 1);
+// The last part of a model's path ("gpt-oss-20b" for "models/gpt-oss-20b/"), for messages.
+std::string model_name(const std::string& path);
+
 // Opens --model once (model/model_bundle.hpp); errors name it as --model PATH.
 Expected<ModelBundle> open_model_bundle(const CommonOptions& options);
 

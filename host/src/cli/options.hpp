@@ -37,6 +37,9 @@ struct UnsignedArg {
 };
 void validate(boost::any& out, const std::vector<std::string>& values, UnsignedArg*, int);
 
+// The error of a model command run without a model.
+inline constexpr const char* kModelRequired = "a model is required: give its directory or GGUF file as the first argument or with --model";
+
 struct CommonOptions {
     std::optional<std::string> model;
     std::optional<std::string> config;
@@ -49,23 +52,36 @@ struct CommonOptions {
     std::optional<std::string> given(std::string_view key) const;
 };
 
-// --model --config, an option for every engine setting (--kernels, --threads, --context, ...:
-// the table in engine_settings.hpp) and --verbose, stored into `out` when parsed. `out` must
-// outlive the parse.
+// --model (-m) --config, an option for every engine setting (--kernels, --threads, --context, ...:
+// the table in engine_settings.hpp; -t and -c / --ctx-size as llama.cpp spells them) and
+// --verbose, stored into `out` when parsed. `out` must outlive the parse.
 po::options_description common_options(CommonOptions& out);
 
 enum class ParseResult { run, help_shown };
 
 // Parses argv (argv[0] is the subcommand's name) against `options` plus --help. On --help prints
 // "usage: stormo <command> <synopsis>", the description and the options to stdout. Errors
-// (unknown option, bad value, stray argument) name the option and have kind invalid_argument.
+// (unknown option, bad value, stray argument) name the option and have kind invalid_argument;
+// an unknown option names the command's option closest to it ("did you mean --prompt?").
+// `positional`: the options the words that are not options fill, in order ({"model", "prompt"}:
+// `stormo run MODEL PROMPT`); an option given both ways, or a word past them, is an error.
 Expected<ParseResult> parse_command_line(int argc, char** argv, const std::string& command,
                                          const std::string& synopsis, const std::string& description,
-                                         const po::options_description& options);
+                                         const po::options_description& options,
+                                         const std::vector<std::string>& positional = {});
 
-// Prints "stormo: <message>" on one line to stderr and returns the exit status for the error.
-int report_error(const Error& error);
-// The same for a command-line error of `command` ("see stormo <command> --help").
+// The option of `options` (plus --help) whose name is closest to `unknown` ("--promt"), as
+// "--prompt", when one is near enough to be the one meant; nullopt otherwise.
+std::optional<std::string> closest_option(const std::string& unknown, const po::options_description& options);
+
+// "--port must be between 0 and 65535, not 70000" (with `unit` after the bounds: " seconds").
+tl::unexpected<Error> out_of_range(const std::string& option, int64_t value, int64_t lo, int64_t hi, const std::string& unit = "");
+
+// Prints "stormo: <command>: <message>" on one line to stderr and returns the exit status for the
+// error. A wrong command line or option value (ErrorKind::invalid_argument, exit status 2) ends
+// with the hint "(see 'stormo <command> --help')".
+int report_error(const std::string& command, const Error& error);
+// The same for an error known to be about the command line, whatever its kind.
 int report_usage_error(const std::string& command, const Error& error);
 
 // --config FILE (or the built-in defaults, which configs/default.yaml documents), then each

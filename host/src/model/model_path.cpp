@@ -40,7 +40,35 @@ Expected<ModelPath> gguf_in_directory(const fs::path& dir) {
     return ModelPath{ModelPathKind::gguf, found.front()};
 }
 
+// A safetensors file starts with its header's length (8 bytes, little-endian) and the header's "{".
+bool looks_like_safetensors(const std::string& file) {
+    auto fd = FileDescriptor::open_read(file);
+    if (!fd) return false;
+    std::array<unsigned char, 9> head{};
+    if (!pread_exact(fd->get(), head.data(), head.size(), 0, file)) return false;
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; --i) header = header << 8 | head[static_cast<size_t>(i)];
+    const auto size = fd->size(file);
+    return head[8] == '{' && size && header >= 2 && header <= *size - 8;
+}
+
+// True when `message` holds `path` as a word of its own, not inside another one ("w" in "with").
+bool names_path(const std::string& message, const std::string& path) {
+    if (path.empty()) return false;
+    const auto boundary = [](char c) { return c == ' ' || c == ':' || c == '\'' || c == '"' || c == '(' || c == ')' || c == ','; };
+    for (size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + 1)) {
+        const size_t end = at + path.size();
+        if ((at == 0 || boundary(message[at - 1])) && (end == message.size() || boundary(message[end]))) return true;
+    }
+    return false;
+}
+
 }  // namespace
+
+Error with_model_context(Error error, const std::string& origin, const std::string& path) {
+    const bool named = names_path(error.message, path);
+    return with_context(std::move(error), named ? origin : origin + " " + path);
+}
 
 bool starts_with_gguf_magic(const std::string& file) {
     auto fd = FileDescriptor::open_read(file);
@@ -66,6 +94,9 @@ Expected<ModelPath> recognise_model_path(const std::string& path) {
                                                      parent.string());
     if (!fs::is_regular_file(status))
         return fail(ErrorKind::invalid_argument, path + " is not a model: neither a directory nor a regular file");
+    if (looks_like_safetensors(path))
+        return fail(ErrorKind::invalid_argument, path + " is a safetensors file without the model's config.json beside it: pass "
+                                                        "the directory that holds both");
     return fail(ErrorKind::invalid_argument, path + " is not a model: not a directory, and not a GGUF file (it does not start with \"GGUF\")");
 }
 

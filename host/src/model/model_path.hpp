@@ -22,4 +22,8 @@ STORMO_API bool starts_with_gguf_magic(const std::string& file);
 
 STORMO_API Expected<ModelPath> recognise_model_path(const std::string& path);
 
+// An error about the model at `path` given by `origin` ("--model"): "--model PATH: <message>", or
+// "--model: <message>" when the message names PATH already, so the path is not said twice.
+STORMO_API Error with_model_context(Error error, const std::string& origin, const std::string& path);
+
 }  // namespace stormo

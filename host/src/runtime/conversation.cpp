@@ -63,23 +63,37 @@ void Conversation::restore(ConversationRecord record) {
     messages_ = text::Value::list(record.messages.as_list());
 }
 
-text::Value Conversation::with_system(const text::Value& messages) const {
-    if (system_.empty()) return messages;
+namespace {
+
+text::Value with_system(const std::string& system, const text::Value& messages) {
+    if (system.empty()) return messages;
     text::ValueList all;
-    all.push_back(text::Value::object({{"role", text::Value("system")}, {"content", text::Value(system_)}}));
+    all.push_back(text::Value::object({{"role", text::Value("system")}, {"content", text::Value(system)}}));
     for (const auto& m : messages.as_list()) all.push_back(m);
     return text::Value::list(std::move(all));
 }
 
-Expected<std::vector<int32_t>> Conversation::prompt_ids(const text::Value& messages) const {
+}  // namespace
+
+std::string context_full_note(size_t context, const std::string& advice) {
+    return "context full (" + std::to_string(context) + " positions; " + advice + ")";
+}
+
+Expected<std::vector<int32_t>> Conversation::render_ids(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template,
+                                                        const ChatSettings& settings, const std::string& system,
+                                                        const text::Value& messages) {
     // A copy of the members: text::Value shares a list's or an object's storage between copies.
-    text::Value options = text::Value::object(settings_.template_options.as_object());
+    text::Value options = text::Value::object(settings.template_options.as_object());
     options.set("add_generation_prompt", text::Value(true));
-    STORMO_TRY_ASSIGN(std::string prompt, template_->render(with_system(messages), options));
+    STORMO_TRY_ASSIGN(std::string prompt, chat_template.render(with_system(system, messages), options));
     // The rendered text carries the template's special tokens as text: they are matched as such.
-    std::vector<int32_t> ids = tokenizer_->encode(prompt, /*match_special=*/true);
+    std::vector<int32_t> ids = tokenizer.encode(prompt, /*match_special=*/true);
     if (ids.empty()) return fail(ErrorKind::invalid_argument, "the chat template rendered an empty prompt");
     return ids;
+}
+
+Expected<std::vector<int32_t>> Conversation::prompt_ids(const text::Value& messages) const {
+    return render_ids(*tokenizer_, *template_, settings_, system_, messages);
 }
 
 Expected<TurnResult> Conversation::ask(const std::string& user_text,
@@ -93,8 +107,8 @@ Expected<TurnResult> Conversation::ask(const std::string& user_text,
     // Checked before the session changes: a prompt with no room for one answer token is refused.
     if (prompt.size() >= session_->capacity())
         return fail(ErrorKind::resource, "the conversation is " + std::to_string(prompt.size()) +
-                                             " tokens, the context holds " + std::to_string(session_->capacity()) +
-                                             " (/reset starts over, --context raises it)");
+                                             " tokens, the context holds " + std::to_string(session_->capacity()) + " (" +
+                                             settings_.context_advice + ")");
     GenerationRequest request;
     request.prompt = std::move(prompt);
     request.max_tokens = std::min(settings_.max_tokens, session_->capacity() - request.prompt.size());
@@ -130,6 +144,9 @@ Expected<TurnResult> Conversation::ask(const std::string& user_text,
     result.reply = parser.reply();
     result.generation = std::move(generated);
     result.prompt_tokens = request.prompt.size();
+    result.context = session_->capacity();
+    // Full when the context, not the settings' max_tokens, set this answer's limit and it was reached.
+    result.context_full = result.generation.reason == StopReason::max_tokens && request.max_tokens < settings_.max_tokens;
     next.as_list().push_back(result.reply.as_message(format_));
     messages_ = std::move(next);
     return result;

@@ -28,6 +28,9 @@ struct ChatSettings {
     std::function<void(size_t done, size_t total)> on_prefill_block;
     // Structured output: a fresh constraint for each answer (run --json-schema, --grammar).
     std::function<std::shared_ptr<TokenConstraint>()> answer_constraint;
+    // What a person can do when the context is full, in the refusal of a turn that does not fit
+    // and in TurnResult's note ("/reset starts over" only where there is a /reset).
+    std::string context_advice = "--context raises it";
 };
 
 // What a session file keeps of a conversation beside its KV (runtime/session_file.hpp's record):
@@ -42,7 +45,13 @@ struct TurnResult {
     text::Reply reply;
     GenerationResult generation;
     size_t prompt_tokens = 0;  // the rendered conversation, the reused positions included
+    size_t context = 0;        // the session's positions
+    // The answer stopped because it filled the context, not at the settings' max_tokens.
+    bool context_full = false;
 };
+
+// "context full (N positions; <advice>)" for a turn that filled the context.
+std::string context_full_note(size_t context, const std::string& advice);
 
 class Conversation {
 public:
@@ -67,6 +76,11 @@ public:
 
     // The prompt ids of `messages` with the generation prompt, as the next turn would send them.
     Expected<std::vector<int32_t>> prompt_ids(const text::Value& messages) const;
+    // The same before any conversation exists (to size a context for a first message): `system`
+    // (empty: none) and `messages` rendered with settings.template_options.
+    static Expected<std::vector<int32_t>> render_ids(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template,
+                                                     const ChatSettings& settings, const std::string& system,
+                                                     const text::Value& messages);
     const text::Value& messages() const { return messages_; }
     const std::string& system() const { return system_; }
     text::ReplyFormat format() const { return format_; }
@@ -77,8 +91,6 @@ public:
     }
 
 private:
-    text::Value with_system(const text::Value& messages) const;
-
     Pipeline* pipeline_;
     Session* session_;
     const text::Tokenizer* tokenizer_;

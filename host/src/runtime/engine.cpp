@@ -18,12 +18,33 @@ Engine::~Engine() {
     model_.reset();
 }
 
+namespace {
+
+// What the load will read, before the family says: the checkpoint's tensors but the routed
+// experts and a draft layer, plus the experts when every one is likely to fit in RAM (the store's
+// plan, made once the dense part is in, settles it).
+uint64_t bytes_to_read(const ModelSource& source, const Family& family, const SizeSpec& budget) {
+    uint64_t dense = 0, experts = 0;
+    for (const TensorInfo& t : source.tensors()) {
+        const TensorRole role = family.classify(t.name);
+        if (role == TensorRole::experts) experts += t.nbytes;
+        else if (role != TensorRole::draft) dense += t.nbytes;
+    }
+    const uint64_t available = available_memory().bytes;
+    const bool resident = budget.kind == SizeSpec::Kind::all ||
+                          (budget.kind == SizeSpec::Kind::bytes && budget.bytes >= experts) ||
+                          (budget.kind == SizeSpec::Kind::automatic && available > dense + experts + memory_reserve(available));
+    return dense + (resident ? experts : 0);
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
     STORMO_TRY(open_model_setup(options.setup, engine->setup_));
     // Before the weights load: a context beyond the model's positions fails in a moment.
-    STORMO_TRY(check_context_fits(options.context, options.context_origin, engine->source().config(), 0,
-                                  AvailableMemory{UINT64_MAX, ""}));
+    STORMO_TRY(check_context_fits(options.context > 0 ? options.context : options.context_need, options.context_origin,
+                                  engine->source().config(), 0, AvailableMemory{UINT64_MAX, ""}));
     engine->table_ = build_kernel_table(engine->setup_.kernels);
     engine->int8_activations_ = options.activations == ActivationRoad::int8;
     engine->rewind_slack_ = options.rewind_slack;
@@ -33,7 +54,9 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
         return fail(ErrorKind::resource, "pin_threads: " + engine->pool_->pin_error());
 
     const LoadedPlugin& family = *engine->setup_.family.plugin;
-    HostLoadContext context(engine->source(), engine->compute(), options.dense_bf16 == DenseBf16::packed);
+    LoadMeter meter(options.on_load_progress,
+                    options.on_load_progress ? bytes_to_read(engine->source(), *family.family, options.expert_budget) : 0);
+    HostLoadContext context(engine->source(), engine->compute(), options.dense_bf16 == DenseBf16::packed, &meter);
     auto model = family.family->load(context);
     if (!model) return tl::unexpected(with_context(model.error(), family.name + " could not load " + options.setup.model_dir));
     engine->model_ = bind_to_library(std::move(*model), family.library);
@@ -45,8 +68,9 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     // Before the expert budget is planned, so the copy's RAM is counted as the dense part is.
     STORMO_TRY(engine->make_compact_head(options.head));
 
-    STORMO_TRY_ASSIGN(auto store, engine->make_store(options, context.expert_layouts()));
+    STORMO_TRY_ASSIGN(auto store, engine->make_store(options, context.expert_layouts(), meter));
     engine->store_ = std::move(store);
+    meter.finish();
     engine->pipeline_ = std::make_unique<Pipeline>(*engine->model_, *engine->store_, options.pipeline);
     if (engine->compact_head_) engine->pipeline_->use_bounded_head(&*engine->compact_head_, engine->compute());
     engine->pipeline_->run_experts_on(engine->compute().pool);
@@ -90,7 +114,7 @@ Expected<void> Engine::make_compact_head(HeadRead head) {
 // Everything resident when the budget holds every expert; else the streaming store. The budget is
 // planned now, with the dense part already in RAM.
 Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& options,
-                                                          std::vector<ExpertLayerLayout>& layouts) {
+                                                          std::vector<ExpertLayerLayout>& layouts, LoadMeter& meter) {
     uint64_t total = 0;
     size_t min_slots = 1;
     for (const auto& layout : layouts) total += layout.bytes_per_expert() * layout.locations.size();
@@ -101,6 +125,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     for (int l = 0; l < model_->n_layers(); ++l)
         for (const auto& kv : model_->layer_plan(l).kv) request.kv.push_back(kv);
     request.context = options.context;
+    request.context_need = options.context_need;
     request.context_origin = options.context_origin;
     request.rewind_slack = options.rewind_slack;
     request.expert_bytes = total;
@@ -120,7 +145,10 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
                     if (setup_.source->in_memory(*part.tensor)) return true;
         return false;
     };
-    if (memory_.budget.all || layouts.empty() || in_memory()) {
+    const bool resident = memory_.budget.all || layouts.empty() || in_memory();
+    // A resident store reads every expert now; a streaming one reads them as they are routed to.
+    meter.expect(resident ? total : 0);
+    if (resident) {
         store = make_resident_expert_store(*setup_.source);
     } else {
         std::vector<std::string> files;
@@ -137,8 +165,11 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
         so.io_threads = options.io_threads;
         store = make_streaming_expert_store(std::move(backend), so);
     }
-    for (auto& layout : layouts)
+    for (auto& layout : layouts) {
+        const uint64_t bytes = layout.bytes_per_expert() * layout.locations.size();
         STORMO_TRY(store->add_layer(std::move(layout)));
+        if (resident) meter.add(bytes);
+    }
     if (auto done = store->finish_loading(); !done) {
         Error e = done.error();
         if (options.expert_budget.kind == SizeSpec::Kind::bytes) e = with_context(e, options.expert_budget_origin);

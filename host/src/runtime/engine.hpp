@@ -16,6 +16,7 @@
 #include "runtime/compact_head.hpp"
 #include "runtime/engine_config.hpp"
 #include "runtime/forward.hpp"
+#include "runtime/load_meter.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/model_setup.hpp"
 #include "runtime/session.hpp"
@@ -34,7 +35,10 @@ struct EngineOptions {
     bool direct_io = true;
     size_t io_threads = 4;
     PipelineSettings pipeline;
-    size_t context = 4096;         // the KV context the budget leaves room for
+    // The KV context the budget leaves room for; 0: chosen from memory at open (choose_context),
+    // at least context_need, and memory().context says which.
+    size_t context = 4096;
+    size_t context_need = 0;
     std::string context_origin = "--context";  // names the context in errors
     size_t rewind_slack = 0;       // positions sessions may rewind without a replay (Session)
     // Sessions of `context` the run holds at once (a server's slots): the plan reserves each one's
@@ -44,6 +48,8 @@ struct EngineOptions {
     ActivationRoad activations = ActivationRoad::f32;  // int8: the integer road (Compute::int8_activations)
     HeadRead head = HeadRead::bounded;  // bounded: a compact copy of the head for greedy steps
     DenseBf16 dense_bf16 = DenseBf16::packed;  // packed: dense BF16 matrices held as BF16_PACKED
+    // The load's progress in bytes of weights read (runtime/load_meter.hpp); empty: not reported.
+    LoadProgress on_load_progress;
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).
     std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
 };
@@ -90,7 +96,8 @@ private:
     Engine() = default;
     Expected<void> make_compact_head(HeadRead head);
     void drop_model_page_cache() const;
-    Expected<std::unique_ptr<ExpertStore>> make_store(const EngineOptions& options, std::vector<ExpertLayerLayout>& layouts);
+    Expected<std::unique_ptr<ExpertStore>> make_store(const EngineOptions& options, std::vector<ExpertLayerLayout>& layouts,
+                                                      LoadMeter& meter);
     ModelSetup setup_;
     KernelTable table_;
     bool int8_activations_ = false;

@@ -164,7 +164,8 @@ const std::array<EngineSetting, 16> kSettings{{
      }},
     {"context", "context", "N", Form::one, "auto", "a positive integer or auto",
      "KV context in tokens; default (context: auto): what the run needs, i.e. the prompt + --max-tokens "
-     "for generate, --prompt-tokens + --gen-tokens for bench, the ids for logits, 4096 for inspect",
+     "for generate and run, --prompt-tokens + --gen-tokens for bench, the ids for logits; for chat and serve "
+     "as long as memory allows up to the model's max_position_embeddings; 4096 for inspect and pipe (-c, --ctx-size)",
      set_context,
      [](const EngineConfig& c, EngineOptions& o) {
          o.context = static_cast<size_t>(c.context);

@@ -14,6 +14,7 @@ Expected<Tensor> HostLoadContext::load(const TensorDecl& decl) {
     out.buffer = std::make_shared<AlignedBuffer>(static_cast<size_t>(t->nbytes));
     STORMO_TRY(source_.read(*t, 0, t->nbytes, out.buffer->data()));
     loaded_.push_back({decl.name, decl.role, t->nbytes, false});
+    if (meter_) meter_->add(t->nbytes);
     return out;
 }
 

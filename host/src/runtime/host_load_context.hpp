@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/load_meter.hpp"
+
 #include "store/expert_store.hpp"
 #include "stormo/family.hpp"
 #include "model/model_source.hpp"
@@ -20,8 +22,9 @@ struct LoadedTensorRecord {
 class HostLoadContext final : public LoadContext {
 public:
     // pack_bf16_matrices: hold dense BF16 matrices as BF16_PACKED where that saves bytes.
-    HostLoadContext(const ModelSource& source, Compute compute, bool pack_bf16_matrices)
-        : source_(source), compute_(compute), pack_bf16_(pack_bf16_matrices) {}
+    // meter: counts the bytes of every dense tensor read (may be null).
+    HostLoadContext(const ModelSource& source, Compute compute, bool pack_bf16_matrices, LoadMeter* meter = nullptr)
+        : source_(source), compute_(compute), pack_bf16_(pack_bf16_matrices), meter_(meter) {}
 
     const ModelConfig& config() const override { return source_.config(); }
     const std::optional<ModelConfig>& generation_config() const override { return source_.generation_config(); }
@@ -41,6 +44,7 @@ private:
     std::vector<ExpertLayerLayout> expert_layouts_;
     Compute compute_;
     bool pack_bf16_ = true;
+    LoadMeter* meter_ = nullptr;
     std::vector<LoadedTensorRecord> loaded_;
 };
 

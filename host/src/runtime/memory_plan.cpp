@@ -217,18 +217,75 @@ Expected<SequencePlan> plan_sequences(size_t asked, size_t max_auto, const std::
     return SequencePlan{chosen, origin + " " + std::to_string(chosen) + " (" + reason + ")"};
 }
 
+Expected<uint64_t> max_positions_of(const ModelConfig& config) {
+    if (!config.has("max_position_embeddings")) return uint64_t{0};
+    STORMO_TRY_ASSIGN(const int64_t max_positions, config.integer("max_position_embeddings"));
+    return max_positions > 0 ? static_cast<uint64_t>(max_positions) : uint64_t{0};
+}
+
+ContextChoice choose_context(const ContextRequest& r) {
+    const uint64_t reserve = memory_reserve(r.available.bytes);
+    const uint64_t room = r.available.bytes > reserve ? r.available.bytes - reserve : 0;
+    const uint64_t experts = r.expert_budget.kind == SizeSpec::Kind::bytes ? std::min(r.expert_budget.bytes, r.expert_bytes)
+                                                                           : r.expert_bytes;
+    const uint64_t beside_experts = room > experts ? room - experts : 0;
+    const uint64_t kv_room = r.expert_budget.kind == SizeSpec::Kind::automatic ? std::max(beside_experts, room / 8) : beside_experts;
+    const size_t sequences = std::max<size_t>(1, r.sequences);
+    const size_t limit = r.max_positions > 0 ? static_cast<size_t>(std::min<uint64_t>(r.max_positions, SIZE_MAX)) : r.fallback;
+    const auto fits = [&](size_t context) { return kv_cache_bytes(r.kv, context, r.rewind_slack) * sequences <= kv_room; };
+    // The longest context that fits (the KV grows with the context, by steps where windows are full).
+    size_t low = 0, high = limit;
+    while (low < high) {
+        const size_t mid = low + (high - low + 1) / 2;
+        if (fits(mid)) low = mid;
+        else high = mid - 1;
+    }
+    // Whole blocks of positions read better in messages and leave nothing odd to the last page.
+    size_t context = low == limit ? low : low / Session::kDefaultMaxBlock * Session::kDefaultMaxBlock;
+    const std::string limit_text = r.max_positions > 0 ? "the model's max_position_embeddings " + std::to_string(r.max_positions)
+                                                       : "no max_position_embeddings in config.json, so " + std::to_string(limit);
+    const std::string kv_text = (sequences > 1 ? std::to_string(sequences) + " x " : std::string()) + "KV " +
+                                format_bytes(kv_cache_bytes(r.kv, std::max<size_t>(context, 1), r.rewind_slack));
+    ContextChoice choice;
+    if (context >= limit) {
+        choice = {limit, "chosen: " + limit_text + ", whose " + kv_text + " fits in memory"};
+    } else {
+        choice = {context, "chosen from memory: " + kv_text + " of " + format_bytes(kv_room) + " the experts leave in " +
+                               format_bytes(r.available.bytes) + " available (" + r.available.source + "); " + limit_text};
+    }
+    if (choice.context < r.need) choice = {r.need, "what this run needs"};
+    if (choice.context == 0) choice = {std::min<size_t>(limit, Session::kDefaultMaxBlock), "no memory to spare: one block"};
+    return choice;
+}
+
 Expected<RunMemory> plan_run_memory(const RunMemoryRequest& r) {
     RunMemory m;
-    m.kv_bytes_per_sequence = kv_cache_bytes(r.kv, r.context, r.rewind_slack);
+    m.context = r.context;
+    m.context_reason = r.context_origin;
+    if (r.context == 0) {
+        ContextRequest c;
+        c.kv = r.kv;
+        c.rewind_slack = r.rewind_slack;
+        c.sequences = r.sequences == 0 ? r.max_auto_sequences : r.sequences;
+        STORMO_TRY_ASSIGN(c.max_positions, max_positions_of(*r.config));
+        c.need = r.context_need;
+        c.expert_bytes = r.expert_bytes;
+        c.expert_budget = r.expert_budget;
+        c.available = r.available;
+        const ContextChoice chosen = choose_context(c);
+        m.context = chosen.context;
+        m.context_reason = chosen.reason;
+    }
+    m.kv_bytes_per_sequence = kv_cache_bytes(r.kv, m.context, r.rewind_slack);
     m.expert_bytes = r.expert_bytes;
-    STORMO_TRY(check_context_fits(r.context, r.context_origin, *r.config, m.kv_bytes_per_sequence, r.available));
+    STORMO_TRY(check_context_fits(m.context, r.context_origin, *r.config, m.kv_bytes_per_sequence, r.available));
     // The experts several sequences must leave room for: the budget asked, else a minimum.
     const uint64_t min_experts = r.expert_budget.kind == SizeSpec::Kind::all     ? r.expert_bytes
                                  : r.expert_budget.kind == SizeSpec::Kind::bytes ? std::min(r.expert_budget.bytes, r.expert_bytes)
                                                                                  : std::min(kMinExpertBudget, r.expert_bytes);
     STORMO_TRY_ASSIGN(const SequencePlan sequences,
                       plan_sequences(r.sequences, r.max_auto_sequences, r.sequences_origin, m.kv_bytes_per_sequence,
-                                     r.context, min_experts, r.available));
+                                     m.context, min_experts, r.available));
     m.sequences = sequences.sequences;
     m.sequences_reason = sequences.reason;
     m.kv_bytes = m.kv_bytes_per_sequence * m.sequences;

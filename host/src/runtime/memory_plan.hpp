@@ -53,6 +53,30 @@ Expected<void> check_context_fits(uint64_t context, const std::string& origin, c
 // block and `rewind_slack`), of floats_per_position floats.
 uint64_t kv_cache_bytes(std::span<const KvBufferDecl> buffers, size_t context, size_t rewind_slack = 0);
 
+// The context a run holds when neither the command line nor the run fixes it (chat, serve, a run
+// that continues a saved conversation): the longest whose KV caches fit in the memory the experts
+// can spare, at most the model's max_position_embeddings, and never less than `need` (a run's own
+// positions; such a context is checked like an asked one). The KV may take what is left once
+// every expert fits, and otherwise an eighth of the room, so the experts keep most of it.
+struct ContextChoice {
+    size_t context = 0;
+    std::string reason;  // for --verbose: "chosen from memory: ..." or the model's limit
+};
+struct ContextRequest {
+    std::span<const KvBufferDecl> kv;
+    size_t rewind_slack = 0;
+    size_t sequences = 1;         // the KV caches held at once (a server's slots)
+    uint64_t max_positions = 0;   // the model's max_position_embeddings; 0 when config.json has none
+    size_t fallback = 4096;       // the context without a model limit to stop at
+    size_t need = 0;
+    uint64_t expert_bytes = 0;    // every routed expert
+    SizeSpec expert_budget;       // an asked budget takes its bytes first
+    AvailableMemory available;    // with the dense part already taken off
+};
+ContextChoice choose_context(const ContextRequest& request);
+// The model's max_position_embeddings, or 0 when config.json has none.
+Expected<uint64_t> max_positions_of(const ModelConfig& config);
+
 // The most sequences a run holds when their number is left to the memory: past it a step's rows
 // make each sequence's tokens slower than a user waiting on them would accept, for little gain.
 inline constexpr size_t kMaxAutoSequences = 4;
@@ -62,7 +86,8 @@ inline constexpr size_t kMaxAutoSequences = 4;
 struct RunMemoryRequest {
     const ModelConfig* config = nullptr;  // its max_position_embeddings bounds the context
     std::vector<KvBufferDecl> kv;         // every layer's KV buffers (ModelSummary::kv_buffers, LayerPlan::kv)
-    size_t context = 0;
+    size_t context = 0;                   // 0: chosen from memory (choose_context), at least context_need
+    size_t context_need = 0;
     std::string context_origin;           // "--context", "context in FILE" or the run's need
     size_t rewind_slack = 0;              // see Session
     uint64_t expert_bytes = 0;            // every routed expert
@@ -77,6 +102,8 @@ struct RunMemoryRequest {
 };
 
 struct RunMemory {
+    size_t context = 0;                  // the request's, or the one chosen from memory
+    std::string context_reason;          // how it was decided, for the start-up line
     uint64_t kv_bytes = 0;               // every sequence's KV cache
     uint64_t kv_bytes_per_sequence = 0;  // one session's of `context` positions
     uint64_t expert_bytes = 0;

@@ -11,7 +11,7 @@ Expected<void> open_model_setup(const SetupRequest& request, ModelSetup& out) {
         out.source = request.opened;
     } else {
         auto source = open_model_source(request.model_dir, out.registry.families());
-        if (!source) return tl::unexpected(with_context(source.error(), request.model_origin + " " + request.model_dir));
+        if (!source) return tl::unexpected(with_model_context(source.error(), request.model_origin, request.model_dir));
         out.source = std::move(*source);
     }
 

@@ -6,17 +6,21 @@
 #include <string>
 #include <unordered_set>
 
+#include "util/format_number.hpp"
+
 namespace stormo {
 
 Expected<void> validate(const SamplingParams& p) {
-    if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature))
-        return fail(ErrorKind::invalid_argument, "--temperature must be a finite number >= 0");
-    if (p.top_k < 0) return fail(ErrorKind::invalid_argument, "--top-k must be >= 0");
-    if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return fail(ErrorKind::invalid_argument, "--top-p must be in (0, 1]");
-    if (!(p.min_p >= 0.0f && p.min_p < 1.0f)) return fail(ErrorKind::invalid_argument, "--min-p must be in [0, 1)");
+    const auto refuse = [](const char* option, const char* expected, auto value) {
+        return fail(ErrorKind::invalid_argument, std::string(option) + " must be " + expected + ", not " + format_number(value));
+    };
+    if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature)) return refuse("--temperature", "a number of 0 or more", p.temperature);
+    if (p.top_k < 0) return refuse("--top-k", "0 or more", static_cast<double>(p.top_k));
+    if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return refuse("--top-p", "above 0 and at most 1", p.top_p);
+    if (!(p.min_p >= 0.0f && p.min_p < 1.0f)) return refuse("--min-p", "at least 0 and below 1", p.min_p);
     if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty))
-        return fail(ErrorKind::invalid_argument, "--repeat-penalty must be a finite number > 0");
-    if (p.repetition_window < 0) return fail(ErrorKind::invalid_argument, "--repeat-last-n must be >= 0");
+        return refuse("--repeat-penalty", "a number above 0", p.repetition_penalty);
+    if (p.repetition_window < 0) return refuse("--repeat-last-n", "0 or more", static_cast<double>(p.repetition_window));
     return {};
 }
 

@@ -1,3 +1,4 @@
+#include "util/format_number.hpp"
 #include "serve/openai_request.hpp"
 
 #include <cmath>
@@ -49,8 +50,8 @@ ApiExpected<std::optional<double>> number(const Value& body, const std::string& 
     if (!v->is_int() && !v->is_float()) return wrong_type(key, "a number", *v);
     const double d = v->as_double();
     if (!std::isfinite(d) || d < lo || d > hi)
-        return bad_request("'" + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", not " +
-                               std::to_string(d),
+        return bad_request("'" + key + "' must be between " + format_number(lo) + " and " + format_number(hi) + ", not " +
+                               format_number(d),
                            key);
     return std::optional<double>{d};
 }
