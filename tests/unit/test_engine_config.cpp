@@ -46,6 +46,7 @@ void expect_same_values(const EngineConfig& a, const EngineConfig& b) {
     EXPECT_EQ(a.prefetch, b.prefetch);
     EXPECT_EQ(a.direct_io, b.direct_io);
     EXPECT_EQ(a.hotness_decay, b.hotness_decay);
+    EXPECT_EQ(a.hotness_margin, b.hotness_margin);
     EXPECT_EQ(a.async_compute, b.async_compute);
     EXPECT_EQ(a.io_threads, b.io_threads);
     EXPECT_EQ(a.activations, b.activations);

@@ -32,6 +32,7 @@ const std::map<std::string, Samples, std::less<>> kSamples{
     {"context", {"1024", "-5"}},
     {"eviction", {"lru", "fifo"}},
     {"hotness_decay", {"0.8", "1.5"}},
+    {"hotness_margin", {"off", "-1"}},
     {"prefetch", {"false", "maybe"}},
     {"async_compute", {"false", "sometimes"}},
     {"direct_io", {"false", "2"}},
@@ -48,7 +49,7 @@ std::string values_of(const EngineOptions& o) {
     out << "kernels=" << o.setup.kernels.value << " family=" << o.setup.family.value << " dirs=";
     for (const PluginDir& d : o.setup.search.extra) out << d.path << (d.required ? "(required)," : ",");
     out << " threads=" << o.threads << " pin=" << o.pin_threads << " budget=" << format_size(o.expert_budget)
-        << " eviction=" << static_cast<int>(o.eviction.policy) << " decay=" << o.eviction.decay
+        << " eviction=" << static_cast<int>(o.eviction.policy) << " decay=" << o.eviction.decay << " margin=" << o.eviction.margin
         << " direct_io=" << o.direct_io << " io_threads=" << o.io_threads << " prefetch=" << o.pipeline.prefetch
         << " async=" << o.pipeline.async_compute << " context=" << o.context
         << " activations=" << activation_road_name(o.activations) << " head=" << head_read_name(o.head)

@@ -1,6 +1,7 @@
 // stormo cache-sim: replays route traces through the expert store's eviction policies, to choose
 // the default policy and the hotness decay by measurement.
 #include <algorithm>
+#include <charconv>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -67,12 +68,23 @@ std::string decay_text(double decay) {
     return s.str();
 }
 
+// A --margin value: off (every read takes a place; kept as -1) or a share from 0 to 100.
+Expected<double> margin_from_text(const std::string& text) {
+    if (text == "off") return -1.0;
+    double m = 0.0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), m);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !(m >= 0.0 && m <= 100.0))
+        return fail(ErrorKind::invalid_argument, "--margin " + text + ": must be off or a number from 0 to 100");
+    return m;
+}
+
 }  // namespace
 
 int run_cache_sim(int argc, char** argv) {
     std::vector<std::string> traces;
     std::vector<int64_t> slot_counts;
     std::vector<double> decays{0.5, 0.8, 0.9, 0.95, 0.99};
+    std::vector<std::string> margin_texts{"off", "0.25"};
     bool json = false;
     po::options_description d("cache-sim options");
     d.add_options()
@@ -82,6 +94,9 @@ int run_cache_sim(int argc, char** argv) {
          "slots to simulate (repeatable)")
         ("decay", po::value<std::vector<double>>(&decays)->value_name("D")->composing(),
          "hotness decays per layer step to compare (repeatable; default 0.5 0.8 0.9 0.95 0.99)")
+        ("margin", po::value<std::vector<std::string>>(&margin_texts)->value_name("M")->composing(),
+         "hotness margins to compare, each with every decay: a number from 0 to 100, or off (repeatable; "
+         "default off 0.25)")
         ("json", po::bool_switch(&json), "one JSON object");
     auto parsed = parse_command_line(argc, argv, "cache-sim", "--trace FILE --slots N [--slots N ...] [options]",
                                      "Hit rates of LRU and hotness eviction replayed over recorded routes.", d);
@@ -92,6 +107,12 @@ int run_cache_sim(int argc, char** argv) {
         if (!(decay > 0.0 && decay <= 1.0))
             return report_usage_error("cache-sim", Error{ErrorKind::invalid_argument,
                                                          "--decay " + decay_text(decay) + ": must be in (0, 1]"});
+    std::vector<double> margins;
+    for (const std::string& text : margin_texts) {
+        auto margin = margin_from_text(text);
+        if (!margin) return report_usage_error("cache-sim", margin.error());
+        margins.push_back(*margin);
+    }
     for (int64_t slots : slot_counts)
         if (slots <= 0)
             return report_usage_error("cache-sim", Error{ErrorKind::invalid_argument,
@@ -110,22 +131,24 @@ int run_cache_sim(int argc, char** argv) {
     w.key("results").begin_array();
     if (!json)
         std::cout << trace->size() << " steps, " << n_layers << " layers, " << n_experts << " experts\n"
-                  << "slots   policy          hit rate\n";
+                  << "slots   policy                hit rate\n";
     for (int64_t slots : slot_counts) {
         auto report = [&](const std::string& name, const EvictionSettings& s) {
             const CacheSimulation sim = simulate_cache(*trace, static_cast<size_t>(slots), s, n_layers, n_experts);
             w.begin_object().field("slots", slots).field("policy", name).field("hit_rate", sim.hit_rate())
                 .field("hits", sim.hits).field("misses", sim.misses).end_object();
             if (!json)
-                std::cout << std::left << std::setw(8) << slots << std::setw(16) << name << std::fixed << std::setprecision(4)
+                std::cout << std::left << std::setw(8) << slots << std::setw(22) << name << std::fixed << std::setprecision(4)
                           << sim.hit_rate() << "\n";
         };
-        report("lru", EvictionSettings{EvictionPolicy::lru, 0.0});
-        for (double decay : decays) {
-            std::ostringstream name;
-            name << "hotness@" << decay;
-            report(name.str(), EvictionSettings{EvictionPolicy::hotness, decay});
-        }
+        report("lru", EvictionSettings{EvictionPolicy::lru, 0.0, -1.0});
+        for (double margin : margins)
+            for (double decay : decays) {
+                std::ostringstream name;
+                name << "hotness@" << decay;
+                if (margin >= 0.0) name << "/m" << margin;
+                report(name.str(), EvictionSettings{EvictionPolicy::hotness, decay, margin});
+            }
     }
     w.end_array().end_object();
     if (json) std::cout << w.str() << "\n";

@@ -52,6 +52,7 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
         .field("prefetch_wasted", store.prefetch_wasted)
         .field("prediction_accuracy", times.chosen ? static_cast<double>(times.predicted_chosen) / static_cast<double>(times.chosen) : 0.0)
         .field("evictions", store.evictions)
+        .field("on_probation", store.on_probation)
         .field("expert_slots", store.slots)
         .field("expert_slot_bytes", store.slot_bytes)
         .field("direct_io", store.direct_io)

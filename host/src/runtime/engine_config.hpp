@@ -70,6 +70,7 @@ struct STORMO_API EngineConfig {
     int64_t context = 4096;
     EvictionPolicy eviction = EvictionPolicy::hotness;
     double hotness_decay = 0.95;            // heat kept per step of an expert's layer (hotness)
+    double hotness_margin = 0.25;           // share hotter a newcomer must be to displace (<0: off)
     bool prefetch = true;
     bool async_compute = true;              // compute experts as their reads land
     bool direct_io = true;

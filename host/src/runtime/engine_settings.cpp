@@ -122,6 +122,19 @@ Why set_hotness_decay(EngineConfig& c, std::string_view text, const SettingSourc
     return std::nullopt;
 }
 
+Why set_hotness_margin(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
+    if (text == "off") {
+        c.hotness_margin = -1.0;
+        return std::nullopt;
+    }
+    double m = 0.0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), m);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !(m >= 0.0 && m <= 100.0))
+        return refused(self);
+    c.hotness_margin = m;
+    return std::nullopt;
+}
+
 template <bool EngineConfig::*Field>
 Why set_flag(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting&) {
     const std::optional<bool> v = boolean(text);
@@ -140,7 +153,7 @@ Why set_io_threads(EngineConfig& c, std::string_view text, const SettingSource&,
 using Form = EngineSetting::Form;
 
 // Documentation order; the help texts are the command line's.
-const std::array<EngineSetting, 16> kSettings{{
+const std::array<EngineSetting, 17> kSettings{{
     {"kernels", "kernels", "NAME", Form::one, "auto", "a name (auto, reference or a plugin)",
      "auto (default), reference, or a kernels plugin name (avx2, vnni)", set_name<&EngineConfig::kernels>,
      [](const EngineConfig& c, EngineOptions& o) { o.setup.kernels = PluginRequest{c.kernels, c.origin("kernels")}; }},
@@ -177,6 +190,10 @@ const std::array<EngineSetting, 16> kSettings{{
     {"hotness_decay", "hotness-decay", "D", Form::one, "0.95", "a number between 0 and 1 (exclusive)",
      "the share of an expert's heat kept per step of its layer (hotness eviction; 0.95)", set_hotness_decay,
      [](const EngineConfig& c, EngineOptions& o) { o.eviction.decay = c.hotness_decay; }},
+    {"hotness_margin", "hotness-margin", "M", Form::one, "0.25", "a number from 0 to 100, or off",
+     "how much hotter (a share) a newly read expert must be than the coldest cached one to take its place "
+     "for good; otherwise it is held on probation and leaves first (hotness eviction; 0.25; off: always)",
+     set_hotness_margin, [](const EngineConfig& c, EngineOptions& o) { o.eviction.margin = c.hotness_margin; }},
     {"prefetch", "prefetch", "BOOL", Form::one, "true", "a boolean (true or false)",
      "true (default) or false: read the experts the next layer is predicted to need while this one computes",
      set_flag<&EngineConfig::prefetch>,

@@ -1,5 +1,6 @@
 #include "store/eviction.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -24,6 +25,7 @@ public:
     bool colder(int la, int ea, int lb, int eb) const override {
         return last_use_[key(la, ea, n_experts_)] < last_use_[key(lb, eb, n_experts_)];
     }
+    bool displaces(int, int, int, int) const override { return true; }
 
 private:
     int n_experts_;
@@ -33,8 +35,8 @@ private:
 
 class HotnessEviction final : public Eviction {
 public:
-    HotnessEviction(double decay, int n_layers, int n_experts)
-        : decay_(decay), n_experts_(n_experts), clock_(static_cast<size_t>(n_layers), 0),
+    HotnessEviction(double decay, double margin, int n_layers, int n_experts)
+        : decay_(decay), margin_(margin), n_experts_(n_experts), clock_(static_cast<size_t>(n_layers), 0),
           entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)) {}
 
     void on_layer_step(int layer) override { ++clock_[static_cast<size_t>(layer)]; }
@@ -54,6 +56,12 @@ public:
         return a.last_use < b.last_use;  // equal heat: least recently used leaves first
     }
 
+    bool displaces(int ln, int en, int lc, int ec) const override {
+        if (margin_ < 0.0) return true;
+        const double newcomer = heat_now(ln, entries_[key(ln, en, n_experts_)]) + 1.0;  // with the use it is read for
+        return newcomer > heat_now(lc, entries_[key(lc, ec, n_experts_)]) * (1.0 + margin_);
+    }
+
 private:
     struct Entry {
         double heat = 0.0;
@@ -66,6 +74,7 @@ private:
     }
 
     double decay_;
+    double margin_;
     int n_experts_;
     uint64_t tick_ = 0;
     std::vector<uint64_t> clock_;
@@ -78,7 +87,20 @@ const char* eviction_policy_name(EvictionPolicy p) { return p == EvictionPolicy:
 
 std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts) {
     if (settings.policy == EvictionPolicy::lru) return std::make_unique<LruEviction>(n_layers, n_experts);
-    return std::make_unique<HotnessEviction>(settings.decay, n_layers, n_experts);
+    return std::make_unique<HotnessEviction>(settings.decay, settings.margin, n_layers, n_experts);
+}
+
+void VictimChoice::offer(size_t slot, int layer, int expert, bool on_probation) {
+    std::optional<Candidate>& coldest = on_probation ? coldest_on_probation_ : coldest_cached_;
+    if (!coldest || eviction_.colder(layer, expert, coldest->layer, coldest->expert)) coldest = Candidate{slot, layer, expert};
+}
+
+std::optional<VictimChoice::Placement> VictimChoice::choose(int layer, int expert, bool read_ahead) const {
+    if (coldest_cached_ && eviction_.displaces(layer, expert, coldest_cached_->layer, coldest_cached_->expert))
+        return Placement{coldest_cached_->slot, false};
+    if (coldest_on_probation_) return Placement{coldest_on_probation_->slot, true};
+    if (coldest_cached_ && !read_ahead) return Placement{coldest_cached_->slot, true};
+    return std::nullopt;
 }
 
 CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, const EvictionSettings& settings,
@@ -87,6 +109,7 @@ CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, c
     struct Slot {
         int layer = -1;
         int expert = -1;
+        bool on_probation = false;
     };
     std::vector<Slot> cache(slots);
     std::unordered_map<size_t, size_t> where;
@@ -100,24 +123,26 @@ CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, c
             if (it != where.end()) {
                 ++sim.hits;
                 pinned[it->second] = true;
+                cache[it->second].on_probation = false;  // used again: it earned its place
             } else {
                 ++sim.misses;
-                size_t victim = slots;
-                for (size_t s = 0; s < slots; ++s) {
-                    if (pinned[s]) continue;
-                    if (cache[s].layer < 0) {
-                        victim = s;
-                        break;
-                    }
-                    if (victim == slots ||
-                        eviction->colder(cache[s].layer, cache[s].expert, cache[victim].layer, cache[victim].expert))
-                        victim = s;
+                std::optional<VictimChoice::Placement> place;
+                const auto empty = std::find_if(cache.begin(), cache.end(), [](const Slot& s) { return s.layer < 0; });
+                if (empty != cache.end()) {
+                    place = VictimChoice::Placement{static_cast<size_t>(empty - cache.begin()), false};
+                } else {
+                    VictimChoice choice(*eviction);
+                    for (size_t s = 0; s < slots; ++s)
+                        if (!pinned[s]) choice.offer(s, cache[s].layer, cache[s].expert, cache[s].on_probation);
+                    place = choice.choose(step.layer, e);
                 }
-                if (victim == slots) continue;  // more experts than slots in one step: no caching
-                if (cache[victim].layer >= 0) where.erase(key(cache[victim].layer, cache[victim].expert, n_experts));
-                cache[victim] = {step.layer, e};
-                where[k] = victim;
-                pinned[victim] = true;
+                if (place) {  // none: more experts than slots in one step, this one is not cached
+                    Slot& slot = cache[place->slot];
+                    if (slot.layer >= 0) where.erase(key(slot.layer, slot.expert, n_experts));
+                    slot = Slot{step.layer, e, place->on_probation};
+                    where[k] = place->slot;
+                    pinned[place->slot] = true;
+                }
             }
             eviction->on_use(step.layer, e);
         }

@@ -1,8 +1,11 @@
 #pragma once
 // Which expert leaves a full store: LRU, or hotness (a use count that decays with each step of
-// the expert's layer, so experts a layer keeps choosing stay and bursts fade).
+// the expert's layer, so experts a layer keeps choosing stay and bursts fade), and whether a newly
+// read expert takes a cached one's place for good or is held on probation, first to leave.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,11 +28,46 @@ public:
     virtual void on_use(int layer, int expert) = 0;
     // True when (a) should be evicted before (b).
     virtual bool colder(int layer_a, int expert_a, int layer_b, int expert_b) const = 0;
+    // True when a newly read expert (n), about to be used, should take the place of the cached
+    // expert (c) for good; otherwise it is held on probation and leaves before any cached expert.
+    virtual bool displaces(int layer_n, int expert_n, int layer_c, int expert_c) const = 0;
 };
 
 struct EvictionSettings {
     EvictionPolicy policy = EvictionPolicy::hotness;
     double decay = 0.95;  // hotness: heat multiplier per step of the expert's layer
+    // hotness: a newly read expert displaces the coldest cached one only when its heat exceeds that
+    // expert's by this share; negative: always (no probation). Why: when several sequences decode
+    // at once, each step's union of experts is most of a layer and the cache a fraction of all
+    // layers, so heats differ by noise alone and swapping on noise turns a third of the cache into
+    // experts read, used once and evicted (docs/expert_store.md, "Probation").
+    double margin = 0.25;
+};
+
+// Where a newly read expert goes, chosen among the unpinned cached experts offered: the place of the
+// coldest cached one when it displaces it, else the place of the coldest one on probation (the
+// newcomer is then on probation too), else the coldest cached one's (on probation). The streaming
+// store and the cache simulation choose with this one rule.
+class VictimChoice {
+public:
+    explicit VictimChoice(const Eviction& eviction) : eviction_(eviction) {}
+    void offer(size_t slot, int layer, int expert, bool on_probation);
+    struct Placement {
+        size_t slot = 0;
+        bool on_probation = false;  // the newcomer's standing in that slot
+    };
+    // `read_ahead`: the newcomer is a prefetch, a guess; it never takes a cached expert's place
+    // unless it displaces it (no place then: the guess is not read).
+    std::optional<Placement> choose(int layer, int expert, bool read_ahead = false) const;
+
+private:
+    struct Candidate {
+        size_t slot;
+        int layer;
+        int expert;
+    };
+    const Eviction& eviction_;
+    std::optional<Candidate> coldest_cached_, coldest_on_probation_;
 };
 
 std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts);

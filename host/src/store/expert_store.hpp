@@ -39,6 +39,7 @@ struct ExpertStoreStats {
     uint64_t prefetch_used = 0;    // of those, acquired before being evicted
     uint64_t prefetch_wasted = 0;  // of those, evicted (or still unused) without being acquired
     uint64_t evictions = 0;
+    uint64_t on_probation = 0;     // experts read without displacing a hotter one (eviction.hpp)
     uint64_t loading = 0;          // slots whose reads are still in flight now
     uint64_t slots = 0;            // slots the budget allows
     uint64_t slot_bytes = 0;

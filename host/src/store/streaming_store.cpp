@@ -69,6 +69,7 @@ struct Slot {
     bool failed = false;
     std::string error;
     bool prefetched_unused = false;
+    bool on_probation = false;  // read without displacing a hotter expert: leaves first (eviction.hpp)
     ExpertView view;
 };
 
@@ -167,20 +168,21 @@ public:
                 Slot& slot = slots_[static_cast<size_t>(mapped)];
                 ++slot.pins;
                 ++stats_.hits;
+                slot.on_probation = false;  // used again: it earned its place
                 if (slot.prefetched_unused) {
                     slot.prefetched_unused = false;
                     ++stats_.prefetch_used;
                 }
                 batch.push_back(static_cast<size_t>(mapped));
             } else {
-                auto victim = take_victim(lock, /*for_prefetch=*/false);
-                if (!victim) {
+                auto place = take_victim(lock, /*for_prefetch=*/false, li->second, e);
+                if (!place) {
                     for (size_t s : batch) --slots_[s].pins;
-                    return tl::unexpected(victim.error());
+                    return tl::unexpected(place.error());
                 }
-                assign(*victim, layer, li->second, e, /*pinned=*/true);
+                assign(*place, layer, li->second, e, /*pinned=*/true);
                 ++stats_.misses;
-                batch.push_back(*victim);
+                batch.push_back(place->slot);
             }
             eviction_->on_use(li->second, e);
         }
@@ -199,10 +201,10 @@ public:
         for (int32_t e : experts) {
             if (issued >= limit) break;
             if (e < 0 || e >= n_experts_ || slot_of_[key(li->second, e)] >= 0) continue;
-            auto victim = take_victim(lock, /*for_prefetch=*/true);
-            if (!victim) break;
-            assign(*victim, layer, li->second, e, /*pinned=*/false);
-            slots_[*victim].prefetched_unused = true;
+            auto place = take_victim(lock, /*for_prefetch=*/true, li->second, e);
+            if (!place) continue;  // no free place, or a guess too cold to take a cached expert's
+            assign(*place, layer, li->second, e, /*pinned=*/false);
+            slots_[place->slot].prefetched_unused = true;
             ++stats_.prefetch_issued;
             ++issued;
         }
@@ -264,12 +266,14 @@ private:
         return static_cast<size_t>(layer_index) * static_cast<size_t>(n_experts_) + static_cast<size_t>(expert);
     }
 
-    // The slot to fill next: an empty one, else the coldest unpinned ready one. An acquire waits
-    // for prefetches in flight to land when nothing else is free; a prefetch never waits and never
+    // The slot to fill next for expert (layer_index, expert): an empty one, else the place
+    // VictimChoice picks among the unpinned ready ones (emptied here). An acquire waits for
+    // prefetches in flight to land when nothing else is free; a prefetch never waits and never
     // evicts another unused prefetch.
-    Expected<size_t> take_victim(std::unique_lock<std::mutex>& lock, bool for_prefetch) {
+    Expected<VictimChoice::Placement> take_victim(std::unique_lock<std::mutex>& lock, bool for_prefetch, int layer_index,
+                                                  int expert) {
         for (;;) {
-            size_t best = slots_.size();
+            VictimChoice choice(*eviction_);
             bool loading_unpinned = false;
             for (size_t s = 0; s < slots_.size(); ++s) {
                 const Slot& slot = slots_[s];
@@ -278,18 +282,13 @@ private:
                     loading_unpinned = true;
                     continue;
                 }
-                if (slot.state == SlotState::empty) {
-                    best = s;
-                    break;
-                }
+                if (slot.state == SlotState::empty) return VictimChoice::Placement{s, false};
                 if (for_prefetch && slot.prefetched_unused) continue;
-                if (best == slots_.size() ||
-                    eviction_->colder(slot.layer_index, slot.expert, slots_[best].layer_index, slots_[best].expert))
-                    best = s;
+                choice.offer(s, slot.layer_index, slot.expert, slot.on_probation);
             }
-            if (best < slots_.size()) {
-                evict(best);
-                return best;
+            if (auto place = choice.choose(layer_index, expert, for_prefetch)) {
+                evict(place->slot);
+                return *place;
             }
             if (for_prefetch || !loading_unpinned)
                 return fail(ErrorKind::resource, "expert store: no slot is free (" + std::to_string(slots_.size()) +
@@ -313,11 +312,15 @@ private:
         slot.layer_index = -1;
         slot.expert = -1;
         slot.prefetched_unused = false;
+        slot.on_probation = false;
         slot.state = SlotState::empty;
     }
 
-    void assign(size_t s, int layer, int layer_index, int expert, bool pinned) {
+    void assign(VictimChoice::Placement place, int layer, int layer_index, int expert, bool pinned) {
+        const size_t s = place.slot;
         Slot& slot = slots_[s];
+        slot.on_probation = place.on_probation;
+        if (place.on_probation) ++stats_.on_probation;
         const ExpertLayerLayout& layout = layouts_.at(layer);
         const auto& locations = layout.locations[static_cast<size_t>(expert)];
         const auto spans = spans_of(locations, backend_->alignment());
