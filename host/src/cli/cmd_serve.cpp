@@ -11,7 +11,9 @@
 #include "runtime/generation.hpp"
 #include "runtime/prompt_cache.hpp"
 #include "serve/api_routes.hpp"
+#include "serve/cors.hpp"
 #include "serve/http_server.hpp"
+#include "serve/server_log.hpp"
 #include "util/format_bytes.hpp"
 
 namespace stormo::cli {
@@ -37,6 +39,9 @@ struct ServeOptions {
     std::optional<std::string> cache_memory;  // default 0: no memory tier
     std::optional<int64_t> cache_block;       // default PromptCacheSettings::block_positions
     bool cache_share = false;
+    std::optional<std::string> alias;          // the served model's id; default: the model directory's name
+    std::vector<std::string> cors_origins;
+    std::string log_format = "text";
 };
 
 
@@ -78,7 +83,14 @@ void add_serve_options(po::options_description& d, ServeOptions& out) {
         ("tokenize-budget", po::value<std::string>(&out.tokenize_budget)->value_name("SIZE"),
          "bytes of request bodies parsed and tokenized at once (default 32MiB); past it HTTP 429")
         ("shutdown-grace", po::value<int64_t>(&out.shutdown_grace_seconds)->value_name("SECONDS"),
-         "on SIGTERM, how long the answer being generated may run on before it is cut (default 10)");
+         "on SIGTERM, how long the answer being generated may run on before it is cut (default 10)")
+        ("alias", po::value<std::string>()->value_name("NAME")->notifier([&out](const std::string& v) { out.alias = v; }),
+         "the served model's id in /v1/models and responses (default: the model directory's or file's name)")
+        ("cors-origin", po::value<std::vector<std::string>>(&out.cors_origins)->value_name("ORIGIN")->composing(),
+         "let pages of ORIGIN (https://app.example.com, or * for any) call the API from a browser; "
+         "may be given several times (default: no CORS headers)")
+        ("log-format", po::value<std::string>(&out.log_format)->value_name("text|json"),
+         "stderr while serving: text (default) or one JSON object per line; either way a line per request");
 }
 
 Expected<serve::HttpServerOptions> http_options(const ServeOptions& o) {
@@ -132,12 +144,14 @@ Expected<std::optional<PromptCacheSettings>> cache_settings(const ServeOptions& 
 }
 
 // Opens the prompt cache for the loaded engine's sessions and says what it found there.
-Expected<std::unique_ptr<PromptCache>> open_prompt_cache(PromptCacheSettings settings, const Engine& engine, const Session& session) {
+Expected<std::unique_ptr<PromptCache>> open_prompt_cache(PromptCacheSettings settings, const Engine& engine, const Session& session,
+                                                         serve::ServerLog& log) {
     STORMO_TRY_ASSIGN(EngineIdentity identity, engine_identity(engine));
     STORMO_TRY_ASSIGN(auto cache, PromptCache::open(std::move(settings), std::move(identity), session.layout()));
     const PromptCacheStats stats = cache->stats();
-    std::cerr << "stormo: prompt cache " << cache->dir() << ": " << stats.disk_blocks << (stats.disk_blocks == 1 ? " block, " : " blocks, ")
-              << format_bytes(stats.disk_bytes) << " (blocks of " << cache->block_positions() << " positions)" << std::endl;
+    log.note("prompt cache " + cache->dir() + ": " + std::to_string(stats.disk_blocks) +
+             (stats.disk_blocks == 1 ? " block, " : " blocks, ") + format_bytes(stats.disk_bytes) + " (blocks of " +
+             std::to_string(cache->block_positions()) + " positions)");
     return cache;
 }
 
@@ -147,6 +161,11 @@ Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common)
         return fail(ErrorKind::invalid_argument, "--shutdown-grace must be in [0, 3600] seconds");
     for (const std::string& key : o.api_keys)
         if (key.empty()) return fail(ErrorKind::invalid_argument, "--api-key must not be empty");
+    if (o.alias && (o.alias->empty() || o.alias->find_first_of(" \t\r\n") != std::string::npos))
+        return fail(ErrorKind::invalid_argument, "--alias must be a name without spaces");
+    for (const std::string& origin : o.cors_origins)
+        if (auto problem = serve::cors_origin_problem(origin)) return fail(ErrorKind::invalid_argument, *problem);
+    STORMO_TRY(serve::parse_log_format(o.log_format));
     if (!o.cache_dir && (o.cache_size || o.cache_memory || o.cache_block || o.cache_share))
         return fail(ErrorKind::invalid_argument, "--cache-size, --cache-memory, --cache-block and --cache-share need --cache-dir DIR");
     if (o.parallel && (*o.parallel < 1 || *o.parallel > kMaxParallel))
@@ -174,9 +193,9 @@ std::string model_name(const std::string& dir) {
 Expected<void> load_model(const CommonOptions& common, const ServeOptions& options, const ModelBundle& bundle,
                           const text::Tokenizer& tokenizer, serve::ApiRoutes& routes, LoadedEngine& loaded,
                           std::vector<std::unique_ptr<Session>>& sessions, const std::optional<PromptCacheSettings>& cache_options,
-                          std::unique_ptr<PromptCache>& cache) {
+                          std::unique_ptr<PromptCache>& cache, serve::ServerLog& log) {
     STORMO_TRY_ASSIGN(loaded, open_engine(common, bundle, kServeRewindSlack, static_cast<size_t>(options.parallel.value_or(0))));
-    std::cerr << "stormo: " << loaded.engine->memory().sequences_reason << std::endl;
+    log.note(loaded.engine->memory().sequences_reason);
     // A token the embedding lacks fails here, not on the first request that produces it.
     STORMO_TRY(tokenizer.check_fits(loaded.engine->model().vocab_size()));
     STORMO_TRY_ASSIGN(size_t context, chat_context(loaded));
@@ -188,7 +207,7 @@ Expected<void> load_model(const CommonOptions& common, const ServeOptions& optio
     }
     STORMO_TRY_ASSIGN(std::vector<int32_t> stop_ids, stop_ids_of(loaded.engine->source()));
     if (cache_options) {
-        STORMO_TRY_ASSIGN(cache, open_prompt_cache(*cache_options, *loaded.engine, *sessions.front()));
+        STORMO_TRY_ASSIGN(cache, open_prompt_cache(*cache_options, *loaded.engine, *sessions.front(), log));
     }
     routes.set_ready(*loaded.engine, std::move(slots), std::move(stop_ids), kServeRewindSlack, cache.get());
     return {};
@@ -229,8 +248,11 @@ int run_serve(int argc, char** argv) {
     if (!chat_template) return report_error(chat_template.error());
     model_text.reset();  // the texts are parsed: their bytes need not stay for the server's life
 
+    serve::ServerLog log(*serve::parse_log_format(serve_options.log_format), std::cerr);
     serve::RouteSettings settings;
-    settings.model_name = model_name(*common.model);
+    settings.model_name = serve_options.alias.value_or(model_name(*common.model));
+    settings.cors_origins = serve_options.cors_origins;
+    settings.log = &log;
     settings.api_keys = serve_options.api_keys;
     settings.cache_share = serve_options.cache_share;
     settings.max_queue = static_cast<size_t>(serve_options.max_queue);
@@ -240,23 +262,22 @@ int run_serve(int argc, char** argv) {
     serve::ApiRoutes routes(*tokenizer, *chat_template, settings);
     auto server = serve::HttpServer::bind(*http, routes);
     if (!server) return report_error(server.error());
-    std::cerr << "stormo: listening on http://" << http->host << ":" << (*server)->port() << " (loading "
-              << *common.model << ")" << std::endl;
+    log.note("listening on http://" + http->host + ":" + std::to_string((*server)->port()) + " (loading " + *common.model + ")");
 
     const auto grace = std::chrono::seconds(serve_options.shutdown_grace_seconds);
     std::thread network([&] { (*server)->run([&] { routes.shutdown(grace); }); });
     LoadedEngine loaded;
     std::vector<std::unique_ptr<Session>> sessions;
-    auto ready = load_model(common, serve_options, *bundle, *tokenizer, routes, loaded, sessions, *cache_options, cache);
+    auto ready = load_model(common, serve_options, *bundle, *tokenizer, routes, loaded, sessions, *cache_options, cache, log);
     if (!ready) {
         (*server)->stop();
         network.join();
         return report_error(ready.error());
     }
-    std::cerr << "stormo: ready: " << settings.model_name << ", context " << sessions.front()->capacity() << " tokens, "
-              << sessions.size() << (sessions.size() == 1 ? " slot" : " slots") << std::endl;
+    log.note("ready: " + settings.model_name + ", context " + std::to_string(sessions.front()->capacity()) + " tokens, " +
+             std::to_string(sessions.size()) + (sessions.size() == 1 ? " slot" : " slots"));
     network.join();
-    std::cerr << "stormo: stopped" << std::endl;
+    log.note("stopped");
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "runtime/forward.hpp"
@@ -27,6 +28,10 @@ struct GenerationRequest {
     const std::atomic<bool>* cancel = nullptr;
     // The prompt's progress, block by block (positions done, positions to compute).
     std::function<void(size_t done, size_t total)> on_prefill_block;
+    // Sees each generated token with the full logits it was chosen from, just before the token is
+    // emitted (a server's logprobs). Set, greedy decoding computes every logit instead of finding
+    // the argmax alone; the tokens are the same.
+    std::function<void(std::span<const float> logits, int32_t token)> on_logits;
 };
 
 enum class StopReason { stop, max_tokens, cancelled };

@@ -16,6 +16,7 @@
 #include "runtime/session.hpp"
 #include "serve/metrics.hpp"
 #include "serve/request_queue.hpp"
+#include "serve/server_log.hpp"
 #include "serve/slot_admission.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -34,6 +35,7 @@ struct WorkerContext {
     // The prompt cache (--cache-dir), or none: admission restores the longest cached prefix of a
     // prompt past what its slot holds, and each step's sequences store the blocks they complete.
     PromptCache* cache = nullptr;
+    ServerLog* log = nullptr;  // where its notes go (none: stderr, as text)
 };
 
 class InferenceWorker {
@@ -71,6 +73,8 @@ private:
     // Counts the request's outcome and hands the result to its connection.
     void settle(Job& job, JobResult result);
     void publish();
+    // A note about the worker's trouble, in the server log's format.
+    void note(const std::string& message) const;
 
     WorkerContext ctx_;
     KvLedger ledger_;
