@@ -5,6 +5,9 @@
 // both endpoints.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { DEMO, STORMO, assertErrorShape, post, startServer, waitFor } from './support.mjs';
@@ -98,7 +101,7 @@ test('CORS: an allowed origin gets its headers and its preflight, with no key; o
 });
 
 test('without --cors-origin no CORS header is sent; * allows any origin', async () => {
-  const closed = await startServer(['--port', '0']);
+  const closed = await startServer();
   try {
     const r = await fetch(`${closed.base}/v1/models`, { headers: { origin: 'https://app.example' } });
     assert.equal(r.status, 200);
@@ -207,12 +210,32 @@ test('cached_tokens counts the prompt positions the slot kept, on both endpoints
   const unrelated = await complete('copy:abc=');
   assert.equal(unrelated.usage.prompt_tokens_details.cached_tokens, common(await tokens(longer), await tokens('copy:abc=')));
 
+  // A chat's prompt is its messages rendered by the template (`stormo chat-template --ids`).
+  const rendered = (content) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stormo-chat-'));
+    try {
+      const file = path.join(dir, 'messages.json');
+      fs.writeFileSync(file, JSON.stringify({ messages: [{ role: 'user', content }], options: { add_generation_prompt: true } }));
+      const r = spawnSync(STORMO, ['chat-template', '--tokenizer', DEMO, '--messages', file, '--ids'], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout.trim().split(/\s+/).map(Number);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
   const chat = (content) => client.chat.completions.create({ model: ALIAS, messages: [{ role: 'user', content }] });
   await chat('12+34=');
   const repeated = await chat('12+34=');
   assert.equal(repeated.usage.prompt_tokens_details.cached_tokens, repeated.usage.prompt_tokens - 1);
-  const different = await chat('99+1=');
-  // The chat template's start is the same: that much of the prompt was kept, no more.
-  assert.ok(different.usage.prompt_tokens_details.cached_tokens > 0);
-  assert.ok(different.usage.prompt_tokens_details.cached_tokens < repeated.usage.prompt_tokens - 1);
+  const different = await chat('12+35=');
+  const kept = common(rendered('12+34='), rendered('12+35='));
+  assert.ok(kept > 0);
+  assert.equal(different.usage.prompt_tokens_details.cached_tokens, kept);
+  // Streamed, the usage chunk says the same.
+  const stream = await client.chat.completions.create({
+    model: ALIAS, messages: [{ role: 'user', content: '12+35=' }], stream: true, stream_options: { include_usage: true },
+  });
+  let usage = null;
+  for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
+  assert.equal(usage.prompt_tokens_details.cached_tokens, usage.prompt_tokens - 1);
 });
