@@ -54,7 +54,7 @@ void add_serve_options(po::options_description& d, ServeOptions& out) {
         ("host", po::value<std::string>(&out.host)->value_name("ADDR"), "address to listen on (default 127.0.0.1: this machine only)")
         ("port", po::value<int>(&out.port)->value_name("P"), "TCP port (default 8080; 0 picks a free one, printed at start)")
         ("api-key", po::value<std::vector<std::string>>(&out.api_keys)->value_name("KEY")->composing(),
-         "every route but /health needs the header Authorization: Bearer KEY (may be given several times: "
+         "every route but /health and the chat page needs the header Authorization: Bearer KEY (may be given several times: "
          "each key its own prompt cache partition unless --cache-share)")
         ("cache-dir", po::value<std::string>()->value_name("DIR")->notifier([&out](const std::string& v) { out.cache_dir = v; }),
          "keep the KV of prompt prefixes in DIR (the server's alone), restored bit for bit by later requests "
