@@ -1,6 +1,8 @@
 // The chat page (GET /) in Debian's headless Chromium against a real `stormo serve` with a shipped
 // demo model: it loads with no request leaving the server's origin, streams an answer, folds the
-// reasoning, and shows a refused request in the answer's place. Writes a screenshot beside the build.
+// reasoning, and shows a refused request in the answer's place; its message box grows with its
+// text and its icon is served; against a server with --api-key the page loads without the key,
+// asks for it, and answers once it is entered. Writes a screenshot beside the build.
 //
 // Run by ctest as serve.chat_page, with the serve suites' environment (support.mjs) plus
 // STORMO_SCREENSHOT_DIR (where chat_page.png and chat_page_reasoning.png go) and CHROMIUM.
@@ -35,14 +37,14 @@ async function screenshot(page, name) {
   if (process.env.STORMO_SCREENSHOT_DIR) await page.screenshot({ path: path.join(process.env.STORMO_SCREENSHOT_DIR, name) });
 }
 
-async function openPage() {
+async function openPage(where = base) {
   const page = await browser.newPage();
   await page.setViewport({ width: 900, height: 640 });
   const foreign = [];
   page.on("request", (req) => {
-    if (!req.url().startsWith(base) && !req.url().startsWith("data:")) foreign.push(req.url());
+    if (!req.url().startsWith(where) && !req.url().startsWith("data:")) foreign.push(req.url());
   });
-  const response = await page.goto(base + "/", { waitUntil: "networkidle0" });
+  const response = await page.goto(where + "/", { waitUntil: "networkidle0" });
   assert.equal(response.status(), 200);
   assert.match(response.headers()["content-type"], /text\/html/);
   return { page, foreign };
@@ -114,4 +116,53 @@ test("an error from the server shows in the answer's place and leaves the page u
   const answers = await page.$$eval(".assistant .content", (els) => els.map((e) => e.textContent));
   assert.deepEqual(answers, ["", "abcd"]);
   await page.close();
+});
+
+test("the message box grows with its text, and the page's icon is served", async () => {
+  const { page } = await openPage();
+  const empty = await page.$eval("#prompt", (e) => e.getBoundingClientRect().height);
+  await page.type("#prompt", "one");
+  for (let i = 0; i < 4; ++i) {
+    await page.keyboard.down("Shift");
+    await page.keyboard.press("Enter");
+    await page.keyboard.up("Shift");
+    await page.type("#prompt", "more");
+  }
+  const grown = await page.$eval("#prompt", (e) => e.getBoundingClientRect().height);
+  assert.ok(grown > empty * 2, `the box grew from ${empty} to ${grown}`);
+  const icon = await page.$eval('link[rel="icon"]', (l) => l.href);
+  assert.equal(icon, base + "/favicon.ico");
+  const served = await fetch(icon);
+  assert.equal(served.status, 200);
+  assert.equal(served.headers.get("content-type"), "image/svg+xml");
+  assert.match(await served.text(), /^<svg /);
+  await page.close();
+});
+
+test("with --api-key the page loads without the key, asks for it, and answers once it is entered", async () => {
+  const keyed = await startServer(["--api-key", "s3cret"]);
+  try {
+    const { page, foreign } = await openPage(keyed.base);
+    // The API refuses the page's first call: it asks for the key.
+    await page.waitForFunction(() => !document.getElementById("key_needed").hidden);
+    assert.equal(await page.evaluate(() => document.activeElement.id), "api_key");
+    await page.type("#api_key", "s3cret");
+    await page.keyboard.press("Tab");
+    await page.waitForFunction(() => document.getElementById("model").textContent === "gpt-oss-demo");
+    assert.equal(await page.$eval("#key_needed", (e) => e.hidden), true);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("stormo.api_key")), "s3cret");
+    await ask(page, "123+456=");
+    const answers = await page.$$eval(".assistant .content", (els) => els.map((e) => e.textContent));
+    assert.deepEqual(answers, ["579"]);
+    assert.deepEqual(foreign, []);
+    // A reload keeps the key for the tab.
+    await page.reload({ waitUntil: "networkidle0" });
+    await page.waitForFunction(() => document.getElementById("model").textContent === "gpt-oss-demo");
+    await screenshot(page, "chat_page_key.png");
+    await page.close();
+    // The API itself still needs the key.
+    assert.equal((await fetch(keyed.base + "/v1/models")).status, 401);
+  } finally {
+    await keyed.stop();
+  }
 });

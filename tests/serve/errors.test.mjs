@@ -117,11 +117,14 @@ test('unknown routes are 404 and wrong methods 405, in the error shape', async (
   assertErrorShape(assert, await m.json());
 });
 
-test('--api-key: every route but /health needs the bearer key', async () => {
+test('--api-key: every route but /health, the chat page and its icon needs the bearer key', async () => {
   const keyed = await startServer(['--api-key', 'sesame']);
   try {
     assert.equal((await fetch(`${keyed.base}/health`)).status, 200);
-    for (const route of ['/v1/models', '/metrics', '/']) {
+    // The page holds no secret: it asks for the key the API needs.
+    assert.equal((await fetch(`${keyed.base}/`)).status, 200);
+    assert.equal((await fetch(`${keyed.base}/favicon.ico`)).status, 200);
+    for (const route of ['/v1/models', '/metrics', '/v1/models/m']) {
       const r = await fetch(`${keyed.base}${route}`);
       assert.equal(r.status, 401, route);
       const body = await r.json();

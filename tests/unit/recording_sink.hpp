@@ -14,7 +14,7 @@ public:
         responses.push_back(r);
         return true;
     }
-    bool begin_stream(int, std::string_view) override { return false; }
+    bool begin_stream(int, std::string_view, const HttpHeaders&) override { return false; }
     bool send_chunk(std::string_view) override { return false; }
     bool end_stream() override { return false; }
     int native_handle() const override { return -1; }

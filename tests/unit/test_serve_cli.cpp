@@ -29,6 +29,10 @@ TEST(ServeCli, WrongOptionsAreRefusedBeforeListening) {
         {model + " --api-key ''", "--api-key must not be empty"},
         {model + " --shutdown-grace -1", "--shutdown-grace must be between 0 and 3600 seconds, not -1"},
         {model + " --parallel 0", "--parallel must be between 1 and 256, not 0"},
+        {model + " --log-format yaml", "--log-format must be text or json, not \"yaml\""},
+        {model + " --cors-origin app.example", "--cors-origin app.example: an origin is scheme://host[:port]"},
+        {model + " --cors-origin https://app.example/path", "an origin has no path, query or space"},
+        {model + " --alias ''", "--alias must be a name without spaces"},
     };
     for (const Case& c : cases) {
         const CommandResult r = serve(c.args);
@@ -53,7 +57,7 @@ TEST(ServeCli, HelpNamesTheRoutesAndOptions) {
     EXPECT_EQ(r.status, 0);
     for (const char* s : {"/v1/chat/completions", "--host", "--port", "--api-key", "--max-queue", "--ctx", "--timeout",
                           "--max-body", "--shutdown-grace", "--header-timeout", "--tokenize-budget", "--expert-budget", "--context",
-                          "--parallel"})
+                          "--parallel", "--alias", "--cors-origin", "--log-format"})
         EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 

@@ -2,6 +2,7 @@
 // the Prometheus text, the API key comparison and the response JSON.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <thread>
 
 #include "serve/api_key.hpp"
@@ -237,6 +238,35 @@ TEST(ServeResponse, StreamChunksAreChatCompletionChunks) {
     auto models = text::parse_json_value(models_json("demo", 9), "models");
     ASSERT_TRUE(models);
     EXPECT_EQ(models->find("data")->as_list()[0].find("id")->as_string(), "demo");
+}
+
+TEST(ServeResponse, LogprobsInChatAndTextCompletionShapes) {
+    LogprobEntry five;
+    five.token = {"5", -0.25, false};
+    five.top = {{"5", -0.25, false}, {"4", -1.5, false}};
+    LogprobEntry broken;  // a token that ends inside a character, and one of no probability
+    broken.token = {"\xe2\x82", -std::numeric_limits<double>::infinity(), false};
+    LogprobEntry end;
+    end.token = {"<|end|>", -0.5, true};
+    const std::vector<LogprobEntry> entries = {five, broken, end};
+    EXPECT_EQ(text::to_json(chat_logprobs_value(entries)),
+              R"({"content": [{"token": "5", "logprob": -0.25, "bytes": [53], "top_logprobs": [)"
+              R"({"token": "5", "logprob": -0.25, "bytes": [53]}, {"token": "4", "logprob": -1.5, "bytes": [52]}]}, )"
+              R"({"token": ")" "\xef\xbf\xbd" R"(", "logprob": -9999.0, "bytes": [226, 130], "top_logprobs": []}, )"
+              R"({"token": "<|end|>", "logprob": -0.5, "bytes": [60, 124, 101, 110, 100, 124, 62], "top_logprobs": []}], )"
+              R"("refusal": null})");
+    size_t offset = 3;
+    EXPECT_EQ(text::to_json(text_logprobs_value(entries, offset)),
+              R"({"tokens": ["5", ")" "\xef\xbf\xbd" R"(", "<|end|>"], "token_logprobs": [-0.25, -9999.0, -0.5], )"
+              R"("top_logprobs": [{"5": -0.25, "4": -1.5}, {}, {}], "text_offset": [3, 4, 6]})");
+    EXPECT_EQ(offset, 6u);  // a special token is not part of the text
+    JobResult result;
+    result.content = "5";
+    result.logprobs = {five};
+    const ResponseIdentity who{"cmpl-1", 1700000000, "demo"};
+    EXPECT_NE(text_completion_json(who, result, true).find(R"("logprobs": {"tokens": ["5"])"), std::string::npos);
+    EXPECT_NE(text_completion_json(who, result).find(R"("logprobs": null)"), std::string::npos);
+    EXPECT_NE(chat_completion_json(who, result, true).find(R"("logprobs": {"content": [{"token": "5")"), std::string::npos);
 }
 
 }  // namespace

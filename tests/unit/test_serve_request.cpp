@@ -146,5 +146,36 @@ TEST(ServeRequest, ErrorBodyHasOpenAIsShape) {
               R"({"error": {"message": "bad", "type": "invalid_request_error", "param": null, "code": null}})");
 }
 
+TEST(ServeRequest, LogprobsOnBothEndpointsWithTheirRanges) {
+    const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+    EXPECT_FALSE(chat_ok("{" + user + "}").top_logprobs.has_value());
+    EXPECT_FALSE(chat_ok("{" + user + R"(, "logprobs": false})").top_logprobs.has_value());
+    EXPECT_EQ(chat_ok("{" + user + R"(, "logprobs": true})").top_logprobs, 0u);
+    EXPECT_EQ(chat_ok("{" + user + R"(, "logprobs": true, "top_logprobs": 20})").top_logprobs, 20u);
+    EXPECT_EQ(chat_refused("{" + user + R"(, "logprobs": true, "top_logprobs": 21})").param, "top_logprobs");
+    EXPECT_EQ(chat_refused("{" + user + R"(, "logprobs": true, "top_logprobs": -1})").param, "top_logprobs");
+    EXPECT_EQ(chat_refused("{" + user + R"(, "top_logprobs": 2})").param, "top_logprobs");  // needs logprobs: true
+    EXPECT_EQ(chat_refused("{" + user + R"(, "logprobs": 3})").param, "logprobs");            // a boolean in chats
+
+    auto completion = [](const std::string& extra) { return parse_completion_request(R"({"prompt": "1+1="})" + extra); };
+    auto with = [&](const std::string& field) {
+        auto r = parse_completion_request(R"({"prompt": "1+1=", )" + field + "}");
+        EXPECT_TRUE(r) << field;
+        return r ? r->top_logprobs : std::nullopt;
+    };
+    auto refused = [&](const std::string& field) {
+        auto r = parse_completion_request(R"({"prompt": "1+1=", )" + field + "}");
+        EXPECT_FALSE(r) << field;
+        return r ? std::string() : r.error().param.value_or("");
+    };
+    EXPECT_FALSE(completion("")->top_logprobs.has_value());
+    EXPECT_EQ(with(R"("logprobs": 0)"), 0u);
+    EXPECT_EQ(with(R"("logprobs": 5)"), 5u);
+    EXPECT_FALSE(with(R"("logprobs": null)").has_value());
+    EXPECT_EQ(refused(R"("logprobs": 21)"), "logprobs");
+    EXPECT_EQ(refused(R"("logprobs": -1)"), "logprobs");
+    EXPECT_EQ(refused(R"("logprobs": true)"), "logprobs");
+}
+
 }  // namespace
 }  // namespace stormo::serve

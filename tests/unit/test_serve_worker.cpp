@@ -9,7 +9,9 @@
 #include "oracle_support.hpp"
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <iterator>
 
 #include "runtime/engine_identity.hpp"
 #include "runtime/generation.hpp"
@@ -281,6 +283,87 @@ TEST_F(ServeWorkerCache, AHitPrefetchesTheExpertsItsPrefixLastChose) {
     EXPECT_EQ(prefetched[0], 0u);  // a miss prefetches nothing
     EXPECT_GT(prefetched[1], 0u);
     EXPECT_EQ(answers[1], answers[0]);
+}
+
+// Logprobs: one entry per generated token but the final stop id, each the log-softmax of the
+// logits the token was chosen from (as a lone generation over the same session sees them), its
+// top alternatives most likely first; streamed as they come; and the tokens are the ones a job
+// without logprobs gets.
+TEST_F(ServeWorker, LogprobsAreTheLogSoftmaxOfTheLogitsEachTokenCameFrom) {
+    SamplingParams sampled;
+    sampled.temperature = 1.3f;
+    sampled.seed = 11;
+    for (const SamplingParams& sampling : {SamplingParams{}, sampled}) {
+        RequestQueue queue(4);
+        Metrics metrics;
+        auto worker = start(queue, metrics);
+        auto plain = job("rev:hello=", 12, sampling);
+        ASSERT_TRUE(queue.try_push(plain));
+        const Served without = wait_for(*plain);
+        auto asked = std::make_shared<Job>(
+            [&] {
+                PreparedRequest p = plain->request();
+                p.top_logprobs = 3;
+                return p;
+            }(),
+            -1);
+        ASSERT_TRUE(queue.try_push(asked));
+        std::vector<LogprobEntry> streamed;
+        std::optional<JobResult> result;
+        while (!result) {
+            Job::Update u = asked->wait(std::chrono::milliseconds(50));
+            std::ranges::move(u.logprobs, std::back_inserter(streamed));
+            if (u.result) result = std::move(u.result);
+        }
+        queue.close();
+        worker->join();
+        EXPECT_EQ(result->content, without.result.content);
+        EXPECT_EQ(result->completion_tokens, without.result.completion_tokens);
+        // A stop id that ended the answer has no entry.
+        const bool stopped = result->finish == FinishReason::stop;
+        if (sampling.temperature == 0.0f) EXPECT_TRUE(stopped);
+        ASSERT_EQ(result->logprobs.size(), result->completion_tokens - (stopped ? 1 : 0));
+        ASSERT_EQ(streamed.size(), result->logprobs.size());
+
+        // The reference: the same prompt in a fresh session, the logits of every token kept.
+        auto session = engine_->new_session(256);
+        ASSERT_TRUE(session);
+        GenerationRequest g;
+        g.prompt = plain->request().prompt;
+        g.max_tokens = 12;
+        g.sampling = sampling;
+        g.stop_ids = {48};
+        std::vector<std::vector<float>> rows;
+        std::vector<int32_t> tokens;
+        g.on_logits = [&](std::span<const float> logits, int32_t token) {
+            rows.emplace_back(logits.begin(), logits.end());
+            tokens.push_back(token);
+        };
+        ASSERT_TRUE(generate(engine_->pipeline(), **session, g));
+        ASSERT_EQ(tokens.size(), result->completion_tokens);
+        std::string text;
+        for (size_t i = 0; i < result->logprobs.size(); ++i) {
+            const LogprobEntry& e = result->logprobs[i];
+            const std::vector<float>& row = rows[i];
+            long double largest = row[0], sum = 0;
+            for (const float x : row) largest = std::max<long double>(largest, x);
+            for (const float x : row) sum += std::exp(static_cast<long double>(x) - largest);
+            auto reference = [&](int32_t id) {
+                return static_cast<double>(static_cast<long double>(row[static_cast<size_t>(id)]) - largest - std::log(sum));
+            };
+            EXPECT_NEAR(e.token.logprob, reference(tokens[i]), 1e-12) << i;
+            EXPECT_EQ(e.token.bytes, *tokenizer_->token_bytes(tokens[i]));
+            ASSERT_EQ(e.top.size(), 3u);
+            EXPECT_GE(e.top[0].logprob, e.top[1].logprob);
+            EXPECT_GE(e.top[1].logprob, e.top[2].logprob);
+            EXPECT_NEAR(e.top[0].logprob, reference(argmax(row)), 1e-12);
+            if (sampling.temperature == 0.0f) EXPECT_EQ(e.token.logprob, e.top[0].logprob);
+            EXPECT_EQ(streamed[i].token.bytes, e.token.bytes);
+            EXPECT_EQ(streamed[i].token.logprob, e.token.logprob);
+            text += e.token.bytes;
+        }
+        if (sampling.temperature == 0.0f) EXPECT_EQ(text, result->content);
+    }
 }
 
 }  // namespace

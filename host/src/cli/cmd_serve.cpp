@@ -11,7 +11,9 @@
 #include "runtime/generation.hpp"
 #include "runtime/prompt_cache.hpp"
 #include "serve/api_routes.hpp"
+#include "serve/cors.hpp"
 #include "serve/http_server.hpp"
+#include "serve/server_log.hpp"
 #include "util/format_bytes.hpp"
 
 namespace stormo::cli {
@@ -37,6 +39,9 @@ struct ServeOptions {
     std::optional<std::string> cache_memory;  // default 0: no memory tier
     std::optional<int64_t> cache_block;       // default PromptCacheSettings::block_positions
     bool cache_share = false;
+    std::optional<std::string> alias;          // the served model's id; default: the model directory's name
+    std::vector<std::string> cors_origins;
+    std::string log_format = "text";
 };
 
 
@@ -49,7 +54,7 @@ void add_serve_options(po::options_description& d, ServeOptions& out) {
         ("host", po::value<std::string>(&out.host)->value_name("ADDR"), "address to listen on (default 127.0.0.1: this machine only)")
         ("port", po::value<int>(&out.port)->value_name("P"), "TCP port (default 8080; 0 picks a free one, printed at start)")
         ("api-key", po::value<std::vector<std::string>>(&out.api_keys)->value_name("KEY")->composing(),
-         "every route but /health needs the header Authorization: Bearer KEY (may be given several times: "
+         "every route but /health and the chat page needs the header Authorization: Bearer KEY (may be given several times: "
          "each key its own prompt cache partition unless --cache-share)")
         ("cache-dir", po::value<std::string>()->value_name("DIR")->notifier([&out](const std::string& v) { out.cache_dir = v; }),
          "keep the KV of prompt prefixes in DIR (the server's alone), restored bit for bit by later requests "
@@ -78,7 +83,14 @@ void add_serve_options(po::options_description& d, ServeOptions& out) {
         ("tokenize-budget", po::value<std::string>(&out.tokenize_budget)->value_name("SIZE"),
          "bytes of request bodies parsed and tokenized at once (default 32MiB); past it HTTP 429")
         ("shutdown-grace", po::value<int64_t>(&out.shutdown_grace_seconds)->value_name("SECONDS"),
-         "on SIGTERM, how long the answer being generated may run on before it is cut (default 10)");
+         "on SIGTERM, how long the answer being generated may run on before it is cut (default 10)")
+        ("alias", po::value<std::string>()->value_name("NAME")->notifier([&out](const std::string& v) { out.alias = v; }),
+         "the served model's id in /v1/models and responses (default: the model directory's or file's name)")
+        ("cors-origin", po::value<std::vector<std::string>>(&out.cors_origins)->value_name("ORIGIN")->composing(),
+         "let pages of ORIGIN (https://app.example.com, or * for any) call the API from a browser; "
+         "may be given several times (default: no CORS headers)")
+        ("log-format", po::value<std::string>(&out.log_format)->value_name("text|json"),
+         "stderr while serving: text (default) or one JSON object per line; either way a line per request");
 }
 
 Expected<serve::HttpServerOptions> http_options(const ServeOptions& o) {
@@ -132,12 +144,14 @@ Expected<std::optional<PromptCacheSettings>> cache_settings(const ServeOptions& 
 }
 
 // Opens the prompt cache for the loaded engine's sessions and says what it found there.
-Expected<std::unique_ptr<PromptCache>> open_prompt_cache(PromptCacheSettings settings, const Engine& engine, const Session& session) {
+Expected<std::unique_ptr<PromptCache>> open_prompt_cache(PromptCacheSettings settings, const Engine& engine, const Session& session,
+                                                         serve::ServerLog& log) {
     STORMO_TRY_ASSIGN(EngineIdentity identity, engine_identity(engine));
     STORMO_TRY_ASSIGN(auto cache, PromptCache::open(std::move(settings), std::move(identity), session.layout()));
     const PromptCacheStats stats = cache->stats();
-    std::cerr << "stormo: prompt cache " << cache->dir() << ": " << stats.disk_blocks << (stats.disk_blocks == 1 ? " block, " : " blocks, ")
-              << format_bytes(stats.disk_bytes) << " (blocks of " << cache->block_positions() << " positions)" << std::endl;
+    log.note("prompt cache " + cache->dir() + ": " + std::to_string(stats.disk_blocks) +
+             (stats.disk_blocks == 1 ? " block, " : " blocks, ") + format_bytes(stats.disk_bytes) + " (blocks of " +
+             std::to_string(cache->block_positions()) + " positions)");
     return cache;
 }
 
@@ -147,6 +161,11 @@ Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common)
         return out_of_range("--shutdown-grace", o.shutdown_grace_seconds, 0, 3600, " seconds");
     for (const std::string& key : o.api_keys)
         if (key.empty()) return fail(ErrorKind::invalid_argument, "--api-key must not be empty");
+    if (o.alias && (o.alias->empty() || o.alias->find_first_of(" \t\r\n") != std::string::npos))
+        return fail(ErrorKind::invalid_argument, "--alias must be a name without spaces");
+    for (const std::string& origin : o.cors_origins)
+        if (auto problem = serve::cors_origin_problem(origin)) return fail(ErrorKind::invalid_argument, *problem);
+    STORMO_TRY(serve::parse_log_format(o.log_format));
     if (!o.cache_dir && (o.cache_size || o.cache_memory || o.cache_block || o.cache_share))
         return fail(ErrorKind::invalid_argument, "--cache-size, --cache-memory, --cache-block and --cache-share need --cache-dir DIR");
     if (o.parallel && (*o.parallel < 1 || *o.parallel > kMaxParallel))
@@ -165,11 +184,11 @@ Expected<void> check_serve_options(const ServeOptions& o, CommonOptions& common)
 Expected<void> load_model(const CommonOptions& common, const ServeOptions& options, const ModelBundle& bundle,
                           const text::Tokenizer& tokenizer, serve::ApiRoutes& routes, LoadedEngine& loaded,
                           std::vector<std::unique_ptr<Session>>& sessions, const std::optional<PromptCacheSettings>& cache_options,
-                          std::unique_ptr<PromptCache>& cache) {
+                          std::unique_ptr<PromptCache>& cache, serve::ServerLog& log) {
     // Without --context, each slot's context is as long as the memory allows (ContextRule).
     STORMO_TRY_ASSIGN(loaded, open_engine(common, bundle, kServeRewindSlack, ContextRule{0, true},
                                           static_cast<size_t>(options.parallel.value_or(0))));
-    std::cerr << "stormo: " << loaded.engine->memory().sequences_reason << std::endl;
+    log.note(loaded.engine->memory().sequences_reason);
     // A token the embedding lacks fails here, not on the first request that produces it.
     STORMO_TRY(tokenizer.check_fits(loaded.engine->model().vocab_size()));
     std::vector<Session*> slots;
@@ -180,7 +199,7 @@ Expected<void> load_model(const CommonOptions& common, const ServeOptions& optio
     }
     STORMO_TRY_ASSIGN(std::vector<int32_t> stop_ids, stop_ids_of(loaded.engine->source()));
     if (cache_options) {
-        STORMO_TRY_ASSIGN(cache, open_prompt_cache(*cache_options, *loaded.engine, *sessions.front()));
+        STORMO_TRY_ASSIGN(cache, open_prompt_cache(*cache_options, *loaded.engine, *sessions.front(), log));
     }
     routes.set_ready(*loaded.engine, std::move(slots), std::move(stop_ids), kServeRewindSlack, cache.get());
     return {};
@@ -221,8 +240,11 @@ int run_serve(int argc, char** argv) {
     if (!chat_template) return report_error("serve", chat_template.error());
     model_text.reset();  // the texts are parsed: their bytes need not stay for the server's life
 
+    serve::ServerLog log(*serve::parse_log_format(serve_options.log_format), std::cerr);
     serve::RouteSettings settings;
-    settings.model_name = model_name(*common.model);
+    settings.model_name = serve_options.alias.value_or(model_name(*common.model));
+    settings.cors_origins = serve_options.cors_origins;
+    settings.log = &log;
     settings.api_keys = serve_options.api_keys;
     settings.cache_share = serve_options.cache_share;
     settings.max_queue = static_cast<size_t>(serve_options.max_queue);
@@ -232,23 +254,22 @@ int run_serve(int argc, char** argv) {
     serve::ApiRoutes routes(*tokenizer, *chat_template, settings);
     auto server = serve::HttpServer::bind(*http, routes);
     if (!server) return report_error("serve", server.error());
-    std::cerr << "stormo: listening on http://" << http->host << ":" << (*server)->port() << " (loading "
-              << *common.model << ")" << std::endl;
+    log.note("listening on http://" + http->host + ":" + std::to_string((*server)->port()) + " (loading " + *common.model + ")");
 
     const auto grace = std::chrono::seconds(serve_options.shutdown_grace_seconds);
     std::thread network([&] { (*server)->run([&] { routes.shutdown(grace); }); });
     LoadedEngine loaded;
     std::vector<std::unique_ptr<Session>> sessions;
-    auto ready = load_model(common, serve_options, *bundle, *tokenizer, routes, loaded, sessions, *cache_options, cache);
+    auto ready = load_model(common, serve_options, *bundle, *tokenizer, routes, loaded, sessions, *cache_options, cache, log);
     if (!ready) {
         (*server)->stop();
         network.join();
         return report_error("serve", ready.error());
     }
-    std::cerr << "stormo: ready: " << settings.model_name << ", context " << sessions.front()->capacity() << " tokens, "
-              << sessions.size() << (sessions.size() == 1 ? " slot" : " slots") << std::endl;
+    log.note("ready: " + settings.model_name + ", context " + std::to_string(sessions.front()->capacity()) + " tokens, " +
+             std::to_string(sessions.size()) + (sessions.size() == 1 ? " slot" : " slots"));
     network.join();
-    std::cerr << "stormo: stopped" << std::endl;
+    log.note("stopped");
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "runtime/forward.hpp"
@@ -32,6 +33,10 @@ struct GenerationRequest {
     // Structured output: only the tokens it allows are drawn, and generation ends when it is
     // complete. It is the request's own (it keeps the state of the text so far).
     std::shared_ptr<TokenConstraint> constraint;
+    // Sees each generated token with the full logits it was chosen from, just before the token is
+    // emitted (a server's logprobs). Set, greedy decoding computes every logit instead of finding
+    // the argmax alone; the tokens are the same.
+    std::function<void(std::span<const float> logits, int32_t token)> on_logits;
 };
 
 enum class StopReason { stop, max_tokens, cancelled };

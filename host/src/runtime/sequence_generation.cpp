@@ -39,9 +39,10 @@ Expected<SequenceGeneration> SequenceGeneration::begin(Session& session, const G
     g.history_ = request.prompt;
     // Greedy without a repetition penalty needs only the logits' argmax, which the pipeline finds
     // without computing every logit when it reads the head by bound; sampling, the penalty and
-    // --dump keep the full logits (docs/head_bound.md).
-    // A constraint masks the full logits before the choice.
-    g.by_argmax_ = takes_argmax(request.sampling) && request.tracer == nullptr && request.constraint == nullptr;
+    // --dump and logprobs keep the full logits (docs/head_bound.md); a constraint masks the full
+    // logits before the choice.
+    g.by_argmax_ = takes_argmax(request.sampling) && request.tracer == nullptr && request.constraint == nullptr &&
+                   !request.on_logits;
     g.started_ = Clock::now();
     return g;
 }
@@ -86,6 +87,7 @@ void SequenceGeneration::consumed(size_t n, std::span<const float> logits, int32
     result_.tokens.push_back(token);
     history_.push_back(token);
     last_token_ = token;
+    if (request_->on_logits) request_->on_logits(logits, token);
     if (on_token_) on_token_(token);
     const auto& stops = request_->stop_ids;
     if (std::find(stops.begin(), stops.end(), token) != stops.end()) finish(StopReason::stop);

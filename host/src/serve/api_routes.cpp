@@ -1,11 +1,13 @@
 #include "serve/api_routes.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <ctime>
 #include <thread>
 
 #include "serve/api_key.hpp"
 #include "serve/chat_page.hpp"
+#include "serve/favicon.hpp"
 #include "serve/openai_response.hpp"
 #include "serve/peer_probe.hpp"
 #include "serve/sse.hpp"
@@ -54,6 +56,72 @@ std::string tokens_json(const std::vector<int32_t>& ids) {
 // A body past the whole budget is the client's fault; one that does not fit now is the server's load.
 Outcome budget_outcome(const ApiError& refusal) { return refusal.status == 429 ? Outcome::rejected : Outcome::client_error; }
 
+// Seconds since the epoch: the `created` of a response made now.
+int64_t now_seconds() { return static_cast<int64_t>(std::time(nullptr)); }
+
+double seconds_since(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end) {
+    return std::chrono::duration<double>(end - start).count();
+}
+
+// The sink a route writes to, as the connection sees it: the request's CORS headers added to
+// whatever is sent, and the status kept for the log line.
+class ObservedSink final : public ResponseSink {
+public:
+    ObservedSink(ResponseSink& inner, HttpHeaders cors, int& status) : inner_(inner), cors_(std::move(cors)), status_(status) {}
+    bool send(const HttpResponse& response) override {
+        status_ = response.status;
+        if (cors_.empty()) return inner_.send(response);
+        HttpResponse with = response;
+        with.headers.insert(with.headers.end(), cors_.begin(), cors_.end());
+        return inner_.send(with);
+    }
+    bool begin_stream(int status, std::string_view content_type, const HttpHeaders& headers) override {
+        status_ = status;
+        HttpHeaders with = headers;
+        with.insert(with.end(), cors_.begin(), cors_.end());
+        return inner_.begin_stream(status, content_type, with);
+    }
+    bool send_chunk(std::string_view data) override { return inner_.send_chunk(data); }
+    bool end_stream() override { return inner_.end_stream(); }
+    int native_handle() const override { return inner_.native_handle(); }
+
+private:
+    ResponseSink& inner_;
+    HttpHeaders cors_;
+    int& status_;
+};
+
+// A path segment as sent, %XX escapes decoded (a model id may hold a slash: org/name); nullopt
+// when an escape is malformed.
+std::optional<std::string> percent_decoded(std::string_view s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '%') {
+            out += s[i];
+            continue;
+        }
+        if (i + 2 >= s.size()) return std::nullopt;
+        auto hex = [](char c) -> int {
+            if (c >= '0' && c <= '9') return c - '0';
+            if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+            if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+            return -1;
+        };
+        const int hi = hex(s[i + 1]), lo = hex(s[i + 2]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+    }
+    return out;
+}
+
+// Where the path names a model (/v1/models/ID or /models/ID): its ID as sent, else nullopt.
+std::optional<std::string_view> model_path_id(std::string_view path) {
+    for (std::string_view prefix : {std::string_view("/v1/models/"), std::string_view("/models/")})
+        if (path.starts_with(prefix) && path.size() > prefix.size()) return path.substr(prefix.size());
+    return std::nullopt;
+}
+
 ApiError loading_error() {
     return api_error(503, "the model is still loading; GET /health answers 200 once it is ready", "server_error",
                      "model_loading");
@@ -66,6 +134,7 @@ ApiRoutes::ApiRoutes(const text::Tokenizer& tokenizer, const text::ChatTemplate&
       chat_template_(&chat_template),
       max_bytes_per_token_(tokenizer.max_bytes_per_token()),
       settings_(std::move(settings)),
+      cors_(settings_.cors_origins),
       budget_(settings_.tokenize_budget),
       created_(static_cast<int64_t>(std::time(nullptr))),
       queue_(settings_.max_queue) {}
@@ -90,6 +159,7 @@ void ApiRoutes::set_ready(Engine& engine, std::vector<Session*> sessions, std::v
     ctx.queue = &queue_;
     ctx.metrics = &metrics_;
     ctx.cache = cache;
+    ctx.log = settings_.log;
     metrics_.set_store(engine.store().stats());
     if (cache != nullptr) metrics_.set_cache(cache->stats());
     worker_ = std::make_unique<InferenceWorker>(std::move(ctx));
@@ -148,12 +218,34 @@ ApiExpected<ByteBudget::Lease> ApiRoutes::take_budget(const HttpRequest& request
 }
 
 bool ApiRoutes::handle(HttpRequest request, ResponseSink& sink) {
+    const Clock::time_point arrived = Clock::now();
+    RequestRecord record;
+    record.method = request.method;
+    record.route = request.path;
+    ObservedSink observed(sink, cors_.headers_for(request), record.status);
+    const bool ok = dispatch(request, observed, record, arrived);
+    record.total_seconds = seconds_since(arrived, Clock::now());
+    if (settings_.log != nullptr) settings_.log->request(record);
+    return ok;
+}
+
+bool ApiRoutes::dispatch(HttpRequest& request, ResponseSink& sink, RequestRecord& record, Clock::time_point arrived) {
     const std::string& path = request.path;
     const bool get = request.method == "GET";
     const bool post = request.method == "POST";
+    // A browser's preflight carries no key: it asks whether the page may send one.
+    if (request.method == "OPTIONS" && cors_.enabled()) return sink.send(cors_.preflight(request));
     if (path == "/health") {
         if (!get) return sink.send(refuse(api_error(405, "use GET /health", "invalid_request_error"), Outcome::client_error));
         return sink.send(health());
+    }
+    // The chat page and its icon hold no secret: the page asks for the key the API needs.
+    if (path == "/" || path == "/favicon.ico") {
+        if (!get) return sink.send(refuse(api_error(405, "use GET " + path, "invalid_request_error"), Outcome::client_error));
+        HttpResponse r;
+        r.content_type = path == "/" ? "text/html; charset=utf-8" : "image/svg+xml";
+        r.body = std::string(path == "/" ? chat_page_html() : favicon_svg());
+        return sink.send(r);
     }
     const std::optional<std::string_view> key = matching_key(request);
     if (!settings_.api_keys.empty() && !key)
@@ -167,23 +259,34 @@ bool ApiRoutes::handle(HttpRequest request, ResponseSink& sink) {
                                 Outcome::client_error));
     };
     if (path == "/v1/chat/completions" || path == "/chat/completions")
-        return post ? handle_generation(request, sink, Endpoint::chat, partition) : wrong_method("POST");
+        return post ? handle_generation(request, sink, Endpoint::chat, partition, record, arrived) : wrong_method("POST");
     if (path == "/v1/completions" || path == "/completions")
-        return post ? handle_generation(request, sink, Endpoint::completion, partition) : wrong_method("POST");
+        return post ? handle_generation(request, sink, Endpoint::completion, partition, record, arrived) : wrong_method("POST");
     if (path == "/v1/models" || path == "/models")
         return get ? sink.send(json_response(200, models_json(settings_.model_name, created_))) : wrong_method("GET");
+    if (const auto id = model_path_id(path)) return get ? sink.send(model(std::string(*id))) : wrong_method("GET");
+    if (path == "/v1/embeddings" || path == "/embeddings") return sink.send(embeddings());
     if (path == "/tokenize") return post ? sink.send(tokenize(request)) : wrong_method("POST");
     if (path == "/detokenize") return post ? sink.send(detokenize(request)) : wrong_method("POST");
     if (path == "/metrics") return get ? sink.send(metrics_text()) : wrong_method("GET");
-    if (path == "/") {
-        if (!get) return wrong_method("GET");
-        HttpResponse r;
-        r.content_type = "text/html; charset=utf-8";
-        r.body = std::string(chat_page_html());
-        return sink.send(r);
-    }
     return sink.send(refuse(api_error(404, "no route " + request.method + " " + path, "invalid_request_error", "not_found"),
                             Outcome::client_error));
+}
+
+HttpResponse ApiRoutes::model(const std::string& id) const {
+    const std::optional<std::string> name = percent_decoded(id);
+    if (name && *name == settings_.model_name) return json_response(200, model_json(settings_.model_name, created_));
+    return error_response(api_error(404,
+                                    "The model '" + name.value_or(id) + "' does not exist: this server serves " +
+                                        settings_.model_name,
+                                    "invalid_request_error", "model_not_found"));
+}
+
+HttpResponse ApiRoutes::embeddings() const {
+    return error_response(api_error(404,
+                                    "this server serves chat and text completions of " + settings_.model_name +
+                                        "; embeddings are not served",
+                                    "invalid_request_error", "embeddings_not_served"));
 }
 
 HttpResponse ApiRoutes::health() const {
@@ -238,7 +341,8 @@ std::optional<std::string_view> ApiRoutes::matching_key(const HttpRequest& reque
     return found;
 }
 
-bool ApiRoutes::handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint, const std::string& partition) {
+bool ApiRoutes::handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint, const std::string& partition,
+                                  RequestRecord& record, Clock::time_point arrived) {
     auto lease = take_budget(request);
     if (!lease) return sink.send(refuse(lease.error(), budget_outcome(lease.error())));
     auto parsed = endpoint == Endpoint::chat ? parse_chat_request(request.body) : parse_completion_request(request.body);
@@ -273,6 +377,11 @@ bool ApiRoutes::handle_generation(HttpRequest& request, ResponseSink& sink, Endp
     const std::string id = next_id(endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-");
     const bool ok = parsed->stream ? reply_stream(*job, sink, *parsed, id) : reply_whole(*job, sink, endpoint, id);
     forget(job);
+    if (const std::optional<JobResult>& result = job->final_result()) {
+        record.prompt_tokens = result->prompt_tokens;
+        record.completion_tokens = result->completion_tokens;
+        if (result->first_token_at) record.first_token_seconds = seconds_since(arrived, *result->first_token_at);
+    }
     return ok;
 }
 
@@ -285,17 +394,30 @@ bool ApiRoutes::reply_whole(Job& job, ResponseSink& sink, Endpoint endpoint, con
         if (update.result) {
             if (job.client_gone()) return false;
             if (update.result->error) return sink.send(error_response(*update.result->error));
-            const ResponseIdentity who{id, created_, settings_.model_name};
-            return sink.send(json_response(200, endpoint == Endpoint::chat ? chat_completion_json(who, *update.result)
-                                                                           : text_completion_json(who, *update.result)));
+            const ResponseIdentity who{id, now_seconds(), settings_.model_name};
+            const bool logprobs = job.request().top_logprobs.has_value();
+            return sink.send(json_response(200, endpoint == Endpoint::chat
+                                                    ? chat_completion_json(who, *update.result, logprobs)
+                                                    : text_completion_json(who, *update.result, logprobs)));
         }
         if (!job.client_gone() && peer_closed(sink.native_handle())) job.cancel_client_gone();
     }
 }
 
 bool ApiRoutes::reply_stream(Job& job, ResponseSink& sink, const CompletionRequest& request, const std::string& id) {
-    const ResponseIdentity who{id, created_, settings_.model_name};
+    // Every chunk of one response carries the time it began.
+    const ResponseIdentity who{id, now_seconds(), settings_.model_name};
     const bool chat = request.endpoint == Endpoint::chat;
+    const bool with_logprobs = request.top_logprobs.has_value();
+    // The tokens' logprobs ride on the next chunk sent after them; what no piece took, on the last.
+    std::vector<LogprobEntry> unsent;
+    size_t text_offset = 0;
+    auto take_logprobs = [&]() -> text::Value {
+        if (!with_logprobs) return text::Value();
+        text::Value v = chat ? chat_logprobs_value(unsent) : text_logprobs_value(unsent, text_offset);
+        unsent.clear();
+        return v;
+    };
     bool started = false;  // the 200 and its headers are sent with the first piece, so an early error keeps its status
     bool writable = true;
     auto write = [&](const std::string& event) {
@@ -307,15 +429,18 @@ bool ApiRoutes::reply_stream(Job& job, ResponseSink& sink, const CompletionReque
     auto start = [&] {
         if (started) return;
         started = true;
-        writable = sink.begin_stream(200, "text/event-stream");
+        writable = sink.begin_stream(200, "text/event-stream", {});
         if (!writable) job.cancel_client_gone();
         if (chat) write(sse_event(chat_role_chunk(who)));
     };
     for (;;) {
         Job::Update update = job.wait(kWaitSlice);
         if (!update.pieces.empty()) start();
-        for (const text::ReplyPiece& piece : update.pieces)
-            write(sse_event(chat ? chat_piece_chunk(who, piece) : text_piece_chunk(who, piece.text)));
+        std::ranges::move(update.logprobs, std::back_inserter(unsent));
+        for (const text::ReplyPiece& piece : update.pieces) {
+            const text::Value logprobs = take_logprobs();
+            write(sse_event(chat ? chat_piece_chunk(who, piece, logprobs) : text_piece_chunk(who, piece.text, logprobs)));
+        }
         if (update.result) {
             const JobResult& result = *update.result;
             if (job.client_gone()) return false;
@@ -325,7 +450,9 @@ bool ApiRoutes::reply_stream(Job& job, ResponseSink& sink, const CompletionReque
                 write(sse_event(error_body(*result.error)));
             } else {
                 if (chat && !result.tool_calls.empty()) write(sse_event(chat_tool_calls_chunk(who, result.tool_calls)));
-                write(sse_event(chat ? chat_finish_chunk(who, result.finish) : text_finish_chunk(who, result.finish)));
+                const text::Value logprobs = take_logprobs();
+                write(sse_event(chat ? chat_finish_chunk(who, result.finish, logprobs)
+                                     : text_finish_chunk(who, result.finish, logprobs)));
                 if (request.include_usage)
                     write(sse_event(chat ? chat_usage_chunk(who, result) : text_usage_chunk(who, result)));
             }

@@ -1,6 +1,7 @@
 #pragma once
 // The routes of `stormo serve`: the OpenAI API (chat and text completions, streamed or not, the
-// model list), llama-server's /tokenize and /detokenize, /health, /metrics and the chat page.
+// model list and the model), llama-server's /tokenize and /detokenize, /health, /metrics, the chat
+// page and its icon; CORS for pages elsewhere; a log line per request.
 // Requests are validated and rendered to ids on the connection's thread; generations wait in the
 // bounded queue for a slot of the one worker that owns the sessions.
 #include <atomic>
@@ -14,17 +15,19 @@
 #include "jinja/chat_template.hpp"
 #include "runtime/engine.hpp"
 #include "serve/byte_budget.hpp"
+#include "serve/cors.hpp"
 #include "serve/http_types.hpp"
 #include "serve/inference_worker.hpp"
 #include "serve/metrics.hpp"
 #include "serve/prepare_request.hpp"
 #include "serve/request_queue.hpp"
+#include "serve/server_log.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace stormo::serve {
 
 struct RouteSettings {
-    std::string model_name;              // what /v1/models lists and responses carry
+    std::string model_name;              // what /v1/models lists and responses carry (--alias, or the model's directory)
     // Every route but /health needs one of them when any is set (--api-key, given several times).
     std::vector<std::string> api_keys;
     size_t max_queue = 16;               // requests waiting past those running; more get 429
@@ -34,6 +37,11 @@ struct RouteSettings {
     // --cache-share: requests of every API key share one prompt cache partition and each other's
     // slot KV. Off: each key has its own (a cache hit's speed would tell one client what another asked).
     bool cache_share = false;
+    // --cors-origin: the origins whose pages may call the API from a browser ("*": any); none: no
+    // CORS header is sent.
+    std::vector<std::string> cors_origins;
+    // Where each request's line and the worker's notes go; none: not logged.
+    ServerLog* log = nullptr;
 };
 
 class ApiRoutes {
@@ -60,11 +68,17 @@ public:
     ByteBudget& tokenize_budget() { return budget_; }
 
 private:
-    bool handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint, const std::string& partition);
+    using Clock = std::chrono::steady_clock;
+    // What handle() does for the request, once it is observed for the log and CORS.
+    bool dispatch(HttpRequest& request, ResponseSink& sink, RequestRecord& record, Clock::time_point arrived);
+    bool handle_generation(HttpRequest& request, ResponseSink& sink, Endpoint endpoint, const std::string& partition,
+                           RequestRecord& record, Clock::time_point arrived);
     // The API key the request carries, among those set; nullopt: none of them (or none set).
     std::optional<std::string_view> matching_key(const HttpRequest& request) const;
     bool reply_whole(Job& job, ResponseSink& sink, Endpoint endpoint, const std::string& id);
     bool reply_stream(Job& job, ResponseSink& sink, const CompletionRequest& request, const std::string& id);
+    HttpResponse model(const std::string& id) const;
+    HttpResponse embeddings() const;
     HttpResponse tokenize(const HttpRequest& request);
     HttpResponse detokenize(const HttpRequest& request);
     HttpResponse health() const;
@@ -78,8 +92,9 @@ private:
     const text::ChatTemplate* chat_template_;
     std::optional<size_t> max_bytes_per_token_;
     RouteSettings settings_;
+    CorsPolicy cors_;
     ByteBudget budget_;
-    int64_t created_;
+    int64_t created_;  // when the server started: the model's `created`
     std::atomic<bool> ready_{false};
     std::atomic<bool> stopping_{false};
     std::atomic<size_t> context_{0};

@@ -109,7 +109,7 @@ public:
     bool send(const HttpResponse& r) override {
         http::response<http::string_body> res{static_cast<http::status>(r.status), 11};
         res.set(http::field::server, "stormo");
-        res.set(http::field::content_type, r.content_type);
+        if (!r.content_type.empty()) res.set(http::field::content_type, r.content_type);  // a 204 has none
         for (const auto& [name, value] : r.headers) res.set(name, value);
         res.body() = r.body;
         res.keep_alive(keep_alive_);
@@ -118,11 +118,12 @@ public:
         return !run_op([&](auto handler) { http::async_write(stream_, res, std::move(handler)); });
     }
 
-    bool begin_stream(int status, std::string_view content_type) override {
+    bool begin_stream(int status, std::string_view content_type, const HttpHeaders& headers) override {
         http::response<http::empty_body> res{static_cast<http::status>(status), 11};
         res.set(http::field::server, "stormo");
         res.set(http::field::content_type, beast::string_view(content_type.data(), content_type.size()));
         res.set(http::field::cache_control, "no-cache");
+        for (const auto& [name, value] : headers) res.set(name, value);
         res.keep_alive(keep_alive_);
         announce_idle_limit(res);
         res.chunked(true);
@@ -217,6 +218,9 @@ HttpRequest to_request(http::request<http::string_body>&& req) {
     const std::string target(req.target());
     out.path = target.substr(0, target.find('?'));
     if (auto it = req.find(http::field::authorization); it != req.end()) out.authorization = std::string(it->value());
+    if (auto it = req.find(http::field::origin); it != req.end()) out.origin = std::string(it->value());
+    if (auto it = req.find(http::field::access_control_request_headers); it != req.end())
+        out.requested_headers = std::string(it->value());
     out.body = std::move(req.body());
     return out;
 }

@@ -6,6 +6,7 @@
 
 #include "constrain/structured_output.hpp"
 #include "runtime/generation.hpp"
+#include "runtime/token_logprobs.hpp"
 #include "runtime/sequence_generation.hpp"
 #include "serve/peer_probe.hpp"
 #include "serve/reply_assembler.hpp"
@@ -60,6 +61,23 @@ BatchSettings batch_settings(const WorkerContext& ctx) {
             settings.chunk_boundary = ctx.cache->block_positions();
     }
     return settings;
+}
+
+TokenChoice token_choice(const text::Tokenizer& tokenizer, TokenLogprob t) {
+    TokenChoice c;
+    // An id the tokenizer cannot decode fails the request where the reply assembler decodes it.
+    c.bytes = tokenizer.token_bytes(t.id).value_or(std::string());
+    c.special = tokenizer.is_special(t.id);
+    c.logprob = t.logprob;
+    return c;
+}
+
+LogprobEntry logprob_entry(const text::Tokenizer& tokenizer, std::span<const float> logits, int32_t token, size_t top_n) {
+    const TokenLogprobs computed = token_logprobs(logits, token, top_n);
+    LogprobEntry entry;
+    entry.token = token_choice(tokenizer, computed.chosen);
+    for (const TokenLogprob& t : computed.top) entry.top.push_back(token_choice(tokenizer, t));
+    return entry;
 }
 
 // The positions a request's session may reach: its whole prompt and every token it may generate.
@@ -168,7 +186,18 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     }
     a->reply.emplace(*ctx_.tokenizer, ctx_.format, req.endpoint, req.stop);
     Active* self = a.get();
+    if (req.top_logprobs) {
+        // The model's end-of-answer id closes the answer; it is not part of it (as OpenAI's lists).
+        g.on_logits = [this, self](std::span<const float> logits, int32_t token) {
+            const GenerationRequest& r = self->request;
+            if (std::find(r.stop_ids.begin(), r.stop_ids.end(), token) != r.stop_ids.end()) return;
+            LogprobEntry entry = logprob_entry(*ctx_.tokenizer, logits, token, *self->job->request().top_logprobs);
+            self->result.logprobs.push_back(entry);
+            self->job->post(std::move(entry));
+        };
+    }
     auto on_token = [this, self](int32_t id) {
+        if (!self->result.first_token_at) self->result.first_token_at = std::chrono::steady_clock::now();
         ++generated_in_step_;
         ++self->result.completion_tokens;
         if (self->parse_error) return;
@@ -212,8 +241,7 @@ void InferenceWorker::restore_from_cache(Active& a) {
     // The last prompt position is always computed: its logits choose the first token.
     auto hit = ctx_.cache->restore(session, req.prompt, req.prompt.size() - 1, held, req.partition);
     if (ctx_.cache->stats().blocks_dropped != dropped)
-        std::cerr << "stormo: the prompt cache dropped a block that failed its check (it is computed again): "
-                  << ctx_.cache->last_drop_reason() << std::endl;
+        note("the prompt cache dropped a block that failed its check (it is computed again): " + ctx_.cache->last_drop_reason());
     if (hit && hit->positions > 0) {
         // The experts the prefix's last tokens chose: the first steps after it likely choose them
         // too. Layer by layer from the first (the first to run), no more than the store's slots,
@@ -244,10 +272,14 @@ void InferenceWorker::capture_blocks(const BatchStep& report, const std::vector<
         const uint64_t errors = ctx_.cache->stats().write_errors;
         if (auto captured = ctx_.cache->capture(session, positions_before[i], a.job->request().partition, experts); !captured && errors == 0)
             // Said once; the request goes on, and /metrics counts the rest.
-            std::cerr << "stormo: the prompt cache cannot write its blocks (counted in /metrics from now on): "
-                      << captured.error().message << std::endl;
+            note("the prompt cache cannot write its blocks (counted in /metrics from now on): " + captured.error().message);
     }
     ctx_.metrics->set_cache(ctx_.cache->stats());
+}
+
+void InferenceWorker::note(const std::string& message) const {
+    if (ctx_.log != nullptr) ctx_.log->note(message, "warning");
+    else std::cerr << "stormo: " << message << std::endl;
 }
 
 void InferenceWorker::step() {

@@ -17,6 +17,7 @@
 #include "runtime/session.hpp"
 #include "serve/metrics.hpp"
 #include "serve/request_queue.hpp"
+#include "serve/server_log.hpp"
 #include "serve/slot_admission.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -35,6 +36,7 @@ struct WorkerContext {
     // The prompt cache (--cache-dir), or none: admission restores the longest cached prefix of a
     // prompt past what its slot holds, and each step's sequences store the blocks they complete.
     PromptCache* cache = nullptr;
+    ServerLog* log = nullptr;  // where its notes go (none: stderr, as text)
 };
 
 class InferenceWorker {
@@ -75,6 +77,8 @@ private:
     // The constraint of a request with a grammar (structured output), on the vocabulary's trie,
     // made at the first such request.
     Expected<std::shared_ptr<TokenConstraint>> constraint_for(const PreparedRequest& request, const std::vector<int32_t>& stop_ids);
+    // A note about the worker's trouble, in the server log's format.
+    void note(const std::string& message) const;
 
     WorkerContext ctx_;
     std::shared_ptr<const constrain::TokenTrie> vocabulary_;

@@ -22,6 +22,14 @@ void Job::post(text::ReplyPiece piece) {
     changed_.notify_all();
 }
 
+void Job::post(LogprobEntry entry) {
+    {
+        std::lock_guard lock(mutex_);
+        logprobs_.push_back(std::move(entry));
+    }
+    changed_.notify_all();
+}
+
 void Job::finish(JobResult result) {
     {
         std::lock_guard lock(mutex_);
@@ -40,11 +48,17 @@ void Job::cancel_shutdown() {
     halt_.store(true);
 }
 
+std::optional<JobResult> Job::final_result() {
+    std::lock_guard lock(mutex_);
+    return result_;
+}
+
 Job::Update Job::wait(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return !pieces_.empty() || (result_ && !result_taken_); });
+    changed_.wait_for(lock, timeout, [&] { return !pieces_.empty() || !logprobs_.empty() || (result_ && !result_taken_); });
     Update update;
     update.pieces.swap(pieces_);
+    update.logprobs.swap(logprobs_);
     if (result_ && !result_taken_) {
         update.result = result_;
         result_taken_ = true;

@@ -28,9 +28,25 @@ struct PreparedRequest {
     std::vector<std::string> stop;
     bool ignore_eos = false;
     std::shared_ptr<const constrain::Grammar> grammar;  // structured output: the answer's grammar
+    // logprobs: how many of the most likely alternatives each generated token lists; nullopt: no
+    // logprobs at all.
+    std::optional<size_t> top_logprobs;
     // The prompt cache partition and slot reuse scope of the API key the request came with
     // (runtime/prompt_cache.hpp: cache_partition); "" when shared.
     std::string partition;
+};
+
+// A token as logprobs show it: its bytes (the whole token, special or not) and log-probability.
+struct TokenChoice {
+    std::string bytes;
+    double logprob = 0.0;
+    bool special = false;  // not part of a text completion's text
+};
+
+// One generated token's entry in logprobs: the token and its most likely alternatives.
+struct LogprobEntry {
+    TokenChoice token;
+    std::vector<TokenChoice> top;
 };
 
 enum class FinishReason { stop, length, tool_calls, cancelled };
@@ -44,6 +60,9 @@ struct JobResult {
     size_t prompt_tokens = 0;
     size_t completion_tokens = 0;
     size_t cached_tokens = 0;  // prompt positions not computed: kept in the slot or restored from the prompt cache
+    std::vector<LogprobEntry> logprobs;  // one per generated token but a final stop id, when asked for
+    // When the first token was chosen (the request log's time to first token); none when none was.
+    std::optional<std::chrono::steady_clock::time_point> first_token_at;
     std::optional<ApiError> error;  // the request failed (or the server shut down under it)
 };
 
@@ -57,6 +76,8 @@ public:
 
     // Worker side.
     void post(text::ReplyPiece piece);
+    // A generated token's logprobs entry (logprobs requests), before the pieces it completes.
+    void post(LogprobEntry entry);
     void finish(JobResult result);
     // Generation's cancel flag: set when the client is gone or the server stops the request.
     const std::atomic<bool>& halt() const { return halt_; }
@@ -73,9 +94,12 @@ public:
     // the result once the job has finished (then no more pieces come).
     struct Update {
         std::vector<text::ReplyPiece> pieces;
+        std::vector<LogprobEntry> logprobs;
         std::optional<JobResult> result;
     };
     Update wait(std::chrono::milliseconds timeout);
+    // The result the job finished with (a copy), for the request's log line; nullopt before.
+    std::optional<JobResult> final_result();
 
 private:
     PreparedRequest request_;
@@ -86,6 +110,7 @@ private:
     std::mutex mutex_;
     std::condition_variable changed_;
     std::vector<text::ReplyPiece> pieces_;
+    std::vector<LogprobEntry> logprobs_;
     std::optional<JobResult> result_;
     bool result_taken_ = false;
 };

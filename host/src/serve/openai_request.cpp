@@ -137,6 +137,26 @@ ApiExpected<void> read_common(const Value& body, CompletionRequest& out) {
     return {};
 }
 
+// Chat: logprobs (a boolean) and top_logprobs (0 to 20, only with logprobs true).
+ApiExpected<void> read_chat_logprobs(const Value& body, CompletionRequest& out) {
+    auto wanted = boolean(body, "logprobs");
+    if (!wanted) return tl::unexpected(wanted.error());
+    auto top = integer(body, "top_logprobs", 0, kMaxTopLogprobs);
+    if (!top) return tl::unexpected(top.error());
+    if (*top && !wanted->value_or(false))
+        return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    if (wanted->value_or(false)) out.top_logprobs = static_cast<size_t>(top->value_or(0));
+    return {};
+}
+
+// Text completions: logprobs N, the alternatives listed per token (0 to 20).
+ApiExpected<void> read_completion_logprobs(const Value& body, CompletionRequest& out) {
+    auto top = integer(body, "logprobs", 0, kMaxTopLogprobs);
+    if (!top) return tl::unexpected(top.error());
+    if (*top) out.top_logprobs = static_cast<size_t>(**top);
+    return {};
+}
+
 // A message's content as text: a string, or an array of {"type": "text", "text": ...} parts.
 ApiExpected<Value> message_content(const Value& content, const std::string& where) {
     if (content.is_string()) return content;
@@ -232,6 +252,7 @@ ApiExpected<CompletionRequest> parse_chat_request(std::string_view body_text) {
     auto options = read_template_options(*body);
     if (!options) return tl::unexpected(options.error());
     out.template_options = std::move(*options);
+    if (auto ok = read_chat_logprobs(*body, out); !ok) return tl::unexpected(ok.error());
     return out;
 }
 
@@ -251,6 +272,7 @@ ApiExpected<CompletionRequest> parse_completion_request(std::string_view body_te
         return wrong_type("prompt", "a string (or an array of one string)", *prompt);
     if (out.prompt.empty()) return bad_request("'prompt' must not be empty", "prompt");
     if (auto ok = read_common(*body, out); !ok) return tl::unexpected(ok.error());
+    if (auto ok = read_completion_logprobs(*body, out); !ok) return tl::unexpected(ok.error());
     return out;
 }
 

@@ -32,6 +32,9 @@ struct CompletionRequest {
     bool ignore_eos = false;              // llama-server's extension: generate past the model's stop ids
     // Structured output (response_format, grammar, json_schema): the grammar the answer matches.
     std::shared_ptr<const constrain::Grammar> grammar;
+    // logprobs: how many alternatives each token lists (chat: top_logprobs with logprobs true;
+    // completions: logprobs N); nullopt: no logprobs.
+    std::optional<size_t> top_logprobs;
 };
 
 // Largest max_tokens accepted before the context check (which names the context).
@@ -39,6 +42,8 @@ inline constexpr int64_t kMaxTokensCap = int64_t{1} << 24;
 // At most this many stop sequences, each at most kMaxStopBytes.
 inline constexpr size_t kMaxStops = 16;
 inline constexpr size_t kMaxStopBytes = 256;
+// The most alternatives a token's logprobs list (OpenAI's top_logprobs limit).
+inline constexpr int64_t kMaxTopLogprobs = 20;
 
 ApiExpected<CompletionRequest> parse_chat_request(std::string_view body);
 ApiExpected<CompletionRequest> parse_completion_request(std::string_view body);

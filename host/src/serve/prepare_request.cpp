@@ -93,6 +93,7 @@ ApiExpected<PreparedRequest> prepare_request(const CompletionRequest& request, c
     out.stop = request.stop;
     out.ignore_eos = request.ignore_eos;
     out.grammar = request.grammar;
+    out.top_logprobs = request.top_logprobs;
     if (request.max_tokens) {
         const size_t wanted = static_cast<size_t>(*request.max_tokens);
         if (prompt + wanted > context)
