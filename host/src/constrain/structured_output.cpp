@@ -4,20 +4,6 @@
 #include <limits>
 
 namespace stormo::constrain {
-namespace {
-
-// The word after `marker` in a Harmony header ("<|channel|>final", "to=functions.f").
-std::string header_word(const std::string& header, std::string_view marker) {
-    const size_t at = header.find(marker);
-    if (at == std::string::npos) return {};
-    size_t begin = at + marker.size();
-    while (begin < header.size() && header[begin] == ' ') ++begin;
-    size_t end = begin;
-    while (end < header.size() && header[end] != ' ' && header[end] != '<') ++end;
-    return header.substr(begin, end - begin);
-}
-
-}  // namespace
 
 ReplyMarkers ReplyMarkers::of(const text::Tokenizer& tokenizer, text::ReplyFormat format) {
     ReplyMarkers m;
@@ -94,8 +80,8 @@ Expected<void> StructuredOutput::accept(int32_t token) {
         case Phase::done: return {};
         case Phase::header:
             if (token == markers_.message) {
-                const bool final_channel = header_word(header_, "<|channel|>") == "final";
-                tool_call_ = !header_word(header_, "to=").empty();
+                const bool final_channel = text::header_word(header_, "<|channel|>") == "final";
+                tool_call_ = !text::header_word(header_, "to=").empty();
                 phase_ = final_channel && !tool_call_ ? Phase::answer : Phase::free_body;
             } else if (token == markers_.start) {
                 header_.clear();

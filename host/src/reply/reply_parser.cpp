@@ -11,17 +11,6 @@ bool has_all(const Tokenizer& t, std::initializer_list<const char*> tokens) {
     return true;
 }
 
-// The word after `marker` in a Harmony header ("<|channel|>analysis", "to=functions.get_weather").
-std::string header_word(const std::string& header, std::string_view marker) {
-    const size_t at = header.find(marker);
-    if (at == std::string::npos) return {};
-    size_t begin = at + marker.size();
-    while (begin < header.size() && header[begin] == ' ') ++begin;
-    size_t end = begin;
-    while (end < header.size() && header[end] != ' ' && header[end] != '<') ++end;
-    return header.substr(begin, end - begin);
-}
-
 void drop_leading_newlines(std::string& s) {
     const size_t first = s.find_first_not_of('\n');
     s.erase(0, first == std::string::npos ? s.size() : first);
@@ -41,6 +30,17 @@ Value arguments_value(const std::string& text) {
 }
 
 }  // namespace
+
+// The word after `marker` in a Harmony header ("<|channel|>analysis", "to=functions.get_weather").
+std::string header_word(const std::string& header, std::string_view marker) {
+    const size_t at = header.find(marker);
+    if (at == std::string::npos) return {};
+    size_t begin = at + marker.size();
+    while (begin < header.size() && header[begin] == ' ') ++begin;
+    size_t end = begin;
+    while (end < header.size() && header[end] != ' ' && header[end] != '<') ++end;
+    return header.substr(begin, end - begin);
+}
 
 const char* reply_format_name(ReplyFormat format) {
     switch (format) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "jinja/chat_value.hpp"
@@ -20,6 +21,10 @@ const char* reply_format_name(ReplyFormat format);
 // Harmony when the vocabulary has its <|channel|> and <|message|> tokens, think tags when it has
 // <think> and </think>, else plain.
 ReplyFormat detect_reply_format(const Tokenizer& tokenizer);
+
+// The word after `marker` in a Harmony header ("<|channel|>analysis", "to=functions.get_weather"),
+// empty when the marker is absent.
+std::string header_word(const std::string& header, std::string_view marker);
 
 struct ToolCall {
     std::string name;
