@@ -1,6 +1,9 @@
 #include "constrain/utf8_ranges.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "util/utf8.hpp"
 
 namespace stormo::constrain {
 namespace {
@@ -10,19 +13,6 @@ constexpr char32_t kSurrogateFirst = 0xD800;
 constexpr char32_t kSurrogateLast = 0xDFFF;
 
 size_t encoded_length(char32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
-
-std::vector<uint8_t> encode(char32_t cp) {
-    switch (encoded_length(cp)) {
-        case 1: return {static_cast<uint8_t>(cp)};
-        case 2: return {static_cast<uint8_t>(0xC0 | (cp >> 6)), static_cast<uint8_t>(0x80 | (cp & 0x3F))};
-        case 3:
-            return {static_cast<uint8_t>(0xE0 | (cp >> 12)), static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F)),
-                    static_cast<uint8_t>(0x80 | (cp & 0x3F))};
-        default:
-            return {static_cast<uint8_t>(0xF0 | (cp >> 18)), static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F)),
-                    static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F)), static_cast<uint8_t>(0x80 | (cp & 0x3F))};
-    }
-}
 
 // A range of one encoded length whose bytes can vary independently: split until each
 // continuation byte covers its whole 0x80..0xBF span wherever a lead byte changes (the method of
@@ -50,9 +40,11 @@ void split(char32_t first, char32_t last, std::vector<ByteRangeSequence>& out) {
             }
         }
     }
-    const std::vector<uint8_t> a = encode(first), b = encode(last);
+    std::string a, b;
+    text::utf8::append(a, first);
+    text::utf8::append(b, last);
     ByteRangeSequence sequence;
-    for (size_t i = 0; i < a.size(); ++i) sequence.emplace_back(a[i], b[i]);
+    for (size_t i = 0; i < a.size(); ++i) sequence.emplace_back(static_cast<uint8_t>(a[i]), static_cast<uint8_t>(b[i]));
     out.push_back(std::move(sequence));
 }
 
