@@ -1,7 +1,6 @@
 // stormo cache-sim: replays route traces through the expert store's eviction policies, to choose
 // the default policy and the hotness decay by measurement.
 #include <algorithm>
-#include <charconv>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -68,16 +67,6 @@ std::string decay_text(double decay) {
     return s.str();
 }
 
-// A --margin value: off (every read takes a place; kept as -1) or a share from 0 to 100.
-Expected<double> margin_from_text(const std::string& text) {
-    if (text == "off") return -1.0;
-    double m = 0.0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), m);
-    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !(m >= 0.0 && m <= 100.0))
-        return fail(ErrorKind::invalid_argument, "--margin " + text + ": must be off or a number from 0 to 100");
-    return m;
-}
-
 }  // namespace
 
 int run_cache_sim(int argc, char** argv) {
@@ -109,8 +98,10 @@ int run_cache_sim(int argc, char** argv) {
                                                          "--decay " + decay_text(decay) + ": must be in (0, 1]"});
     std::vector<double> margins;
     for (const std::string& text : margin_texts) {
-        auto margin = margin_from_text(text);
-        if (!margin) return report_usage_error("cache-sim", margin.error());
+        const std::optional<double> margin = hotness_margin_from_text(text);
+        if (!margin)
+            return report_usage_error("cache-sim", Error{ErrorKind::invalid_argument,
+                                                         "--margin " + text + ": must be off or a number from 0 to 100"});
         margins.push_back(*margin);
     }
     for (int64_t slots : slot_counts)

@@ -123,15 +123,9 @@ Why set_hotness_decay(EngineConfig& c, std::string_view text, const SettingSourc
 }
 
 Why set_hotness_margin(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
-    if (text == "off") {
-        c.hotness_margin = -1.0;
-        return std::nullopt;
-    }
-    double m = 0.0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), m);
-    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !(m >= 0.0 && m <= 100.0))
-        return refused(self);
-    c.hotness_margin = m;
+    const std::optional<double> m = hotness_margin_from_text(text);
+    if (!m) return refused(self);
+    c.hotness_margin = *m;
     return std::nullopt;
 }
 

@@ -90,6 +90,15 @@ std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_
     return std::make_unique<HotnessEviction>(settings.decay, settings.margin, n_layers, n_experts);
 }
 
+std::optional<double> hotness_margin_from_text(std::string_view text) {
+    if (text == "off") return -1.0;
+    double m = 0.0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), m);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !(m >= 0.0 && m <= 100.0))
+        return std::nullopt;
+    return m;
+}
+
 void VictimChoice::offer(size_t slot, int layer, int expert, bool on_probation) {
     std::optional<Candidate>& coldest = on_probation ? coldest_on_probation_ : coldest_cached_;
     if (!coldest || eviction_.colder(layer, expert, coldest->layer, coldest->expert)) coldest = Candidate{slot, layer, expert};

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stormo/error.hpp"
@@ -69,6 +70,10 @@ private:
     const Eviction& eviction_;
     std::optional<Candidate> coldest_cached_, coldest_on_probation_;
 };
+
+// A hotness margin as configurations and `cache-sim --margin` write it: "off" (kept as -1) or a
+// share from 0 to 100; nullopt for anything else.
+std::optional<double> hotness_margin_from_text(std::string_view text);
 
 std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts);
 
