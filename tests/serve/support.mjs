@@ -40,6 +40,9 @@ export async function startServer(args = [], { model = DEMO } = {}) {
     if (i > 300) throw new Error(`/health never became 200: ${stderr}`);
     await new Promise((res) => setTimeout(res, 20));
   }
+  // /health can answer before the log lines written ahead of it reach this end of the pipe: the
+  // start-up lines end with 'ready: ...', so once it is here every line before it is too.
+  await waitFor(() => /ready: /.test(stderr), `the 'ready:' line on stderr (got: ${stderr})`);
   return {
     child,
     port,
