@@ -219,7 +219,9 @@ class Attention(nn.Module):
         logits = torch.matmul(q, k.transpose(-1, -2)) * rope.softmax_scale                   # [B, H, T, T]
         allowed = causal
         if c.glm:
-            index_scores = self.indexer.scores(x, q_resid, rope, cos, sin)
+            # The top-k has no gradient; the indexer learns only from the KL to the attention
+            # (DeepSeek-V3.2's recipe, the GLM demo's too), on detached inputs.
+            index_scores = self.indexer.scores(x.detach(), q_resid.detach(), rope, cos, sin)
             allowed = self.indexer.keep_mask(index_scores, causal)
             if trace is not None:
                 trace["index_scores"], trace["causal"] = index_scores, causal
