@@ -69,8 +69,10 @@ def acceptance(main, layer, cfg, problems, depth=2):
     tries = [0] * (depth + 1)
     walk_tokens = [0] * (depth + 1)
     walk_steps = [0] * (depth + 1)
+    by_task = {}
     with torch.no_grad():
-        for _, prompt, _ in problems:
+        for task, prompt, _ in problems:
+            task_hits = by_task.setdefault(task, [0, 0])
             p = encode(prompt)
             seq = greedy(main, p)
             ids = torch.tensor([seq])
@@ -85,9 +87,11 @@ def acceptance(main, layer, cfg, problems, depth=2):
                     if n + k > last:
                         break
                     tries[k] += 1
+                    task_hits[1] += k == 1
                     if d != seq[n + k]:
                         break
                     hits[k] += 1
+                    task_hits[0] += k == 1
             for k in range(depth + 1):
                 n, steps = len(p), 0
                 while n < last:
@@ -105,6 +109,7 @@ def acceptance(main, layer, cfg, problems, depth=2):
         "positions": tries[1],
         "rate": {k: hits[k] / tries[k] for k in range(1, depth + 1) if tries[k]},
         "checked": {k: tries[k] for k in range(1, depth + 1)},
+        "rate1_by_task": {t: h / n for t, (h, n) in by_task.items() if n},
         "tokens_per_verify": {k: walk_tokens[k] / walk_steps[k] for k in range(depth + 1) if walk_steps[k]},
     }
 
@@ -112,7 +117,8 @@ def acceptance(main, layer, cfg, problems, depth=2):
 def describe(stats):
     rates = ", ".join(f"draft {k}: {100 * r:.1f}% of {stats['checked'][k]}" for k, r in stats["rate"].items())
     walk = ", ".join(f"k={k}: {t:.3f}" for k, t in stats["tokens_per_verify"].items())
-    return f"{stats['problems']} problems; acceptance {rates}; tokens per verify {walk}"
+    tasks = ", ".join(f"{t} {100 * r:.1f}%" for t, r in stats["rate1_by_task"].items())
+    return f"{stats['problems']} problems; acceptance {rates}; tokens per verify {walk}; draft 1 by task: {tasks}"
 
 
 __all__ = ["acceptance", "carry", "chained_draft", "decode", "describe", "greedy", "mtp_rows"]
