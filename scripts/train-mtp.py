@@ -45,7 +45,7 @@ def eval_json(demo):
 def check(args):
     """Max abs difference of this forward's logits (and hidden states) from transformers' and stormo's."""
     torch.set_num_threads(args.threads)
-    cfg, main, _ = checkpoint.load_main(args.demo)
+    cfg, main, tensors = checkpoint.load_main(args.demo)
     ref = np.load(os.path.join(args.demo, "reference", "logits.npy"))
     worst = {"transformers logits": 0.0, "stormo logits": 0.0, "stormo hidden": 0.0}
     for j, s in enumerate(reference.sequences(eval_json(args.demo))):
@@ -68,8 +68,24 @@ def check(args):
         if what.startswith("stormo") and not args.stormo:
             continue
         print(f"{args.demo}: max |this - {what}| = {d:.3g} (logits scale {scale:.1f})")
-    if worst["transformers logits"] > args.tolerance or worst["stormo logits"] > args.tolerance:
+    mtp = check_mtp_reference(args.demo, cfg, main, tensors)
+    if worst["transformers logits"] > args.tolerance or worst["stormo logits"] > args.tolerance or mtp > args.tolerance:
         raise SystemExit(f"check: logits differ by more than {args.tolerance}")
+
+
+def check_mtp_reference(demo, cfg, main, tensors):
+    """The stored MTP layer against reference/mtp_logits.npy (0 when the demo has neither)."""
+    layer = checkpoint.load_mtp(cfg, tensors)
+    path = os.path.join(demo, "reference", "mtp_logits.npy")
+    if layer is None or not os.path.exists(path):
+        return 0.0
+    ref, worst = np.load(path), 0.0
+    with torch.no_grad():
+        for j, s in enumerate(reference.sequences(eval_json(demo))):
+            logits, _, _ = drafting.mtp_rows(main, layer, torch.tensor([s["ids"]]))
+            worst = max(worst, float(np.abs(logits[0].numpy() - ref[j, :s["length"] - 1]).max()))
+    print(f"{demo}: max |this MTP layer - reference/mtp_logits.npy| = {worst:.3g}")
+    return worst
 
 
 def train(args):
