@@ -6,6 +6,7 @@ The safetensors reader/writer is the pure-python one in scripts/hf_shims/stubs/s
 import importlib.util
 import json
 import os
+import sys
 
 import torch
 
@@ -19,7 +20,6 @@ def _load_stub():
     spec = importlib.util.spec_from_file_location("safetensors", os.path.join(_STUB, "__init__.py"),
                                                   submodule_search_locations=[_STUB])
     module = importlib.util.module_from_spec(spec)
-    import sys
     sys.modules.setdefault("safetensors", module)
     spec.loader.exec_module(module)
     return sys.modules["safetensors"]

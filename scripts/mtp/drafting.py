@@ -14,20 +14,20 @@ tokens per verify.
 """
 import torch
 
-from .data import END, decode, encode
+from .data import END, encode
 
 
 def carry(cfg, layer, g):
     return layer.shared_head.norm(g) if cfg.glm else g
 
 
-def mtp_rows(main, layer, ids, hidden=None):
+def mtp_rows(main, layer, ids, hidden=None, trace=None):
     """Teacher-forced MTP over a sequence: row i reads (h_i, ids[i+1]) for i = 0..T-2.
     Returns (logits [B, T-1, V] predicting ids[i+2], g [B, T-1, H], h [B, T, H])."""
     if hidden is None:
         _, hidden = main(ids)
     T = ids.shape[1]
-    g = layer.step(hidden[:, :T - 1], ids[:, 1:], main.model.embed_tokens, main.rope, torch.arange(T - 1))
+    g = layer.step(hidden[:, :T - 1], ids[:, 1:], main.model.embed_tokens, main.rope, torch.arange(T - 1), trace)
     return layer.logits(g, main.lm_head), g, hidden
 
 
@@ -121,4 +121,4 @@ def describe(stats):
     return f"{stats['problems']} problems; acceptance {rates}; tokens per verify {walk}; draft 1 by task: {tasks}"
 
 
-__all__ = ["acceptance", "carry", "chained_draft", "decode", "describe", "greedy", "mtp_rows"]
+__all__ = ["acceptance", "carry", "chained_draft", "describe", "greedy", "mtp_rows"]

@@ -88,7 +88,7 @@ def train(main, cfg, eval_json, out_log, steps, lr, warmup, batch_rows, seed, mi
             _, hidden = main(ids)
         trace = {} if cfg.glm else None
         layer.mlp.loads.zero_()
-        logits, _, _ = mtp_rows_traced(main, layer, ids, hidden, trace)
+        logits, _, _ = mtp_rows(main, layer, ids, hidden, trace)
         want = targets[:, 2:]
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, cfg.vocab), want.reshape(-1), ignore_index=-100)
         total = loss + (kl_weight * indexer_kl(trace) if cfg.glm else 0.0)
@@ -114,12 +114,6 @@ def train(main, cfg, eval_json, out_log, steps, lr, warmup, batch_rows, seed, mi
                    "train_seconds": round(time.time() - start, 1)}
 
 
-def mtp_rows_traced(main, layer, ids, hidden, trace):
-    T = ids.shape[1]
-    g = layer.step(hidden[:, :T - 1], ids[:, 1:], main.model.embed_tokens, main.rope, torch.arange(T - 1), trace)
-    return layer.logits(g, main.lm_head), g, hidden
-
-
 def validate(main, layer, cfg, problems, step, best, log):
     layer.eval()
     loads, layer.mlp.loads = layer.mlp.loads, None
@@ -132,4 +126,4 @@ def validate(main, layer, cfg, problems, step, best, log):
     return best
 
 
-__all__ = ["init_mtp", "train", "mtp_rows"]
+__all__ = ["init_mtp", "train"]
