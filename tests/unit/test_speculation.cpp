@@ -144,10 +144,7 @@ TEST_P(Speculation, AConstraintsForcedTokensGiveThePlainIds) {
             auto spec = run(r);
             ASSERT_TRUE(spec.has_value()) << spec.error().message;
             EXPECT_EQ(spec->tokens, plain->tokens) << c.name << ", " << speculate_mode_name(mode);
-            if (mode == SpeculateMode::grammar) {
-                EXPECT_GT(spec->speculation.drafted, 0u) << c.name;
-                EXPECT_EQ(spec->speculation.accepted, spec->speculation.drafted) << c.name << ": forced tokens are always kept";
-            }
+            if (mode == SpeculateMode::grammar) EXPECT_GT(spec->speculation.drafted, 0u) << c.name;
         }
     }
 }

@@ -1,8 +1,8 @@
 // The speculation gate's decisions on synthetic step costs and acceptance (decisions, not
 // timing): it converges to plain decoding when drafts are never accepted, explores now and then
 // with a growing interval and recovers when drafts start to be accepted, drafts long when rows
-// are cheap and acceptance high, never when a row costs a whole step, drafts shorter when the
-// extra rows' experts must be read from disk, and takes certain drafts whole.
+// are cheap and acceptance high, never when a row costs a whole step, and drafts shorter when the
+// extra rows' experts must be read from disk.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -40,17 +40,17 @@ TEST(SpeculationGate, TheCostModelFitsTheStepsItSaw) {
 TEST(SpeculationGate, NoStepSeenMeansPlainDecoding) {
     StepCostModel model(kShape);
     SpeculationGate gate(8, model);
-    EXPECT_EQ(gate.choose("context", false, 8), 0u);
+    EXPECT_EQ(gate.choose("context", 8), 0u);
 }
 
 TEST(SpeculationGate, DraftsNeverAcceptedConvergeToPlainDecodingAndExplorationBacksOff) {
     StepCostModel model = costs(1.0, 0.05);
     SpeculationGate gate(8, model);
-    EXPECT_GT(gate.choose("context", false, 8), 0u);  // the prior (1/2) on cheap rows: worth a try
+    EXPECT_GT(gate.choose("context", 8), 0u);  // the prior (1/2) on cheap rows: worth a try
     size_t verifies = 0;
     size_t first_plain = 0;
     for (size_t step = 0; step < 400; ++step) {
-        const size_t k = gate.choose("context", false, 8);
+        const size_t k = gate.choose("context", 8);
         if (k == 0) {
             if (first_plain == 0) first_plain = step;
             continue;
@@ -70,12 +70,12 @@ TEST(SpeculationGate, ASourceThatStartsToBeRightRecovers) {
     StepCostModel model = costs(1.0, 0.05);
     SpeculationGate gate(8, model);
     for (int i = 0; i < 30; ++i) {
-        const size_t k = gate.choose("context", false, 8);
+        const size_t k = gate.choose("context", 8);
         if (k > 0) gate.record("context", k, 0);
     }
     size_t longest = 0;
     for (size_t step = 0; step < 300; ++step) {
-        const size_t k = gate.choose("context", false, 8);
+        const size_t k = gate.choose("context", 8);
         if (k > 0) gate.record("context", k, k);  // every draft right from now on
         longest = std::max(longest, k);
     }
@@ -86,13 +86,13 @@ TEST(SpeculationGate, CheapRowsAndHighAcceptanceDraftLongExpensiveRowsNever) {
     StepCostModel cheap = costs(1.0, 0.05);
     SpeculationGate gate(8, cheap);
     for (int i = 0; i < 50; ++i) gate.record("context", 8, 8);
-    EXPECT_EQ(gate.choose("context", false, 8), 8u);
-    EXPECT_EQ(gate.choose("context", false, 3), 3u);  // never past the limit given
+    EXPECT_EQ(gate.choose("context", 8), 8u);
+    EXPECT_EQ(gate.choose("context", 3), 3u);  // never past the limit given
 
     StepCostModel whole = costs(1.0, 1.0);  // a row costs as much as a step
     SpeculationGate never(8, whole);
     for (int i = 0; i < 50; ++i) never.record("context", 8, 7);  // even at high acceptance
-    EXPECT_EQ(never.choose("context", false, 8), 0u);
+    EXPECT_EQ(never.choose("context", 8), 0u);
 }
 
 TEST(SpeculationGate, ExpertsReadFromDiskShortenTheDrafts) {
@@ -104,22 +104,10 @@ TEST(SpeculationGate, ExpertsReadFromDiskShortenTheDrafts) {
         in_ram.record("context", 8, static_cast<size_t>(i % 5));
         streamed.record("context", 8, static_cast<size_t>(i % 5));
     }
-    const size_t k_ram = in_ram.choose("context", false, 8);
-    const size_t k_disk = streamed.choose("context", false, 8);
+    const size_t k_ram = in_ram.choose("context", 8);
+    const size_t k_disk = streamed.choose("context", 8);
     EXPECT_GT(k_ram, 0u);
     EXPECT_LT(k_disk, k_ram);
-}
-
-TEST(SpeculationGate, CertainDraftsAreTakenWholeUnlessRowsCostMoreThanSteps) {
-    StepCostModel cheap = costs(1.0, 0.05);
-    SpeculationGate gate(8, cheap);
-    EXPECT_EQ(gate.choose("grammar", true, 5), 5u);
-    StepCostModel whole = costs(1.0, 1.0);
-    SpeculationGate even(8, whole);
-    EXPECT_EQ(even.choose("grammar", true, 5), 5u);  // as costly as the plain steps they replace
-    StepCostModel dear = costs(1.0, 1.5);
-    SpeculationGate worse(8, dear);
-    EXPECT_EQ(worse.choose("grammar", true, 5), 0u);
 }
 
 TEST(SpeculationGate, ExpectedTokensAreOnePlusTheRunsOfAcceptance) {

@@ -37,9 +37,6 @@ public:
     virtual std::vector<int32_t> propose(const DraftContext& ctx, size_t limit) = 0;
     // Whether the verify steps must hand back their final-normed rows (DraftContext::last_hidden).
     virtual bool wants_hidden() const { return false; }
-    // Free drafts cost nothing to make (a grammar's forced tokens): the gate then needs no
-    // acceptance estimate, they are always right when the grammar allows one continuation.
-    virtual bool certain() const { return false; }
 };
 
 }  // namespace stormo

@@ -1,8 +1,9 @@
 #pragma once
 // Free drafts from structured output: where the constraint admits one continuation only (a JSON
-// schema's keys and punctuation, a grammar's literal), those tokens are the drafts; they are
-// always accepted unless the constraint's forced tokens and the model's masked choice differ,
-// which they cannot (the mask allows nothing else).
+// schema's keys and punctuation, a grammar's literal), its tokens for those bytes are the drafts.
+// They cost nothing to make but are not certain: the mask also admits other spellings of the
+// same bytes (shorter tokens), which the model may prefer; the verify step decides, and the gate
+// measures this source's acceptance like any other's.
 #include "runtime/draft_source.hpp"
 
 namespace stormo {
@@ -14,7 +15,6 @@ public:
         if (ctx.constraint == nullptr || limit == 0 || ctx.constraint->complete()) return {};
         return ctx.constraint->forced_tokens(limit);
     }
-    bool certain() const override { return true; }
 };
 
 }  // namespace stormo

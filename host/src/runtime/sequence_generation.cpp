@@ -97,7 +97,7 @@ void SequenceGeneration::plan_step(size_t limit) {
     std::vector<int32_t> drafts = source_->propose(ctx, room);
     if (drafts.size() > room) drafts.resize(room);
     planned_source_ = std::string(source_->name());
-    if (gate_ && !drafts.empty()) drafts.resize(gate_->choose(planned_source_, source_->certain(), drafts.size()));
+    if (gate_ && !drafts.empty()) drafts.resize(gate_->choose(planned_source_, drafts.size()));
     ++result_.speculation.gate_choices[drafts.size()];
     if (drafts.empty()) return;
     block_.insert(block_.end(), drafts.begin(), drafts.end());

@@ -18,7 +18,6 @@ public:
         last_ = context_.name();
         return context_.propose(ctx, limit);
     }
-    bool certain() const override { return last_ == grammar_.name(); }
 
 private:
     GrammarDraftSource grammar_;

@@ -101,17 +101,16 @@ double SpeculationGate::expected_tokens(const std::vector<double>& p, size_t k) 
     return expected;
 }
 
-size_t SpeculationGate::choose(std::string_view source, bool certain, size_t limit) {
+size_t SpeculationGate::choose(std::string_view source, size_t limit) {
     limit = std::min(limit, draft_max_);
     if (limit == 0 || !costs_->ready()) return 0;
     std::vector<double> p(limit);
-    for (size_t j = 1; j <= limit; ++j) p[j - 1] = certain ? 1.0 : acceptance(source, j);
+    for (size_t j = 1; j <= limit; ++j) p[j - 1] = acceptance(source, j);
     size_t best = 0;
     double best_rate = 1.0 / std::max(costs_->predict(1), 1e-12);
     for (size_t k = 1; k <= limit; ++k) {
         const double rate = expected_tokens(p, k) / std::max(costs_->predict(1 + k), 1e-12);
-        // Certain drafts win ties: they cost no more than the plain steps they replace.
-        if (certain ? rate >= best_rate * (1.0 - 1e-9) : rate > best_rate * (1.0 + 1e-9)) {
+        if (rate > best_rate * (1.0 + 1e-9)) {
             best = k;
             best_rate = rate;
         }

@@ -55,9 +55,8 @@ private:
 class SpeculationGate {
 public:
     SpeculationGate(size_t draft_max, StepCostModel& costs) : draft_max_(draft_max), costs_(&costs) {}
-    // The draft length for the next step, at most `limit`; `certain`: the source's drafts are
-    // always right (a grammar's forced tokens).
-    size_t choose(std::string_view source, bool certain, size_t limit);
+    // The draft length for the next step, at most `limit`.
+    size_t choose(std::string_view source, size_t limit);
     // A verify step of `drafted` drafts from `source` kept the first `accepted`.
     void record(std::string_view source, size_t drafted, size_t accepted);
     // The acceptance estimate of draft position j (1-based) given the ones before it.
