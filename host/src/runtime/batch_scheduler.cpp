@@ -53,7 +53,8 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
         report.decode_rows += tokens.size();
     }
     const size_t floor = std::max<size_t>(1, settings_.step_rows / 4);
-    size_t budget = settings_.step_rows > decoding.size() ? std::max(settings_.step_rows - decoding.size(), floor) : floor;
+    // Verify blocks count as the rows they are.
+    size_t budget = settings_.step_rows > report.decode_rows ? std::max(settings_.step_rows - report.decode_rows, floor) : floor;
     if (!prefilling.empty()) {
         const size_t first = turn_++ % prefilling.size();
         for (size_t i = 0; i < prefilling.size() && budget > 0; ++i) {
