@@ -92,6 +92,18 @@ TEST_P(Speculation, ReplayedDraftsGiveThePlainIdsAtEveryDraftLength) {
     }
 }
 
+// Whether prompt lookup finds a draft at some decode step of a plain run that generated
+// `tokens` after `prompt`: the speculative run follows the same tokens, so it reaches the first
+// such step too (every step before it is plain).
+bool lookup_finds_drafts(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens) {
+    std::vector<int32_t> sequence = prompt;
+    for (size_t j = 0; j + 2 < tokens.size(); ++j) {  // the last step has no room for a draft
+        sequence.push_back(tokens[j]);
+        if (!lookup_continuation(sequence, 1, 2, 8).empty()) return true;
+    }
+    return false;
+}
+
 TEST_P(Speculation, PromptLookupAndTheGateGiveThePlainIds) {
     // A prompt that repeats itself: the context source finds continuations to draft.
     std::vector<int32_t> repeated = prompt_;
@@ -113,7 +125,14 @@ TEST_P(Speculation, PromptLookupAndTheGateGiveThePlainIds) {
         ASSERT_TRUE(spec.has_value()) << spec.error().message;
         EXPECT_EQ(spec->tokens, plain->tokens) << speculate_mode_name(mode);
         EXPECT_EQ((*s2)->tokens().size(), (*s)->tokens().size());
-        if (mode == SpeculateMode::context) EXPECT_GT(spec->speculation.drafted, 0u);
+        if (mode == SpeculateMode::context)
+            EXPECT_EQ(spec->speculation.drafted > 0, lookup_finds_drafts(repeated, plain->tokens));
+        // Every decode step asked the source; the 15 tokens after the first came one per step
+        // and one per draft kept.
+        uint64_t steps = 0;
+        for (const auto& [k, n] : spec->speculation.gate_choices) steps += n;
+        EXPECT_EQ(steps, spec->speculation.verify_steps + spec->speculation.plain_steps);
+        EXPECT_EQ(steps + spec->speculation.accepted, 15u);
     }
 }
 
