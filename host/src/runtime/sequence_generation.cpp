@@ -85,7 +85,10 @@ void SequenceGeneration::plan_step(size_t limit) {
     const size_t remaining = request_->max_tokens - std::min(request_->max_tokens, result_.tokens.size());
     const size_t room = std::min({limit > 0 ? limit - 1 : 0, session_->max_block() - 1, remaining > 0 ? remaining - 1 : 0,
                                   request_->speculation.draft_max, session_->remaining() > 0 ? session_->remaining() - 1 : 0});
-    if (room == 0) return;
+    if (room == 0) {
+        ++result_.speculation.gate_choices[0];
+        return;
+    }
     const std::span<const int32_t> held = session_->tokens();
     sequence_tokens_.assign(held.begin(), held.end());
     sequence_tokens_.push_back(last_token_);
