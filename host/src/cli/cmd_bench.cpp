@@ -80,7 +80,7 @@ struct SpeculationSides {
     double plain_tokens_per_gb = 0.0, speculative_tokens_per_gb = 0.0;
 };
 
-SpeculationSides speculation_sides(const Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
+SpeculationSides speculation_sides(Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
     SpeculationSides s;
     const auto per = [](double a, double b) { return b > 0 ? a / b : 0.0; };
     s.plain_tokens_per_s = per(static_cast<double>(run.decode_steps), run.decode_seconds);
@@ -91,7 +91,7 @@ SpeculationSides speculation_sides(const Engine& engine, const BenchRun& run, co
     return s;
 }
 
-void speculation_json(JsonWriter& j, const Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
+void speculation_json(JsonWriter& j, Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
     const SpeculationSides sides = speculation_sides(engine, run, spec);
     j.key("speculative_run").begin_object();
     j.field("same_tokens", spec.same_tokens)
@@ -109,7 +109,7 @@ void speculation_json(JsonWriter& j, const Engine& engine, const BenchRun& run, 
     write_speculation(j, spec.stats, engine.speculation().mode, spec.decode_steps, gigabytes_read(engine, spec.stats.verify_steps + spec.stats.plain_steps, spec.acquired));
 }
 
-void speculation_rows(const Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
+void speculation_rows(Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
     const SpeculationSides sides = speculation_sides(engine, run, spec);
     const SpeculationStats& st = spec.stats;
     std::string source = speculate_mode_name(engine.speculation().mode);

@@ -6,7 +6,7 @@
 
 namespace stormo::cli {
 
-double gigabytes_read(const Engine& engine, uint64_t steps, uint64_t acquired) {
+double gigabytes_read(Engine& engine, uint64_t steps, uint64_t acquired) {
     const MoeShape shape = moe_shape_of(engine.model());
     const uint64_t experts = static_cast<uint64_t>(shape.moe_layers) * shape.experts;
     const double per_expert = experts ? static_cast<double>(engine.store().total_expert_bytes()) / static_cast<double>(experts) : 0.0;

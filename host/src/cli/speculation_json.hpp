@@ -12,7 +12,7 @@ namespace stormo::cli {
 
 // The bytes a run's decode steps read: the dense weights once a step, and each expert acquired
 // (resident or read) once; `acquired` counts the store's hits and misses.
-double gigabytes_read(const Engine& engine, uint64_t steps, uint64_t acquired);
+double gigabytes_read(Engine& engine, uint64_t steps, uint64_t acquired);
 
 // Writes "speculation": {...} into the open object. `tokens`: generated; `gigabytes`: as above.
 void write_speculation(JsonWriter& json, const SpeculationStats& stats, SpeculateMode mode, uint64_t tokens, double gigabytes);

@@ -27,30 +27,10 @@ private:
 
 }  // namespace
 
-std::optional<SpeculateMode> speculate_mode_from_name(std::string_view text) {
-    if (text == "off") return SpeculateMode::off;
-    if (text == "auto") return SpeculateMode::automatic;
-    if (text == "context") return SpeculateMode::context;
-    if (text == "grammar") return SpeculateMode::grammar;
-    if (text == "mtp") return SpeculateMode::mtp;
-    return std::nullopt;
-}
-
 Expected<SpeculateMode> speculate_mode_from_text(std::string_view text, std::string_view origin) {
     if (auto mode = speculate_mode_from_name(text)) return *mode;
     return fail(ErrorKind::invalid_argument,
                 std::string(origin) + ": \"" + std::string(text) + "\" is not one of auto, off, context, mtp, grammar");
-}
-
-const char* speculate_mode_name(SpeculateMode mode) {
-    switch (mode) {
-        case SpeculateMode::off: return "off";
-        case SpeculateMode::automatic: return "auto";
-        case SpeculateMode::context: return "context";
-        case SpeculateMode::grammar: return "grammar";
-        case SpeculateMode::mtp: return "mtp";
-    }
-    return "off";
 }
 
 Expected<void> check_speculation(const SpeculationSettings& settings, std::string_view model_name, std::string_view origin) {
