@@ -181,7 +181,7 @@ std::string Metrics::render(const MetricsGauges& gauges) const {
     sample(out, "stormo_speculation_verify_steps_total", static_cast<double>(spec.verify_steps));
     family(out, "stormo_speculation_verify_seconds_total", "counter", "The forward time of those steps (a batched step's whole time).");
     sample(out, "stormo_speculation_verify_seconds_total", spec.verify_seconds);
-    family(out, "stormo_speculation_plain_steps_total", "counter", "Decode steps of requests that could speculate, without drafts.");
+    family(out, "stormo_speculation_plain_steps_total", "counter", "Decode steps without drafts (every request's, speculating or not).");
     sample(out, "stormo_speculation_plain_steps_total", static_cast<double>(spec.plain_steps));
     family(out, "stormo_speculation_plain_seconds_total", "counter", "The forward time of those steps.");
     sample(out, "stormo_speculation_plain_seconds_total", spec.plain_seconds);
