@@ -125,8 +125,9 @@ TEST_P(Speculation, PromptLookupAndTheGateGiveThePlainIds) {
         ASSERT_TRUE(spec.has_value()) << spec.error().message;
         EXPECT_EQ(spec->tokens, plain->tokens) << speculate_mode_name(mode);
         EXPECT_EQ((*s2)->tokens().size(), (*s)->tokens().size());
-        if (mode == SpeculateMode::context)
+        if (mode == SpeculateMode::context) {
             EXPECT_EQ(spec->speculation.drafted > 0, lookup_finds_drafts(repeated, plain->tokens));
+        }
         // Every decode step asked the source; the 15 tokens after the first came one per step
         // and one per draft kept.
         uint64_t steps = 0;
@@ -163,7 +164,9 @@ TEST_P(Speculation, AConstraintsForcedTokensGiveThePlainIds) {
             auto spec = run(r);
             ASSERT_TRUE(spec.has_value()) << spec.error().message;
             EXPECT_EQ(spec->tokens, plain->tokens) << c.name << ", " << speculate_mode_name(mode);
-            if (mode == SpeculateMode::grammar) EXPECT_GT(spec->speculation.drafted, 0u) << c.name;
+            if (mode == SpeculateMode::grammar) {
+                EXPECT_GT(spec->speculation.drafted, 0u) << c.name;
+            }
         }
     }
 }
@@ -201,7 +204,9 @@ TEST_P(Speculation, BatchedSequencesSomeSpeculatingGetTheirIdsAlone) {
         auto result = sequences[i].take_result();
         ASSERT_TRUE(result.has_value()) << result.error().message;
         EXPECT_EQ(result->tokens, alone[i]) << "request " << i;
-        if (i != 1) EXPECT_GT(result->speculation.verify_steps, 0u) << "request " << i;
+        if (i != 1) {
+            EXPECT_GT(result->speculation.verify_steps, 0u) << "request " << i;
+        }
     }
 }
 
