@@ -51,12 +51,18 @@ void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, dou
     for (double& v : xy_) v *= kDecay;
     hits_ = hits_ * kDecay + static_cast<double>(acquired - std::min(acquired, misses));
     acquired_ = acquired_ * kDecay + static_cast<double>(acquired);
-    const double f[3] = {1.0, static_cast<double>(rows - 1), static_cast<double>(misses)};
-    for (int i = 0; i < 3; ++i) {
-        for (int j = 0; j < 3; ++j) xx_[i][j] += f[i] * f[j];
-        xy_[i] += f[i] * seconds;
+    const auto add = [this](const double (&f)[3], double t) {
+        for (int i = 0; i < 3; ++i) {
+            for (int j = 0; j < 3; ++j) xx_[i][j] += f[i] * f[j];
+            xy_[i] += f[i] * t;
+        }
+    };
+    if (observed_++ == 0) {
+        // The prior: a step of two rows costing two of this one's.
+        const double scale = seconds / static_cast<double>(rows);
+        add({1.0, 1.0, 0.0}, 2.0 * scale);
     }
-    if (observed_++ == 0) first_seconds_ = seconds;
+    add({1.0, static_cast<double>(rows - 1), static_cast<double>(misses)}, seconds);
 }
 
 std::vector<double> StepCostModel::coefficients() const {
@@ -65,13 +71,6 @@ std::vector<double> StepCostModel::coefficients() const {
     for (int i = 0; i < 3; ++i) {
         for (int j = 0; j < 3; ++j) a[i][j] = xx_[i][j];
         y[i] = xy_[i];
-    }
-    // The prior: one step of two rows costing two of the first step's (a row costs a whole step),
-    // worth one observation; real steps of several rows outweigh it within a few.
-    const double prior[3] = {1.0, 1.0, 0.0};
-    for (int i = 0; i < 3; ++i) {
-        for (int j = 0; j < 3; ++j) a[i][j] += prior[i] * prior[j];
-        y[i] += prior[i] * 2.0 * first_seconds_;
     }
     std::vector<double> x = solve3(a, y);
     for (double& v : x) v = std::max(0.0, v);

@@ -27,8 +27,9 @@ struct MoeShape {
 // experts a step of n rows is expected to read that are not resident:
 //     m(n) = moe_layers * E (1 - (1 - K/E)^n) * (1 - h),
 // the expected union of n rows' top-K of E experts per layer times the share h of acquired
-// experts found resident (the store's hits over hits + misses, decayed likewise). Until a step
-// of more than one row was seen, b is taken as a (a row costs a whole step: never a gain).
+// experts found resident (the store's hits over hits + misses, decayed likewise). The first
+// step seen adds a prior that a row costs a whole step (b = a: no gain expected), worth one
+// observation and decayed like them, so steps of several rows soon outweigh it.
 class StepCostModel {
 public:
     explicit StepCostModel(MoeShape shape) : shape_(shape) {}
@@ -49,7 +50,6 @@ private:
     double xy_[3] = {};
     double hits_ = 0.0, acquired_ = 0.0;
     uint64_t observed_ = 0;
-    double first_seconds_ = 0.0;
 };
 
 class SpeculationGate {
@@ -67,7 +67,7 @@ private:
     struct Counts {
         std::vector<double> accepted, tried;  // per draft position, decayed
     };
-    static constexpr double kPriorAccepted = 1.0, kPriorTried = 2.0;  // a prior mean of 1/2 worth two tries
+    static constexpr double kPriorAccepted = 0.5, kPriorTried = 1.0;  // a prior mean of 1/2 worth one try
     static constexpr double kDecay = 0.98;
     static constexpr size_t kFirstExploreInterval = 16, kLastExploreInterval = 512;
     size_t draft_max_;
