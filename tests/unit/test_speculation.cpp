@@ -246,6 +246,58 @@ TEST_P(Speculation, AFailedVerifyStepLeavesTheSessionAsItWas) {
     EXPECT_EQ(a->tokens, b->tokens);
 }
 
+// A source that reads the main model's hidden rows (as an MTP head would): it records what it is
+// handed and drafts from a replay.
+class HiddenReadingSource final : public DraftSource {
+public:
+    struct Seen {
+        std::vector<int32_t> tokens;
+        std::vector<float> hidden;
+    };
+    explicit HiddenReadingSource(std::shared_ptr<DraftSource> inner) : inner_(std::move(inner)) {}
+    std::string_view name() const override { return "hidden"; }
+    std::vector<int32_t> propose(const DraftContext& ctx, size_t limit) override {
+        if (!ctx.last_hidden.empty())
+            seen.push_back({std::vector<int32_t>(ctx.tokens.begin(), ctx.tokens.end()),
+                            std::vector<float>(ctx.last_hidden.begin(), ctx.last_hidden.end())});
+        return inner_->propose(ctx, limit);
+    }
+    bool wants_hidden() const override { return true; }
+    std::vector<Seen> seen;
+
+private:
+    std::shared_ptr<DraftSource> inner_;
+};
+
+TEST_P(Speculation, TheHiddenRowHookHandsTheRowThatChoseTheLastToken) {
+    auto plain = run(request({}));
+    ASSERT_TRUE(plain.has_value()) << plain.error().message;
+    GenerationRequest r = request({});
+    r.speculation.mode = SpeculateMode::context;
+    r.speculation.draft_max = 3;
+    auto source = std::make_shared<HiddenReadingSource>(
+        std::make_shared<ReplayDraftSource>(plain->tokens, 0.5, 3, engine_->model().vocab_size()));
+    r.draft_source = source;
+    auto spec = run(r);
+    ASSERT_TRUE(spec.has_value()) << spec.error().message;
+    EXPECT_EQ(spec->tokens, plain->tokens);
+    ASSERT_FALSE(source->seen.empty());
+    const size_t width = engine_->model().hidden_size();
+    for (const auto& seen : source->seen) {
+        // The last token was chosen from the row that consumed the one before it.
+        const std::span<const int32_t> consumed(seen.tokens.data(), seen.tokens.size() - 1);
+        auto fresh = engine_->new_session(consumed.size(), consumed.size());
+        ASSERT_TRUE(fresh.has_value());
+        std::vector<float> rows;
+        ForwardOptions options;
+        options.final_rows_out = &rows;
+        ASSERT_TRUE(engine_->pipeline().forward(**fresh, consumed, options).has_value());
+        ASSERT_EQ(seen.hidden.size(), width);
+        EXPECT_TRUE(same_bits(seen.hidden, std::span<const float>(rows.data() + rows.size() - width, width)))
+            << "after " << consumed.size() << " positions";
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Speculation, ::testing::ValuesIn(fixture_and_demo_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return test_name_of(info.param); });
 
