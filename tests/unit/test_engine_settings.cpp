@@ -41,6 +41,8 @@ const std::map<std::string, Samples, std::less<>> kSamples{
     {"head", {"exact-only", "sometimes"}},
     {"dense_bf16", {"plain", "zipped"}},
     {"pin_threads", {"true", "maybe"}},
+    {"speculate", {"auto", "sometimes"}},
+    {"draft_max", {"4", "0"}},
 };
 
 // Every value an engine is opened with, except where each came from (which names the source).
@@ -53,7 +55,8 @@ std::string values_of(const EngineOptions& o) {
         << " direct_io=" << o.direct_io << " io_threads=" << o.io_threads << " prefetch=" << o.pipeline.prefetch
         << " async=" << o.pipeline.async_compute << " context=" << o.context
         << " activations=" << activation_road_name(o.activations) << " head=" << head_read_name(o.head)
-        << " dense_bf16=" << dense_bf16_name(o.dense_bf16);
+        << " dense_bf16=" << dense_bf16_name(o.dense_bf16) << " speculate=" << speculate_mode_name(o.speculation.mode)
+        << " draft_max=" << o.speculation.draft_max;
     return out.str();
 }
 

@@ -179,3 +179,33 @@ TEST(ServeRequest, LogprobsOnBothEndpointsWithTheirRanges) {
 
 }  // namespace
 }  // namespace stormo::serve
+
+namespace stormo::serve {
+namespace {
+
+TEST(ServeRequest, SpeculationPerRequestIsReadAndCheckedByField) {
+    const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+    const CompletionRequest r = chat_ok("{" + messages + R"(, "speculate": "context", "draft_max": 4})");
+    EXPECT_EQ(r.speculate, SpeculateMode::context);
+    EXPECT_EQ(r.draft_max, 4u);
+    const CompletionRequest none = chat_ok("{" + messages + "}");
+    EXPECT_FALSE(none.speculate.has_value());
+    EXPECT_FALSE(none.draft_max.has_value());
+    for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+             {R"("speculate": "fast")", "speculate"},
+             {R"("speculate": 3)", "speculate"},
+             {R"("speculate": "mtp")", "speculate"},
+             {R"("draft_max": 0)", "draft_max"},
+             {R"("draft_max": 65)", "draft_max"},
+             {R"("draft_max": "4")", "draft_max"}}) {
+        const ApiError e = chat_refused("{" + messages + ", " + body + "}");
+        EXPECT_EQ(e.status, 400) << body;
+        EXPECT_EQ(e.param.value_or("<none>"), field) << body;
+        EXPECT_NE(e.message.find(field), std::string::npos) << e.message;
+    }
+    EXPECT_NE(chat_refused("{" + messages + R"(, "speculate": "mtp"})").message.find("multi-token-prediction"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace stormo::serve

@@ -18,6 +18,7 @@
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
 #include "cli/progress.hpp"
+#include "cli/speculation_json.hpp"
 #include "compute/kernel_table.hpp"
 #include "compute/worker_pool.hpp"
 #include "tools/bandwidth.hpp"
@@ -38,6 +39,7 @@ struct BenchOptions {
     bool no_baseline = false;
     uint64_t seed = 0;
     bool no_warmup = false;
+    std::optional<double> replay_acceptance;
     bool json = false;
     std::string ram_probe = "1GiB";
     std::string ram_probe_after = "256MiB";
@@ -70,6 +72,55 @@ PackedDense packed_dense(const Engine& engine) {
         if (const TensorInfo* t = engine.source().find(name)) p.stored_bytes += t->nbytes;
     }
     return p;
+}
+
+// Plain against speculative, same prompt, same run: tokens/s, tokens per GB read, the drafts.
+struct SpeculationSides {
+    double plain_tokens_per_s = 0.0, speculative_tokens_per_s = 0.0;
+    double plain_tokens_per_gb = 0.0, speculative_tokens_per_gb = 0.0;
+};
+
+SpeculationSides speculation_sides(Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
+    SpeculationSides s;
+    const auto per = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    s.plain_tokens_per_s = per(static_cast<double>(run.decode_steps), run.decode_seconds);
+    s.speculative_tokens_per_s = per(static_cast<double>(spec.decode_steps), spec.decode_seconds);
+    const uint64_t spec_steps = spec.stats.verify_steps + spec.stats.plain_steps;
+    s.plain_tokens_per_gb = per(static_cast<double>(run.decode_steps), gigabytes_read(engine, run.decode_steps, run.decode_acquired));
+    s.speculative_tokens_per_gb = per(static_cast<double>(spec.decode_steps), gigabytes_read(engine, spec_steps, spec.acquired));
+    return s;
+}
+
+void speculation_json(JsonWriter& j, Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
+    const SpeculationSides sides = speculation_sides(engine, run, spec);
+    j.key("speculative_run").begin_object();
+    j.field("same_tokens", spec.same_tokens)
+        .field("decode_steps", spec.decode_steps)
+        .field("decode_seconds", spec.decode_seconds)
+        .field("plain_decode_tokens_per_s", sides.plain_tokens_per_s)
+        .field("decode_tokens_per_s", sides.speculative_tokens_per_s)
+        .field("speedup", sides.plain_tokens_per_s > 0 ? sides.speculative_tokens_per_s / sides.plain_tokens_per_s : 0.0)
+        .field("plain_tokens_per_gb_read", sides.plain_tokens_per_gb)
+        .field("tokens_per_gb_read", sides.speculative_tokens_per_gb)
+        .field("expert_misses", spec.misses)
+        .field("expert_bytes_read", spec.bytes_read);
+    optional_field(j, "replay_acceptance", spec.replay_acceptance);
+    j.end_object();
+    write_speculation(j, spec.stats, engine.speculation().mode, spec.decode_steps, gigabytes_read(engine, spec.stats.verify_steps + spec.stats.plain_steps, spec.acquired));
+}
+
+void speculation_rows(Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
+    const SpeculationSides sides = speculation_sides(engine, run, spec);
+    const SpeculationStats& st = spec.stats;
+    std::string source = speculate_mode_name(engine.speculation().mode);
+    if (spec.replay_acceptance) source += ", drafts replayed at acceptance " + fixed(*spec.replay_acceptance, 2);
+    row("speculative decode tokens/s", fixed(sides.speculative_tokens_per_s, 2), "plain " + fixed(sides.plain_tokens_per_s, 2),
+        fixed(sides.plain_tokens_per_s > 0 ? sides.speculative_tokens_per_s / sides.plain_tokens_per_s : 0.0, 3));
+    row("tokens per GB read", fixed(sides.speculative_tokens_per_gb, 2), "plain " + fixed(sides.plain_tokens_per_gb, 2));
+    row("drafts accepted", std::to_string(st.accepted) + " of " + std::to_string(st.drafted), source + (spec.same_tokens ? ", same tokens" : ", TOKENS DIFFER"));
+    std::string choices;
+    for (const auto& [k, n] : st.gate_choices) choices += (choices.empty() ? "" : ", ") + std::string("k=") + std::to_string(k) + ": " + std::to_string(n);
+    row("verify steps", std::to_string(st.verify_steps) + " + " + std::to_string(st.plain_steps) + " plain", "draft lengths chosen: " + choices);
 }
 
 void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
@@ -146,6 +197,7 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
     optional_field(j, "disk_bound_tokens_per_s", r.disk_bound_tokens_per_s);
     j.field("memory_bound_ratio", r.memory_bound_ratio);
     optional_field(j, "disk_bound_ratio", r.disk_bound_ratio);
+    if (run.speculative) speculation_json(j, engine, run, *run.speculative);
     j.end_object();
     std::cout << j.str() << std::endl;
 }
@@ -191,6 +243,7 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
             part("attention", split.attention) + ", " + part("FFN/experts", split.ffn));
         row("", "", part("head", split.head) + ", " + part("other", split.other));
     }
+    if (run.speculative) speculation_rows(engine, run, *run.speculative);
     machine_rows(probes, run.peak_rss_bytes);
     std::cout << std::flush;
 }
@@ -210,6 +263,9 @@ int run_bench(int argc, char** argv) {
         ("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&b](UnsignedArg v) { b.seed = v.value; }), "seed of the random prompt (0)")
         ("no-warmup", po::bool_switch(&b.no_warmup),
          "measure the first run after the load (default: a warm-up run first, a prompt of the same length and one token, as llama-bench does)")
+        ("draft-replay-acceptance", po::value<double>()->value_name("P")->notifier([&b](double p) { b.replay_acceptance = p; }),
+         "after the plain run, the same prompt speculating with drafts replayed from the plain run's tokens, each draft "
+         "position right with probability P (seeded by --seed): speed against acceptance, the cost side only")
         ("json", po::bool_switch(&b.json), "print one JSON object")
         ("ram-probe", po::value<std::string>(&b.ram_probe)->value_name("SIZE"), "buffer of the RAM read probe (1GiB)")
         ("ram-repeats", po::value<int>(&b.ram_repeats)->value_name("N"), "rounds of the RAM probe, one pass per stream count (1, 2, 4) each; the best pass counts (5)")
@@ -232,6 +288,9 @@ int run_bench(int argc, char** argv) {
     if (b.prompt_tokens < 1) return usage("--prompt-tokens must be >= 1");
     if (b.gen_tokens < 2) return usage("--gen-tokens must be >= 2 (the first token belongs to prefill)");
     if (b.parallel < 1) return usage("--parallel must be >= 1");
+    if (b.replay_acceptance && !(*b.replay_acceptance >= 0.0 && *b.replay_acceptance <= 1.0))
+        return usage("--draft-replay-acceptance must lie in [0, 1], not " + std::to_string(*b.replay_acceptance));
+    if (b.replay_acceptance && b.parallel > 1) return usage("--draft-replay-acceptance runs one sequence: not with --parallel");
     if (b.ram_repeats < 1) return usage("--ram-repeats must be >= 1");
     if (b.disk_in_flight < 1) return usage("--disk-in-flight must be >= 1");
     if (b.disk_passes < 1) return usage("--disk-passes must be >= 1");
@@ -291,6 +350,8 @@ int run_bench(int argc, char** argv) {
     Engine& engine = *loaded->engine;
 
     BenchRequest request{static_cast<size_t>(b.prompt_tokens), static_cast<size_t>(b.gen_tokens), b.seed, {}, !b.no_warmup};
+    request.speculation = engine.speculation();
+    request.replay_acceptance = b.replay_acceptance;
     if (progress.enabled())
         request.on_progress = [&progress](const char* stage, size_t done, size_t total) { progress.update(stage, done, total); };
     // A pass of the probe's loop between every two decode steps, on the engine's own threads, so

@@ -23,7 +23,7 @@ constexpr size_t kMaxMessageBytes = size_t{4} << 20;
 constexpr const char* kChatHelp =
     "Type a message and press Enter. Ctrl-C stops an answer; Ctrl-D or /quit leaves.\n"
     "  /reset        start a new conversation\n"
-    "  /stats        context used, speed and expert-store figures\n"
+    "  /stats        context used, speed, expert-store and speculation figures\n"
     "  /save [FILE]  save the conversation and its KV (default: the --session file)\n"
     "  /load [FILE]  continue a saved conversation (default: the --session file)\n"
     "  /quit         leave\n";
@@ -37,6 +37,7 @@ std::string trimmed(const std::string& s) {
 // What /stats counts from: the engine's counters at the last /reset (or the start).
 struct StatsBase {
     uint64_t hits = 0, misses = 0, bytes_read = 0, replays = 0;
+    SpeculationStats speculation = {};  // summed over the turns since
 
     static StatsBase now(Engine& engine) {
         const ExpertStoreStats store = engine.store().stats();
@@ -51,6 +52,15 @@ void print_stats(ChatStack& stack, size_t turns, const StatsBase& base) {
     std::cout << "turns " << turns << ", context " << held << " of " << stack.session->capacity()
               << " positions held; experts " << now.hits - base.hits << " hits, " << now.misses - base.misses << " misses, "
               << format_bytes(now.bytes_read - base.bytes_read) << " read; KV replays " << now.replays - base.replays << "\n";
+    const SpeculationStats& s = base.speculation;
+    const SpeculateMode mode = stack.loaded.engine->speculation().mode;
+    if (mode == SpeculateMode::off) return;
+    std::cout << "speculation " << speculate_mode_name(mode) << ": " << s.verify_steps << " verify steps ("
+              << (s.verify_steps ? s.verify_seconds / static_cast<double>(s.verify_steps) * 1e3 : 0.0) << " ms each), "
+              << s.plain_steps << " plain (" << (s.plain_steps ? s.plain_seconds / static_cast<double>(s.plain_steps) * 1e3 : 0.0)
+              << " ms each); " << s.accepted << " of " << s.drafted << " drafts accepted";
+    for (const auto& [name, by] : s.by_source) std::cout << "; " << name << " " << by.accepted << "/" << by.drafted;
+    std::cout << "\n";
 }
 
 constexpr const char* kChatContextAdvice = "/reset starts over, --context raises it";
@@ -178,6 +188,7 @@ int run_chat(int argc, char** argv) {
             continue;
         }
         ++turns;
+        stats_base.speculation.add(turn->generation.speculation);
         std::cerr << "stormo: " << turn_speed(*turn, kChatContextAdvice) << std::endl;
         // After each answered turn; a stopped answer is not saved, so the file keeps the last whole turn.
         if (chat.session_file && turn->generation.reason != StopReason::cancelled) {

@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
+#include "cli/speculation_json.hpp"
 #include "cli/model_command.hpp"
 #include "cli/progress.hpp"
 #include "runtime/generation.hpp"
@@ -59,8 +60,11 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
         .field("expert_budget", engine.expert_budget().reason)
         .field("threads", engine.threads())
         .field("kernels", engine.kernels_name())
-        .field("peak_rss_bytes", peak_rss_bytes())
-        .end_object();
+        .field("peak_rss_bytes", peak_rss_bytes());
+    const SpeculationStats& spec = result.speculation;
+    write_speculation(json, spec, request.speculation.mode, result.tokens.size(),
+                      gigabytes_read(engine, spec.verify_steps + spec.plain_steps, store.hits + store.misses));
+    json.end_object();
     if (auto w = write_file(path, json.str() + "\n"); !w) return tl::unexpected(with_context(w.error(), "--stats"));
     return {};
 }
@@ -126,6 +130,7 @@ int run_generate(int argc, char** argv) {
     request.prompt = *prompt;
     request.max_tokens = static_cast<size_t>(g.max_tokens);
     request.sampling = g.sampling;
+    request.speculation = engine.speculation();
     if (!g.ignore_eos) {
         auto stops = stop_ids_of(engine.source(), engine.model().vocab_size());
         if (!stops) return report_error("generate", stops.error());

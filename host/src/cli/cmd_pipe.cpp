@@ -60,7 +60,7 @@ int run_pipe(int argc, char** argv) {
     const size_t context = loaded->context;
     pipe::PipeSessionFiles files{[&engine] { return engine_identity(engine); },
                                  [&engine, context] { return engine.new_session(context); }};
-    pipe::PipeServer server(engine.pipeline(), std::move(*session), pipe::PipeModel{vocab, *stop_ids, seed}, std::cout,
+    pipe::PipeServer server(engine.pipeline(), std::move(*session), pipe::PipeModel{vocab, *stop_ids, seed, engine.speculation()}, std::cout,
                             std::move(files));
     if (!server.serve(std::cin)) {
         std::cerr << "stormo: pipe: the output closed; stopping" << std::endl;

@@ -201,7 +201,8 @@ Expected<void> load_model(const CommonOptions& common, const ServeOptions& optio
     if (cache_options) {
         STORMO_TRY_ASSIGN(cache, open_prompt_cache(*cache_options, *loaded.engine, *sessions.front(), log));
     }
-    routes.set_ready(*loaded.engine, std::move(slots), std::move(stop_ids), kServeRewindSlack, cache.get());
+    // The engine's slack: the server's, plus the drafts' when speculation is on (the KV ledger counts it).
+    routes.set_ready(*loaded.engine, std::move(slots), std::move(stop_ids), loaded.engine->rewind_slack(), cache.get());
     return {};
 }
 

@@ -59,6 +59,7 @@ void PipeServer::turn(const TurnCommand& command) {
     request.sampling = command.sampling;
     request.sampling.seed = model_.seed;
     request.stop_ids = model_.stop_ids;
+    request.speculation = model_.speculation;
     session_->rewind(command.keep);
     size_t n_out = 0;
     auto result = generate(*pipeline_, *session_, request, [&](int32_t id) {

@@ -15,6 +15,7 @@
 #include "runtime/engine_identity.hpp"
 #include "runtime/forward.hpp"
 #include "runtime/session.hpp"
+#include "runtime/speculation.hpp"
 
 namespace stormo::pipe {
 
@@ -30,6 +31,7 @@ struct PipeModel {
     size_t vocab = 0;
     std::vector<int32_t> stop_ids;
     uint64_t seed = 0;  // every turn samples from this seed: the same turn gives the same answer
+    SpeculationSettings speculation = {};  // --speculate, --draft-max: the same tokens either way
 };
 
 // What SAVE and LOAD need from the engine: its identity (read at the first SAVE or LOAD, not at

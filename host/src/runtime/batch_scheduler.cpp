@@ -1,15 +1,12 @@
 #include "runtime/batch_scheduler.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 namespace stormo {
 namespace {
 
-SequenceStep::Want want_of(const SequenceGeneration& sequence, size_t n) {
-    if (!sequence.wants_output(n)) return SequenceStep::Want::nothing;
-    return sequence.by_argmax() ? SequenceStep::Want::last_argmax : SequenceStep::Want::last_logits;
-}
 
 // At most `limit` positions from `position`, ending at the first multiple of `boundary` they cross.
 size_t chunk_limit(size_t position, size_t limit, size_t boundary) {
@@ -19,7 +16,11 @@ size_t chunk_limit(size_t position, size_t limit, size_t boundary) {
 }
 
 void deliver(SequenceGeneration& sequence, const SequenceStep& step) {
-    sequence.consumed(step.tokens.size(), step.logits, step.argmax);
+    using Want = SequenceStep::Want;
+    if (step.want == Want::all_argmax || step.want == Want::all_logits)
+        sequence.consumed_rows(step.tokens.size(), step.logits, step.argmaxes, step.hidden);
+    else
+        sequence.consumed_rows(step.tokens.size(), step.logits, std::span<const int32_t>(&step.argmax, 1), step.hidden);
 }
 
 }  // namespace
@@ -43,12 +44,17 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
     std::vector<SequenceGeneration*> chosen;
     std::vector<SequenceStep> steps;
     for (SequenceGeneration* sequence : decoding) {
+        // A decode row, or a verify block of the last token and its drafts.
+        sequence->plan_step(sequence->session().max_block());
+        const std::span<const int32_t> tokens = sequence->next_tokens(1);
         chosen.push_back(sequence);
-        steps.push_back({&sequence->session(), sequence->next_tokens(1), want_of(*sequence, 1), {}, -1});
-        ++report.decode_rows;
+        steps.push_back({&sequence->session(), tokens, sequence->want(tokens.size()), {}, -1});
+        steps.back().want_hidden = sequence->wants_hidden();
+        report.decode_rows += tokens.size();
     }
     const size_t floor = std::max<size_t>(1, settings_.step_rows / 4);
-    size_t budget = settings_.step_rows > decoding.size() ? std::max(settings_.step_rows - decoding.size(), floor) : floor;
+    // Verify blocks count as the rows they are.
+    size_t budget = settings_.step_rows > report.decode_rows ? std::max(settings_.step_rows - report.decode_rows, floor) : floor;
     if (!prefilling.empty()) {
         const size_t first = turn_++ % prefilling.size();
         for (size_t i = 0; i < prefilling.size() && budget > 0; ++i) {
@@ -57,7 +63,7 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
                                              settings_.chunk_boundary);
             const std::span<const int32_t> tokens = sequence->next_tokens(limit);
             chosen.push_back(sequence);
-            steps.push_back({&sequence->session(), tokens, want_of(*sequence, tokens.size()), {}, -1});
+            steps.push_back({&sequence->session(), tokens, sequence->want(tokens.size()), {}, -1});
             report.prompt_rows += tokens.size();
             budget -= tokens.size();
         }
@@ -69,7 +75,17 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
     auto routed = [&](size_t i) {
         if (steps[i].want_routes) report.routes.push_back({chosen[i], std::move(steps[i].routes)});
     };
+    const ExpertStoreStats before = pipeline_.store().stats();
+    const auto t0 = std::chrono::steady_clock::now();
     if (auto ran = pipeline_.forward_batch(steps); ran) {
+        // A step of decode rows alone prices the gate's rows; prompt chunks would not fit its model.
+        if (report.prompt_rows == 0) {
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const ExpertStoreStats after = pipeline_.store().stats();
+            for (SequenceGeneration* sequence : chosen)
+                sequence->observe_step(report.decode_rows, seconds, (after.hits + after.misses) - (before.hits + before.misses),
+                                       after.misses - before.misses);
+        }
         for (size_t i = 0; i < steps.size(); ++i) {
             deliver(*chosen[i], steps[i]);
             routed(i);

@@ -118,6 +118,8 @@ Expected<TurnResult> Conversation::ask(const std::string& user_text,
     request.cancel = cancel;
     request.on_prefill_block = settings_.on_prefill_block;
     if (settings_.answer_constraint) request.constraint = settings_.answer_constraint();
+    request.speculation = settings_.speculation;
+    request.step_costs = settings_.step_costs;
 
     text::ReplyParser parser(*tokenizer_, format_);
     Error parse_error;

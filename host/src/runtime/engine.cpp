@@ -47,7 +47,8 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
                                   engine->source().config(), 0, AvailableMemory{UINT64_MAX, ""}));
     engine->table_ = build_kernel_table(engine->setup_.kernels);
     engine->int8_activations_ = options.activations == ActivationRoad::int8;
-    engine->rewind_slack_ = options.rewind_slack;
+    engine->rewind_slack_ = speculation_rewind_slack(options);
+    engine->speculation_ = options.speculation;
 
     engine->pool_ = std::make_unique<WorkerPool>(options.threads > 0 ? options.threads : physical_core_count(), options.pin_threads);
     if (!engine->pool_->pin_error().empty())
@@ -127,7 +128,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     request.context = options.context;
     request.context_need = options.context_need;
     request.context_origin = options.context_origin;
-    request.rewind_slack = options.rewind_slack;
+    request.rewind_slack = speculation_rewind_slack(options);
     request.expert_bytes = total;
     request.expert_budget = options.expert_budget;
     request.expert_budget_origin = options.expert_budget_origin;
@@ -176,6 +177,10 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
         return tl::unexpected(e);
     }
     return store;
+}
+
+size_t speculation_rewind_slack(const EngineOptions& options) {
+    return options.rewind_slack + (options.speculation.mode != SpeculateMode::off ? options.speculation.draft_max : 0);
 }
 
 Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity, size_t max_block) const {

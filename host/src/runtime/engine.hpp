@@ -20,6 +20,7 @@
 #include "runtime/memory_plan.hpp"
 #include "runtime/model_setup.hpp"
 #include "runtime/session.hpp"
+#include "runtime/speculation.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/kernels.hpp"
 
@@ -41,6 +42,9 @@ struct EngineOptions {
     size_t context_need = 0;
     std::string context_origin = "--context";  // names the context in errors
     size_t rewind_slack = 0;       // positions sessions may rewind without a replay (Session)
+    // Speculative decoding for the run's requests; when on, the sessions' rewind slack grows by
+    // draft_max (the rows a verify step may reject), which the memory plan counts.
+    SpeculationSettings speculation;
     // Sessions of `context` the run holds at once (a server's slots): the plan reserves each one's
     // KV cache before the expert budget. 0: as many as memory allows (plan_sequences).
     size_t sequences = 1;
@@ -53,6 +57,12 @@ struct EngineOptions {
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).
     std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
 };
+
+// The rewind slack sessions get: the options', plus draft_max when speculation is on. A verify
+// block fits the session's block, so its rejected rows already lie within a ring's block rows;
+// the slack keeps a later rewind (a chat's next turn) as free as it was without the drafts'
+// overshoot.
+size_t speculation_rewind_slack(const EngineOptions& options);
 
 class Engine {
 public:
@@ -83,6 +93,9 @@ public:
     // The KV caches, sequences and expert budget planned at open (plan_run_memory: `inspect` plans
     // the same).
     const RunMemory& memory() const { return memory_; }
+    // The sessions' rewind slack (EngineOptions::rewind_slack, grown for speculation).
+    size_t rewind_slack() const { return rewind_slack_; }
+    const SpeculationSettings& speculation() const { return speculation_; }
     // The compact copy greedy steps read the head by (nullptr with --head exact-only, or when
     // the head cannot be read by bound: head_note() says why).
     const CompactHead* compact_head() const { return compact_head_ ? &*compact_head_ : nullptr; }
@@ -108,6 +121,7 @@ private:
     uint64_t dense_bytes_ = 0;
     std::map<std::string, uint64_t, std::less<>> packed_bytes_;
     size_t rewind_slack_ = 0;
+    SpeculationSettings speculation_;
     RunMemory memory_;
     std::optional<CompactHead> compact_head_;
     std::string head_note_;

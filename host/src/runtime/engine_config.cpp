@@ -107,6 +107,26 @@ std::string format_size(const SizeSpec& size) {
 
 const char* activation_road_name(ActivationRoad r) { return r == ActivationRoad::int8 ? "int8" : "f32"; }
 
+std::optional<SpeculateMode> speculate_mode_from_name(std::string_view text) {
+    if (text == "off") return SpeculateMode::off;
+    if (text == "auto") return SpeculateMode::automatic;
+    if (text == "context") return SpeculateMode::context;
+    if (text == "grammar") return SpeculateMode::grammar;
+    if (text == "mtp") return SpeculateMode::mtp;
+    return std::nullopt;
+}
+
+const char* speculate_mode_name(SpeculateMode mode) {
+    switch (mode) {
+        case SpeculateMode::off: return "off";
+        case SpeculateMode::automatic: return "auto";
+        case SpeculateMode::context: return "context";
+        case SpeculateMode::grammar: return "grammar";
+        case SpeculateMode::mtp: return "mtp";
+    }
+    return "off";
+}
+
 std::optional<ActivationRoad> activation_road_from_name(std::string_view name) {
     const std::string l = lower(trim(name));
     if (l == "f32") return ActivationRoad::f32;

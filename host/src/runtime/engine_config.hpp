@@ -12,6 +12,7 @@
 
 #include "stormo/error.hpp"
 #include "stormo/export.hpp"
+#include "runtime/speculate_mode.hpp"
 #include "store/eviction.hpp"      // EvictionPolicy: the store owns its policies
 #include "util/format_bytes.hpp"
 
@@ -79,6 +80,8 @@ struct STORMO_API EngineConfig {
     HeadRead head = HeadRead::bounded;      // how greedy decoding reads the LM head
     DenseBf16 dense_bf16 = DenseBf16::packed;  // how dense BF16 matrices are held in RAM
     bool pin_threads = false;               // pin the compute pool's workers to CPUs (WorkerPool)
+    SpeculateMode speculate = SpeculateMode::off;  // speculative decoding (docs/speculation.md)
+    int draft_max = 8;                      // drafts a verify step carries at most
 
     std::string source = "built-in defaults";  // the file the values came from
     // Where each key's value came from, e.g. "kernels" -> "--kernels" or "kernels in my.yaml".

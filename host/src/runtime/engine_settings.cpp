@@ -144,10 +144,17 @@ Why set_io_threads(EngineConfig& c, std::string_view text, const SettingSource&,
     return std::nullopt;
 }
 
+Why set_draft_max(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
+    const std::optional<int64_t> v = integer(text);
+    if (!v || *v < 1 || *v > static_cast<int64_t>(SpeculationSettings::kDraftMaxLimit)) return refused(self);
+    c.draft_max = static_cast<int>(*v);
+    return std::nullopt;
+}
+
 using Form = EngineSetting::Form;
 
 // Documentation order; the help texts are the command line's.
-const std::array<EngineSetting, 17> kSettings{{
+const std::array<EngineSetting, 19> kSettings{{
     {"kernels", "kernels", "NAME", Form::one, "auto", "a name (auto, reference or a plugin)",
      "auto (default), reference, or a kernels plugin name (avx2, vnni)", set_name<&EngineConfig::kernels>,
      [](const EngineConfig& c, EngineOptions& o) { o.setup.kernels = PluginRequest{c.kernels, c.origin("kernels")}; }},
@@ -216,6 +223,14 @@ const std::array<EngineSetting, 17> kSettings{{
     {"pin_threads", "pin-threads", "BOOL", Form::one, "false", "a boolean (true or false)",
      "false (default) or true: pin the compute pool's workers to CPUs", set_flag<&EngineConfig::pin_threads>,
      [](const EngineConfig& c, EngineOptions& o) { o.pin_threads = c.pin_threads; }},
+    {"speculate", "speculate", "MODE", Form::one, "off", "auto, off, context, mtp or grammar",
+     "off (default), auto, context, grammar or mtp: speculative decoding, drafts verified in one pass; the "
+     "same token ids either way (docs/speculation.md)",
+     set_named<SpeculateMode, &EngineConfig::speculate, speculate_mode_from_name>,
+     [](const EngineConfig& c, EngineOptions& o) { o.speculation.mode = c.speculate; }},
+    {"draft_max", "draft-max", "N", Form::one, "8", "an integer from 1 to 64",
+     "drafts a speculative verify step carries at most (8)", set_draft_max,
+     [](const EngineConfig& c, EngineOptions& o) { o.speculation.draft_max = static_cast<size_t>(c.draft_max); }},
 }};
 
 // A plain integer reads as it is ("--threads 0"); any other value is quoted, escaped and cut.

@@ -97,7 +97,16 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
         if (options.on_block) options.on_block(begin + n, tokens.size());
         // x holds the final-normed rows; the head runs only where logits are wanted.
         const bool last_block = begin + n == tokens.size();
-        if (options.argmax_out != nullptr && !options.all_logits && last_block) {
+        if (options.final_rows_out != nullptr && last_block) options.final_rows_out->assign(x.begin(), x.end());
+        if (options.argmax_rows_out != nullptr) {
+            if (begin == 0) options.argmax_rows_out->clear();
+            auto picked = rows_argmax(x, positions);
+            if (!picked) {
+                session.rewind(start);
+                return tl::unexpected(picked.error());
+            }
+            options.argmax_rows_out->insert(options.argmax_rows_out->end(), picked->begin(), picked->end());
+        } else if (options.argmax_out != nullptr && !options.all_logits && last_block) {
             const auto t0 = Clock::now();
             auto token = head_argmax(x.data() + (n - 1) * hidden, positions[n - 1]);
             times_.head_seconds += seconds_since(t0);
@@ -151,6 +160,28 @@ Expected<int32_t> Pipeline::head_argmax(const float* normed, int64_t position) {
         STORMO_TRY(check_finite(poisoned, 1, where, -1, "the head (logits)"));
     }
     return pick.token;
+}
+
+Expected<std::vector<int32_t>> Pipeline::rows_argmax(std::vector<float>& x, std::span<const int64_t> positions) {
+    const size_t hidden = model_.hidden_size();
+    const size_t vocab = model_.vocab_size();
+    const size_t n = positions.size();
+    const auto t0 = Clock::now();
+    std::vector<int32_t> tokens;
+    if (n == 1) {
+        STORMO_TRY_ASSIGN(const int32_t token, head_argmax(x.data(), positions[0]));
+        tokens.push_back(token);
+    } else {
+        // One read of the full head for every row costs less than a compact read per row; its
+        // argmax is the token the bound gives.
+        std::vector<float> out(n * vocab);
+        model_.head(Rows{x.data(), n, hidden}, Rows{out.data(), n, vocab});
+        times_.head_rows_exact += n * vocab;
+        STORMO_TRY(check_finite(out, vocab, positions, -1, "the head (logits)"));
+        for (size_t i = 0; i < n; ++i) tokens.push_back(argmax(std::span<const float>(out.data() + i * vocab, vocab)));
+    }
+    times_.head_seconds += seconds_since(t0);
+    return tokens;
 }
 
 // A sliding layer's K/V at position q depends, through the layers below it, on keys back to
@@ -252,23 +283,33 @@ void Pipeline::collect_routes(std::span<SequenceStep> steps, const BlockRoutes& 
 // row, and its argmax is the token the bound gives.
 Expected<void> Pipeline::batch_head(std::span<SequenceStep> steps, const std::vector<float>& x,
                                     std::span<const int64_t> positions) {
+    using Want = SequenceStep::Want;
     const size_t hidden = model_.hidden_size();
     const size_t vocab = model_.vocab_size();
-    std::vector<size_t> rows;  // per step wanting an output: its last row in x
-    std::vector<size_t> wanting;
+    std::vector<size_t> rows;  // the rows in x whose logits some step wants, in order
+    std::vector<size_t> first_row(steps.size(), 0);  // per step: its first entry in `rows`
     size_t end = 0;
     for (size_t i = 0; i < steps.size(); ++i) {
-        end += steps[i].tokens.size();
-        if (steps[i].want == SequenceStep::Want::nothing) continue;
-        rows.push_back(end - 1);
-        wanting.push_back(i);
+        const size_t n = steps[i].tokens.size();
+        end += n;
+        first_row[i] = rows.size();
+        if (steps[i].want_hidden) steps[i].hidden.assign(x.begin() + static_cast<ptrdiff_t>((end - n) * hidden),
+                                                         x.begin() + static_cast<ptrdiff_t>(end * hidden));
+        if (steps[i].want == Want::nothing) continue;
+        const bool every_row = steps[i].want == Want::all_logits || steps[i].want == Want::all_argmax;
+        for (size_t r = every_row ? end - n : end - 1; r < end; ++r) rows.push_back(r);
     }
     if (rows.empty()) return {};
     const auto t0 = Clock::now();
-    if (rows.size() == 1 && steps[wanting[0]].want == SequenceStep::Want::last_argmax) {
-        STORMO_TRY_ASSIGN(steps[wanting[0]].argmax, head_argmax(x.data() + rows[0] * hidden, positions[rows[0]]));
-        times_.head_seconds += seconds_since(t0);
-        return {};
+    if (rows.size() == 1) {
+        for (size_t i = 0; i < steps.size(); ++i) {
+            SequenceStep& step = steps[i];
+            if (step.want != Want::last_argmax && step.want != Want::all_argmax) continue;
+            STORMO_TRY_ASSIGN(step.argmax, head_argmax(x.data() + rows[0] * hidden, positions[rows[0]]));
+            times_.head_seconds += seconds_since(t0);
+            if (step.want == Want::all_argmax) step.argmaxes.assign(1, step.argmax);
+            return {};
+        }
     }
     std::vector<float> gathered(rows.size() * hidden), out(rows.size() * vocab);
     std::vector<int64_t> where(rows.size());
@@ -280,11 +321,23 @@ Expected<void> Pipeline::batch_head(std::span<SequenceStep> steps, const std::ve
     times_.head_seconds += seconds_since(t0);
     times_.head_rows_exact += rows.size() * vocab;
     STORMO_TRY(check_finite(out, vocab, where, -1, "the head (logits)"));
-    for (size_t i = 0; i < rows.size(); ++i) {
-        SequenceStep& step = steps[wanting[i]];
-        const std::span<const float> row(out.data() + i * vocab, vocab);
-        if (step.want == SequenceStep::Want::last_argmax) step.argmax = argmax(row);
-        else step.logits.assign(row.begin(), row.end());
+    for (size_t i = 0; i < steps.size(); ++i) {
+        SequenceStep& step = steps[i];
+        if (step.want == Want::nothing) continue;
+        const size_t count = step.want == Want::all_logits || step.want == Want::all_argmax ? step.tokens.size() : 1;
+        const float* first = out.data() + first_row[i] * vocab;
+        switch (step.want) {
+            case Want::last_logits:
+            case Want::all_logits: step.logits.assign(first, first + count * vocab); break;
+            case Want::last_argmax:
+            case Want::all_argmax:
+                step.argmaxes.clear();
+                for (size_t r = 0; r < count; ++r) step.argmaxes.push_back(argmax(std::span<const float>(first + r * vocab, vocab)));
+                step.argmax = step.argmaxes.back();
+                if (step.want == Want::last_argmax) step.argmaxes.clear();
+                break;
+            case Want::nothing: break;
+        }
     }
     return {};
 }

@@ -28,6 +28,14 @@ struct ForwardOptions {
     // (Pipeline::use_bounded_head) only the rows the compact copy cannot rule out are computed
     // exactly (docs/head_bound.md); either way the token is the full head's argmax.
     int32_t* argmax_out = nullptr;
+    // A verify step (speculative decoding): when set, every row's argmax (as argmax_out gives the
+    // last row's) is written here, one per token of the call, and forward returns no logits.
+    // One row is read by bound as argmax_out is; several take the full head's argmax from one
+    // read of it, the token the bound would give.
+    std::vector<int32_t>* argmax_rows_out = nullptr;
+    // When set: the final-normed rows of the call's last block, [rows, hidden] (what a draft
+    // model that reads the main model's last hidden state, an MTP head, starts from).
+    std::vector<float>* final_rows_out = nullptr;
 };
 
 struct ForwardTimes {
@@ -54,13 +62,21 @@ struct SequenceStep {
         nothing,      // a chunk of a prompt whose end is still to come
         last_logits,  // the logits of the last row (sampling)
         last_argmax,  // the argmax of the last row's logits (greedy), the full head's token
+        all_logits,   // every row's logits (a verify step that samples, masks or reports logprobs)
+        all_argmax,   // every row's argmax (a greedy verify step)
     };
     Session* session = nullptr;
     std::span<const int32_t> tokens;
     Want want = Want::last_logits;
-    // Out: the last row's logits (last_logits) or its argmax (last_argmax).
+    // Out: the last row's logits (last_logits) or every row's ([rows, vocab], all_logits); the
+    // last row's argmax (last_argmax, all_argmax) and every row's (all_argmax).
     std::vector<float> logits;
     int32_t argmax = -1;
+    std::vector<int32_t> argmaxes = {};
+    // When set: `hidden` gets the step's final-normed rows, [rows, hidden] (the hook a draft
+    // source reading the main model's last hidden state, an MTP head, plugs into).
+    bool want_hidden = false;
+    std::vector<float> hidden = {};
     // When set: `routes` gets, per layer, the experts the step's last rows (kRoutedRows at most)
     // chose, sorted (empty for a layer without experts): what the prompt cache stores with a block.
     bool want_routes = false;
@@ -99,6 +115,8 @@ public:
 
     const ForwardTimes& times() const { return times_; }
     const Model& model() const { return model_; }
+    // The store the MoE stage acquires from (its counters price a step's reads).
+    const ExpertStore& store() const { return store_; }
     const PipelineSettings& settings() const { return settings_; }
     // Greedy steps (ForwardOptions::argmax_out) read the head by bound from `compact`, built from
     // model().head_weight(), computing exact rows with `compute` (the model's own). nullptr: the
@@ -124,6 +142,8 @@ private:
     // The argmax of one final-normed row's logits: by bound when a compact head is in use, else
     // from the full head; a non-finite logit fails as the full head's check does.
     Expected<int32_t> head_argmax(const float* normed, int64_t position);
+    // Every row's argmax of a block's final-normed rows x (ForwardOptions::argmax_rows_out).
+    Expected<std::vector<int32_t>> rows_argmax(std::vector<float>& x, std::span<const int64_t> positions);
     // The rows of one sequence in a block.
     struct BlockPart {
         Session* session = nullptr;

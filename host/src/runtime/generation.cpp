@@ -49,22 +49,40 @@ size_t reusable_prefix(std::span<const int32_t> held, std::span<const int32_t> p
 
 Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const GenerationRequest& request,
                                     const std::function<void(int32_t)>& on_token) {
-    STORMO_TRY_ASSIGN(SequenceGeneration sequence, SequenceGeneration::begin(session, request, on_token));
+    STORMO_TRY_ASSIGN(SequenceGeneration sequence,
+                      SequenceGeneration::begin(session, request, on_token, moe_shape_of(pipeline.model())));
     ForwardOptions options;
     options.tracer = request.tracer;
     int32_t argmax_token = 0;
+    std::vector<int32_t> argmaxes;
+    std::vector<float> hidden;
     while (!sequence.done()) {
-        // The whole prompt in one call (the pipeline cuts it into blocks), then a token a call.
+        // The whole prompt in one call (the pipeline cuts it into blocks), then a token a call, or
+        // a verify block of the last token and its drafts.
+        sequence.plan_step(session.max_block());
         const std::span<const int32_t> tokens = sequence.next_tokens(std::numeric_limits<size_t>::max());
         ForwardOptions step = options;
         if (sequence.prefilling()) step.on_block = request.on_prefill_block;
-        if (sequence.wants_output(tokens.size()) && sequence.by_argmax()) step.argmax_out = &argmax_token;
+        const SequenceStep::Want want = sequence.want(tokens.size());
+        if (want == SequenceStep::Want::last_argmax) step.argmax_out = &argmax_token;
+        if (want == SequenceStep::Want::all_argmax) step.argmax_rows_out = &argmaxes;
+        if (want == SequenceStep::Want::all_logits) step.all_logits = true;
+        if (sequence.wants_hidden() && !sequence.prefilling() && want != SequenceStep::Want::nothing)
+            step.final_rows_out = &hidden;
+        const ExpertStoreStats before = pipeline.store().stats();
+        const auto t0 = std::chrono::steady_clock::now();
         auto logits = pipeline.forward(session, tokens, step);
         if (!logits) {
             sequence.fail(logits.error());
             break;
         }
-        sequence.consumed(tokens.size(), *logits, argmax_token);
+        const ExpertStoreStats after = pipeline.store().stats();
+        sequence.observe_step(tokens.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                              (after.hits + after.misses) - (before.hits + before.misses), after.misses - before.misses);
+        if (want == SequenceStep::Want::all_argmax || want == SequenceStep::Want::all_logits)
+            sequence.consumed_rows(tokens.size(), *logits, argmaxes, hidden);
+        else
+            sequence.consumed_rows(tokens.size(), *logits, std::span<const int32_t>(&argmax_token, 1), hidden);
     }
     return sequence.take_result();
 }

@@ -10,6 +10,7 @@
 
 #include "runtime/forward.hpp"
 #include "runtime/sampler.hpp"
+#include "runtime/speculation.hpp"
 #include "runtime/token_constraint.hpp"
 #include "model/model_source.hpp"
 
@@ -37,6 +38,15 @@ struct GenerationRequest {
     // emitted (a server's logprobs). Set, greedy decoding computes every logit instead of finding
     // the argmax alone; the tokens are the same.
     std::function<void(std::span<const float> logits, int32_t token)> on_logits;
+    // Speculative decoding (docs/speculation.md): the mode's draft source proposes tokens, a
+    // decode step verifies them with the last token in one block, and the tokens are the ones
+    // plain decoding gives (greedy and seeded sampling alike). Off by default.
+    SpeculationSettings speculation;
+    // Replaces the mode's source (tests, bench's replayed drafts); the request's own.
+    std::shared_ptr<DraftSource> draft_source;
+    // The run's step costs, shared by its requests (the gate of SpeculateMode::automatic learns
+    // from them); null: the request learns its own.
+    std::shared_ptr<StepCostModel> step_costs;
 };
 
 enum class StopReason { stop, max_tokens, cancelled };
@@ -48,6 +58,7 @@ struct GenerationResult {
     size_t reused_positions = 0;  // prompt positions whose KV the session already held
     double prefill_seconds = 0.0;
     double decode_seconds = 0.0;
+    SpeculationStats speculation;
 };
 
 // The ids that end generation: generation_config.json's eos_token_id when present, else

@@ -103,7 +103,14 @@ InferenceWorker::InferenceWorker(WorkerContext context)
     : ctx_(std::move(context)),
       ledger_(kv_buffers(ctx_.engine->model()), ctx_.rewind_slack, ctx_.engine->memory().kv_bytes),
       scheduler_(ctx_.engine->pipeline(), batch_settings(ctx_)),
-      slots_(ctx_.sessions.size()) {}
+      slots_(ctx_.sessions.size()),
+      step_costs_(std::make_shared<StepCostModel>(moe_shape_of(ctx_.engine->model()))) {
+    const MoeShape shape = moe_shape_of(ctx_.engine->model());
+    const double experts = static_cast<double>(shape.moe_layers * shape.experts);
+    if (ctx_.metrics)
+        ctx_.metrics->set_read_sizes(ctx_.engine->dense_bytes(),
+                                     experts > 0 ? static_cast<double>(ctx_.engine->store().total_expert_bytes()) / experts : 0.0);
+}
 
 InferenceWorker::~InferenceWorker() { join(); }
 
@@ -171,6 +178,10 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     g.prompt = req.prompt;
     g.max_tokens = req.max_tokens;
     g.sampling = req.sampling;
+    g.speculation = ctx_.engine->speculation();
+    if (req.speculate) g.speculation.mode = *req.speculate;
+    if (req.draft_max) g.speculation.draft_max = *req.draft_max;
+    g.step_costs = step_costs_;
     if (!req.ignore_eos) g.stop_ids = ctx_.stop_ids;
     g.whole_context = true;
     g.cancel = &j.halt();
@@ -343,6 +354,7 @@ JobResult InferenceWorker::conclude(Active& a) {
     result.cached_tokens = generated->reused_positions;
     ctx_.metrics->add_generation({result.prompt_tokens, generated->reused_positions, generated->tokens.size(),
                                   generated->prefill_seconds, generated->decode_seconds});
+    ctx_.metrics->add_speculation(generated->speculation);
     if (job.shut_down() && generated->reason == StopReason::cancelled && !a.reply->stopped()) result.error = shutdown_error();
     result.finish = finish_reason(generated->reason, a.reply->stopped(), !result.tool_calls.empty());
     return result;

@@ -86,6 +86,7 @@ private:
     BatchScheduler scheduler_;
     std::vector<std::unique_ptr<Active>> active_;
     std::vector<SlotState> slots_;  // per slot: busy, and when it was last taken (held is read at the choice)
+    std::shared_ptr<StepCostModel> step_costs_;  // the speculation gate's step costs, learned across requests
     uint64_t admissions_ = 0;
     size_t generated_in_step_ = 0;
     std::thread thread_;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/speculate_mode.hpp"
 #include "reply/reply_parser.hpp"
 #include "runtime/sampler.hpp"
 #include "serve/api_error.hpp"
@@ -31,6 +32,9 @@ struct PreparedRequest {
     // logprobs: how many of the most likely alternatives each generated token lists; nullopt: no
     // logprobs at all.
     std::optional<size_t> top_logprobs;
+    // The request's speculation (speculate, draft_max); absent: the server's.
+    std::optional<SpeculateMode> speculate;
+    std::optional<size_t> draft_max;
     // The prompt cache partition and slot reuse scope of the API key the request came with
     // (runtime/prompt_cache.hpp: cache_partition); "" when shared.
     std::string partition;

@@ -109,6 +109,17 @@ void render_cache(std::ostringstream& out, const PromptCacheStats& c) {
 
 }  // namespace
 
+void Metrics::add_speculation(const SpeculationStats& stats) {
+    std::lock_guard lock(mutex_);
+    speculation_.add(stats);
+}
+
+void Metrics::set_read_sizes(uint64_t dense_bytes, double expert_bytes) {
+    std::lock_guard lock(mutex_);
+    dense_bytes_ = dense_bytes;
+    expert_bytes_ = expert_bytes;
+}
+
 std::string Metrics::render(const MetricsGauges& gauges) const {
     std::lock_guard lock(mutex_);
     std::ostringstream out;
@@ -159,6 +170,25 @@ std::string Metrics::render(const MetricsGauges& gauges) const {
     sample(out, "stormo_shared_prefix_requests_total", static_cast<double>(shared_prefixes_));
     family(out, "stormo_shared_prefix_positions_total", "counter", "Prompt positions those requests did not compute.");
     sample(out, "stormo_shared_prefix_positions_total", static_cast<double>(shared_positions_));
+    const SpeculationStats& spec = speculation_;
+    family(out, "stormo_speculation_drafted_total", "counter", "Draft tokens verified (finished requests), by draft source.");
+    for (const auto& [name, by] : spec.by_source) out << "stormo_speculation_drafted_total{source=\"" << name << "\"} " << by.drafted << "\n";
+    family(out, "stormo_speculation_accepted_total", "counter", "Of those, the drafts kept, by draft source.");
+    for (const auto& [name, by] : spec.by_source) out << "stormo_speculation_accepted_total{source=\"" << name << "\"} " << by.accepted << "\n";
+    family(out, "stormo_speculation_acceptance", "gauge", "Drafts kept over drafts verified, every source.");
+    sample(out, "stormo_speculation_acceptance", spec.acceptance());
+    family(out, "stormo_speculation_verify_steps_total", "counter", "Decode steps that carried drafts.");
+    sample(out, "stormo_speculation_verify_steps_total", static_cast<double>(spec.verify_steps));
+    family(out, "stormo_speculation_verify_seconds_total", "counter", "The forward time of those steps (a batched step's whole time).");
+    sample(out, "stormo_speculation_verify_seconds_total", spec.verify_seconds);
+    family(out, "stormo_speculation_plain_steps_total", "counter", "Decode steps without drafts (every request's, speculating or not).");
+    sample(out, "stormo_speculation_plain_steps_total", static_cast<double>(spec.plain_steps));
+    family(out, "stormo_speculation_plain_seconds_total", "counter", "The forward time of those steps.");
+    sample(out, "stormo_speculation_plain_seconds_total", spec.plain_seconds);
+    family(out, "stormo_tokens_per_gb_read", "gauge",
+           "Tokens generated per GB the steps read: the dense weights once a step and each acquired expert once.");
+    const double gigabytes = (static_cast<double>(dense_bytes_) * static_cast<double>(steps_.steps) + expert_bytes_ * acquired) / 1e9;
+    sample(out, "stormo_tokens_per_gb_read", ratio(generated, gigabytes));
     if (cache_) render_cache(out, *cache_);
     family(out, "stormo_queue_depth", "gauge", "Requests waiting for a slot.");
     sample(out, "stormo_queue_depth", static_cast<double>(gauges.queue_depth));

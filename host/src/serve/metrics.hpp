@@ -9,6 +9,7 @@
 
 #include "runtime/batch_scheduler.hpp"
 #include "runtime/prompt_cache.hpp"
+#include "runtime/speculation.hpp"
 #include "store/expert_store.hpp"
 
 namespace stormo::serve {
@@ -49,6 +50,11 @@ public:
     void add_shared_prefix(size_t positions);
     // The prompt cache's counters now (the worker sets them after it used the cache).
     void set_cache(const PromptCacheStats& stats);
+    // A finished generation's speculation (drafted, accepted by source, verify and plain steps).
+    void add_speculation(const SpeculationStats& stats);
+    // What one step reads besides experts (the dense weights) and one expert's bytes: the scale
+    // of tokens per GB read.
+    void set_read_sizes(uint64_t dense_bytes, double expert_bytes);
     uint64_t requests(Outcome outcome) const;
     std::string render(const MetricsGauges& gauges) const;
 
@@ -68,6 +74,9 @@ private:
     std::optional<PromptCacheStats> cache_;  // none: no --cache-dir
     uint64_t shared_prefixes_ = 0;
     uint64_t shared_positions_ = 0;
+    SpeculationStats speculation_;
+    uint64_t dense_bytes_ = 0;
+    double expert_bytes_ = 0.0;
 };
 
 }  // namespace stormo::serve

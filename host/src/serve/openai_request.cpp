@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "serve/structured_request.hpp"
+#include "stormo/quote.hpp"
 
 namespace stormo::serve {
 namespace {
@@ -115,6 +116,23 @@ ApiExpected<void> read_common(const Value& body, CompletionRequest& out) {
     auto grammar = read_structured_output(body);
     if (!grammar) return tl::unexpected(grammar.error());
     out.grammar = std::move(*grammar);
+    // Speculative decoding per request (docs/speculation.md): the same tokens either way.
+    if (const Value* speculate = field(body, "speculate")) {
+        if (!speculate->is_string()) return wrong_type("speculate", "a string", *speculate);
+        const std::optional<SpeculateMode> mode = speculate_mode_from_name(speculate->as_string());
+        if (!mode)
+            return bad_request("'speculate' must be one of auto, off, context, mtp, grammar, not '" +
+                                   printable(speculate->as_string()) + "'",
+                               "speculate");
+        if (*mode == SpeculateMode::mtp)
+            return bad_request("'speculate' mtp: the served model has no multi-token-prediction head loaded; MTP drafting "
+                               "is not implemented yet (use context, grammar or auto)",
+                               "speculate");
+        out.speculate = *mode;
+    }
+    auto draft_max = integer(body, "draft_max", 1, static_cast<int64_t>(SpeculationSettings::kDraftMaxLimit));
+    if (!draft_max) return tl::unexpected(draft_max.error());
+    if (*draft_max) out.draft_max = static_cast<size_t>(**draft_max);
 
     if (const Value* stop = field(body, "stop")) {
         std::vector<Value> items;

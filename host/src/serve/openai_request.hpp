@@ -12,6 +12,7 @@
 #include "constrain/grammar.hpp"
 #include "jinja/chat_value.hpp"
 #include "runtime/sampler.hpp"
+#include "runtime/speculation.hpp"
 #include "serve/api_error.hpp"
 
 namespace stormo::serve {
@@ -35,6 +36,9 @@ struct CompletionRequest {
     // logprobs: how many alternatives each token lists (chat: top_logprobs with logprobs true;
     // completions: logprobs N); nullopt: no logprobs.
     std::optional<size_t> top_logprobs;
+    // Speculative decoding for this request (speculate, draft_max); absent: the server's.
+    std::optional<SpeculateMode> speculate;
+    std::optional<size_t> draft_max;
 };
 
 // Largest max_tokens accepted before the context check (which names the context).

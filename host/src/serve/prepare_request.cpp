@@ -94,6 +94,8 @@ ApiExpected<PreparedRequest> prepare_request(const CompletionRequest& request, c
     out.ignore_eos = request.ignore_eos;
     out.grammar = request.grammar;
     out.top_logprobs = request.top_logprobs;
+    out.speculate = request.speculate;
+    out.draft_max = request.draft_max;
     if (request.max_tokens) {
         const size_t wanted = static_cast<size_t>(*request.max_tokens);
         if (prompt + wanted > context)

@@ -9,6 +9,7 @@
 
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
+#include "runtime/replay_draft_source.hpp"
 
 namespace stormo {
 namespace {
@@ -95,6 +96,45 @@ std::vector<int32_t> draw_prompt(std::mt19937_64& rng, size_t vocab, size_t n) {
     return prompt;
 }
 
+namespace {
+
+// The plain run's prompt again, speculating, in a session of its own; the store's counters split
+// its prefill from its decode at the first token, as the plain run's do.
+Expected<SpeculativeBenchRun> run_speculative(Engine& engine, const GenerationRequest& plain, const BenchRequest& request,
+                                              const std::vector<int32_t>& plain_tokens) {
+    GenerationRequest gen = plain;
+    gen.on_prefill_block = nullptr;
+    gen.speculation = request.speculation;
+    if (gen.speculation.mode == SpeculateMode::off) gen.speculation.mode = SpeculateMode::context;
+    SpeculativeBenchRun out;
+    if (request.replay_acceptance) {
+        const double p = *request.replay_acceptance;
+        if (!(p >= 0.0 && p <= 1.0))
+            return fail(ErrorKind::invalid_argument, "--draft-replay-acceptance must lie in [0, 1], not " + std::to_string(p));
+        gen.draft_source = std::make_shared<ReplayDraftSource>(plain_tokens, p, request.seed, engine.model().vocab_size());
+        out.replay_acceptance = p;
+    }
+    STORMO_TRY_ASSIGN(auto session, engine.new_session(request.prompt_tokens + request.gen_tokens));
+    ExpertStoreStats at_first{};
+    bool first = true;
+    auto on_token = [&](int32_t) {
+        if (first) at_first = engine.store().stats();
+        first = false;
+    };
+    STORMO_TRY_ASSIGN(auto result, generate(engine.pipeline(), *session, gen, on_token));
+    const ExpertStoreStats after = engine.store().stats();
+    out.decode_steps = result.tokens.empty() ? 0 : result.tokens.size() - 1;
+    out.decode_seconds = result.decode_seconds;
+    out.same_tokens = result.tokens == plain_tokens;
+    out.stats = result.speculation;
+    out.acquired = (after.hits + after.misses) - (at_first.hits + at_first.misses);
+    out.misses = after.misses - at_first.misses;
+    out.bytes_read = after.bytes_read - at_first.bytes_read;
+    return out;
+}
+
+}  // namespace
+
 Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     if (request.prompt_tokens < 1) return fail(ErrorKind::invalid_argument, "--prompt-tokens must be >= 1");
     if (request.gen_tokens < 2)
@@ -175,6 +215,11 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     run.decode_steps = run.generated_tokens - 1;
     run.prefill_seconds = result.prefill_seconds;
     run.decode_seconds = result.decode_seconds - probing_seconds;
+    run.decode_acquired = (run.after.hits + run.after.misses) - (run.after_prefill.hits + run.after_prefill.misses);
+    if (request.speculation.mode != SpeculateMode::off || request.replay_acceptance) {
+        STORMO_TRY_ASSIGN(auto speculative, run_speculative(engine, gen, request, run.tokens));
+        run.speculative = std::move(speculative);
+    }
     run.peak_rss_bytes = peak_rss_bytes();
     return run;
 }

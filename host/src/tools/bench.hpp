@@ -69,6 +69,24 @@ struct BenchRequest {
     // host the speed changes within seconds (docs/benchmarks.md), so one probe before the run
     // may meet another phase than the decode did.
     std::function<double()> probe_between_steps{};
+    // Speculative decoding (docs/speculation.md): after the plain run, the same prompt again in a
+    // session of its own with these settings (the engine's --speculate, --draft-max), or with
+    // drafts replayed from the plain run's tokens, each draft position right with probability
+    // replay_acceptance (seeded by `seed`): the cost side at a stated acceptance.
+    SpeculationSettings speculation{};
+    std::optional<double> replay_acceptance{};
+};
+
+// The speculative run beside the plain one (BenchRequest::speculation, replay_acceptance).
+struct SpeculativeBenchRun {
+    size_t decode_steps = 0;        // tokens after the first (the same count as the plain run's)
+    double decode_seconds = 0.0;
+    bool same_tokens = false;       // its ids are the plain run's (the contract)
+    SpeculationStats stats;         // drafted, accepted, by source, verify steps, gate choices
+    uint64_t acquired = 0;          // experts acquired during its decode (hits and misses)
+    uint64_t misses = 0;
+    uint64_t bytes_read = 0;        // expert bytes read from disk during its decode
+    std::optional<double> replay_acceptance;
 };
 
 struct BenchRun {
@@ -95,6 +113,8 @@ struct BenchRun {
     // and the probe's rate taken right after it (the last step has none).
     std::vector<double> step_seconds;
     std::vector<double> step_probe_bytes_per_s;
+    uint64_t decode_acquired = 0;  // experts acquired during the plain decode (hits and misses)
+    std::optional<SpeculativeBenchRun> speculative;
 };
 
 // The next `n` random prompt ids from `rng`, uniform in [0, vocab).

@@ -1,0 +1,153 @@
+#include "runtime/speculation_gate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stormo {
+namespace {
+
+// Solves A x = y for a 3x3 system by Gaussian elimination with partial pivoting; a column
+// without data (no expert was ever read on demand) keeps its coefficient at 0.
+std::vector<double> solve3(double a[3][3], double y[3]) {
+    double m[3][4];
+    double scale = 0.0;
+    for (int i = 0; i < 3; ++i) scale = std::max(scale, std::abs(a[i][i]));
+    for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j) m[i][j] = a[i][j] + (i == j ? 1e-12 * std::max(scale, 1e-300) : 0.0);
+        m[i][3] = y[i];
+    }
+    for (int c = 0; c < 3; ++c) {
+        int pivot = c;
+        for (int r = c + 1; r < 3; ++r)
+            if (std::abs(m[r][c]) > std::abs(m[pivot][c])) pivot = r;
+        std::swap(m[c], m[pivot]);
+        if (std::abs(m[c][c]) < 1e-300) continue;
+        for (int r = 0; r < 3; ++r) {
+            if (r == c) continue;
+            const double f = m[r][c] / m[c][c];
+            for (int j = c; j < 4; ++j) m[r][j] -= f * m[c][j];
+        }
+    }
+    std::vector<double> x(3, 0.0);
+    for (int i = 0; i < 3; ++i) x[i] = std::abs(m[i][i]) < 1e-300 ? 0.0 : m[i][3] / m[i][i];
+    return x;
+}
+
+}  // namespace
+
+double StepCostModel::expected_misses(size_t rows) const {
+    if (shape_.experts == 0 || shape_.moe_layers == 0 || acquired_ <= 0.0) return 0.0;
+    const double e = static_cast<double>(shape_.experts);
+    const double k = std::min(static_cast<double>(shape_.top_k), e);
+    const double uni = e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(rows)));
+    const double resident = hits_ / acquired_;
+    return static_cast<double>(shape_.moe_layers) * uni * (1.0 - resident);
+}
+
+void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, double seconds) {
+    if (rows == 0 || !(seconds >= 0.0)) return;
+    for (auto& row : xx_)
+        for (double& v : row) v *= kDecay;
+    for (double& v : xy_) v *= kDecay;
+    hits_ = hits_ * kDecay + static_cast<double>(acquired - std::min(acquired, misses));
+    acquired_ = acquired_ * kDecay + static_cast<double>(acquired);
+    const auto add = [this](const double (&f)[3], double t) {
+        for (int i = 0; i < 3; ++i) {
+            for (int j = 0; j < 3; ++j) xx_[i][j] += f[i] * f[j];
+            xy_[i] += f[i] * t;
+        }
+    };
+    if (observed_++ == 0) {
+        // The prior: a step of two rows costing two of this one's.
+        const double scale = seconds / static_cast<double>(rows);
+        add({1.0, 1.0, 0.0}, 2.0 * scale);
+    }
+    add({1.0, static_cast<double>(rows - 1), static_cast<double>(misses)}, seconds);
+}
+
+std::vector<double> StepCostModel::coefficients() const {
+    if (!ready()) return {0.0, 0.0, 0.0};
+    double a[3][3], y[3];
+    for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j) a[i][j] = xx_[i][j];
+        y[i] = xy_[i];
+    }
+    std::vector<double> x = solve3(a, y);
+    for (double& v : x) v = std::max(0.0, v);
+    return x;
+}
+
+double StepCostModel::predict(size_t rows) const {
+    const std::vector<double> c = coefficients();
+    return c[0] + c[1] * static_cast<double>(rows - 1) + c[2] * expected_misses(rows);
+}
+
+double SpeculationGate::acceptance(std::string_view source, size_t j) const {
+    double accepted = 0.0, tried = 0.0;
+    if (auto it = counts_.find(source); it != counts_.end() && j >= 1 && j <= it->second.tried.size()) {
+        accepted = it->second.accepted[j - 1];
+        tried = it->second.tried[j - 1];
+    }
+    return (accepted + kPriorAccepted) / (tried + kPriorTried);
+}
+
+double SpeculationGate::expected_tokens(const std::vector<double>& p, size_t k) {
+    double expected = 1.0, run = 1.0;
+    for (size_t j = 0; j < k && j < p.size(); ++j) {
+        run *= p[j];
+        expected += run;
+    }
+    return expected;
+}
+
+size_t SpeculationGate::choose(std::string_view source, size_t limit) {
+    limit = std::min(limit, draft_max_);
+    if (limit == 0 || !costs_->ready()) return 0;
+    std::vector<double> p(limit);
+    for (size_t j = 1; j <= limit; ++j) p[j - 1] = acceptance(source, j);
+    size_t best = 0;
+    double best_rate = 1.0 / std::max(costs_->predict(1), 1e-12);
+    for (size_t k = 1; k <= limit; ++k) {
+        const double rate = expected_tokens(p, k) / std::max(costs_->predict(1 + k), 1e-12);
+        if (rate > best_rate * (1.0 + 1e-9)) {
+            best = k;
+            best_rate = rate;
+        }
+    }
+    exploring_ = false;
+    if (best > 0) {
+        since_verify_ = 0;
+        return best;
+    }
+    if (++since_verify_ >= explore_interval_) {
+        since_verify_ = 0;
+        exploring_ = true;
+        return 1;
+    }
+    return 0;
+}
+
+void SpeculationGate::record(std::string_view source, size_t drafted, size_t accepted) {
+    if (drafted == 0) return;
+    auto it = counts_.find(source);
+    if (it == counts_.end()) it = counts_.emplace(std::string(source), Counts{}).first;
+    Counts& c = it->second;
+    if (c.tried.size() < drafted) {
+        c.tried.resize(drafted, 0.0);
+        c.accepted.resize(drafted, 0.0);
+    }
+    for (size_t j = 0; j < c.tried.size(); ++j) {
+        c.tried[j] *= kDecay;
+        c.accepted[j] *= kDecay;
+    }
+    // Positions 1..accepted were right given the ones before; accepted + 1 was tried and wrong;
+    // the ones after it were not tried (their rows saw a wrong token before them).
+    for (size_t j = 0; j < std::min(drafted, accepted + 1); ++j) {
+        c.tried[j] += 1.0;
+        if (j < accepted) c.accepted[j] += 1.0;
+    }
+    if (exploring_) explore_interval_ = accepted > 0 ? kFirstExploreInterval : std::min(explore_interval_ * 2, kLastExploreInterval);
+    exploring_ = false;
+}
+
+}  // namespace stormo

@@ -1,0 +1,81 @@
+#pragma once
+// The gate of speculative decoding (docs/speculation.md, "The gate"): before each verify step it
+// picks the draft length k (0: plain decoding) that maximises the expected tokens per second,
+//     rate(k) = E[tokens | k] / t(1 + k),   E[tokens | k] = 1 + sum_{i=1..k} prod_{j<=i} p_j,
+// with p_j the acceptance of draft position j given the ones before it, measured online per
+// source (a Beta prior, decayed counts), and t(n) the seconds of a step of n rows learned from
+// this run's steps (StepCostModel). When k = 0 wins it still tries k = 1 now and then (an
+// interval that doubles while the tries fail), so a source whose text turns repetitive recovers.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stormo {
+
+// What the MoE layers of a model read per row: experts per layer, chosen per row, MoE layers.
+struct MoeShape {
+    size_t moe_layers = 0;
+    size_t experts = 0;
+    size_t top_k = 0;
+};
+
+// The step's cost learned from this run: t(n) = a + b (n - 1) + c m(n), fitted by decayed least
+// squares over the steps observed (rows, experts read on demand, seconds), where m(n) is the
+// experts a step of n rows is expected to read that are not resident:
+//     m(n) = moe_layers * E (1 - (1 - K/E)^n) * (1 - h),
+// the expected union of n rows' top-K of E experts per layer times the share h of acquired
+// experts found resident (the store's hits over hits + misses, decayed likewise). The first
+// step seen adds a prior that a row costs a whole step (b = a: no gain expected), worth one
+// observation and decayed like them, so steps of several rows soon outweigh it.
+class StepCostModel {
+public:
+    explicit StepCostModel(MoeShape shape) : shape_(shape) {}
+    // One step: its rows, the experts it acquired (hits + misses) and read on demand (misses),
+    // and its seconds.
+    void observe(size_t rows, uint64_t acquired, uint64_t misses, double seconds);
+    bool ready() const { return observed_ > 0; }
+    double predict(size_t rows) const;
+    double expected_misses(size_t rows) const;
+    // The fitted coefficients (a, b, c), for the statistics.
+    std::vector<double> coefficients() const;
+
+private:
+    MoeShape shape_;
+    static constexpr double kDecay = 0.97;
+    // Decayed normal equations over features (1, n - 1, m) and their targets.
+    double xx_[3][3] = {};
+    double xy_[3] = {};
+    double hits_ = 0.0, acquired_ = 0.0;
+    uint64_t observed_ = 0;
+};
+
+class SpeculationGate {
+public:
+    SpeculationGate(size_t draft_max, StepCostModel& costs) : draft_max_(draft_max), costs_(&costs) {}
+    // The draft length for the next step, at most `limit`.
+    size_t choose(std::string_view source, size_t limit);
+    // A verify step of `drafted` drafts from `source` kept the first `accepted`.
+    void record(std::string_view source, size_t drafted, size_t accepted);
+    // The acceptance estimate of draft position j (1-based) given the ones before it.
+    double acceptance(std::string_view source, size_t j) const;
+    static double expected_tokens(const std::vector<double>& p, size_t k);
+
+private:
+    struct Counts {
+        std::vector<double> accepted, tried;  // per draft position, decayed
+    };
+    static constexpr double kPriorAccepted = 0.5, kPriorTried = 1.0;  // a prior mean of 1/2 worth one try
+    static constexpr double kDecay = 0.98;
+    static constexpr size_t kFirstExploreInterval = 16, kLastExploreInterval = 512;
+    size_t draft_max_;
+    StepCostModel* costs_;
+    std::map<std::string, Counts, std::less<>> counts_;
+    size_t since_verify_ = 0;
+    size_t explore_interval_ = kFirstExploreInterval;
+    bool exploring_ = false;
+};
+
+}  // namespace stormo

@@ -1,0 +1,120 @@
+// The speculation gate's decisions on synthetic step costs and acceptance (decisions, not
+// timing): it converges to plain decoding when drafts are never accepted, explores now and then
+// with a growing interval and recovers when drafts start to be accepted, drafts long when rows
+// are cheap and acceptance high, never when a row costs a whole step, and drafts shorter when the
+// extra rows' experts must be read from disk.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/speculation_gate.hpp"
+
+namespace stormo {
+namespace {
+
+constexpr MoeShape kShape{4, 32, 4};  // 4 MoE layers of 32 experts, top-4
+
+// Steps of 1 and 5 rows costing t(n) = a + b (n - 1) + c m, m the misses given.
+StepCostModel costs(double a, double b, double c = 0.0, double resident = 1.0) {
+    StepCostModel model(kShape);
+    for (int i = 0; i < 20; ++i)
+        for (size_t rows : {size_t{1}, size_t{5}}) {
+            const double union_experts = 32.0 * (1.0 - std::pow(1.0 - 4.0 / 32.0, static_cast<double>(rows))) * 4.0;
+            const uint64_t acquired = static_cast<uint64_t>(std::lround(union_experts));
+            const uint64_t misses = static_cast<uint64_t>(std::lround(union_experts * (1.0 - resident)));
+            model.observe(rows, acquired, misses, a + b * static_cast<double>(rows - 1) + c * static_cast<double>(misses));
+        }
+    return model;
+}
+
+TEST(SpeculationGate, TheCostModelFitsTheStepsItSaw) {
+    const StepCostModel model = costs(1.0, 0.1);
+    EXPECT_NEAR(model.predict(1), 1.0, 0.02);
+    EXPECT_NEAR(model.predict(5), 1.4, 0.02);
+    EXPECT_NEAR(model.predict(3), 1.2, 0.02);  // between the rows it saw: the line through them
+    const StepCostModel streaming = costs(1.0, 0.1, 0.05, 0.5);
+    EXPECT_GT(streaming.expected_misses(5), streaming.expected_misses(1));
+    EXPECT_GT(streaming.predict(5) - streaming.predict(1), model.predict(5) - model.predict(1));
+}
+
+TEST(SpeculationGate, NoStepSeenMeansPlainDecoding) {
+    StepCostModel model(kShape);
+    SpeculationGate gate(8, model);
+    EXPECT_EQ(gate.choose("context", 8), 0u);
+}
+
+TEST(SpeculationGate, DraftsNeverAcceptedConvergeToPlainDecodingAndExplorationBacksOff) {
+    StepCostModel model = costs(1.0, 0.05);
+    SpeculationGate gate(8, model);
+    EXPECT_GT(gate.choose("context", 8), 0u);  // the prior (1/2) on cheap rows: worth a try
+    size_t verifies = 0;
+    size_t first_plain = 0;
+    for (size_t step = 0; step < 400; ++step) {
+        const size_t k = gate.choose("context", 8);
+        if (k == 0) {
+            if (first_plain == 0) first_plain = step;
+            continue;
+        }
+        ++verifies;
+        gate.record("context", k, 0);
+    }
+    // Rows at 5% of a step stay worth a draft while its acceptance is above about 5%: a few
+    // dozen rejections at most, about one plain step's time lost in all.
+    EXPECT_LT(first_plain, 30u);
+    // The rest are exploration tries of one draft, further and further apart (16, 32, 64, ...).
+    EXPECT_LE(verifies, first_plain + 6);
+    EXPECT_LT(gate.acceptance("context", 1), 0.1);
+}
+
+TEST(SpeculationGate, ASourceThatStartsToBeRightRecovers) {
+    StepCostModel model = costs(1.0, 0.05);
+    SpeculationGate gate(8, model);
+    for (int i = 0; i < 30; ++i) {
+        const size_t k = gate.choose("context", 8);
+        if (k > 0) gate.record("context", k, 0);
+    }
+    size_t longest = 0;
+    for (size_t step = 0; step < 300; ++step) {
+        const size_t k = gate.choose("context", 8);
+        if (k > 0) gate.record("context", k, k);  // every draft right from now on
+        longest = std::max(longest, k);
+    }
+    EXPECT_EQ(longest, 8u);
+}
+
+TEST(SpeculationGate, CheapRowsAndHighAcceptanceDraftLongExpensiveRowsNever) {
+    StepCostModel cheap = costs(1.0, 0.05);
+    SpeculationGate gate(8, cheap);
+    for (int i = 0; i < 50; ++i) gate.record("context", 8, 8);
+    EXPECT_EQ(gate.choose("context", 8), 8u);
+    EXPECT_EQ(gate.choose("context", 3), 3u);  // never past the limit given
+
+    StepCostModel whole = costs(1.0, 1.0);  // a row costs as much as a step
+    SpeculationGate never(8, whole);
+    for (int i = 0; i < 50; ++i) never.record("context", 8, 7);  // even at high acceptance
+    EXPECT_EQ(never.choose("context", 8), 0u);
+}
+
+TEST(SpeculationGate, ExpertsReadFromDiskShortenTheDrafts) {
+    StepCostModel resident = costs(1.0, 0.05);
+    StepCostModel streaming = costs(1.0, 0.05, 0.05, 0.3);
+    SpeculationGate in_ram(8, resident), streamed(8, streaming);
+    // Acceptance that falls with the position (0.8, 0.75, 0.67, 0.5, then none).
+    for (int i = 0; i < 60; ++i) {
+        in_ram.record("context", 8, static_cast<size_t>(i % 5));
+        streamed.record("context", 8, static_cast<size_t>(i % 5));
+    }
+    const size_t k_ram = in_ram.choose("context", 8);
+    const size_t k_disk = streamed.choose("context", 8);
+    EXPECT_GT(k_ram, 0u);
+    EXPECT_LT(k_disk, k_ram);
+}
+
+TEST(SpeculationGate, ExpectedTokensAreOnePlusTheRunsOfAcceptance) {
+    EXPECT_DOUBLE_EQ(SpeculationGate::expected_tokens({0.5, 0.5}, 0), 1.0);
+    EXPECT_DOUBLE_EQ(SpeculationGate::expected_tokens({0.5, 0.5}, 2), 1.0 + 0.5 + 0.25);
+    EXPECT_DOUBLE_EQ(SpeculationGate::expected_tokens({1.0, 1.0, 1.0}, 3), 4.0);
+}
+
+}  // namespace
+}  // namespace stormo
