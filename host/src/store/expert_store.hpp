@@ -3,6 +3,7 @@
 // bytes. The forward pass never knows whether an expert came from a RAM slot or from disk.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ struct ExpertPartLocation {
     const TensorInfo* tensor = nullptr;
     uint64_t offset = 0;  // within the tensor's data
     uint64_t nbytes = 0;
+    // Where those bytes start in tensor->file when the source said (ModelSource::file_offset: a
+    // container stores a tensor stacking every expert as one piece per expert); else they lie at
+    // tensor->offset + offset.
+    std::optional<uint64_t> file_offset;
+    uint64_t file_begin() const { return file_offset ? *file_offset : tensor->offset + offset; }
 };
 
 // A layer's experts as the checkpoint stores them: locations[expert][part].
