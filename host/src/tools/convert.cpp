@@ -15,7 +15,6 @@
 #include "model/gguf.hpp"
 #include "model/gguf_metadata_file.hpp"
 #include "model/model_path.hpp"
-#include "runtime/model_setup.hpp"
 #include "store/expert_reads.hpp"
 #include "stormo/quote.hpp"
 #include "tools/expert_layout_probe.hpp"
@@ -337,12 +336,12 @@ Expected<void> install(BuildDirectory& build, const fs::path& out) {
 }  // namespace
 
 Expected<ConvertResult> convert_model(const ConvertRequest& request) {
-    STORMO_TRY_ASSIGN(const ModelPath recognised, recognise_model_path(request.model));
-    SetupRequest setup_request;
-    setup_request.model_dir = request.model;
-    setup_request.search = request.search;
+    const std::string& model = request.setup.model_dir;
+    STORMO_TRY_ASSIGN(const ModelPath recognised, recognise_model_path(model).map_error([&](Error e) {
+        return with_model_context(std::move(e), request.setup.model_origin, model);
+    }));
     ModelSetup setup;
-    STORMO_TRY(open_model_setup(setup_request, setup));
+    STORMO_TRY(open_model_setup(request.setup, setup));
     const ModelSource& source = *setup.source;
     const Family& family = *setup.family.plugin->family;
 
@@ -352,7 +351,7 @@ Expected<ConvertResult> convert_model(const ConvertRequest& request) {
     STORMO_TRY(check_out(request, out_path, source));
 
     STORMO_TRY_ASSIGN(ExpertLayoutProbe probe, probe_expert_layouts(source, family, setup.kernels).map_error([&](Error e) {
-        return with_model_context(std::move(e), "--model", request.model);
+        return with_model_context(std::move(e), request.setup.model_origin, model);
     }));
     STORMO_TRY_ASSIGN(const ModelSummary summary, family.summarize(source.config()));
     ConvertResult result;
@@ -368,7 +367,7 @@ Expected<ConvertResult> convert_model(const ConvertRequest& request) {
     const fs::path dir(build.path());
 
     ContainerManifest m;
-    m.source_path = fs::absolute(request.model, ec).lexically_normal().string();
+    m.source_path = fs::absolute(model, ec).lexically_normal().string();
     m.source_kind = source_kind(recognised);
     m.family = setup.family.plugin->name;
     for (const std::string& f : source.streamable_files()) {

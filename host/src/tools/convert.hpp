@@ -12,7 +12,7 @@
 #include <functional>
 #include <string>
 
-#include "plugin_loading/plugin_registry.hpp"
+#include "runtime/model_setup.hpp"
 #include "runtime/load_meter.hpp"
 #include "stormo/error.hpp"
 
@@ -28,10 +28,9 @@ struct ConvertChunk {
 inline constexpr uint64_t kConvertChunkBytes = uint64_t{16} << 20;
 
 struct ConvertRequest {
-    std::string model;  // SRC, as --model takes it
-    std::string out;    // DIR
+    SetupRequest setup;  // SRC as setup.model_dir (as --model takes it), the plugins, the family
+    std::string out;     // DIR
     bool force = false;  // replace an existing DIR
-    PluginSearch search;
     uint64_t chunk_bytes = kConvertChunkBytes;
     LoadProgress progress;  // (bytes written, bytes to write)
     // Called after each chunk is written; an error stops the conversion as a failed write does
