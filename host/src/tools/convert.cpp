@@ -127,6 +127,7 @@ public:
 
     // Copies bytes [offset, offset + size) of a tensor of `source` here, hashing them into `hash`.
     Expected<void> copy(const ModelSource& source, const TensorInfo& t, uint64_t offset, uint64_t size, Sha256& hash) {
+        last_tensor_ = t.name;
         for (uint64_t done = 0; done < size;) {
             const uint64_t n = std::min<uint64_t>(buffer_.size(), size - done);
             STORMO_TRY(source.read(t, offset + done, n, buffer_.data()));
@@ -143,10 +144,13 @@ public:
         return {};
     }
 
+    // A write past the page cache fails when its window reaches the disk, after the tensor that
+    // filled it: the error names the last tensor copied.
     Expected<uint64_t> commit() {
-        if (direct_) STORMO_TRY(direct_->finish());
+        const auto at_the_end = [&](Error e) { return with_context(std::move(e), "the data up to tensor " + in_quotes(last_tensor_)); };
+        if (direct_) STORMO_TRY(direct_->finish().map_error(at_the_end));
         direct_.reset();
-        STORMO_TRY(file_.commit());
+        STORMO_TRY(file_.commit().map_error(at_the_end));
         meter_.finish();
         return at_;
     }
@@ -170,6 +174,7 @@ private:
     LoadMeter meter_;
     std::function<Expected<void>(const ConvertChunk&)> on_chunk_;
     uint64_t at_ = 0;
+    std::string last_tensor_;
 };
 
 // What goes where: the dense tensors first (by name), then every layer's experts, each expert's
