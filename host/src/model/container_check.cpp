@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "model/container_source.hpp"
+#include "model/container_manifest.hpp"
 #include "stormo/quote.hpp"
 #include "stormo/tensor.hpp"
 #include "util/sha256.hpp"

@@ -1,12 +1,21 @@
-// parse_container_manifest and encode_container_manifest: see container_manifest.hpp.
+// The container manifest read, parsed, checked and written: see container_manifest.hpp.
 #include "model/container_manifest.hpp"
+
+#include <filesystem>
 
 #include "cli/json_writer.hpp"
 #include "stormo/json.hpp"
 #include "stormo/quote.hpp"
+#include "util/file.hpp"
 
 namespace stormo {
 namespace {
+
+namespace fs = std::filesystem;
+
+// A manifest lists every tensor once, with its pieces; ten thousand experts of a few parts each
+// stay far below this.
+constexpr uint64_t kManifestReadCap = uint64_t{256} << 20;
 
 // Every type by its name, the block types included (dtype_from_name knows safetensors' only).
 std::optional<DType> any_dtype_named(std::string_view name) {
@@ -168,6 +177,17 @@ Expected<ContainerManifest> parse_container_manifest(std::string_view text, cons
         m.experts.push_back(e);
     }
     return m;
+}
+
+bool holds_container_manifest(const std::string& dir) {
+    std::error_code ec;
+    return fs::is_directory(dir, ec) && fs::exists(fs::path(dir) / kContainerManifestFile, ec);
+}
+
+Expected<ContainerManifest> read_container_manifest(const std::string& dir) {
+    const std::string path = (fs::path(dir) / kContainerManifestFile).string();
+    STORMO_TRY_ASSIGN(const std::string text, read_file(path, kManifestReadCap, "a container manifest"));
+    return parse_container_manifest(text, path);
 }
 
 std::string encode_container_manifest(const ContainerManifest& m) {

@@ -83,6 +83,12 @@ struct ContainerManifest {
 // and inside the data file's declared size.
 STORMO_API Expected<ContainerManifest> parse_container_manifest(std::string_view text, const std::string& path);
 
+// True when `dir` holds a container manifest (what recognise_model_path tells a container by).
+STORMO_API bool holds_container_manifest(const std::string& dir);
+
+// The manifest of the container at `dir`, read (with a size cap) and checked.
+STORMO_API Expected<ContainerManifest> read_container_manifest(const std::string& dir);
+
 // The manifest as JSON text.
 STORMO_API std::string encode_container_manifest(const ContainerManifest& manifest);
 

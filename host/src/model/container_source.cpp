@@ -13,10 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A manifest lists every tensor once, with its pieces; ten thousand experts of a few parts each
-// stay far below this.
-constexpr uint64_t kManifestReadCap = uint64_t{256} << 20;
-
 class ContainerSource final : public ModelSource {
 public:
     ContainerSource(std::string dir, ModelConfig config, std::optional<ModelConfig> generation, ContainerManifest manifest,
@@ -122,17 +118,6 @@ std::string first_tensor_past(const ContainerManifest& m, uint64_t size) {
 }
 
 }  // namespace
-
-bool holds_container_manifest(const std::string& dir) {
-    std::error_code ec;
-    return fs::is_directory(dir, ec) && fs::exists(fs::path(dir) / kContainerManifestFile, ec);
-}
-
-Expected<ContainerManifest> read_container_manifest(const std::string& dir) {
-    const std::string path = (fs::path(dir) / kContainerManifestFile).string();
-    STORMO_TRY_ASSIGN(const std::string text, read_file(path, kManifestReadCap, "a container manifest"));
-    return parse_container_manifest(text, path);
-}
 
 Expected<std::unique_ptr<ModelSource>> open_container_source(const std::string& dir) {
     std::error_code ec;

@@ -14,12 +14,6 @@
 
 namespace stormo {
 
-// True when `dir` holds a container manifest (what recognise_model_path tells a container by).
-STORMO_API bool holds_container_manifest(const std::string& dir);
-
 STORMO_API Expected<std::unique_ptr<ModelSource>> open_container_source(const std::string& dir);
-
-// The manifest of the container at `dir`, read and checked.
-STORMO_API Expected<ContainerManifest> read_container_manifest(const std::string& dir);
 
 }  // namespace stormo

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "model/container_source.hpp"
+#include "model/container_manifest.hpp"
 #include "model/gguf_split.hpp"
 #include "util/file.hpp"
 

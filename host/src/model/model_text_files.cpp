@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "model/container_source.hpp"
+#include "model/container_manifest.hpp"
 #include "model/gguf_split.hpp"
 #include "model/model_path.hpp"
 #include "util/file.hpp"
