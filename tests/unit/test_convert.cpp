@@ -427,5 +427,31 @@ TEST_F(ConvertCli, ADamagedContainerIsRefusedNamingWhatIsWrong) {
     EXPECT_THAT(missing.err, HasSubstr("tokenizer.json: not found (" + no_tokenizer + "/stormo-container.json lists it)"));
 }
 
+// A manifest whose fields lie about the data is refused when the container opens, naming the field.
+TEST_F(ConvertCli, AManifestThatLiesIsRefusedNamingTheField) {
+    const std::string path = container() + "/stormo-container.json";
+    const std::string text = test::slurp(path);
+    auto manifest = parse_container_manifest(text, path);
+    ASSERT_TRUE(manifest.has_value()) << manifest.error().message;
+    const ContainerTensor& first = manifest->tensors.front();
+    const auto refused = [&](ContainerManifest m, const std::string& expected) {
+        auto parsed = parse_container_manifest(encode_container_manifest(m), path);
+        ASSERT_FALSE(parsed.has_value()) << expected;
+        EXPECT_THAT(parsed.error().message, HasSubstr(expected));
+    };
+    ContainerManifest twice = *manifest;
+    twice.tensors.push_back(first);
+    refused(twice, "tensor \"" + first.name + "\" is listed twice");
+    ContainerManifest unaligned = *manifest;
+    unaligned.tensors.front().pieces.front().offset += 1;
+    refused(unaligned, "(\"" + first.name + "\"): a piece at offset 1 is not aligned to 4096");
+    ContainerManifest short_data = *manifest;
+    short_data.data_bytes = 4096;
+    refused(short_data, "runs past the data's 4096 bytes");
+    ContainerManifest wrong_shape = *manifest;
+    wrong_shape.tensors.front().shape.back() += 1;
+    refused(wrong_shape, "do not hold a");
+}
+
 }  // namespace
 }  // namespace stormo::testing

@@ -79,26 +79,22 @@ struct MemoryPlan {
     size_t threads = 0;
 };
 
-// inspect does not open the store, so it bounds a slot from above: each part of an expert (its
-// share of a tensor stacking every expert, or a whole per-expert tensor) rounded up to the O_DIRECT
-// alignment plus one more block for a part that straddles one. An upper bound, so inspect refuses
-// every budget the store would (and perhaps a slightly larger one).
-uint64_t slot_bytes_upper_bound(const ModelSetup& s, const ModelSummary& summary, uint64_t experts_total) {
-    constexpr uint64_t kAlignment = 4096;
-    if (experts_total == 0) return 0;
-    const Family& family = *s.family.plugin->family;
-    uint64_t total = 0;
-    for (const TensorInfo& t : s.source->tensors()) {
-        if (tensor_role(family, summary, t.name) != TensorRole::experts) continue;
-        const bool stacked = !t.shape.empty() && t.shape[0] == summary.n_experts && summary.n_experts > 1;
-        const uint64_t held = stacked ? static_cast<uint64_t>(summary.n_experts) : 1;
-        const uint64_t part = (t.nbytes / held + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
-        total += part * held;
-    }
-    return total / experts_total;
+// config.json's expert count against the checkpoint's expert tensors: more experts than bytes
+// means the count is wrong, said as such before the family's load trips over a tensor's shape.
+Expected<void> check_expert_count(const ModelSetup& s, const Census& c, const ModelSummary& summary) {
+    const uint64_t experts_total = static_cast<uint64_t>(summary.n_moe_layers) * static_cast<uint64_t>(summary.n_experts);
+    if (experts_total > 0 && c.expert_bytes() / experts_total == 0)
+        return fail(ErrorKind::mismatch, s.source->config().source() + ": " + std::to_string(summary.n_moe_layers) +
+                                             " MoE layers x " + std::to_string(summary.n_experts) +
+                                             " experts, but the checkpoint's expert tensors hold only " +
+                                             format_bytes(c.expert_bytes()) + "; the expert count does not match the tensors");
+    return {};
 }
 
-Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary) {
+// slot_bytes: a streaming slot as the store sizes it with O_DIRECT reads (slot_bytes_for over the
+// layouts the family declares; buffered reads need no more), so inspect refuses exactly the
+// budgets the engine refuses.
+Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary, uint64_t slot_bytes) {
     MemoryPlan p;
     p.dense_resident = c.dense_bytes();
     // The engine makes the copy before it plans the expert budget, where it saves bytes over the
@@ -117,13 +113,6 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
     available.bytes = available.bytes > loaded ? available.bytes - loaded : 0;
     available.source += p.compact_head > 0 ? " - dense part - compact head" : " - dense part";
     const uint64_t experts_total = static_cast<uint64_t>(summary.n_moe_layers) * static_cast<uint64_t>(summary.n_experts);
-    // config.json's expert count against the checkpoint's expert tensors: more experts than bytes
-    // means the count is wrong (and would divide by zero below).
-    if (experts_total > 0 && p.experts / experts_total == 0)
-        return fail(ErrorKind::mismatch, s.source->config().source() + ": " + std::to_string(summary.n_moe_layers) +
-                                             " MoE layers x " + std::to_string(summary.n_experts) +
-                                             " experts, but the checkpoint's expert tensors hold only " +
-                                             format_bytes(p.experts) + "; the expert count does not match the tensors");
     RunMemoryRequest request;
     request.config = &s.source->config();
     // A family that declares no buffers holds kv_floats_per_token for every position.
@@ -141,7 +130,6 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
     const ExpertBudget& budget = planned.budget;
     p.expert_budget = budget.all ? p.experts : budget.bytes;
     p.all_experts_resident = budget.all;
-    const uint64_t slot_bytes = slot_bytes_upper_bound(s, summary, experts_total);
     if (!budget.all && slot_bytes > 0) {
         auto minimum = check_budget_minimum(budget.bytes, slot_bytes, static_cast<size_t>(std::max(1, summary.top_k)));
         if (!minimum) {
@@ -361,7 +349,10 @@ int run_inspect(int argc, char** argv) {
     auto summary = family.summarize(s.source->config());
     if (!summary) return report_error("inspect", with_context(summary.error(), s.family.plugin->name));
     const Census census = take_census(*s.source, family, *summary);
-    auto planned = plan_memory(s, census, *summary);
+    if (auto counted = check_expert_count(s, census, *summary); !counted) return report_error("inspect", counted.error());
+    auto probe = probe_expert_layouts(*s.source, family, s.kernels);
+    if (!probe) return report_error("inspect", with_context(probe.error(), s.family.plugin->name));
+    auto planned = plan_memory(s, census, *summary, slot_bytes_for(probe->layouts, kContainerAlignment));
     if (!planned) return report_error("inspect", planned.error());
     const MemoryPlan& plan = *planned;
     // generate refuses stop ids outside the vocabulary; inspect refuses the same model.
@@ -383,8 +374,6 @@ int run_inspect(int argc, char** argv) {
         if (!checked) return report_error("inspect", checked.error());
         hashes = std::move(*checked);
     }
-    auto probe = probe_expert_layouts(*s.source, family, s.kernels);
-    if (!probe) return report_error("inspect", with_context(probe.error(), s.family.plugin->name));
     const size_t reads = reads_per_expert(probe->layouts, kContainerAlignment);
     const Report report{s, *summary, census, plan, kernels, scan, reads, container, hashes};
     if (json) print_json(report);

@@ -2,6 +2,7 @@
 #include "model/container_manifest.hpp"
 
 #include <filesystem>
+#include <set>
 
 #include "cli/json_writer.hpp"
 #include "stormo/json.hpp"
@@ -160,8 +161,11 @@ Expected<ContainerManifest> parse_container_manifest(std::string_view text, cons
     }
 
     STORMO_TRY_ASSIGN(const auto* tensors, top.array("tensors"));
+    std::set<std::string, std::less<>> names;
     for (size_t i = 0; i < tensors->size(); ++i) {
-        STORMO_TRY_ASSIGN(auto t, parse_tensor((*tensors)[i], path + ": tensors[" + std::to_string(i) + "]", m.data_bytes, m.alignment));
+        const std::string where = path + ": tensors[" + std::to_string(i) + "]";
+        STORMO_TRY_ASSIGN(auto t, parse_tensor((*tensors)[i], where, m.data_bytes, m.alignment));
+        if (!names.insert(t.name).second) return fail(ErrorKind::format, where + ": tensor " + in_quotes(t.name) + " is listed twice");
         m.tensors.push_back(std::move(t));
     }
     STORMO_TRY_ASSIGN(const auto* experts, top.array("experts"));
