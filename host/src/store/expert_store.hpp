@@ -103,7 +103,8 @@ std::unique_ptr<ExpertStore> make_streaming_expert_store(std::unique_ptr<ReadBac
 uint64_t slot_bytes_for(const std::vector<ExpertLayerLayout>& layers, size_t alignment);
 
 // A streaming budget must afford the slots one token needs in one layer (the largest top-k); the
-// store refuses less when it starts, and `inspect` makes the same check with its slot estimate.
+// store refuses less when it starts, and `inspect` makes the same check with the slot the store
+// would make from the family's layouts.
 Expected<void> check_budget_minimum(uint64_t budget_bytes, uint64_t slot_bytes, size_t min_slots);
 
 // Resolves a family's declaration against the checkpoint: names, dtypes and shapes checked,
