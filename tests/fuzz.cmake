@@ -22,7 +22,7 @@ message(STATUS "fuzzing: libFuzzer harnesses built with ${STORMO_CLANGXX}")
 include(ExternalProject)
 set(STORMO_FUZZ_BUILD ${PROJECT_BINARY_DIR}/fuzz)
 set(STORMO_FUZZ_HARNESSES safetensors_header safetensors_index model_config engine_config token_ids route_trace gguf_header
-    tokenizer_json chat_template)
+    tokenizer_json chat_template container_manifest)
 set(byproducts "")
 foreach(h IN LISTS STORMO_FUZZ_HARNESSES)
   list(APPEND byproducts ${STORMO_FUZZ_BUILD}/fuzz_${h})

@@ -83,16 +83,16 @@ TEST(HardeningConfig, AHugeContextIsBlamedOnTheContext) {
 }
 
 TEST(HardeningConfig, InspectRefusesTheBudgetsGenerateRefusesAndDescribesThemAlike) {
-    const std::string minimum = "--expert-budget: expert budget of 100.00 KiB is below the minimum of 240.00 KiB";
+    const std::string minimum = "--expert-budget: expert budget of 100.00 KiB is below the minimum of 232.00 KiB";
     expect_error(run_cli("inspect --model " + kDemo + " --expert-budget 100KiB"), minimum);
     expect_error(run_cli("generate --model " + kDemo + " --ids 1,2 --expert-budget 100KiB"), minimum);
     const CommandResult inspect = run_cli("inspect --model " + kDemo + " --expert-budget 1MiB");
     ASSERT_EQ(inspect.status, 0) << inspect.err;
-    EXPECT_NE(inspect.out.find("budget                1.00 MiB (asked); about 8 slots of 120.00 KiB"), std::string::npos)
+    EXPECT_NE(inspect.out.find("budget                1.00 MiB (asked); about 8 slots of 116.00 KiB"), std::string::npos)
         << inspect.out;
     const CommandResult generate = run_cli("generate --model " + kDemo + " --ids 1,2 --max-tokens 1 --verbose --expert-budget 1MiB");
     ASSERT_EQ(generate.status, 0) << generate.err;
-    EXPECT_NE(generate.err.find("expert budget 1.00 MiB (asked); 8 slots of 120.00 KiB"), std::string::npos) << generate.err;
+    EXPECT_NE(generate.err.find("expert budget 1.00 MiB (asked); 8 slots of 116.00 KiB"), std::string::npos) << generate.err;
 }
 
 TEST(HardeningConfig, StopIdsMustBeIntegersInEitherFile) {

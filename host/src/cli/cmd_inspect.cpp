@@ -14,14 +14,18 @@
 #include "cli/options.hpp"
 #include "compute/kernel_table.hpp"
 #include "compute/worker_pool.hpp"
+#include "model/container_check.hpp"
+#include "model/container_source.hpp"
 #include "model/finite_scan.hpp"
 #include "runtime/compact_head.hpp"
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
+#include "store/expert_reads.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/family.hpp"
 #include "stormo/kernels.hpp"
 #include "stormo/quote.hpp"
+#include "tools/expert_layout_probe.hpp"
 
 namespace stormo::cli {
 namespace {
@@ -75,26 +79,22 @@ struct MemoryPlan {
     size_t threads = 0;
 };
 
-// inspect does not open the store, so it bounds a slot from above: each part of an expert (its
-// share of a tensor stacking every expert, or a whole per-expert tensor) rounded up to the O_DIRECT
-// alignment plus one more block for a part that straddles one. An upper bound, so inspect refuses
-// every budget the store would (and perhaps a slightly larger one).
-uint64_t slot_bytes_upper_bound(const ModelSetup& s, const ModelSummary& summary, uint64_t experts_total) {
-    constexpr uint64_t kAlignment = 4096;
-    if (experts_total == 0) return 0;
-    const Family& family = *s.family.plugin->family;
-    uint64_t total = 0;
-    for (const TensorInfo& t : s.source->tensors()) {
-        if (tensor_role(family, summary, t.name) != TensorRole::experts) continue;
-        const bool stacked = !t.shape.empty() && t.shape[0] == summary.n_experts && summary.n_experts > 1;
-        const uint64_t held = stacked ? static_cast<uint64_t>(summary.n_experts) : 1;
-        const uint64_t part = (t.nbytes / held + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
-        total += part * held;
-    }
-    return total / experts_total;
+// config.json's expert count against the checkpoint's expert tensors: more experts than bytes
+// means the count is wrong, said as such before the family's load trips over a tensor's shape.
+Expected<void> check_expert_count(const ModelSetup& s, const Census& c, const ModelSummary& summary) {
+    const uint64_t experts_total = static_cast<uint64_t>(summary.n_moe_layers) * static_cast<uint64_t>(summary.n_experts);
+    if (experts_total > 0 && c.expert_bytes() / experts_total == 0)
+        return fail(ErrorKind::mismatch, s.source->config().source() + ": " + std::to_string(summary.n_moe_layers) +
+                                             " MoE layers x " + std::to_string(summary.n_experts) +
+                                             " experts, but the checkpoint's expert tensors hold only " +
+                                             format_bytes(c.expert_bytes()) + "; the expert count does not match the tensors");
+    return {};
 }
 
-Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary) {
+// slot_bytes: a streaming slot as the store sizes it with O_DIRECT reads (slot_bytes_for over the
+// layouts the family declares; buffered reads need no more), so inspect refuses exactly the
+// budgets the engine refuses.
+Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary, uint64_t slot_bytes) {
     MemoryPlan p;
     p.dense_resident = c.dense_bytes();
     // The engine makes the copy before it plans the expert budget, where it saves bytes over the
@@ -113,13 +113,6 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
     available.bytes = available.bytes > loaded ? available.bytes - loaded : 0;
     available.source += p.compact_head > 0 ? " - dense part - compact head" : " - dense part";
     const uint64_t experts_total = static_cast<uint64_t>(summary.n_moe_layers) * static_cast<uint64_t>(summary.n_experts);
-    // config.json's expert count against the checkpoint's expert tensors: more experts than bytes
-    // means the count is wrong (and would divide by zero below).
-    if (experts_total > 0 && p.experts / experts_total == 0)
-        return fail(ErrorKind::mismatch, s.source->config().source() + ": " + std::to_string(summary.n_moe_layers) +
-                                             " MoE layers x " + std::to_string(summary.n_experts) +
-                                             " experts, but the checkpoint's expert tensors hold only " +
-                                             format_bytes(p.experts) + "; the expert count does not match the tensors");
     RunMemoryRequest request;
     request.config = &s.source->config();
     // A family that declares no buffers holds kv_floats_per_token for every position.
@@ -137,7 +130,6 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
     const ExpertBudget& budget = planned.budget;
     p.expert_budget = budget.all ? p.experts : budget.bytes;
     p.all_experts_resident = budget.all;
-    const uint64_t slot_bytes = slot_bytes_upper_bound(s, summary, experts_total);
     if (!budget.all && slot_bytes > 0) {
         auto minimum = check_budget_minimum(budget.bytes, slot_bytes, static_cast<size_t>(std::max(1, summary.top_k)));
         if (!minimum) {
@@ -170,7 +162,16 @@ struct Report {
     const MemoryPlan& plan;
     const std::vector<KernelEntry>& kernels;
     const std::optional<FiniteScan>& check;  // --check
+    size_t reads_per_expert;                   // with O_DIRECT's alignment (store/expert_reads.hpp)
+    bool container;                            // a directory stormo convert wrote
+    const std::optional<ContainerCheck>& hashes;  // --check on a container
 };
+
+std::string reads_note(const Report& r) {
+    if (r.reads_per_expert == 0) return "no routed experts";
+    if (r.container) return "a stormo container: each expert is one aligned range";
+    return "stormo convert lays each expert out as one";
+}
 
 void print_text(const Report& r) {
     const ModelSetup& s = r.setup;
@@ -219,6 +220,7 @@ void print_text(const Report& r) {
               << "; setting " << p.budget_setting << "\n";
     std::cout << "  budget                " << p.budget_reason << "\n";
     std::cout << "  expert slots          about " << p.expert_slots << "\n";
+    std::cout << "  reads per expert      " << r.reads_per_expert << " (" << reads_note(r) << ")\n";
     std::cout << "  KV per token          " << bytes_text(p.kv_per_token) << " (" << r.summary.kv_floats_per_token
               << " floats)\n";
     std::cout << "  KV for context " << pad(std::to_string(p.context), 7) << bytes_text(p.kv_for_context) << "\n";
@@ -235,6 +237,12 @@ void print_text(const Report& r) {
                   << "\n";
         for (const NonFiniteTensor& t : r.check->non_finite)
             std::cout << "  " << in_quotes(t.name) << "  " << t.values << " non-finite values\n";
+    }
+    if (r.hashes) {
+        std::cout << "sha256   " << r.hashes->tensors << " tensors and " << r.hashes->files << " files against the manifest: "
+                  << (r.hashes->mismatches.empty() ? "every hash matches" : std::to_string(r.hashes->mismatches.size()) + " differ") << "\n";
+        for (const HashMismatch& m : r.hashes->mismatches)
+            std::cout << "  " << m.what << "  sha256 " << m.found << ", the manifest says " << m.expected << "\n";
     }
 }
 
@@ -281,6 +289,7 @@ void print_json(const Report& r) {
     w.field("expert_budget_reason", p.budget_reason).field("expert_slots", p.expert_slots);
     w.field("kv_bytes_per_token", p.kv_per_token).field("context", p.context);
     w.field("kv_bytes_for_context", p.kv_for_context);
+    w.field("reads_per_expert", r.reads_per_expert).field("container", r.container);
     w.end_object();
 
     w.key("kernel_table").begin_array();
@@ -293,7 +302,15 @@ void print_json(const Report& r) {
         w.key("non_finite").begin_array();
         for (const NonFiniteTensor& t : r.check->non_finite)
             w.begin_object().field("tensor", t.name).field("values", t.values).end_object();
-        w.end_array().end_object();
+        w.end_array();
+        if (r.hashes) {
+            w.key("sha256").begin_object().field("tensors", r.hashes->tensors).field("files", r.hashes->files);
+            w.key("mismatches").begin_array();
+            for (const HashMismatch& m : r.hashes->mismatches)
+                w.begin_object().field("what", m.what).field("sha256", m.found).field("manifest", m.expected).end_object();
+            w.end_array().end_object();
+        }
+        w.end_object();
     }
     w.end_object();
     std::cout << w.str() << "\n";
@@ -308,7 +325,8 @@ int run_inspect(int argc, char** argv) {
     po::options_description own("Options of stormo inspect");
     own.add_options()("json", po::bool_switch(&json), "print one JSON object instead of text")
         ("check", po::bool_switch(&check),
-         "also read every tensor and report those holding NaN or Inf (floats, FP8, MXFP4 scales); exit 1 if any");
+         "also read every tensor and report those holding NaN or Inf (floats, FP8, MXFP4 scales), and on a container "
+         "those whose sha256 differs from the manifest's; exit 1 if any");
     own.add(common_options(common));
     auto parsed = parse_command_line(
         argc, argv, "inspect", "MODEL [--json] [options]",
@@ -316,7 +334,8 @@ int run_inspect(int argc, char** argv) {
         "and kernels chosen, the dimensions read from config.json, the tensor census (count and bytes\n"
         "by role and by dtype), the memory plan (dense resident bytes, expert bytes and budget, KV\n"
         "bytes per token and for the context) and which kernel-table entries the plugin provides.\n"
-        "--check also reads every tensor and reports those that hold NaN or Inf (exit status 1).",
+        "--check also reads every tensor and reports those that hold NaN or Inf (exit status 1); on a\n"
+        "container it also checks every tensor's and file's sha256 against the manifest.",
         own, {"model"});
     if (!parsed) return report_usage_error("inspect", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
@@ -330,7 +349,10 @@ int run_inspect(int argc, char** argv) {
     auto summary = family.summarize(s.source->config());
     if (!summary) return report_error("inspect", with_context(summary.error(), s.family.plugin->name));
     const Census census = take_census(*s.source, family, *summary);
-    auto planned = plan_memory(s, census, *summary);
+    if (auto counted = check_expert_count(s, census, *summary); !counted) return report_error("inspect", counted.error());
+    auto probe = probe_expert_layouts(*s.source, family, s.kernels);
+    if (!probe) return report_error("inspect", with_context(probe.error(), s.family.plugin->name));
+    auto planned = plan_memory(s, census, *summary, slot_bytes_for(probe->layouts, kContainerAlignment));
     if (!planned) return report_error("inspect", planned.error());
     const MemoryPlan& plan = *planned;
     // generate refuses stop ids outside the vocabulary; inspect refuses the same model.
@@ -345,13 +367,27 @@ int run_inspect(int argc, char** argv) {
         if (!scanned) return report_error("inspect", scanned.error());
         scan = std::move(*scanned);
     }
-    const Report report{s, *summary, census, plan, kernels, scan};
+    const bool container = holds_container_manifest(s.source->directory());
+    std::optional<ContainerCheck> hashes;
+    if (check && container) {
+        auto checked = check_container_hashes(s.source->directory(), *s.source);
+        if (!checked) return report_error("inspect", checked.error());
+        hashes = std::move(*checked);
+    }
+    const size_t reads = reads_per_expert(probe->layouts, kContainerAlignment);
+    const Report report{s, *summary, census, plan, kernels, scan, reads, container, hashes};
     if (json) print_json(report);
     else print_text(report);
     if (scan && !scan->non_finite.empty())
         return report_error("inspect", Error{ErrorKind::format, "--check: " + std::to_string(scan->non_finite.size()) +
                                                          " tensors hold NaN or Inf, the first " +
                                                          in_quotes(scan->non_finite.front().name)});
+    if (hashes && !hashes->mismatches.empty())
+        return report_error("inspect", Error{ErrorKind::format, "--check: " + s.source->directory() + ": " + hashes->mismatches.front().what +
+                                                                     " does not match its sha256 in the manifest" +
+                                                                     (hashes->mismatches.size() > 1
+                                                                          ? " (and " + std::to_string(hashes->mismatches.size() - 1) + " more)"
+                                                                          : "")});
     return 0;
 }
 

@@ -9,6 +9,7 @@ int run_inspect(int argc, char** argv);
 int run_generate(int argc, char** argv);
 int run_logits(int argc, char** argv);
 int run_synth(int argc, char** argv);
+int run_convert(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_bench_kernels(int argc, char** argv);
 int run_bench_session(int argc, char** argv);

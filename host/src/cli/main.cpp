@@ -36,6 +36,7 @@ constexpr Command kCommands[] = {
     {"bench-kernels", stormo::cli::run_bench_kernels, "matrix kernels' weight bytes/s against the RAM read bandwidth"},
     {"bench-session", stormo::cli::run_bench_session, "saving and restoring a session against prefill and the disk's bounds"},
     {"synth", stormo::cli::run_synth, "write a random-weight checkpoint shaped like a real model"},
+    {"convert", stormo::cli::run_convert, "rewrite a model as a container laid out for streaming (one read per expert)"},
     {"cache-sim", stormo::cli::run_cache_sim, "replay route traces through the eviction policies"},
 };
 

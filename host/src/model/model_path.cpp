@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "model/container_manifest.hpp"
 #include "model/gguf_split.hpp"
 #include "util/file.hpp"
 
@@ -83,6 +84,7 @@ Expected<ModelPath> recognise_model_path(const std::string& path) {
     // A path that is not there (or empty) is left to the directory reader, whose errors say so.
     if (path.empty() || !fs::exists(status)) return ModelPath{ModelPathKind::directory, path};
     if (fs::is_directory(status)) {
+        if (holds_container_manifest(path)) return ModelPath{ModelPathKind::container, path};
         if (fs::exists(fs::path(path) / "config.json", ec)) return ModelPath{ModelPathKind::directory, path};
         return gguf_in_directory(fs::path(path));
     }

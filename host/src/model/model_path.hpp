@@ -10,11 +10,11 @@
 
 namespace stormo {
 
-enum class ModelPathKind { directory, gguf };
+enum class ModelPathKind { directory, gguf, container };
 
 struct ModelPath {
     ModelPathKind kind = ModelPathKind::directory;
-    std::string path;  // the directory, or the GGUF file to open (in a directory: the one it holds)
+    std::string path;  // the directory, the container, or the GGUF file to open (in a directory: the one it holds)
 };
 
 // True when `file` is a regular file that starts with the GGUF magic.

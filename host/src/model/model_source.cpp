@@ -3,6 +3,7 @@
 // directory and a GGUF file, by what the path holds.
 #include "model/model_source.hpp"
 
+#include "model/container_source.hpp"
 #include "model/gguf_source.hpp"
 
 namespace stormo {
@@ -17,6 +18,7 @@ Expected<std::unique_ptr<ModelSource>> open_model_source(const std::string& path
 
 Expected<std::unique_ptr<ModelSource>> open_model_source(const ModelPath& recognised, std::span<const Family* const> families) {
     if (recognised.kind == ModelPathKind::gguf) return open_gguf_source(recognised.path, families);
+    if (recognised.kind == ModelPathKind::container) return open_container_source(recognised.path);
     return open_model_directory(recognised.path);
 }
 

@@ -45,6 +45,13 @@ public:
     // A GGUF model's metadata (its first part's header), which also holds the tokenizer and the
     // chat template (model/model_bundle.hpp); null for a model directory.
     virtual const GgufHeader* gguf_metadata() const { return nullptr; }
+    // Where bytes [offset, offset + size) of a tensor's data start in t.file. Every format but a
+    // stormo container stores a tensor as one range; a container stores a tensor stacking every
+    // expert as one piece per expert, beside that expert's other parts (docs/convert.md), and a
+    // range across two pieces is an error naming the tensor. Inline: see files().
+    virtual Expected<uint64_t> file_offset(const TensorInfo& t, uint64_t offset, uint64_t /*size*/) const {
+        return t.offset + offset;
+    }
 
     // The distinct files its tensors live in, in the order they first appear; streamable_files:
     // only those holding a tensor that is a byte range of its file (not in_memory).

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "model/container_manifest.hpp"
 #include "model/gguf_split.hpp"
 #include "model/model_path.hpp"
 #include "util/file.hpp"
@@ -70,6 +71,11 @@ text::ModelText read_tokenizer_files(const std::string& path) {
 }
 
 Expected<text::ModelText> read_model_text(const std::string& path) {
+    // A container converted from a GGUF model keeps the tokenizer in the metadata it copied.
+    if (holds_container_manifest(path)) {
+        STORMO_TRY_ASSIGN(const ContainerManifest manifest, read_container_manifest(path));
+        if (manifest.gguf_metadata) return read_model_text((fs::path(path) / *manifest.gguf_metadata).string());
+    }
     // The magic decides; a file named .gguf without it gets the GGUF reader's error, which says so.
     if (!starts_with_gguf_magic(path) && !named_gguf(path)) return read_tokenizer_files(path);
     STORMO_TRY_ASSIGN(auto model, GgufModel::open(path));

@@ -38,8 +38,11 @@ Expected<ExpertLayerLayout> resolve_expert_layout(const ModelSource& source, int
             auto t = checked_tensor(source, part.tensor, part.dtypes, full);
             if (!t) return tl::unexpected(t.error());
             const uint64_t slice = (*t)->nbytes / static_cast<uint64_t>(n_experts);
-            for (int e = 0; e < n_experts; ++e)
-                layout.locations[static_cast<size_t>(e)].push_back({*t, slice * static_cast<uint64_t>(e), slice});
+            for (int e = 0; e < n_experts; ++e) {
+                const uint64_t offset = slice * static_cast<uint64_t>(e);
+                STORMO_TRY_ASSIGN(const uint64_t in_file, source.file_offset(**t, offset, slice));
+                layout.locations[static_cast<size_t>(e)].push_back({*t, offset, slice, in_file});
+            }
         } else {
             for (int e = 0; e < n_experts; ++e) {
                 STORMO_TRY_ASSIGN(auto t, checked_tensor(source, expert_tensor_name(part.tensor, e), part.dtypes, part.expert_shape));

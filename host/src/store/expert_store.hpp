@@ -3,6 +3,7 @@
 // bytes. The forward pass never knows whether an expert came from a RAM slot or from disk.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ struct ExpertPartLocation {
     const TensorInfo* tensor = nullptr;
     uint64_t offset = 0;  // within the tensor's data
     uint64_t nbytes = 0;
+    // Where those bytes start in tensor->file when the source said (ModelSource::file_offset: a
+    // container stores a tensor stacking every expert as one piece per expert); else they lie at
+    // tensor->offset + offset.
+    std::optional<uint64_t> file_offset;
+    uint64_t file_begin() const { return file_offset ? *file_offset : tensor->offset + offset; }
 };
 
 // A layer's experts as the checkpoint stores them: locations[expert][part].
@@ -97,7 +103,8 @@ std::unique_ptr<ExpertStore> make_streaming_expert_store(std::unique_ptr<ReadBac
 uint64_t slot_bytes_for(const std::vector<ExpertLayerLayout>& layers, size_t alignment);
 
 // A streaming budget must afford the slots one token needs in one layer (the largest top-k); the
-// store refuses less when it starts, and `inspect` makes the same check with its slot estimate.
+// store refuses less when it starts, and `inspect` makes the same check with the slot the store
+// would make from the family's layouts.
 Expected<void> check_budget_minimum(uint64_t budget_bytes, uint64_t slot_bytes, size_t min_slots);
 
 // Resolves a family's declaration against the checkpoint: names, dtypes and shapes checked,

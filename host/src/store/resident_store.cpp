@@ -58,7 +58,7 @@ public:
                 if (source_.in_memory(*loc.tensor)) {
                     if (auto r = source_.read(*loc.tensor, loc.offset, loc.nbytes, dst); !r) return tl::unexpected(r.error());
                 } else {
-                    from_files.push_back({loc.tensor->file, loc.tensor->offset + loc.offset, loc.nbytes, dst, what});
+                    from_files.push_back({loc.tensor->file, loc.file_begin(), loc.nbytes, dst, what});
                 }
                 view.parts.push_back({loc.tensor->dtype, layout.parts[p].expert_shape, dst});
                 at += align_up(loc.nbytes);

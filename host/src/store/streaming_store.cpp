@@ -1,7 +1,8 @@
 // Experts on disk, moving through a fixed set of RAM slots within a byte budget.
 //
-// A slot holds one expert: each part's bytes at an aligned offset, read with the backend (O_DIRECT
-// where possible) by a few I/O threads, in chunks, so several reads are in flight. Acquired experts
+// A slot holds one expert: its parts as they lie in the file, one aligned read per run of parts
+// close together (store/expert_reads.hpp: one for a container's expert), read with the backend
+// (O_DIRECT where possible) by a few I/O threads, in chunks, so several reads are in flight. Acquired experts
 // are pinned until their batch ends; a slot that is loading is never evicted. Prefetches fill free
 // or cold slots directly (no second copy) and never evict a pinned expert or another prefetch that
 // has not been used yet.
@@ -13,46 +14,14 @@
 #include <mutex>
 #include <thread>
 
+#include "store/expert_reads.hpp"
 #include "store/expert_store.hpp"
 #include "util/format_bytes.hpp"
 
 namespace stormo {
 namespace {
 
-uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-// Where one part of one expert goes in its slot and which aligned file range fills it.
-struct PartSpan {
-    const std::string* file = nullptr;
-    uint64_t file_begin = 0;   // aligned
-    uint64_t span = 0;         // aligned read size
-    uint64_t needed = 0;       // bytes of the span that hold data (the rest may lie past EOF)
-    uint64_t slot_offset = 0;  // aligned
-    uint64_t data_offset = 0;  // where the part's data starts inside the span
-};
-
-std::vector<PartSpan> spans_of(const std::vector<ExpertPartLocation>& parts, uint64_t alignment) {
-    std::vector<PartSpan> spans;
-    uint64_t at = 0;
-    for (const auto& loc : parts) {
-        const uint64_t begin = loc.tensor->offset + loc.offset;
-        PartSpan s;
-        s.file = &loc.tensor->file;
-        s.file_begin = align_down(begin, alignment);
-        s.span = align_up(begin + loc.nbytes, alignment) - s.file_begin;
-        s.needed = begin + loc.nbytes - s.file_begin;
-        s.data_offset = begin - s.file_begin;
-        s.slot_offset = at;
-        at += align_up(s.span, alignment);
-        spans.push_back(s);
-    }
-    return spans;
-}
-
-uint64_t slot_size_of(const std::vector<PartSpan>& spans, uint64_t alignment) {
-    return spans.empty() ? 0 : spans.back().slot_offset + align_up(spans.back().span, alignment);
-}
 
 class StreamingStore;
 
@@ -323,7 +292,7 @@ private:
         if (place.on_probation) ++stats_.on_probation;
         const ExpertLayerLayout& layout = layouts_.at(layer);
         const auto& locations = layout.locations[static_cast<size_t>(expert)];
-        const auto spans = spans_of(locations, backend_->alignment());
+        const ExpertReadPlan plan = plan_expert_reads(locations, backend_->alignment());
         slot.layer = layer;
         slot.layer_index = layer_index;
         slot.expert = expert;
@@ -336,19 +305,19 @@ private:
         slot.view.expert = expert;
         slot.view.parts.clear();
         slot.pending_reads = 0;
+        for (size_t p = 0; p < locations.size(); ++p)
+            slot.view.parts.push_back({locations[p].tensor->dtype, layout.parts[p].expert_shape, slot.base + plan.part_offsets[p]});
+        // A read larger than a chunk is split so several I/O threads share it.
         const uint64_t chunk = align_up(std::max<uint64_t>(options_.read_chunk_bytes, 1), backend_->alignment());
-        for (size_t p = 0; p < spans.size(); ++p) {
-            const PartSpan& sp = spans[p];
-            slot.view.parts.push_back({locations[p].tensor->dtype, layout.parts[p].expert_shape,
-                                       slot.base + sp.slot_offset + sp.data_offset});
-            for (uint64_t at = 0; at < sp.span; at += chunk) {
+        for (const ExpertRead& read : plan.reads) {
+            for (uint64_t at = 0; at < read.span; at += chunk) {
                 ReadJob job;
                 job.slot = s;
-                job.file = sp.file;
-                job.offset = sp.file_begin + at;
-                job.size = std::min(chunk, sp.span - at);
-                job.needed = sp.needed > at ? std::min(job.size, sp.needed - at) : 0;
-                job.dst = slot.base + sp.slot_offset + at;
+                job.file = read.file;
+                job.offset = read.file_begin + at;
+                job.size = std::min(chunk, read.span - at);
+                job.needed = read.needed > at ? std::min(job.size, read.needed - at) : 0;
+                job.dst = slot.base + read.slot_offset + at;
                 jobs_.push_back(job);
                 ++slot.pending_reads;
             }
@@ -433,7 +402,7 @@ uint64_t slot_bytes_for(const std::vector<ExpertLayerLayout>& layers, size_t ali
     uint64_t worst = 0;
     for (const auto& layout : layers)
         for (const auto& expert : layout.locations)
-            worst = std::max(worst, slot_size_of(spans_of(expert, std::max<size_t>(alignment, 1)), std::max<size_t>(alignment, 1)));
+            worst = std::max(worst, plan_expert_reads(expert, alignment).slot_bytes);
     return worst;
 }
 

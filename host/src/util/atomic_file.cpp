@@ -32,6 +32,8 @@ std::string temp_name_for(const std::string& path) {
     return (p.parent_path() / name).string();
 }
 
+}  // namespace
+
 Expected<void> fsync_directory(const std::string& path, const std::string& what) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     const std::string dir = parent.empty() ? std::string(1, '.') : parent.string();
@@ -44,8 +46,6 @@ Expected<void> fsync_directory(const std::string& path, const std::string& what)
     if (rc != 0 && err != EINVAL) return fail(ErrorKind::io, what + ": flushing its directory " + dir + ": " + errno_text(err));
     return {};
 }
-
-}  // namespace
 
 bool is_atomic_temp_name(std::string_view file_name) {
     return file_name.starts_with(".") && file_name.find(kTempMarker) != std::string_view::npos;

@@ -23,6 +23,10 @@ STORMO_API bool is_atomic_temp_name(std::string_view file_name);
 // Returns how many were removed.
 STORMO_API Expected<size_t> remove_stale_temp_files(const std::string& path);
 
+// Flushes the directory that holds `path` to the disk, so a rename into it lasts; `what` names
+// the file in errors. A file system that cannot sync a directory is no error.
+STORMO_API Expected<void> fsync_directory(const std::string& path, const std::string& what);
+
 class STORMO_API AtomicFileWriter {
 public:
     // Creates the temporary file in `path`'s directory (which must exist). `what` names the file

@@ -1,0 +1,61 @@
+// probe_expert_layouts: see expert_layout_probe.hpp.
+#include "tools/expert_layout_probe.hpp"
+
+#include <cstring>
+
+#include "compute/kernel_table.hpp"
+#include "compute/worker_pool.hpp"
+#include "model/checked_tensor.hpp"
+
+namespace stormo {
+namespace {
+
+// Below this a buffer may be reused heap memory, so it is cleared; larger ones come fresh from
+// mmap, zero and untouched, so a dense part of many GiB costs no RAM until a family reads it.
+constexpr size_t kClearBelowBytes = size_t{32} << 20;
+
+class DeclarationContext final : public LoadContext {
+public:
+    DeclarationContext(const ModelSource& source, Compute compute) : source_(source), compute_(compute) {}
+
+    const ModelConfig& config() const override { return source_.config(); }
+    const std::optional<ModelConfig>& generation_config() const override { return source_.generation_config(); }
+    bool has_tensor(std::string_view name) const override { return source_.find(name) != nullptr; }
+
+    Expected<Tensor> load(const TensorDecl& decl) override {
+        STORMO_TRY_ASSIGN(const TensorInfo* t, checked_tensor(source_, decl.name, decl.dtypes, decl.shape));
+        Tensor out;
+        out.name = t->name;
+        out.dtype = t->dtype;
+        out.shape = t->shape;
+        out.buffer = std::make_shared<AlignedBuffer>(static_cast<size_t>(t->nbytes));
+        if (t->nbytes < kClearBelowBytes) std::memset(out.buffer->data(), 0, static_cast<size_t>(t->nbytes));
+        return out;
+    }
+
+    Expected<void> declare_experts(int layer, const std::vector<ExpertPartDecl>& parts, int n_experts) override {
+        STORMO_TRY_ASSIGN(auto layout, resolve_expert_layout(source_, layer, parts, n_experts));
+        layouts_.push_back(std::move(layout));
+        return {};
+    }
+
+    Compute compute() const override { return compute_; }
+    std::vector<ExpertLayerLayout>& layouts() { return layouts_; }
+
+private:
+    const ModelSource& source_;
+    Compute compute_;
+    std::vector<ExpertLayerLayout> layouts_;
+};
+
+}  // namespace
+
+Expected<ExpertLayoutProbe> probe_expert_layouts(const ModelSource& source, const Family& family, const KernelsSelection& kernels) {
+    const KernelTable table = build_kernel_table(kernels);
+    WorkerPool pool(1);
+    DeclarationContext context(source, Compute{&table, &pool, false});
+    STORMO_TRY(family.load(context).map([](auto&&) {}));
+    return ExpertLayoutProbe{std::move(context.layouts())};
+}
+
+}  // namespace stormo
