@@ -12,6 +12,21 @@ size_t key(int layer, int expert, int n_experts) {
     return static_cast<size_t>(layer) * static_cast<size_t>(n_experts) + static_cast<size_t>(expert);
 }
 
+// decay^n, from a table for the short gaps that ranking thousands of cached experts per miss asks
+// for over and over (std::pow there dominated cache-sim's time), computed beyond it.
+class DecayPowers {
+public:
+    explicit DecayPowers(double decay) : decay_(decay), table_(kTable) {
+        for (uint64_t n = 0; n < kTable; ++n) table_[n] = std::pow(decay, static_cast<double>(n));  // the same bits as before
+    }
+    double operator()(uint64_t n) const { return n < kTable ? table_[n] : std::pow(decay_, static_cast<double>(n)); }
+
+private:
+    static constexpr uint64_t kTable = 4096;
+    double decay_;
+    std::vector<double> table_;
+};
+
 class LruEviction final : public Eviction {
 public:
     LruEviction(int n_layers, int n_experts)
@@ -33,7 +48,7 @@ class HotnessEviction final : public Eviction {
 public:
     HotnessEviction(double decay, double margin, int n_layers, int n_experts)
         : decay_(decay), margin_(margin), n_experts_(n_experts), clock_(static_cast<size_t>(n_layers), 0),
-          entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)) {}
+          entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)), powers_(decay) {}
 
     void on_layer_step(int layer) override { ++clock_[static_cast<size_t>(layer)]; }
 
@@ -65,8 +80,7 @@ private:
         uint64_t last_use = 0;  // global tick, for ties
     };
     double heat_now(int layer, const Entry& e) const {
-        const uint64_t steps = clock_[static_cast<size_t>(layer)] - e.at;
-        return e.heat * std::pow(decay_, static_cast<double>(steps));
+        return e.heat * powers_(clock_[static_cast<size_t>(layer)] - e.at);
     }
 
     double decay_;
@@ -75,6 +89,7 @@ private:
     uint64_t tick_ = 0;
     std::vector<uint64_t> clock_;
     std::vector<Entry> entries_;
+    DecayPowers powers_;
 };
 
 // The cached expert whose next use is expected farthest away leaves first. Layers are visited in
@@ -88,7 +103,8 @@ class NextUseEviction final : public Eviction {
 public:
     NextUseEviction(double decay, double margin, int n_layers, int n_experts)
         : decay_(decay), margin_(margin), n_layers_(std::max(n_layers, 1)), n_experts_(n_experts),
-          clock_(static_cast<size_t>(n_layers), 0), entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)) {}
+          clock_(static_cast<size_t>(n_layers), 0), entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)),
+          powers_(decay) {}
 
     void on_layer_step(int layer) override {
         ++clock_[static_cast<size_t>(layer)];
@@ -123,7 +139,7 @@ private:
         uint64_t last_use = 0;
     };
     double heat_now(int layer, const Entry& e) const {
-        return e.heat * std::pow(decay_, static_cast<double>(clock_[static_cast<size_t>(layer)] - e.at));
+        return e.heat * powers_(clock_[static_cast<size_t>(layer)] - e.at);
     }
     // Steps of the whole model until `layer` runs again: 1 for the next layer, n for the current.
     double layers_to_go(int layer) const {
@@ -131,7 +147,7 @@ private:
     }
     double expected_wait(int layer, double heat) const {
         const auto steps = static_cast<double>(std::max<uint64_t>(clock_[static_cast<size_t>(layer)], 1));
-        const double norm = decay_ >= 1.0 ? steps : (1.0 - std::pow(decay_, steps)) / (1.0 - decay_);
+        const double norm = decay_ >= 1.0 ? steps : (1.0 - powers_(static_cast<uint64_t>(steps))) / (1.0 - decay_);
         const double p = std::clamp(heat / norm, 0.0, 1.0);
         if (p <= 0.0) return std::numeric_limits<double>::infinity();
         return layers_to_go(layer) + static_cast<double>(n_layers_) * (1.0 / p - 1.0);
@@ -145,6 +161,7 @@ private:
     uint64_t tick_ = 0;
     std::vector<uint64_t> clock_;
     std::vector<Entry> entries_;
+    DecayPowers powers_;
 };
 
 }  // namespace

@@ -22,8 +22,8 @@ namespace stormo {
 struct RouteStep {
     int layer = 0;
     std::vector<int32_t> experts;
-    uint32_t rows = 0;               // rows of the block; 0: unknown (a version 1 trace)
-    std::vector<int32_t> predicted;  // the prefetcher's guess for this step; empty: none made
+    uint32_t rows = 0;                    // rows of the block; 0: unknown (a version 1 trace)
+    std::vector<int32_t> predicted = {};  // the prefetcher's guess for this step; empty: none made
 };
 
 // Ids beyond these limits (far above any real model's) are refused when a trace is read, so a
