@@ -197,8 +197,9 @@ int run_cache_sim(int argc, char** argv) {
     }
     for (int64_t slots : slot_counts) {
         const double share = static_cast<double>(slots) / static_cast<double>(shape.pairs());
-        std::optional<double> optimum;
-        if (with_belady) optimum = simulate_belady(trace, static_cast<size_t>(slots), n_layers, n_experts).hit_rate();
+        std::optional<CacheSimulation> best;
+        if (with_belady) best = simulate_belady(trace, static_cast<size_t>(slots), n_layers, n_experts);
+        const std::optional<double> optimum = best ? std::optional(best->hit_rate()) : std::nullopt;
         auto report = [&](const std::string& name, const CacheSimulation& sim, const CacheSimulation* ahead) {
             w.begin_object().field("slots", slots).field("budget_share", share).field("policy", name)
                 .field("hit_rate", sim.hit_rate()).field("hits", sim.hits).field("misses", sim.misses);
@@ -218,10 +219,7 @@ int run_cache_sim(int argc, char** argv) {
                           << static_cast<double>(ahead->reads()) / static_cast<double>(trace.size());
             std::cout << "\n";
         };
-        if (optimum) {
-            const CacheSimulation best = simulate_belady(trace, static_cast<size_t>(slots), n_layers, n_experts);
-            report("belady", best, nullptr);
-        }
+        if (best) report("belady", *best, nullptr);
         for (const NamedPolicy& p : *policies) {
             const CacheSimulation sim = simulate_cache(trace, static_cast<size_t>(slots), p.settings, n_layers, n_experts);
             std::optional<CacheSimulation> ahead;
