@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "store/eviction.hpp"
+#include "store/cache_simulation.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);

@@ -7,7 +7,7 @@
 #include <random>
 #include <set>
 
-#include "store/eviction.hpp"
+#include "store/cache_simulation.hpp"
 
 namespace stormo {
 namespace {

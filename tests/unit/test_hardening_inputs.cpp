@@ -13,7 +13,7 @@
 
 #include "cli_runner.hpp"
 #include "runtime/engine_config.hpp"
-#include "store/eviction.hpp"
+#include "store/route_trace.hpp"
 #include "util/file.hpp"
 
 namespace fs = std::filesystem;

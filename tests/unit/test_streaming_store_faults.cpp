@@ -280,6 +280,7 @@ TEST(StreamingStoreFaults, SlowFlakyReadsFailOnlyTheirExpertAndNeverCorruptOne) 
     const uint64_t seed = seed_from_environment();
     run_rounds(EvictionPolicy::hotness, seed);
     run_rounds(EvictionPolicy::lru, seed + 1);
+    run_rounds(EvictionPolicy::next_use, seed + 2);
 }
 
 }  // namespace

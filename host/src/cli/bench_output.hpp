@@ -11,6 +11,10 @@
 #include "tools/bench.hpp"
 #include "tools/parallel_bench.hpp"
 
+namespace stormo::cli {
+struct BenchRouting;
+}  // namespace stormo::cli
+
 namespace stormo::cli::bench {
 
 struct Probes {
@@ -45,9 +49,10 @@ void engine_header(const Engine& engine, const ExpertStoreStats& s);
 void machine_rows(const Probes& probes, uint64_t peak_rss_bytes);
 
 // --parallel N: the batch's figures, sequence 0 alone's beside them and their ratios.
+// `routing`: the routes were replaced (bench --routing), said first; nullptr: the model's own.
 void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& run, const DecodeTraffic& traffic,
-                          const Probes& probes, const ParallelBenchReport& r);
+                          const Probes& probes, const ParallelBenchReport& r, const BenchRouting* routing);
 void print_parallel_json(const LoadedEngine& loaded, const ParallelBenchRun& run, const DecodeTraffic& traffic,
-                         const Probes& probes, const ParallelBenchReport& r, double load_seconds);
+                         const Probes& probes, const ParallelBenchReport& r, double load_seconds, const BenchRouting* routing);
 
 }  // namespace stormo::cli::bench

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/bench_output.hpp"
+#include "cli/bench_routing.hpp"
 
 namespace stormo::cli::bench {
 namespace {
@@ -19,7 +20,7 @@ std::string ms(double seconds) { return fixed(seconds * 1e3, 1) + " ms"; }
 std::string tokens_text(const ParallelBenchRun& run) {
     size_t where = 0;
     const std::optional<bool> same = parallel_tokens_match(run, &where);
-    if (!same) return "not checked (--no-baseline)";
+    if (!same) return run.routes_overridden ? "not compared (--routing: the tokens mean nothing)" : "not checked (--no-baseline)";
     return *same ? "identical to alone" : "DIFFERENT from alone from token " + std::to_string(where);
 }
 
@@ -49,8 +50,9 @@ void number_array(JsonWriter& j, const char* key, const std::vector<double>& val
 }  // namespace
 
 void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& run, const DecodeTraffic& traffic,
-                          const Probes& probes, const ParallelBenchReport& r) {
+                          const Probes& probes, const ParallelBenchReport& r, const BenchRouting* routing) {
     engine_header(*loaded.engine, run.after);
+    if (routing) print_routing_note(*routing);
     std::cout << "  " << run.sequences << " sequences, each a prompt of " << run.prompt_tokens
               << " random tokens (its own) and " << run.gen_tokens
               << " generated, arriving at once and run together (at most " << run.step_rows << " rows a step); "
@@ -100,10 +102,11 @@ void print_parallel_table(const LoadedEngine& loaded, const ParallelBenchRun& ru
 }
 
 void print_parallel_json(const LoadedEngine& loaded, const ParallelBenchRun& run, const DecodeTraffic& traffic,
-                         const Probes& probes, const ParallelBenchReport& r, double load_seconds) {
+                         const Probes& probes, const ParallelBenchReport& r, double load_seconds, const BenchRouting* routing) {
     JsonWriter j;
     j.begin_object();
     engine_fields(j, loaded, run.after, load_seconds);
+    routing_fields(j, routing);
     j.field("parallel", run.sequences)
         .field("prompt_tokens", run.prompt_tokens)
         .field("gen_tokens", run.gen_tokens)

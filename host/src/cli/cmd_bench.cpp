@@ -15,6 +15,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/bench_output.hpp"
+#include "cli/bench_routing.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/model_command.hpp"
 #include "cli/progress.hpp"
@@ -49,6 +50,7 @@ struct BenchOptions {
     std::string disk_block = "8MiB";
     int disk_in_flight = 4;
     int disk_passes = 3;
+    std::string routing;  // --routing: the store measured under replaced routes (bench_routing.hpp)
 };
 
 Expected<uint64_t> size_option(const std::string& text, const std::string& option) {
@@ -124,13 +126,14 @@ void speculation_rows(Engine& engine, const BenchRun& run, const SpeculativeBenc
 }
 
 void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
-                const BenchReport& r, double load_seconds) {
+                const BenchReport& r, double load_seconds, const BenchRouting* routing) {
     Engine& engine = *loaded.engine;
     const PackedDense packed = packed_dense(engine);
     const ExpertStoreStats& s = run.after;
     JsonWriter j;
     j.begin_object();
     engine_fields(j, loaded, s, load_seconds);
+    routing_fields(j, routing);
     j.field("prompt_tokens", run.prompt_tokens)
         .field("gen_tokens", run.generated_tokens)
         .field("warmup", run.warmed_up)
@@ -203,10 +206,11 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
 }
 
 void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTraffic& traffic, const Probes& probes,
-                 const BenchReport& r) {
+                 const BenchReport& r, const BenchRouting* routing) {
     Engine& engine = *loaded.engine;
     const ExpertStoreStats& s = run.after;
     engine_header(engine, s);
+    if (routing) print_routing_note(*routing);
     std::cout << "  prompt " << run.prompt_tokens << " tokens, " << run.generated_tokens << " generated ("
               << run.decode_steps << " decode steps)"
               << (run.warmed_up ? ", after a warm-up run (a prompt of the same length and one token)" : ", no warm-up run") << "\n\n";
@@ -277,7 +281,11 @@ int run_bench(int argc, char** argv) {
          "expert bytes the disk probe reads (1GiB; 0 skips it)")
         ("disk-block", po::value<std::string>(&b.disk_block)->value_name("SIZE"), "one disk probe read (8MiB)")
         ("disk-in-flight", po::value<int>(&b.disk_in_flight)->value_name("N"), "disk probe reads in flight (4)")
-        ("disk-passes", po::value<int>(&b.disk_passes)->value_name("N"), "passes of the disk probe, the best counts (3)");
+        ("disk-passes", po::value<int>(&b.disk_passes)->value_name("N"), "passes of the disk probe, the best counts (3)")
+        ("routing", po::value<std::string>(&b.routing)->value_name("SPEC"),
+         "measure the expert store under replaced routes (the logits then mean nothing): trace:FILE replays a "
+         "`generate --route-trace` trace mapped onto the model, synthetic[:key=value,...] generates routes calibrated to "
+         "published locality figures (docs/expert_store.md)");
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "bench", "MODEL [--prompt-tokens N] [--gen-tokens N] [--parallel N] [--json]",
                                      "Measures prefill and decode speed against this machine's memory and disk bounds.",
@@ -348,6 +356,15 @@ int run_bench(int argc, char** argv) {
     if (!loaded) return report_error("bench", loaded.error());
     const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     Engine& engine = *loaded->engine;
+    std::optional<BenchRouting> routing;
+    if (!b.routing.empty()) {
+        // Every row the run routes, warm-up and baseline included (a replay cycles past them).
+        const size_t rows = need * static_cast<size_t>(std::max<int64_t>(1, b.parallel)) * 3;
+        auto made = make_bench_routing(b.routing, engine.model(), b.seed, rows);
+        if (!made) return report_error("bench", made.error());
+        routing = std::move(*made);
+        engine.pipeline().override_routes(routing->routes.get());
+    }
 
     BenchRequest request{static_cast<size_t>(b.prompt_tokens), static_cast<size_t>(b.gen_tokens), b.seed, {}, !b.no_warmup};
     request.speculation = engine.speculation();
@@ -376,6 +393,7 @@ int run_bench(int argc, char** argv) {
         progress.clear();
         if (!ran) return report_error("bench", ran.error());
         batched = std::move(*ran);
+        batched->routes_overridden = routing.has_value();
     } else if (*paired_bytes > 0) {
         auto buffer = RamProbeBuffer::allocate(pool, std::min(*paired_bytes, *ram_bytes));
         if (!buffer) return report_error("bench", with_context(buffer.error(), "--paired-probe"));
@@ -435,8 +453,8 @@ int run_bench(int argc, char** argv) {
 
     if (batched) {
         const ParallelBenchReport report = make_parallel_bench_report(*batched, *traffic);
-        if (b.json) print_parallel_json(*loaded, *batched, *traffic, probes, report, load_seconds);
-        else print_parallel_table(*loaded, *batched, *traffic, probes, report);
+        if (b.json) print_parallel_json(*loaded, *batched, *traffic, probes, report, load_seconds, routing ? &*routing : nullptr);
+        else print_parallel_table(*loaded, *batched, *traffic, probes, report, routing ? &*routing : nullptr);
         // A batched sequence that is not the bits it is alone is a correctness failure, not a figure.
         size_t where = 0;
         if (parallel_tokens_match(*batched, &where) == false)
@@ -446,8 +464,8 @@ int run_bench(int argc, char** argv) {
         return 0;
     }
     const BenchReport report = make_bench_report(*single, *traffic, probes.ram(), probes.disk);
-    if (b.json) print_json(*loaded, *single, *traffic, probes, report, load_seconds);
-    else print_table(*loaded, *single, *traffic, probes, report);
+    if (b.json) print_json(*loaded, *single, *traffic, probes, report, load_seconds, routing ? &*routing : nullptr);
+    else print_table(*loaded, *single, *traffic, probes, report, routing ? &*routing : nullptr);
     return 0;
 }
 

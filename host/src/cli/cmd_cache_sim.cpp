@@ -1,6 +1,8 @@
-// stormo cache-sim: replays route traces through the expert store's eviction policies, to choose
-// the default policy and the hotness decay by measurement.
+// stormo cache-sim: replays route traces (recorded, or generated with stated locality) through the
+// expert store's eviction policies and Belady's optimum, to choose the default policy by
+// measurement (docs/expert_store.md).
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -8,7 +10,8 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/options.hpp"
-#include "store/eviction.hpp"
+#include "store/cache_simulation.hpp"
+#include "tools/synthetic_routes.hpp"
 #include "util/file.hpp"
 
 namespace stormo::cli {
@@ -30,21 +33,6 @@ Expected<std::vector<RouteStep>> read_traces(const std::vector<std::string>& pat
 // models (the largest have about 50K pairs), so a stray id cannot allocate gigabytes.
 constexpr int64_t kMaxPairs = int64_t{1} << 20;
 
-struct TraceShape {
-    int layers = 0;
-    int experts = 0;
-    int64_t pairs() const { return int64_t{layers} * int64_t{std::max(experts, 1)}; }
-};
-
-TraceShape shape_of(const std::vector<RouteStep>& trace) {
-    TraceShape shape;
-    for (const auto& step : trace) {
-        shape.layers = std::max(shape.layers, step.layer + 1);
-        for (int32_t e : step.experts) shape.experts = std::max(shape.experts, e + 1);
-    }
-    return shape;
-}
-
 // More slots than the trace has (layer, expert) pairs cannot change a hit rate; refusing them keeps
 // a typo like --slots 10000000000 from allocating gigabytes.
 Expected<void> check_slots_against(const TraceShape& shape, const std::vector<int64_t>& slot_counts) {
@@ -61,85 +49,183 @@ Expected<void> check_slots_against(const TraceShape& shape, const std::vector<in
     return {};
 }
 
-std::string decay_text(double decay) {
+std::string number_text(double v) {
     std::ostringstream s;
-    s << decay;
+    s << v;
     return s.str();
+}
+
+struct NamedPolicy {
+    std::string name;
+    EvictionSettings settings;
+};
+
+// The policies asked for by name, the hotness ones at every decay and margin asked for.
+Expected<std::vector<NamedPolicy>> policies_named(const std::vector<std::string>& names, const std::vector<double>& decays,
+                                                  const std::vector<double>& margins, bool& with_belady) {
+    std::vector<NamedPolicy> out;
+    with_belady = false;
+    for (const std::string& name : names) {
+        if (name == "belady") {
+            with_belady = true;
+        } else if (name == "lru") {
+            out.push_back({"lru", EvictionSettings{EvictionPolicy::lru, 0.0, -1.0}});
+        } else if (name == "lfu") {  // hotness that never forgets: use counts, ties least recently used
+            out.push_back({"lfu", EvictionSettings{EvictionPolicy::hotness, 1.0, -1.0}});
+        } else if (name == "hotness" || name == "next-use") {
+            const EvictionPolicy policy = name == "hotness" ? EvictionPolicy::hotness : EvictionPolicy::next_use;
+            for (double margin : margins)
+                for (double decay : decays) {
+                    std::ostringstream label;
+                    label << name << "@" << decay;
+                    if (margin >= 0.0) label << "/m" << margin;
+                    out.push_back({label.str(), EvictionSettings{policy, decay, margin}});
+                }
+        } else {
+            return fail(ErrorKind::invalid_argument, "--policy " + name + ": the policies are lru, lfu, hotness, next-use and belady");
+        }
+    }
+    return out;
 }
 
 }  // namespace
 
 int run_cache_sim(int argc, char** argv) {
     std::vector<std::string> traces;
+    std::string synthetic;
     std::vector<int64_t> slot_counts;
-    std::vector<double> decays{0.5, 0.8, 0.9, 0.95, 0.99};
-    std::vector<std::string> margin_texts{"off", "0.25"};
-    bool json = false;
+    std::vector<double> budget_shares;
+    std::vector<std::string> policy_names{"belady", "lru", "lfu", "hotness", "next-use"};
+    std::vector<double> decays{0.95};
+    std::vector<std::string> margin_texts{"0.25"};
+    bool prefetch = false, figures = false, json = false;
+    std::string write_trace;
     po::options_description d("cache-sim options");
     d.add_options()
-        ("trace", po::value<std::vector<std::string>>(&traces)->value_name("FILE")->required()->composing(),
+        ("trace", po::value<std::vector<std::string>>(&traces)->value_name("FILE")->composing(),
          "a route trace written by `stormo generate --route-trace` (repeatable: replayed one after another)")
-        ("slots", po::value<std::vector<int64_t>>(&slot_counts)->value_name("N")->required()->composing(),
-         "slots to simulate (repeatable)")
+        ("synthetic", po::value<std::string>(&synthetic)->value_name("SPEC"),
+         "instead of --trace, a generated trace: published, or key=value pairs (layers, experts, top-k, tokens, seed, "
+         "zipf, reuse, drift, recall) over the published preset, as `bench --routing synthetic:SPEC` takes them")
+        ("slots", po::value<std::vector<int64_t>>(&slot_counts)->value_name("N")->composing(), "slots to simulate (repeatable)")
+        ("budget-share", po::value<std::vector<double>>(&budget_shares)->value_name("PERCENT")->composing(),
+         "slots as a share of the trace's (layer, expert) pairs (repeatable; without --slots the default is 10 20 30 40 50)")
+        ("policy", po::value<std::vector<std::string>>(&policy_names)->value_name("NAME")->composing(),
+         "lru, lfu, hotness, next-use or belady (repeatable; default all)")
         ("decay", po::value<std::vector<double>>(&decays)->value_name("D")->composing(),
-         "hotness decays per layer step to compare (repeatable; default 0.5 0.8 0.9 0.95 0.99)")
+         "decays per layer step of hotness and next-use (repeatable; default 0.95)")
         ("margin", po::value<std::vector<std::string>>(&margin_texts)->value_name("M")->composing(),
-         "hotness margins to compare, each with every decay: a number from 0 to 100, or off (repeatable; "
-         "default off 0.25)")
+         "margins of hotness and next-use, each with every decay: a number from 0 to 100, or off (repeatable; default 0.25)")
+        ("prefetch", po::bool_switch(&prefetch), "also replay each policy reading ahead the trace's predictions, as the store does")
+        ("figures", po::bool_switch(&figures), "print the trace's locality figures next to the published ones (always for --synthetic)")
+        ("write-trace", po::value<std::string>(&write_trace)->value_name("FILE"), "write the replayed trace to FILE (version 2)")
         ("json", po::bool_switch(&json), "one JSON object");
-    auto parsed = parse_command_line(argc, argv, "cache-sim", "--trace FILE --slots N [--slots N ...] [options]",
-                                     "Hit rates of LRU and hotness eviction replayed over recorded routes.", d);
+    auto parsed = parse_command_line(argc, argv, "cache-sim", "(--trace FILE ... | --synthetic SPEC) [--slots N ... | --budget-share P ...] [options]",
+                                     "Hit rates of the eviction policies and Belady's optimum replayed over routes.", d);
     if (!parsed) return report_usage_error("cache-sim", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
+    auto usage = [](const std::string& m) { return report_usage_error("cache-sim", Error{ErrorKind::invalid_argument, m}); };
 
+    if (traces.empty() == synthetic.empty()) return usage("give --trace FILE or --synthetic SPEC (one of them)");
     for (double decay : decays)
-        if (!(decay > 0.0 && decay <= 1.0))
-            return report_usage_error("cache-sim", Error{ErrorKind::invalid_argument,
-                                                         "--decay " + decay_text(decay) + ": must be in (0, 1]"});
+        if (!(decay > 0.0 && decay <= 1.0)) return usage("--decay " + number_text(decay) + ": must be in (0, 1]");
     std::vector<double> margins;
     for (const std::string& text : margin_texts) {
         const std::optional<double> margin = hotness_margin_from_text(text);
-        if (!margin)
-            return report_usage_error("cache-sim", Error{ErrorKind::invalid_argument,
-                                                         "--margin " + text + ": must be off or a number from 0 to 100"});
+        if (!margin) return usage("--margin " + text + ": must be off or a number from 0 to 100");
         margins.push_back(*margin);
     }
     for (int64_t slots : slot_counts)
-        if (slots <= 0)
-            return report_usage_error("cache-sim", Error{ErrorKind::invalid_argument,
-                                                         "--slots " + std::to_string(slots) + ": must be a positive integer"});
+        if (slots <= 0) return usage("--slots " + std::to_string(slots) + ": must be a positive integer");
+    for (double share : budget_shares)
+        if (!(share > 0.0 && share <= 100.0)) return usage("--budget-share " + number_text(share) + ": must be in (0, 100]");
+    if (slot_counts.empty() && budget_shares.empty()) budget_shares = {10, 20, 30, 40, 50};
+    bool with_belady = false;
+    auto policies = policies_named(policy_names, decays, margins, with_belady);
+    if (!policies) return report_usage_error("cache-sim", policies.error());
 
-    auto trace = read_traces(traces);
-    if (!trace) return report_error("cache-sim", trace.error());
-    if (trace->empty()) return report_error("cache-sim", Error{ErrorKind::invalid_argument, "--trace: no route steps"});
-    const TraceShape shape = shape_of(*trace);
+    std::vector<RouteStep> trace;
+    if (!synthetic.empty()) {
+        auto spec = parse_synthetic_routing(synthetic == "published" ? std::string_view() : std::string_view(synthetic),
+                                            published_routing_preset());
+        if (!spec) return report_usage_error("cache-sim", with_context(spec.error(), "--synthetic"));
+        auto generated = generate_routes(*spec);
+        if (!generated) return report_error("cache-sim", with_context(generated.error(), "--synthetic"));
+        trace = std::move(*generated);
+        figures = true;
+        if (!json) std::cout << describe(*spec) << "\n";
+    } else {
+        auto read = read_traces(traces);
+        if (!read) return report_error("cache-sim", read.error());
+        trace = std::move(*read);
+    }
+    if (trace.empty()) return report_error("cache-sim", Error{ErrorKind::invalid_argument, "--trace: no route steps"});
+    const TraceShape shape = shape_of(trace);
+    for (double share : budget_shares)
+        slot_counts.push_back(std::max<int64_t>(1, std::llround(static_cast<double>(shape.pairs()) * share / 100.0)));
     if (auto checked = check_slots_against(shape, slot_counts); !checked)
         return report_usage_error("cache-sim", checked.error());
+    if (!write_trace.empty())
+        if (auto w = write_file(write_trace, format_route_trace(trace)); !w)
+            return report_error("cache-sim", with_context(w.error(), "--write-trace"));
     const int n_layers = shape.layers, n_experts = shape.experts;
+    const PredictionAccuracy accuracy = prediction_accuracy(trace);
+    if (prefetch && accuracy.steps == 0)
+        return usage("--prefetch: the trace carries no predictions (a version 1 trace, or recorded without a streaming store)");
 
     JsonWriter w;
-    w.begin_object().field("steps", trace->size()).field("layers", n_layers).field("experts", n_experts);
+    w.begin_object().field("steps", trace.size()).field("layers", n_layers).field("experts", n_experts);
+    w.field("prediction_steps", accuracy.steps).field("prediction_recall", accuracy.recall())
+        .field("prediction_precision", accuracy.precision());
+    if (figures) {
+        const RouteFigures f = measure_routes(trace, n_experts, kFigureWindow);
+        w.key("figures").begin_object().field("consecutive_share", f.consecutive_share).field("top_half_share", f.top_half_share)
+            .field("gini", f.gini).field("hot_list_share", f.hot_list_share).field("lru_hit_rate", f.lru_hit_rate).end_object();
+    }
     w.key("results").begin_array();
-    if (!json)
-        std::cout << trace->size() << " steps, " << n_layers << " layers, " << n_experts << " experts\n"
-                  << "slots   policy                hit rate\n";
+    if (!json) {
+        std::cout << trace.size() << " steps, " << n_layers << " layers, " << n_experts << " experts\n";
+        if (figures)
+            std::cout << "the trace's figures (one-row steps; the top half and Gini over windows of " << kFigureWindow
+                      << " tokens)\n"
+                      << figures_table(measure_routes(trace, n_experts, kFigureWindow), "  ");
+        if (accuracy.steps)
+            std::cout << "prefetcher's predictions: " << accuracy.steps << " steps, recall " << std::fixed << std::setprecision(3)
+                      << accuracy.recall() << ", precision " << accuracy.precision() << "\n";
+        std::cout << "slots   share   policy                hit rate  of belady"
+                  << (prefetch ? "   +prefetch  of belady  reads/step" : "") << "\n";
+    }
     for (int64_t slots : slot_counts) {
-        auto report = [&](const std::string& name, const EvictionSettings& s) {
-            const CacheSimulation sim = simulate_cache(*trace, static_cast<size_t>(slots), s, n_layers, n_experts);
-            w.begin_object().field("slots", slots).field("policy", name).field("hit_rate", sim.hit_rate())
-                .field("hits", sim.hits).field("misses", sim.misses).end_object();
-            if (!json)
-                std::cout << std::left << std::setw(8) << slots << std::setw(22) << name << std::fixed << std::setprecision(4)
-                          << sim.hit_rate() << "\n";
+        const double share = static_cast<double>(slots) / static_cast<double>(shape.pairs());
+        std::optional<CacheSimulation> best;
+        if (with_belady) best = simulate_belady(trace, static_cast<size_t>(slots), n_layers, n_experts);
+        const std::optional<double> optimum = best ? std::optional(best->hit_rate()) : std::nullopt;
+        auto report = [&](const std::string& name, const CacheSimulation& sim, const CacheSimulation* ahead) {
+            w.begin_object().field("slots", slots).field("budget_share", share).field("policy", name)
+                .field("hit_rate", sim.hit_rate()).field("hits", sim.hits).field("misses", sim.misses);
+            if (optimum) w.field("of_belady", *optimum > 0 ? sim.hit_rate() / *optimum : 1.0);
+            if (ahead)
+                w.field("prefetch_hit_rate", ahead->hit_rate()).field("prefetch_issued", ahead->prefetch_issued)
+                    .field("prefetch_used", ahead->prefetch_used)
+                    .field("prefetch_reads_per_step", static_cast<double>(ahead->reads()) / static_cast<double>(trace.size()));
+            w.end_object();
+            if (json) return;
+            std::cout << std::left << std::setw(8) << slots << std::setw(8) << (std::to_string(std::lround(share * 100)) + "%")
+                      << std::setw(22) << name << std::fixed << std::setprecision(4) << std::setw(10) << sim.hit_rate();
+            std::cout << std::setw(11) << (optimum ? number_text(std::round(sim.hit_rate() / std::max(*optimum, 1e-12) * 1000) / 1000) : "");
+            if (ahead)
+                std::cout << std::setw(11) << ahead->hit_rate() << std::setw(11)
+                          << (optimum ? number_text(std::round(ahead->hit_rate() / std::max(*optimum, 1e-12) * 1000) / 1000) : "")
+                          << static_cast<double>(ahead->reads()) / static_cast<double>(trace.size());
+            std::cout << "\n";
         };
-        report("lru", EvictionSettings{EvictionPolicy::lru, 0.0, -1.0});
-        for (double margin : margins)
-            for (double decay : decays) {
-                std::ostringstream name;
-                name << "hotness@" << decay;
-                if (margin >= 0.0) name << "/m" << margin;
-                report(name.str(), EvictionSettings{EvictionPolicy::hotness, decay, margin});
-            }
+        if (best) report("belady", *best, nullptr);
+        for (const NamedPolicy& p : *policies) {
+            const CacheSimulation sim = simulate_cache(trace, static_cast<size_t>(slots), p.settings, n_layers, n_experts);
+            std::optional<CacheSimulation> ahead;
+            if (prefetch) ahead = simulate_cache(trace, static_cast<size_t>(slots), p.settings, n_layers, n_experts, true);
+            report(p.name, sim, ahead ? &*ahead : nullptr);
+        }
     }
     w.end_array().end_object();
     if (json) std::cout << w.str() << "\n";

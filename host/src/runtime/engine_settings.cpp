@@ -108,8 +108,9 @@ Why set_context(EngineConfig& c, std::string_view text, const SettingSource&, co
 }
 
 Why set_eviction(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
-    if (text != "lru" && text != "hotness") return refused(self);
-    c.eviction = text == "lru" ? EvictionPolicy::lru : EvictionPolicy::hotness;
+    const std::optional<EvictionPolicy> policy = eviction_policy_from_text(text);
+    if (!policy) return refused(self);
+    c.eviction = *policy;
     return std::nullopt;
 }
 
@@ -185,15 +186,17 @@ const std::array<EngineSetting, 19> kSettings{{
          o.context = static_cast<size_t>(c.context);
          o.context_origin = c.origin("context");
      }},
-    {"eviction", "eviction", "POLICY", Form::one, "hotness", "lru or hotness",
-     "hotness (default) or lru: which cached expert the store evicts", set_eviction,
+    {"eviction", "eviction", "POLICY", Form::one, "hotness", "lru, hotness or next-use",
+     "hotness (default), lru or next-use: which cached expert the store evicts (next-use: the one whose next "
+     "use is expected farthest away; docs/expert_store.md)", set_eviction,
      [](const EngineConfig& c, EngineOptions& o) { o.eviction.policy = c.eviction; }},
     {"hotness_decay", "hotness-decay", "D", Form::one, "0.95", "a number between 0 and 1 (exclusive)",
-     "the share of an expert's heat kept per step of its layer (hotness eviction; 0.95)", set_hotness_decay,
+     "the share of an expert's heat kept per step of its layer (hotness and next-use eviction; 0.95)", set_hotness_decay,
      [](const EngineConfig& c, EngineOptions& o) { o.eviction.decay = c.hotness_decay; }},
     {"hotness_margin", "hotness-margin", "M", Form::one, "0.25", "a number from 0 to 100, or off",
      "how much hotter (a share) a newly read expert must be than the coldest cached one to take its place "
-     "for good; otherwise it is held on probation and leaves first (hotness eviction; 0.25; off: always)",
+     "for good; otherwise it is held on probation and leaves first (hotness eviction; next-use: how much sooner its "
+     "next use must be expected; 0.25; off: always)",
      set_hotness_margin, [](const EngineConfig& c, EngineOptions& o) { o.eviction.margin = c.hotness_margin; }},
     {"prefetch", "prefetch", "BOOL", Form::one, "true", "a boolean (true or false)",
      "true (default) or false: read the experts the next layer is predicted to need while this one computes",

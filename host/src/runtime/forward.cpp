@@ -421,6 +421,7 @@ std::vector<int32_t> Pipeline::predict_next(int layer, const StepContext& ctx, c
             break;
         }
     if (next_layer < 0) return {};
+    if (route_override_) return route_override_->predict(next_layer);
     std::vector<float> normed(residual.n * residual.width);
     const Rows normed_rows{normed.data(), residual.n, residual.width};
     model_.norm(Model::NormSite::ffn, next_layer, residual, normed_rows);
@@ -440,10 +441,16 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     const LayerPlan& plan = model_.layer_plan(layer);
     const size_t n = normed.n;
     const size_t width = normed.width;
-    const Routing routing = model_.route(layer, ctx, normed);
+    Routing routing = model_.route(layer, ctx, normed);
     const size_t k = routing.top_k;
     if (routing.experts.size() != n * k || routing.weights.size() != n * k)
         return fail(ErrorKind::internal, "layer " + std::to_string(layer) + ": router returned a malformed routing");
+    if (route_override_) {
+        routing.experts = route_override_->route(layer, n, k, plan.n_experts);
+        std::fill(routing.weights.begin(), routing.weights.end(), 1.0f / static_cast<float>(k));
+        if (routing.experts.size() != n * k)
+            return fail(ErrorKind::internal, "layer " + std::to_string(layer) + ": the routing override gave a malformed routing");
+    }
 
     // Plan: the union of chosen experts, each with the (row, slot) pairs that chose it.
     std::vector<std::vector<size_t>> users(static_cast<size_t>(plan.n_experts));
@@ -457,7 +464,11 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     for (size_t e = 0; e < users.size(); ++e)
         if (!users[e].empty()) chosen.push_back(static_cast<int32_t>(e));
     const bool record = recording == Recording::on;
-    if (route_trace_ && record) route_trace_->push_back(RouteStep{layer, chosen});
+    if (route_trace_ && record) {
+        const bool guessed = static_cast<size_t>(layer) < predicted_.size();
+        route_trace_->push_back(RouteStep{layer, chosen, static_cast<uint32_t>(n),
+                                          guessed ? predicted_[static_cast<size_t>(layer)] : std::vector<int32_t>{}});
+    }
     if (block_routes_ != nullptr && record) {
         block_routes_->experts.resize(static_cast<size_t>(model_.n_layers()));
         block_routes_->top_k.resize(static_cast<size_t>(model_.n_layers()));

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "runtime/compact_head.hpp"
+#include "runtime/route_override.hpp"
 #include "runtime/session.hpp"
 #include "store/expert_store.hpp"
+#include "store/route_trace.hpp"
 #include "stormo/family.hpp"
 
 namespace stormo {
@@ -133,6 +135,9 @@ public:
     void run_experts_on(ThreadPool* pool) { expert_pool_ = pool; }
     // Records every layer's chosen experts per block (a route trace, for eviction studies).
     void record_routes(std::vector<RouteStep>* trace) { route_trace_ = trace; }
+    // Replaces the router's choice of experts and the prefetcher's prediction (route_override.hpp;
+    // the store's measurements only: the logits mean nothing). nullptr: the model's own routing.
+    void override_routes(RouteOverride* routes) { route_override_ = routes; }
 
 private:
     // Whether a block counts in the route trace and the prediction statistics (a replay does not:
@@ -176,6 +181,7 @@ private:
     PipelineSettings settings_;
     ForwardTimes times_;
     std::vector<RouteStep>* route_trace_ = nullptr;
+    RouteOverride* route_override_ = nullptr;
     // A batched step's routing, kept while a step wants its routes: per layer, every row's choice.
     struct BlockRoutes {
         std::vector<std::vector<int32_t>> experts;  // [layer]: rows * top_k[layer]

@@ -4,10 +4,6 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <sstream>
-#include <unordered_map>
-
-#include "stormo/quote.hpp"
 
 namespace stormo {
 namespace {
@@ -15,6 +11,21 @@ namespace {
 size_t key(int layer, int expert, int n_experts) {
     return static_cast<size_t>(layer) * static_cast<size_t>(n_experts) + static_cast<size_t>(expert);
 }
+
+// decay^n, from a table for the short gaps that ranking thousands of cached experts per miss asks
+// for over and over (std::pow there dominated cache-sim's time), computed beyond it.
+class DecayPowers {
+public:
+    explicit DecayPowers(double decay) : decay_(decay), table_(kTable) {
+        for (uint64_t n = 0; n < kTable; ++n) table_[n] = std::pow(decay, static_cast<double>(n));  // the same bits as before
+    }
+    double operator()(uint64_t n) const { return n < kTable ? table_[n] : std::pow(decay_, static_cast<double>(n)); }
+
+private:
+    static constexpr uint64_t kTable = 4096;
+    double decay_;
+    std::vector<double> table_;
+};
 
 class LruEviction final : public Eviction {
 public:
@@ -37,7 +48,7 @@ class HotnessEviction final : public Eviction {
 public:
     HotnessEviction(double decay, double margin, int n_layers, int n_experts)
         : decay_(decay), margin_(margin), n_experts_(n_experts), clock_(static_cast<size_t>(n_layers), 0),
-          entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)) {}
+          entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)), powers_(decay) {}
 
     void on_layer_step(int layer) override { ++clock_[static_cast<size_t>(layer)]; }
 
@@ -69,8 +80,7 @@ private:
         uint64_t last_use = 0;  // global tick, for ties
     };
     double heat_now(int layer, const Entry& e) const {
-        const uint64_t steps = clock_[static_cast<size_t>(layer)] - e.at;
-        return e.heat * std::pow(decay_, static_cast<double>(steps));
+        return e.heat * powers_(clock_[static_cast<size_t>(layer)] - e.at);
     }
 
     double decay_;
@@ -79,14 +89,105 @@ private:
     uint64_t tick_ = 0;
     std::vector<uint64_t> clock_;
     std::vector<Entry> entries_;
+    DecayPowers powers_;
+};
+
+// The cached expert whose next use is expected farthest away leaves first. Layers are visited in
+// order, one step each per token, so an expert of layer l waits `layers_to_go(l)` steps for its
+// layer to come round, and then, if its layer chooses it with probability p per token, 1/p - 1
+// more tokens on average: expected wait = layers_to_go + n_layers * (1/p - 1). p is the expert's
+// decayed use count over the decayed count of its layer's steps (the hotness heat, normalised).
+// Hotness alone ranks experts of the layer about to run like those of the layer that just ran;
+// this ranks by when they are needed, which is what the optimum does with the future it knows.
+class NextUseEviction final : public Eviction {
+public:
+    NextUseEviction(double decay, double margin, int n_layers, int n_experts)
+        : decay_(decay), margin_(margin), n_layers_(std::max(n_layers, 1)), n_experts_(n_experts),
+          clock_(static_cast<size_t>(n_layers), 0), entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)),
+          powers_(decay) {}
+
+    void on_layer_step(int layer) override {
+        ++clock_[static_cast<size_t>(layer)];
+        current_ = layer;
+    }
+
+    void on_use(int layer, int expert) override {
+        Entry& e = entries_[key(layer, expert, n_experts_)];
+        e.heat = heat_now(layer, e) + 1.0;
+        e.at = clock_[static_cast<size_t>(layer)];
+        e.last_use = ++tick_;
+    }
+
+    bool colder(int la, int ea, int lb, int eb) const override {
+        const Entry& a = entries_[key(la, ea, n_experts_)];
+        const Entry& b = entries_[key(lb, eb, n_experts_)];
+        const double wa = expected_wait(la, heat_now(la, a)), wb = expected_wait(lb, heat_now(lb, b));
+        if (wa != wb) return wa > wb;
+        return a.last_use < b.last_use;
+    }
+
+    bool displaces(int ln, int en, int lc, int ec) const override {
+        if (margin_ < 0.0) return true;
+        const double newcomer = expected_wait(ln, heat_now(ln, entries_[key(ln, en, n_experts_)]) + 1.0);
+        return newcomer * (1.0 + margin_) < expected_wait(lc, heat_now(lc, entries_[key(lc, ec, n_experts_)]));
+    }
+
+private:
+    struct Entry {
+        double heat = 0.0;
+        uint64_t at = 0;
+        uint64_t last_use = 0;
+    };
+    double heat_now(int layer, const Entry& e) const {
+        return e.heat * powers_(clock_[static_cast<size_t>(layer)] - e.at);
+    }
+    // Steps of the whole model until `layer` runs again: 1 for the next layer, n for the current.
+    double layers_to_go(int layer) const {
+        return static_cast<double>(((layer - current_ - 1) % n_layers_ + n_layers_) % n_layers_ + 1);
+    }
+    double expected_wait(int layer, double heat) const {
+        const auto steps = static_cast<double>(std::max<uint64_t>(clock_[static_cast<size_t>(layer)], 1));
+        const double norm = decay_ >= 1.0 ? steps : (1.0 - powers_(static_cast<uint64_t>(steps))) / (1.0 - decay_);
+        const double p = std::clamp(heat / norm, 0.0, 1.0);
+        if (p <= 0.0) return std::numeric_limits<double>::infinity();
+        return layers_to_go(layer) + static_cast<double>(n_layers_) * (1.0 / p - 1.0);
+    }
+
+    double decay_;
+    double margin_;
+    int n_layers_;
+    int n_experts_;
+    int current_ = 0;
+    uint64_t tick_ = 0;
+    std::vector<uint64_t> clock_;
+    std::vector<Entry> entries_;
+    DecayPowers powers_;
 };
 
 }  // namespace
 
-const char* eviction_policy_name(EvictionPolicy p) { return p == EvictionPolicy::lru ? "lru" : "hotness"; }
+const char* eviction_policy_name(EvictionPolicy p) {
+    switch (p) {
+        case EvictionPolicy::lru: return "lru";
+        case EvictionPolicy::hotness: return "hotness";
+        case EvictionPolicy::next_use: return "next-use";
+    }
+    return "hotness";
+}
+
+std::optional<EvictionPolicy> eviction_policy_from_text(std::string_view text) {
+    for (EvictionPolicy p : {EvictionPolicy::lru, EvictionPolicy::hotness, EvictionPolicy::next_use})
+        if (text == eviction_policy_name(p)) return p;
+    return std::nullopt;
+}
 
 std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts) {
-    if (settings.policy == EvictionPolicy::lru) return std::make_unique<LruEviction>(n_layers, n_experts);
+    switch (settings.policy) {
+        case EvictionPolicy::lru: return std::make_unique<LruEviction>(n_layers, n_experts);
+        case EvictionPolicy::next_use:
+            return std::make_unique<NextUseEviction>(settings.decay, settings.margin, n_layers, n_experts);
+        case EvictionPolicy::hotness: break;
+    }
     return std::make_unique<HotnessEviction>(settings.decay, settings.margin, n_layers, n_experts);
 }
 
@@ -110,112 +211,6 @@ std::optional<VictimChoice::Placement> VictimChoice::choose(int layer, int exper
     if (coldest_on_probation_) return Placement{coldest_on_probation_->slot, true};
     if (coldest_cached_ && !read_ahead) return Placement{coldest_cached_->slot, true};
     return std::nullopt;
-}
-
-CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, const EvictionSettings& settings,
-                               int n_layers, int n_experts) {
-    auto eviction = make_eviction(settings, n_layers, n_experts);
-    struct Slot {
-        int layer = -1;
-        int expert = -1;
-        bool on_probation = false;
-    };
-    std::vector<Slot> cache(slots);
-    std::unordered_map<size_t, size_t> where;
-    CacheSimulation sim;
-    for (const RouteStep& step : trace) {
-        eviction->on_layer_step(step.layer);
-        std::vector<bool> pinned(slots, false);
-        for (int32_t e : step.experts) {
-            const size_t k = key(step.layer, e, n_experts);
-            auto it = where.find(k);
-            if (it != where.end()) {
-                ++sim.hits;
-                pinned[it->second] = true;
-                cache[it->second].on_probation = false;  // used again: it earned its place
-            } else {
-                ++sim.misses;
-                std::optional<VictimChoice::Placement> place;
-                const auto empty = std::find_if(cache.begin(), cache.end(), [](const Slot& s) { return s.layer < 0; });
-                if (empty != cache.end()) {
-                    place = VictimChoice::Placement{static_cast<size_t>(empty - cache.begin()), false};
-                } else {
-                    VictimChoice choice(*eviction);
-                    for (size_t s = 0; s < slots; ++s)
-                        if (!pinned[s]) choice.offer(s, cache[s].layer, cache[s].expert, cache[s].on_probation);
-                    place = choice.choose(step.layer, e);
-                }
-                if (place) {  // none: more experts than slots in one step, this one is not cached
-                    Slot& slot = cache[place->slot];
-                    if (slot.layer >= 0) where.erase(key(slot.layer, slot.expert, n_experts));
-                    slot = Slot{step.layer, e, place->on_probation};
-                    where[k] = place->slot;
-                    pinned[place->slot] = true;
-                }
-            }
-            eviction->on_use(step.layer, e);
-        }
-    }
-    return sim;
-}
-
-std::string format_route_trace(std::span<const RouteStep> trace) {
-    std::string out;
-    for (const RouteStep& step : trace) {
-        out += std::to_string(step.layer);
-        for (int32_t e : step.experts) {
-            out += ' ';  // appended apart: g++ 12 warns falsely (-Wrestrict) on " " + std::string
-            out += std::to_string(e);
-        }
-        out += "\n";
-    }
-    return out;
-}
-
-namespace {
-
-// The next whitespace-separated number of a trace line in [0, limit), or an error naming the line
-// and the value (a number too large for any integer type is out of range, never 0).
-Expected<int> trace_number(std::string_view& rest, int limit, const std::string& where, const char* what) {
-    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t' || rest.front() == '\r')) rest.remove_prefix(1);
-    size_t end = 0;
-    while (end < rest.size() && rest[end] != ' ' && rest[end] != '\t' && rest[end] != '\r') ++end;
-    const std::string_view token = rest.substr(0, end);
-    rest.remove_prefix(end);
-    int64_t v = 0;
-    const auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
-    if (ec == std::errc::result_out_of_range || (ec == std::errc() && ptr == token.data() + token.size() && (v < 0 || v >= limit)))
-        return fail(ErrorKind::format, where + ": " + what + " " + printable(token) + " is outside 0.." +
-                                           std::to_string(limit - 1));
-    if (ec != std::errc() || ptr != token.data() + token.size())
-        return fail(ErrorKind::format, where + ": expected a number for the " + what + ", got " + quoted_printable(token));
-    return static_cast<int>(v);
-}
-
-bool only_blanks(std::string_view s) { return s.find_first_not_of(" \t\r") == std::string_view::npos; }
-
-}  // namespace
-
-Expected<std::vector<RouteStep>> parse_route_trace(const std::string& text, const std::string& source_name) {
-    std::vector<RouteStep> trace;
-    std::string_view all(text);
-    size_t number = 0;
-    while (!all.empty()) {
-        const size_t nl = all.find('\n');
-        std::string_view line = all.substr(0, nl);
-        all.remove_prefix(nl == std::string_view::npos ? all.size() : nl + 1);
-        ++number;
-        if (only_blanks(line)) continue;
-        const std::string where = source_name + ":" + std::to_string(number);
-        RouteStep step;
-        STORMO_TRY_ASSIGN(step.layer, trace_number(line, kMaxTraceLayers, where, "layer"));
-        while (!only_blanks(line)) {
-            STORMO_TRY_ASSIGN(const int e, trace_number(line, kMaxTraceExperts, where, "expert id"));
-            step.experts.push_back(e);
-        }
-        trace.push_back(std::move(step));
-    }
-    return trace;
 }
 
 }  // namespace stormo

@@ -1,7 +1,10 @@
 #pragma once
-// Which expert leaves a full store: LRU, or hotness (a use count that decays with each step of
-// the expert's layer, so experts a layer keeps choosing stay and bursts fade), and whether a newly
-// read expert takes a cached one's place for good or is held on probation, first to leave.
+// Which expert leaves a full store: LRU; hotness (a use count that decays with each step of the
+// expert's layer, so experts a layer keeps choosing stay and bursts fade); or next-use (the expert
+// whose next use is expected farthest away: the layers to go before its layer comes round again,
+// plus the tokens its decayed use rate says it waits for, an estimate of what Belady's optimum
+// knows); and whether a newly read expert takes a cached one's place for good or is held on
+// probation, first to leave.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -16,8 +19,8 @@
 
 namespace stormo {
 
-// Named "lru" and "hotness" in engine configurations and stats.
-enum class EvictionPolicy { lru, hotness };
+// Named "lru", "hotness" and "next-use" in engine configurations and stats.
+enum class EvictionPolicy { lru, hotness, next_use };
 STORMO_API const char* eviction_policy_name(EvictionPolicy p);
 
 // Keys are (layer, expert); layer indexes 0..n_layers-1 of the layers that have experts.
@@ -36,7 +39,7 @@ public:
 
 struct EvictionSettings {
     EvictionPolicy policy = EvictionPolicy::hotness;
-    double decay = 0.95;  // hotness: heat multiplier per step of the expert's layer
+    double decay = 0.95;  // hotness, next-use: heat multiplier per step of the expert's layer
     // hotness: a newly read expert displaces the coldest cached one only when its heat exceeds that
     // expert's by this share; negative: always (no probation). Why: when several sequences decode
     // at once, each step's union of experts is most of a layer and the cache a fraction of all
@@ -75,29 +78,9 @@ private:
 // share from 0 to 100; nullopt for anything else.
 std::optional<double> hotness_margin_from_text(std::string_view text);
 
+// "lru", "hotness" or "next-use"; nullopt for anything else.
+std::optional<EvictionPolicy> eviction_policy_from_text(std::string_view text);
+
 std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts);
-
-// One acquisition in a route trace: the union of experts a layer's block chose.
-struct RouteStep {
-    int layer = 0;
-    std::vector<int32_t> experts;
-};
-
-struct CacheSimulation {
-    uint64_t hits = 0;
-    uint64_t misses = 0;
-    double hit_rate() const { return hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0; }
-};
-
-// Replays a trace through `slots` slots with the given policy (no prefetch), counting hits.
-CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, const EvictionSettings& settings,
-                               int n_layers, int n_experts);
-
-// Route traces as text: one line per step, "layer e1 e2 ...". Ids beyond these limits (far above
-// any real model's) are refused when a trace is read, so a replay's tables stay small.
-inline constexpr int kMaxTraceLayers = 1024;
-inline constexpr int kMaxTraceExperts = 16384;
-std::string format_route_trace(std::span<const RouteStep> trace);
-Expected<std::vector<RouteStep>> parse_route_trace(const std::string& text, const std::string& source_name);
 
 }  // namespace stormo

@@ -1,0 +1,23 @@
+#pragma once
+// A replacement for the router's choice of experts, for measuring the expert store with the
+// locality trained models route with (random weights route uniformly): `bench --routing` only,
+// never an answer. The model's router still runs (its cost stays in the step); its experts are
+// replaced, with uniform weights, so the logits under an override mean nothing.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace stormo {
+
+class RouteOverride {
+public:
+    virtual ~RouteOverride() = default;
+    // The experts of `rows` rows at MoE layer `layer`: k distinct ids below n_experts per row, row
+    // after row. Called once per block and MoE layer, in layer order.
+    virtual std::vector<int32_t> route(int layer, size_t rows, size_t k, int n_experts) = 0;
+    // What the prefetcher reads ahead for MoE layer `layer`, the next after the one route() last
+    // served, for the same rows: the override's own prediction (empty: nothing).
+    virtual std::vector<int32_t> predict(int layer) = 0;
+};
+
+}  // namespace stormo
