@@ -44,34 +44,28 @@ private:
     std::vector<uint64_t> last_use_;
 };
 
-class HotnessEviction final : public Eviction {
+// Every expert's use count, decayed per step of its own layer (the hotness heat), and its last
+// use on a global tick for ties: what the hotness and next-use policies both rank by.
+class DecayedHeat {
 public:
-    HotnessEviction(double decay, double margin, int n_layers, int n_experts)
-        : decay_(decay), margin_(margin), n_experts_(n_experts), clock_(static_cast<size_t>(n_layers), 0),
+    DecayedHeat(double decay, int n_layers, int n_experts)
+        : n_experts_(n_experts), clock_(static_cast<size_t>(n_layers), 0),
           entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)), powers_(decay) {}
 
-    void on_layer_step(int layer) override { ++clock_[static_cast<size_t>(layer)]; }
-
-    void on_use(int layer, int expert) override {
+    void step(int layer) { ++clock_[static_cast<size_t>(layer)]; }
+    void use(int layer, int expert) {
         Entry& e = entries_[key(layer, expert, n_experts_)];
-        e.heat = heat_now(layer, e) + 1.0;
+        e.heat = heat(layer, expert) + 1.0;
         e.at = clock_[static_cast<size_t>(layer)];
         e.last_use = ++tick_;
     }
-
-    bool colder(int la, int ea, int lb, int eb) const override {
-        const Entry& a = entries_[key(la, ea, n_experts_)];
-        const Entry& b = entries_[key(lb, eb, n_experts_)];
-        const double ha = heat_now(la, a), hb = heat_now(lb, b);
-        if (ha != hb) return ha < hb;
-        return a.last_use < b.last_use;  // equal heat: least recently used leaves first
+    double heat(int layer, int expert) const {
+        const Entry& e = entries_[key(layer, expert, n_experts_)];
+        return e.heat * powers_(clock_[static_cast<size_t>(layer)] - e.at);
     }
-
-    bool displaces(int ln, int en, int lc, int ec) const override {
-        if (margin_ < 0.0) return true;
-        const double newcomer = heat_now(ln, entries_[key(ln, en, n_experts_)]) + 1.0;  // with the use it is read for
-        return newcomer > heat_now(lc, entries_[key(lc, ec, n_experts_)]) * (1.0 + margin_);
-    }
+    uint64_t last_use(int layer, int expert) const { return entries_[key(layer, expert, n_experts_)].last_use; }
+    uint64_t steps(int layer) const { return clock_[static_cast<size_t>(layer)]; }
+    double power(uint64_t n) const { return powers_(n); }
 
 private:
     struct Entry {
@@ -79,17 +73,36 @@ private:
         uint64_t at = 0;        // the layer clock when heat was last updated
         uint64_t last_use = 0;  // global tick, for ties
     };
-    double heat_now(int layer, const Entry& e) const {
-        return e.heat * powers_(clock_[static_cast<size_t>(layer)] - e.at);
-    }
-
-    double decay_;
-    double margin_;
     int n_experts_;
     uint64_t tick_ = 0;
     std::vector<uint64_t> clock_;
     std::vector<Entry> entries_;
     DecayPowers powers_;
+};
+
+class HotnessEviction final : public Eviction {
+public:
+    HotnessEviction(double decay, double margin, int n_layers, int n_experts)
+        : margin_(margin), heat_(decay, n_layers, n_experts) {}
+
+    void on_layer_step(int layer) override { heat_.step(layer); }
+    void on_use(int layer, int expert) override { heat_.use(layer, expert); }
+
+    bool colder(int la, int ea, int lb, int eb) const override {
+        const double ha = heat_.heat(la, ea), hb = heat_.heat(lb, eb);
+        if (ha != hb) return ha < hb;
+        return heat_.last_use(la, ea) < heat_.last_use(lb, eb);  // equal heat: least recently used leaves first
+    }
+
+    bool displaces(int ln, int en, int lc, int ec) const override {
+        if (margin_ < 0.0) return true;
+        const double newcomer = heat_.heat(ln, en) + 1.0;  // with the use it is read for
+        return newcomer > heat_.heat(lc, ec) * (1.0 + margin_);
+    }
+
+private:
+    double margin_;
+    DecayedHeat heat_;
 };
 
 // The cached expert whose next use is expected farthest away leaves first. Layers are visited in
@@ -102,52 +115,34 @@ private:
 class NextUseEviction final : public Eviction {
 public:
     NextUseEviction(double decay, double margin, int n_layers, int n_experts)
-        : decay_(decay), margin_(margin), n_layers_(std::max(n_layers, 1)), n_experts_(n_experts),
-          clock_(static_cast<size_t>(n_layers), 0), entries_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts)),
-          powers_(decay) {}
+        : decay_(decay), margin_(margin), n_layers_(std::max(n_layers, 1)), heat_(decay, n_layers, n_experts) {}
 
     void on_layer_step(int layer) override {
-        ++clock_[static_cast<size_t>(layer)];
+        heat_.step(layer);
         current_ = layer;
     }
-
-    void on_use(int layer, int expert) override {
-        Entry& e = entries_[key(layer, expert, n_experts_)];
-        e.heat = heat_now(layer, e) + 1.0;
-        e.at = clock_[static_cast<size_t>(layer)];
-        e.last_use = ++tick_;
-    }
+    void on_use(int layer, int expert) override { heat_.use(layer, expert); }
 
     bool colder(int la, int ea, int lb, int eb) const override {
-        const Entry& a = entries_[key(la, ea, n_experts_)];
-        const Entry& b = entries_[key(lb, eb, n_experts_)];
-        const double wa = expected_wait(la, heat_now(la, a)), wb = expected_wait(lb, heat_now(lb, b));
+        const double wa = expected_wait(la, heat_.heat(la, ea)), wb = expected_wait(lb, heat_.heat(lb, eb));
         if (wa != wb) return wa > wb;
-        return a.last_use < b.last_use;
+        return heat_.last_use(la, ea) < heat_.last_use(lb, eb);
     }
 
     bool displaces(int ln, int en, int lc, int ec) const override {
         if (margin_ < 0.0) return true;
-        const double newcomer = expected_wait(ln, heat_now(ln, entries_[key(ln, en, n_experts_)]) + 1.0);
-        return newcomer * (1.0 + margin_) < expected_wait(lc, heat_now(lc, entries_[key(lc, ec, n_experts_)]));
+        const double newcomer = expected_wait(ln, heat_.heat(ln, en) + 1.0);
+        return newcomer * (1.0 + margin_) < expected_wait(lc, heat_.heat(lc, ec));
     }
 
 private:
-    struct Entry {
-        double heat = 0.0;
-        uint64_t at = 0;
-        uint64_t last_use = 0;
-    };
-    double heat_now(int layer, const Entry& e) const {
-        return e.heat * powers_(clock_[static_cast<size_t>(layer)] - e.at);
-    }
     // Steps of the whole model until `layer` runs again: 1 for the next layer, n for the current.
     double layers_to_go(int layer) const {
         return static_cast<double>(((layer - current_ - 1) % n_layers_ + n_layers_) % n_layers_ + 1);
     }
     double expected_wait(int layer, double heat) const {
-        const auto steps = static_cast<double>(std::max<uint64_t>(clock_[static_cast<size_t>(layer)], 1));
-        const double norm = decay_ >= 1.0 ? steps : (1.0 - powers_(static_cast<uint64_t>(steps))) / (1.0 - decay_);
+        const auto steps = static_cast<double>(std::max<uint64_t>(heat_.steps(layer), 1));
+        const double norm = decay_ >= 1.0 ? steps : (1.0 - heat_.power(static_cast<uint64_t>(steps))) / (1.0 - decay_);
         const double p = std::clamp(heat / norm, 0.0, 1.0);
         if (p <= 0.0) return std::numeric_limits<double>::infinity();
         return layers_to_go(layer) + static_cast<double>(n_layers_) * (1.0 / p - 1.0);
@@ -156,12 +151,8 @@ private:
     double decay_;
     double margin_;
     int n_layers_;
-    int n_experts_;
     int current_ = 0;
-    uint64_t tick_ = 0;
-    std::vector<uint64_t> clock_;
-    std::vector<Entry> entries_;
-    DecayPowers powers_;
+    DecayedHeat heat_;
 };
 
 }  // namespace
