@@ -65,7 +65,7 @@ struct FakeCheckpoint {
                 size[f] += kExperts * kPartBytes[p];
                 layout.parts.push_back(ExpertPartDecl{"part" + std::to_string(p), name, true, {DType::U8}, expert_shape});
                 for (int e = 0; e < kExperts; ++e)
-                    layout.locations[static_cast<size_t>(e)].push_back({&tensors.back(), kPartBytes[p] * static_cast<uint64_t>(e), kPartBytes[p]});
+                    layout.locations[static_cast<size_t>(e)].push_back({&tensors.back(), kPartBytes[p] * static_cast<uint64_t>(e), kPartBytes[p], std::nullopt});
             }
             layouts.push_back(std::move(layout));
         }

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "cli/model_command.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/bench.hpp"

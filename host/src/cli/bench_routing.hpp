@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/trace_routing.hpp"
 #include "store/cache_simulation.hpp"

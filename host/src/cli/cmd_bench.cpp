@@ -16,7 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/bench_output.hpp"
 #include "cli/bench_routing.hpp"
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "cli/model_command.hpp"
 #include "cli/progress.hpp"
 #include "cli/speculation_json.hpp"

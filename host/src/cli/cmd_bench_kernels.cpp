@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "cli/options.hpp"
 #include "compute/kernel_table.hpp"
 #include "runtime/engine_config.hpp"

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "cli/model_command.hpp"
 #include "cli/progress.hpp"
 #include "tools/session_io_bench.hpp"

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "cli/options.hpp"
 #include "store/cache_simulation.hpp"
 #include "tools/synthetic_routes.hpp"

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "cli/speculation_json.hpp"
 #include "cli/model_command.hpp"
 #include "cli/progress.hpp"

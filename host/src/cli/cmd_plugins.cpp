@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "cli/options.hpp"
 
 namespace stormo::cli {

@@ -4,7 +4,7 @@
 // choices, and tokens per GB read (docs/speculation.md).
 #include <cstdint>
 
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/speculation.hpp"
 

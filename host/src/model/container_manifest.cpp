@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <set>
 
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "stormo/json.hpp"
 #include "stormo/quote.hpp"
 #include "util/file.hpp"
@@ -195,7 +195,7 @@ Expected<ContainerManifest> read_container_manifest(const std::string& dir) {
 }
 
 std::string encode_container_manifest(const ContainerManifest& m) {
-    cli::JsonWriter w;
+    JsonWriter w;
     w.begin_object();
     w.field("format", kContainerFormat).field("format_version", m.format_version).field("alignment", m.alignment);
     w.field("data_file", m.data_file).field("data_bytes", m.data_bytes);

@@ -46,7 +46,7 @@ Expected<ExpertLayerLayout> resolve_expert_layout(const ModelSource& source, int
         } else {
             for (int e = 0; e < n_experts; ++e) {
                 STORMO_TRY_ASSIGN(auto t, checked_tensor(source, expert_tensor_name(part.tensor, e), part.dtypes, part.expert_shape));
-                layout.locations[static_cast<size_t>(e)].push_back({t, 0, t->nbytes});
+                layout.locations[static_cast<size_t>(e)].push_back({t, 0, t->nbytes, std::nullopt});
             }
         }
     }

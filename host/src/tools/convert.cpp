@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "cli/json_writer.hpp"
+#include "util/json_writer.hpp"
 #include "model/container_manifest.hpp"
 #include "model/container_source.hpp"
 #include "model/gguf.hpp"
@@ -37,7 +37,7 @@ constexpr const char* kTextFiles[] = {"tokenizer.json",   "tokenizer_config.json
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // A config as JSON text (a GGUF source's config exists only as what the family's mapping made).
-void write_json(cli::JsonWriter& w, const Json& v) {
+void write_json(JsonWriter& w, const Json& v) {
     switch (v.type()) {
         case Json::Type::null: w.null(); break;
         case Json::Type::boolean: w.value(*v.as_bool()); break;
@@ -61,7 +61,7 @@ void write_json(cli::JsonWriter& w, const Json& v) {
 }
 
 std::string json_text(const Json& v) {
-    cli::JsonWriter w;
+    JsonWriter w;
     write_json(w, v);
     return w.str() + "\n";
 }

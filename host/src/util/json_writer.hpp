@@ -1,5 +1,5 @@
 #pragma once
-// A small JSON writer for the CLI's --json outputs: indented, keys in insertion order, strings
+// A small JSON writer (the CLI's --json outputs, manifests): indented, keys in insertion order, strings
 // escaped per RFC 8259 (control characters as \u00XX), non-finite numbers written as null.
 #include <cmath>
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace stormo::cli {
+namespace stormo {
 
 class JsonWriter {
 public:
@@ -127,4 +127,4 @@ private:
     bool after_key_ = false;
 };
 
-}  // namespace stormo::cli
+}  // namespace stormo
