@@ -124,10 +124,10 @@ ApiExpected<void> read_common(const Value& body, CompletionRequest& out) {
             return bad_request("'speculate' must be one of auto, off, context, mtp, grammar, not '" +
                                    printable(speculate->as_string()) + "'",
                                "speculate");
-        if (*mode == SpeculateMode::mtp)
-            return bad_request("'speculate' mtp: the served model has no multi-token-prediction head loaded; MTP drafting "
-                               "is not implemented yet (use context, grammar or auto)",
-                               "speculate");
+        SpeculationSettings asked;
+        asked.mode = *mode;
+        if (auto usable = check_speculation(asked, "the served model", "'speculate'"); !usable)
+            return bad_request(usable.error().message, "speculate");
         out.speculate = *mode;
     }
     auto draft_max = integer(body, "draft_max", 1, static_cast<int64_t>(SpeculationSettings::kDraftMaxLimit));
