@@ -43,6 +43,24 @@ TEST(SpeculationGate, NoStepSeenMeansPlainDecoding) {
     EXPECT_EQ(gate.choose("context", 8), 0u);
 }
 
+TEST(SpeculationGate, ThePromptPricesARowBeforeAnyVerify) {
+    // A prompt of 20 rows at 5% of a step a row: the first decode step already drafts, where the
+    // prior alone (a row costs a whole step) would wait for an exploration.
+    StepCostModel priced(kShape);
+    priced.observe(20, 0, 0, 1.0 + 19 * 0.05, StepCostModel::StepKind::prompt);
+    EXPECT_FALSE(priced.ready());  // no decode step yet: no constant term
+    priced.observe(1, 0, 0, 1.0);
+    SpeculationGate gate(8, priced);
+    EXPECT_GT(gate.choose("context", 8), 0u);
+
+    StepCostModel prior_only(kShape);
+    prior_only.observe(1, 0, 0, 1.0);
+    SpeculationGate cautious(8, prior_only);
+    EXPECT_EQ(cautious.choose("context", 8), 0u);
+    // A short answer still gets its try: the opening exploration comes at the second step.
+    EXPECT_EQ(cautious.choose("context", 8), 1u);
+}
+
 TEST(SpeculationGate, DraftsNeverAcceptedConvergeToPlainDecodingAndExplorationBacksOff) {
     StepCostModel model = costs(1.0, 0.05);
     SpeculationGate gate(8, model);

@@ -78,12 +78,14 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
     const ExpertStoreStats before = pipeline_.store().stats();
     const auto t0 = std::chrono::steady_clock::now();
     if (auto ran = pipeline_.forward_batch(steps); ran) {
-        // A step of decode rows alone prices the gate's rows; prompt chunks would not fit its model.
-        if (report.prompt_rows == 0) {
+        // A step of decode rows alone, or of prompt rows alone, prices the gate's rows; a mix of
+        // both would not fit its model (a prompt row skips the head).
+        if (report.prompt_rows == 0 || report.decode_rows == 0) {
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             const ExpertStoreStats after = pipeline_.store().stats();
             for (SequenceGeneration* sequence : chosen)
-                sequence->observe_step(report.decode_rows, seconds, (after.hits + after.misses) - (before.hits + before.misses),
+                sequence->observe_step(report.decode_rows + report.prompt_rows, seconds,
+                                       (after.hits + after.misses) - (before.hits + before.misses),
                                        after.misses - before.misses);
         }
         for (size_t i = 0; i < steps.size(); ++i) {

@@ -115,7 +115,13 @@ SequenceStep::Want SequenceGeneration::want(size_t n) const {
 }
 
 void SequenceGeneration::observe_step(size_t rows, double seconds, uint64_t acquired, uint64_t misses) {
-    if (done_ || prefilling()) return;
+    if (done_) return;
+    // The prompt's rows are the first steps of several rows this run times: they price a row
+    // before any verify has run (a prior alone would say a row costs a whole step).
+    if (prefilling()) {
+        if (costs_) costs_->observe(rows, acquired, misses, seconds, StepCostModel::StepKind::prompt);
+        return;
+    }
     SpeculationStats& stats = result_.speculation;
     if (planned_verify_) stats.verify_seconds += seconds;
     else {

@@ -44,7 +44,7 @@ double StepCostModel::expected_misses(size_t rows) const {
     return static_cast<double>(shape_.moe_layers) * uni * (1.0 - resident);
 }
 
-void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, double seconds) {
+void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, double seconds, StepKind kind) {
     if (rows == 0 || !(seconds >= 0.0)) return;
     for (auto& row : xx_)
         for (double& v : row) v *= kDecay;
@@ -57,10 +57,11 @@ void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, dou
             xy_[i] += f[i] * t;
         }
     };
-    if (observed_++ == 0) {
-        // The prior: a step of two rows costing two of this one's.
-        const double scale = seconds / static_cast<double>(rows);
-        add({1.0, 1.0, 0.0}, 2.0 * scale);
+    if (kind == StepKind::decode && !decode_seen_) {
+        // The prior: a step of two rows costing two of this one's. Only a decode step sets it; a
+        // prompt's rows (which skip the head) are no measure of one.
+        decode_seen_ = true;
+        add({1.0, 1.0, 0.0}, 2.0 * seconds / static_cast<double>(rows));
     }
     add({1.0, static_cast<double>(rows - 1), static_cast<double>(misses)}, seconds);
 }
@@ -146,7 +147,9 @@ void SpeculationGate::record(std::string_view source, size_t drafted, size_t acc
         c.tried[j] += 1.0;
         if (j < accepted) c.accepted[j] += 1.0;
     }
-    if (exploring_) explore_interval_ = accepted > 0 ? kFirstExploreInterval : std::min(explore_interval_ * 2, kLastExploreInterval);
+    if (exploring_)
+        explore_interval_ =
+            accepted > 0 ? kFirstExploreInterval : std::clamp(explore_interval_ * 2, kFirstExploreInterval, kLastExploreInterval);
     exploring_ = false;
 }
 

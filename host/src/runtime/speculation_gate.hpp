@@ -4,8 +4,10 @@
 //     rate(k) = E[tokens | k] / t(1 + k),   E[tokens | k] = 1 + sum_{i=1..k} prod_{j<=i} p_j,
 // with p_j the acceptance of draft position j given the ones before it, measured online per
 // source (a Beta prior, decayed counts), and t(n) the seconds of a step of n rows learned from
-// this run's steps (StepCostModel). When k = 0 wins it still tries k = 1 now and then (an
-// interval that doubles while the tries fail), so a source whose text turns repetitive recovers.
+// this run's steps (StepCostModel), the prompt's included. When k = 0 wins it still tries k = 1
+// now and then, so a source whose text turns repetitive recovers: once early (a short answer
+// would otherwise end before the first try, and the cost model has seen no verify yet), then at
+// an interval that doubles while the tries fail.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -28,15 +30,18 @@ struct MoeShape {
 //     m(n) = moe_layers * E (1 - (1 - K/E)^n) * (1 - h),
 // the expected union of n rows' top-K of E experts per layer times the share h of acquired
 // experts found resident (the store's hits over hits + misses, decayed likewise). The first
-// step seen adds a prior that a row costs a whole step (b = a: no gain expected), worth one
-// observation and decayed like them, so steps of several rows soon outweigh it.
+// single-row step seen adds a prior that a row costs a whole step (b = a: no gain expected), worth
+// one observation and decayed like them, so steps of several rows (the prompt's, then the
+// verifies) soon outweigh it.
 class StepCostModel {
 public:
     explicit StepCostModel(MoeShape shape) : shape_(shape) {}
+    enum class StepKind { decode, prompt };
     // One step: its rows, the experts it acquired (hits + misses) and read on demand (misses),
     // and its seconds.
-    void observe(size_t rows, uint64_t acquired, uint64_t misses, double seconds);
-    bool ready() const { return observed_ > 0; }
+    void observe(size_t rows, uint64_t acquired, uint64_t misses, double seconds, StepKind kind = StepKind::decode);
+    // A decode step has been seen: the fit has its constant term.
+    bool ready() const { return decode_seen_; }
     double predict(size_t rows) const;
     double expected_misses(size_t rows) const;
     // The fitted coefficients (a, b, c), for the statistics.
@@ -49,7 +54,7 @@ private:
     double xx_[3][3] = {};
     double xy_[3] = {};
     double hits_ = 0.0, acquired_ = 0.0;
-    uint64_t observed_ = 0;
+    bool decode_seen_ = false;
 };
 
 class SpeculationGate {
@@ -69,12 +74,12 @@ private:
     };
     static constexpr double kPriorAccepted = 0.5, kPriorTried = 1.0;  // a prior mean of 1/2 worth one try
     static constexpr double kDecay = 0.98;
-    static constexpr size_t kFirstExploreInterval = 16, kLastExploreInterval = 512;
+    static constexpr size_t kOpeningExploreInterval = 2, kFirstExploreInterval = 16, kLastExploreInterval = 512;
     size_t draft_max_;
     StepCostModel* costs_;
     std::map<std::string, Counts, std::less<>> counts_;
     size_t since_verify_ = 0;
-    size_t explore_interval_ = kFirstExploreInterval;
+    size_t explore_interval_ = kOpeningExploreInterval;
     bool exploring_ = false;
 };
 

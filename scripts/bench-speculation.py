@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Plain against speculative decoding on a demo's public problems, both sides in the same run.
+
+For every problem of the chosen tasks in the demo's reference/eval.json, `stormo generate` runs
+once with `--speculate off` and once with the mode under test, in alternating order, `--repeats`
+times; each run's decode seconds and tokens come from its `--stats` file (the prompt's prefill is
+the same on both sides and left out). Prints, per side, the decode tokens per second over all
+runs, the ratio speculative / plain (per problem, the median of the pairs' ratios, and over all
+runs), the gate's choices and the acceptance by source, and checks that both sides produced the
+same token ids (exactness: a mismatch is an error, exit 1).
+
+    scripts/bench-speculation.py --stormo build/bin/stormo --model models/glm-moe-dsa-demo \\
+        --tasks copy,rev,sort --mode auto --repeats 3
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def run(stormo, model, ids, mode, draft_max, extra, stats_path):
+    cmd = [stormo, "generate", "--model", model, "--ids", ",".join(map(str, ids)),
+           "--max-tokens", "64", "--speculate", mode, "--stats", stats_path] + extra
+    if mode != "off":
+        cmd += ["--draft-max", str(draft_max)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"bench-speculation: {' '.join(cmd)} failed: {out.stderr.strip()}")
+    with open(stats_path) as f:
+        stats = json.load(f)
+    tokens = [int(t) for t in out.stdout.split()]
+    return tokens, stats
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stormo", default="build/bin/stormo")
+    ap.add_argument("--model", required=True, help="a demo directory with reference/eval.json")
+    ap.add_argument("--tasks", default="copy,rev,sort", help="comma-separated tasks of eval.json, or all")
+    ap.add_argument("--mode", default="auto", help="the --speculate mode set against off")
+    ap.add_argument("--draft-max", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--extra", default="", help="more generate options, space-separated (e.g. '--temperature 0.8 --seed 3')")
+    args = ap.parse_args()
+
+    with open(os.path.join(args.model, "reference", "eval.json")) as f:
+        problems = json.load(f)["problems"]
+    tasks = None if args.tasks == "all" else set(args.tasks.split(","))
+    problems = [p for p in problems if tasks is None or p["task"] in tasks]
+    if not problems:
+        sys.exit(f"bench-speculation: no problem of tasks {args.tasks} in {args.model}")
+    extra = args.extra.split()
+
+    totals = {"off": [0, 0.0], "spec": [0, 0.0]}
+    pair_ratios = []
+    choices, drafted, accepted = {}, {}, {}
+    mismatches = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        stats_path = os.path.join(tmp, "stats.json")
+        for r in range(args.repeats):
+            for p in problems:
+                order = ["off", "spec"] if (r + p["index"]) % 2 == 0 else ["spec", "off"]
+                seen = {}
+                for side in order:
+                    mode = "off" if side == "off" else args.mode
+                    tokens, stats = run(args.stormo, args.model, p["prompt_ids"], mode, args.draft_max, extra, stats_path)
+                    seen[side] = (tokens, stats)
+                    totals[side][0] += stats["generated_tokens"]
+                    totals[side][1] += stats["decode_seconds"]
+                if seen["off"][0] != seen["spec"][0]:
+                    mismatches += 1
+                    print(f"MISMATCH problem {p['index']} ({p['prompt']}): off {seen['off'][0]} vs {args.mode} {seen['spec'][0]}")
+                t_off, t_spec = seen["off"][1]["decode_seconds"], seen["spec"][1]["decode_seconds"]
+                if t_off > 0 and t_spec > 0:
+                    pair_ratios.append(t_off / t_spec)
+                spec = seen["spec"][1].get("speculation", {})
+                for k, n in spec.get("gate_choices", {}).items():
+                    choices[int(k)] = choices.get(int(k), 0) + n
+                for src, s in spec.get("by_source", {}).items():
+                    drafted[src] = drafted.get(src, 0) + s["drafted"]
+                    accepted[src] = accepted.get(src, 0) + s["accepted"]
+
+    def rate(side):
+        return totals[side][0] / totals[side][1] if totals[side][1] > 0 else float("nan")
+
+    print(f"model {args.model}, tasks {args.tasks}: {len(problems)} problems x {args.repeats} repeats, "
+          f"--speculate {args.mode} --draft-max {args.draft_max} {args.extra}".rstrip())
+    print(f"plain       {totals['off'][0]:6d} tokens {totals['off'][1]:9.4f} s decode  {rate('off'):10.1f} tok/s")
+    print(f"speculative {totals['spec'][0]:6d} tokens {totals['spec'][1]:9.4f} s decode  {rate('spec'):10.1f} tok/s")
+    print(f"ratio speculative/plain: {rate('spec') / rate('off'):.3f} over all runs, "
+          f"{statistics.median(pair_ratios):.3f} median of {len(pair_ratios)} pairs")
+    print("gate choices (draft length: steps): " + ", ".join(f"{k}: {choices[k]}" for k in sorted(choices)))
+    for src in sorted(drafted):
+        share = accepted[src] / drafted[src] if drafted[src] else 0.0
+        print(f"source {src}: drafted {drafted[src]}, accepted {accepted[src]} ({share:.1%})")
+    print(f"same token ids: {'yes' if mismatches == 0 else f'NO ({mismatches} problems differ)'}")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
