@@ -58,7 +58,8 @@ TEST(CliSpeculation, MtpFailsLoudlyAndBadValuesNameTheOption) {
 TEST(CliSpeculation, BenchReplaysDraftsAtAStatedAcceptance) {
     const auto r = run_cli("bench --model " + fixture_dir("qwen3_moe") +
                            " --prompt-tokens 8 --gen-tokens 10 --json --ram-probe 16MiB --ram-repeats 1 --ram-probe-after 0"
-                           " --paired-probe 0 --disk-probe 0 --speculate auto --draft-max 4 --draft-replay-acceptance 0.7");
+                           " --paired-probe 0 --disk-probe 0 --speculate auto --draft-max 4 --draft-replay-acceptance 0.7"
+                           " --speculation-rounds 2");
     ASSERT_EQ(r.status, 0) << r.err;
     auto parsed = Json::parse(r.out, "bench --json");
     ASSERT_TRUE(parsed.has_value()) << r.out;
@@ -68,12 +69,22 @@ TEST(CliSpeculation, BenchReplaysDraftsAtAStatedAcceptance) {
     EXPECT_GT(*run->find("decode_tokens_per_s")->as_double(), 0.0);
     EXPECT_GT(*run->find("plain_decode_tokens_per_s")->as_double(), 0.0);
     EXPECT_GT(*run->find("tokens_per_gb_read")->as_double(), 0.0);
+    // Two rounds of a plain and a speculative decode, each of the 9 steps after the first token.
+    EXPECT_EQ(*run->find("rounds")->as_int(), 2);
+    EXPECT_EQ(*run->find("decode_steps")->as_int(), 18);
+    ASSERT_NE(run->find("round_speedups"), nullptr);
+    ASSERT_NE(run->find("round_speedups")->as_array(), nullptr);
+    EXPECT_EQ(run->find("round_speedups")->as_array()->size(), 2u);
+    EXPECT_GT(*run->find("speedup")->as_double(), 0.0);
     const Json* s = parsed->find("speculation");
     ASSERT_NE(s, nullptr);
     EXPECT_NE(s->find("gate_choices"), nullptr);
     const auto refused = run_cli("bench --model " + fixture_dir("qwen3_moe") + " --draft-replay-acceptance 1.5");
     EXPECT_NE(refused.status, 0);
     EXPECT_NE(refused.err.find("--draft-replay-acceptance"), std::string::npos) << refused.err;
+    const auto no_rounds = run_cli("bench --model " + fixture_dir("qwen3_moe") + " --speculate auto --speculation-rounds 0");
+    EXPECT_NE(no_rounds.status, 0);
+    EXPECT_NE(no_rounds.err.find("--speculation-rounds"), std::string::npos) << no_rounds.err;
 }
 
 }  // namespace

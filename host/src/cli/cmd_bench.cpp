@@ -41,6 +41,7 @@ struct BenchOptions {
     uint64_t seed = 0;
     bool no_warmup = false;
     std::optional<double> replay_acceptance;
+    int64_t speculation_rounds = 3;
     bool json = false;
     std::string ram_probe = "1GiB";
     std::string ram_probe_after = "256MiB";
@@ -76,19 +77,31 @@ PackedDense packed_dense(const Engine& engine) {
     return p;
 }
 
-// Plain against speculative, same prompt, same run: tokens/s, tokens per GB read, the drafts.
+// Plain against speculative, same prompt, same run, round by round: tokens/s, tokens per GB
+// read, the drafts.
 struct SpeculationSides {
     double plain_tokens_per_s = 0.0, speculative_tokens_per_s = 0.0;
     double plain_tokens_per_gb = 0.0, speculative_tokens_per_gb = 0.0;
+    std::vector<double> round_speedups;  // each round's plain seconds over its speculative seconds
+    double speedup = 0.0;                // their median
 };
 
 SpeculationSides speculation_sides(Engine& engine, const BenchRun& run, const SpeculativeBenchRun& spec) {
     SpeculationSides s;
     const auto per = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-    s.plain_tokens_per_s = per(static_cast<double>(run.decode_steps), run.decode_seconds);
+    const size_t rounds = spec.plain_round_seconds.size();
+    double plain_seconds = 0.0;
+    for (size_t i = 0; i < rounds; ++i) {
+        plain_seconds += spec.plain_round_seconds[i];
+        if (i < spec.speculative_round_seconds.size())
+            s.round_speedups.push_back(per(spec.plain_round_seconds[i], spec.speculative_round_seconds[i]));
+    }
+    s.speedup = median(s.round_speedups);
+    const uint64_t plain_steps = run.decode_steps * rounds;
+    s.plain_tokens_per_s = per(static_cast<double>(plain_steps), plain_seconds);
     s.speculative_tokens_per_s = per(static_cast<double>(spec.decode_steps), spec.decode_seconds);
     const uint64_t spec_steps = spec.stats.verify_steps + spec.stats.plain_steps;
-    s.plain_tokens_per_gb = per(static_cast<double>(run.decode_steps), gigabytes_read(engine, run.decode_steps, run.decode_acquired));
+    s.plain_tokens_per_gb = per(static_cast<double>(plain_steps), gigabytes_read(engine, plain_steps, spec.plain_acquired));
     s.speculative_tokens_per_gb = per(static_cast<double>(spec.decode_steps), gigabytes_read(engine, spec_steps, spec.acquired));
     return s;
 }
@@ -97,15 +110,25 @@ void speculation_json(JsonWriter& j, Engine& engine, const BenchRun& run, const 
     const SpeculationSides sides = speculation_sides(engine, run, spec);
     j.key("speculative_run").begin_object();
     j.field("same_tokens", spec.same_tokens)
+        .field("rounds", spec.plain_round_seconds.size())
         .field("decode_steps", spec.decode_steps)
         .field("decode_seconds", spec.decode_seconds)
         .field("plain_decode_tokens_per_s", sides.plain_tokens_per_s)
         .field("decode_tokens_per_s", sides.speculative_tokens_per_s)
-        .field("speedup", sides.plain_tokens_per_s > 0 ? sides.speculative_tokens_per_s / sides.plain_tokens_per_s : 0.0)
+        .field("speedup", sides.speedup)
         .field("plain_tokens_per_gb_read", sides.plain_tokens_per_gb)
         .field("tokens_per_gb_read", sides.speculative_tokens_per_gb)
         .field("expert_misses", spec.misses)
         .field("expert_bytes_read", spec.bytes_read);
+    j.key("round_speedups").begin_array();
+    for (double r : sides.round_speedups) j.value(r);
+    j.end_array();
+    j.key("plain_round_seconds").begin_array();
+    for (double t : spec.plain_round_seconds) j.value(t);
+    j.end_array();
+    j.key("speculative_round_seconds").begin_array();
+    for (double t : spec.speculative_round_seconds) j.value(t);
+    j.end_array();
     optional_field(j, "replay_acceptance", spec.replay_acceptance);
     j.end_object();
     write_speculation(j, spec.stats, engine.speculation().mode, spec.decode_steps, gigabytes_read(engine, spec.stats.verify_steps + spec.stats.plain_steps, spec.acquired));
@@ -116,8 +139,12 @@ void speculation_rows(Engine& engine, const BenchRun& run, const SpeculativeBenc
     const SpeculationStats& st = spec.stats;
     std::string source = speculate_mode_name(engine.speculation().mode);
     if (spec.replay_acceptance) source += ", drafts replayed at acceptance " + fixed(*spec.replay_acceptance, 2);
-    row("speculative decode tokens/s", fixed(sides.speculative_tokens_per_s, 2), "plain " + fixed(sides.plain_tokens_per_s, 2),
-        fixed(sides.plain_tokens_per_s > 0 ? sides.speculative_tokens_per_s / sides.plain_tokens_per_s : 0.0, 3));
+    const std::string rounds = std::to_string(sides.round_speedups.size()) + " rounds";
+    row("speculative decode tokens/s", fixed(sides.speculative_tokens_per_s, 2),
+        "plain " + fixed(sides.plain_tokens_per_s, 2) + " (" + rounds + ")", fixed(sides.speedup, 3) + " median of rounds");
+    std::string each;
+    for (double r : sides.round_speedups) each += (each.empty() ? "" : " ") + fixed(r, 3);
+    row("speedup each round", each, "plain and speculative in alternating order");
     row("tokens per GB read", fixed(sides.speculative_tokens_per_gb, 2), "plain " + fixed(sides.plain_tokens_per_gb, 2));
     row("drafts accepted", std::to_string(st.accepted) + " of " + std::to_string(st.drafted), source + (spec.same_tokens ? ", same tokens" : ", TOKENS DIFFER"));
     std::string choices;
@@ -270,6 +297,9 @@ int run_bench(int argc, char** argv) {
         ("draft-replay-acceptance", po::value<double>()->value_name("P")->notifier([&b](double p) { b.replay_acceptance = p; }),
          "after the plain run, the same prompt speculating with drafts replayed from the plain run's tokens, each draft "
          "position right with probability P (seeded by --seed): speed against acceptance, the cost side only")
+        ("speculation-rounds", po::value<int64_t>(&b.speculation_rounds)->value_name("N"),
+         "with --speculate or --draft-replay-acceptance: rounds of a plain and a speculative decode of the prompt, "
+         "in alternating order; the speedup is the median of the rounds' ratios (3)")
         ("json", po::bool_switch(&b.json), "print one JSON object")
         ("ram-probe", po::value<std::string>(&b.ram_probe)->value_name("SIZE"), "buffer of the RAM read probe (1GiB)")
         ("ram-repeats", po::value<int>(&b.ram_repeats)->value_name("N"), "rounds of the RAM probe, one pass per stream count (1, 2, 4) each; the best pass counts (5)")
@@ -299,6 +329,7 @@ int run_bench(int argc, char** argv) {
     if (b.replay_acceptance && !(*b.replay_acceptance >= 0.0 && *b.replay_acceptance <= 1.0))
         return usage("--draft-replay-acceptance must lie in [0, 1], not " + std::to_string(*b.replay_acceptance));
     if (b.replay_acceptance && b.parallel > 1) return usage("--draft-replay-acceptance runs one sequence: not with --parallel");
+    if (b.speculation_rounds < 1) return usage("--speculation-rounds must be >= 1");
     if (b.ram_repeats < 1) return usage("--ram-repeats must be >= 1");
     if (b.disk_in_flight < 1) return usage("--disk-in-flight must be >= 1");
     if (b.disk_passes < 1) return usage("--disk-passes must be >= 1");
@@ -369,6 +400,7 @@ int run_bench(int argc, char** argv) {
     BenchRequest request{static_cast<size_t>(b.prompt_tokens), static_cast<size_t>(b.gen_tokens), b.seed, {}, !b.no_warmup};
     request.speculation = engine.speculation();
     request.replay_acceptance = b.replay_acceptance;
+    request.speculation_rounds = static_cast<size_t>(b.speculation_rounds);
     if (progress.enabled())
         request.on_progress = [&progress](const char* stage, size_t done, size_t total) { progress.update(stage, done, total); };
     // A pass of the probe's loop between every two decode steps, on the engine's own threads, so

@@ -98,21 +98,26 @@ std::vector<int32_t> draw_prompt(std::mt19937_64& rng, size_t vocab, size_t n) {
 
 namespace {
 
-// The plain run's prompt again, speculating, in a session of its own; the store's counters split
-// its prefill from its decode at the first token, as the plain run's do.
-Expected<SpeculativeBenchRun> run_speculative(Engine& engine, const GenerationRequest& plain, const BenchRequest& request,
-                                              const std::vector<int32_t>& plain_tokens) {
+// One decode of the plain run's prompt in a session of its own, speculating or not; the store's
+// counters split its prefill from its decode at the first token, as the plain run's do.
+struct DecodeRound {
+    double seconds = 0.0;
+    size_t steps = 0;
+    bool same_tokens = false;
+    SpeculationStats stats;
+    uint64_t acquired = 0, misses = 0, bytes_read = 0;
+};
+
+Expected<DecodeRound> run_round(Engine& engine, const GenerationRequest& plain, const BenchRequest& request,
+                                const std::vector<int32_t>& plain_tokens, bool speculating) {
     GenerationRequest gen = plain;
     gen.on_prefill_block = nullptr;
-    gen.speculation = request.speculation;
-    if (gen.speculation.mode == SpeculateMode::off) gen.speculation.mode = SpeculateMode::context;
-    SpeculativeBenchRun out;
-    if (request.replay_acceptance) {
-        const double p = *request.replay_acceptance;
-        if (!(p >= 0.0 && p <= 1.0))
-            return fail(ErrorKind::invalid_argument, "--draft-replay-acceptance must lie in [0, 1], not " + std::to_string(p));
-        gen.draft_source = std::make_shared<ReplayDraftSource>(plain_tokens, p, request.seed, engine.model().vocab_size());
-        out.replay_acceptance = p;
+    if (speculating) {
+        gen.speculation = request.speculation;
+        if (gen.speculation.mode == SpeculateMode::off) gen.speculation.mode = SpeculateMode::context;
+        if (request.replay_acceptance)
+            gen.draft_source = std::make_shared<ReplayDraftSource>(plain_tokens, *request.replay_acceptance, request.seed,
+                                                                   engine.model().vocab_size());
     }
     STORMO_TRY_ASSIGN(auto session, engine.new_session(request.prompt_tokens + request.gen_tokens));
     ExpertStoreStats at_first{};
@@ -123,13 +128,45 @@ Expected<SpeculativeBenchRun> run_speculative(Engine& engine, const GenerationRe
     };
     STORMO_TRY_ASSIGN(auto result, generate(engine.pipeline(), *session, gen, on_token));
     const ExpertStoreStats after = engine.store().stats();
-    out.decode_steps = result.tokens.empty() ? 0 : result.tokens.size() - 1;
-    out.decode_seconds = result.decode_seconds;
+    DecodeRound out;
+    out.steps = result.tokens.empty() ? 0 : result.tokens.size() - 1;
+    out.seconds = result.decode_seconds;
     out.same_tokens = result.tokens == plain_tokens;
     out.stats = result.speculation;
     out.acquired = (after.hits + after.misses) - (at_first.hits + at_first.misses);
     out.misses = after.misses - at_first.misses;
     out.bytes_read = after.bytes_read - at_first.bytes_read;
+    return out;
+}
+
+// Rounds of the plain run's prompt again, plainly and speculating, in alternating order.
+Expected<SpeculativeBenchRun> run_speculative(Engine& engine, const GenerationRequest& plain, const BenchRequest& request,
+                                              const std::vector<int32_t>& plain_tokens) {
+    if (request.replay_acceptance && !(*request.replay_acceptance >= 0.0 && *request.replay_acceptance <= 1.0))
+        return fail(ErrorKind::invalid_argument,
+                    "--draft-replay-acceptance must lie in [0, 1], not " + std::to_string(*request.replay_acceptance));
+    if (request.speculation_rounds == 0) return fail(ErrorKind::invalid_argument, "--speculation-rounds must be >= 1");
+    SpeculativeBenchRun out;
+    out.replay_acceptance = request.replay_acceptance;
+    out.same_tokens = true;
+    for (size_t round = 0; round < request.speculation_rounds; ++round) {
+        for (const bool speculating : {round % 2 == 1, round % 2 == 0}) {
+            STORMO_TRY_ASSIGN(const DecodeRound r, run_round(engine, plain, request, plain_tokens, speculating));
+            if (!speculating) {
+                out.plain_round_seconds.push_back(r.seconds);
+                out.plain_acquired += r.acquired;
+                continue;
+            }
+            out.speculative_round_seconds.push_back(r.seconds);
+            out.decode_steps += r.steps;
+            out.decode_seconds += r.seconds;
+            out.same_tokens = out.same_tokens && r.same_tokens;
+            out.stats.add(r.stats);
+            out.acquired += r.acquired;
+            out.misses += r.misses;
+            out.bytes_read += r.bytes_read;
+        }
+    }
     return out;
 }
 

@@ -75,17 +75,25 @@ struct BenchRequest {
     // replay_acceptance (seeded by `seed`): the cost side at a stated acceptance.
     SpeculationSettings speculation{};
     std::optional<double> replay_acceptance{};
+    // Rounds of a plain and a speculative decode of that prompt, in alternating order: two runs
+    // of one process differ by up to a third on a shared host's memory, so the speedup is the
+    // median of the rounds' pairs, not one run set against another.
+    size_t speculation_rounds = 3;
 };
 
-// The speculative run beside the plain one (BenchRequest::speculation, replay_acceptance).
+// The speculative runs beside plain ones (BenchRequest::speculation, replay_acceptance,
+// speculation_rounds), summed over the rounds but for the per-round times.
 struct SpeculativeBenchRun {
-    size_t decode_steps = 0;        // tokens after the first (the same count as the plain run's)
+    size_t decode_steps = 0;        // tokens after the first, all rounds (each round's = the plain run's)
     double decode_seconds = 0.0;
-    bool same_tokens = false;       // its ids are the plain run's (the contract)
+    bool same_tokens = false;       // every round's ids are the plain run's (the contract)
     SpeculationStats stats;         // drafted, accepted, by source, verify steps, gate choices
-    uint64_t acquired = 0;          // experts acquired during its decode (hits and misses)
+    uint64_t acquired = 0;          // experts acquired during its decodes (hits and misses)
     uint64_t misses = 0;
-    uint64_t bytes_read = 0;        // expert bytes read from disk during its decode
+    uint64_t bytes_read = 0;        // expert bytes read from disk during its decodes
+    // Each round's decode seconds, plain and speculative (the same prompt and tokens).
+    std::vector<double> plain_round_seconds, speculative_round_seconds;
+    uint64_t plain_acquired = 0;    // experts acquired during the rounds' plain decodes
     std::optional<double> replay_acceptance;
 };
 
