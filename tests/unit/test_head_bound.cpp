@@ -267,6 +267,46 @@ TEST(HeadBound, SameTokenForAnyThreadCount) {
     }
 }
 
+TEST(HeadBound, SeveralRowsPickEachRowsOwnToken) {
+    // A verify block's or a batch's rows share one cheap pass over the copy: each row's pick is
+    // its own full-head argmax, on the reference and each plugin, with and without a pool, also
+    // when rows tie exactly (two equal activation rows) and when one head row is NaN.
+    std::mt19937 rng(10);
+    const size_t rows = 3000, cols = 96, n = 5;
+    std::vector<float> w = to_bf16_values(normal_floats(rows * cols, rng, 0.1f));
+    std::vector<float> x = normal_floats(n * cols, rng);
+    std::copy_n(x.begin(), cols, x.begin() + 3 * cols);  // rows 0 and 3 equal
+    for (const bool poisoned : {false, true}) {
+        if (poisoned) w[1234 * cols + 5] = std::numeric_limits<float>::quiet_NaN();
+        const TestHead head(w, rows, cols, WeightFormat::BF16);
+        for (size_t k = 0; k < head_computes().computes.size(); ++k) {
+            for (size_t threads : {size_t{0}, size_t{2}}) {
+                WorkerPool pool(std::max<size_t>(threads, 1));
+                Compute c = head_computes().computes[k];
+                c.pool = threads ? &pool : nullptr;
+                auto compact = CompactHead::build(head.view(), c);
+                ASSERT_TRUE(compact);
+                auto picks = bounded_argmax_rows(*compact, head.view(), c, x.data(), n);
+                ASSERT_TRUE(picks) << picks.error().message;
+                ASSERT_EQ(picks->size(), n);
+                for (size_t j = 0; j < n; ++j) {
+                    const std::vector<float> xj(x.begin() + static_cast<ptrdiff_t>(j * cols),
+                                                x.begin() + static_cast<ptrdiff_t>((j + 1) * cols));
+                    auto one = bounded_argmax(*compact, head.view(), c, xj.data());
+                    ASSERT_TRUE(one);
+                    EXPECT_EQ((*picks)[j].finite, one->finite) << "row " << j << ", " << head_computes().names[k];
+                    EXPECT_FALSE(poisoned && (*picks)[j].finite) << "a NaN row is always computed";
+                    if (poisoned) continue;
+                    EXPECT_EQ((*picks)[j].token, full_head_argmax(c, head.view(), xj)) << "row " << j << ", " << head_computes().names[k];
+                    EXPECT_EQ((*picks)[j].token, one->token);
+                    EXPECT_EQ((*picks)[j].exact_rows, one->exact_rows);
+                }
+                if (!poisoned) EXPECT_EQ((*picks)[0].token, (*picks)[3].token);
+            }
+        }
+    }
+}
+
 TEST(HeadBound, UnsupportedHeadsSayWhy) {
     const std::vector<float> w(64, 1.0f);
     TestHead head(w, 2, 32);

@@ -92,70 +92,91 @@ double row_error_bound(const CompactRowBound& b, double approx, double x_l1, dou
     return bound_of(b, approx, x_l1, x_l2, gamma_k(cols), subnormal_term(cols));
 }
 
-Expected<BoundedArgmax> bounded_argmax(const CompactHead& compact, const WeightView& head, const Compute& compute,
-                                       const float* x) {
+Expected<std::vector<BoundedArgmax>> bounded_argmax_rows(const CompactHead& compact, const WeightView& head,
+                                                       const Compute& compute, const float* x, size_t n) {
     const size_t rows = compact.rows(), cols = compact.cols();
     if (head.rows != rows || head.cols != cols)
         return fail(ErrorKind::internal, "bounded head: the compact copy's shape differs from the head's");
     const DotRowsI8Fn cheap = compute.table != nullptr && compute.table->dot_rows_i8 != nullptr
                                   ? compute.table->dot_rows_i8
                                   : reference_kernels().dot_rows_i8;
-    double x_l1 = 0.0, x_l2 = 0.0;
-    norms(x, cols, x_l1, x_l2);
+    std::vector<double> x_l1(n), x_l2(n);
+    for (size_t j = 0; j < n; ++j) norms(x + j * cols, cols, x_l1[j], x_l2[j]);
     const double gamma = gamma_k(cols), tiny = subnormal_term(cols);
 
-    // Pass 1 (the cheap one, over the pool): every row's interval; the best lower bound per chunk.
-    std::vector<float> y(rows);
-    std::vector<double> hi(rows);
+    // Pass 1 (the cheap one, over the pool): every row's interval, per activation row; the best
+    // lower bound per chunk. Each unit of the copy's rows meets every activation row while it is
+    // in the cache, so n rows read the copy from memory once.
+    std::vector<float> y(n * rows);
+    std::vector<double> hi(n * rows);
     std::mutex best_mutex;
-    double best = -kInf;
+    std::vector<double> best(n, -kInf);
     auto cheap_rows = [&](size_t unit_begin, size_t unit_end) {
         const size_t begin = unit_begin * kRowUnit, end = std::min(unit_end * kRowUnit, rows);
-        cheap(compact.q(), cols, x, y.data(), begin, end);
-        double chunk_best = -kInf;
-        for (size_t o = begin; o < end; ++o) {
-            const CompactRowBound& b = compact.bound(o);
-            const double approx = static_cast<double>(b.scale) * y[o];
-            const double bound = bound_of(b, approx, x_l1, x_l2, gamma, tiny);
-            if (bound == kInf) {
-                hi[o] = kInf;
-                continue;
+        std::vector<double> chunk_best(n, -kInf);
+        for (size_t j = 0; j < n; ++j) {
+            float* yj = y.data() + j * rows;
+            double* hij = hi.data() + j * rows;
+            cheap(compact.q(), cols, x + j * cols, yj, begin, end);
+            for (size_t o = begin; o < end; ++o) {
+                const CompactRowBound& b = compact.bound(o);
+                const double approx = static_cast<double>(b.scale) * yj[o];
+                const double bound = bound_of(b, approx, x_l1[j], x_l2[j], gamma, tiny);
+                if (bound == kInf) {
+                    hij[o] = kInf;
+                    continue;
+                }
+                hij[o] = approx + bound;
+                chunk_best[j] = std::max(chunk_best[j], approx - bound);
             }
-            hi[o] = approx + bound;
-            chunk_best = std::max(chunk_best, approx - bound);
         }
         std::lock_guard<std::mutex> lock(best_mutex);
-        best = std::max(best, chunk_best);
+        for (size_t j = 0; j < n; ++j) best[j] = std::max(best[j], chunk_best[j]);
     };
     const size_t units = (rows + kRowUnit - 1) / kRowUnit;
     if (compute.pool != nullptr) compute.pool->parallel_for(units, 1, cheap_rows);
     else cheap_rows(0, units);
 
-    // Pass 2: the candidates, in ascending order, and their exact logits.
-    std::vector<uint32_t> candidates;
-    for (size_t o = 0; o < rows; ++o)
-        if (hi[o] >= best) candidates.push_back(static_cast<uint32_t>(o));
+    // Pass 2: each activation row's candidates, in ascending order, and their exact logits.
+    std::vector<std::pair<uint32_t, uint32_t>> candidates;  // (activation row, head row)
+    for (size_t j = 0; j < n; ++j)
+        for (size_t o = 0; o < rows; ++o)
+            if (hi[j * rows + o] >= best[j]) candidates.emplace_back(static_cast<uint32_t>(j), static_cast<uint32_t>(o));
     const MatmulFn exact = exact_kernel(compute, head);
     // y is reused as the exact logits' home: the kernel writes y[o] for the one output o.
     auto exact_rows = [&](size_t begin, size_t end) {
-        for (size_t k = begin; k < end; ++k) exact(head, x, 1, cols, y.data(), rows, candidates[k], candidates[k] + 1);
+        for (size_t k = begin; k < end; ++k) {
+            const auto [j, o] = candidates[k];
+            exact(head, x + j * cols, 1, cols, y.data() + j * rows, rows, o, o + 1);
+        }
     };
     if (compute.pool != nullptr && candidates.size() > 32) compute.pool->parallel_for(candidates.size(), 16, exact_rows);
     else exact_rows(0, candidates.size());
 
-    BoundedArgmax out;
-    out.exact_rows = candidates.size();
-    bool first = true;
-    for (const uint32_t o : candidates) {
-        if (!std::isfinite(y[o])) {
-            out.finite = false;
-            return out;
+    std::vector<BoundedArgmax> out(n);
+    std::vector<bool> seen(n, false);
+    for (const auto& [j, o] : candidates) {
+        BoundedArgmax& pick = out[j];
+        ++pick.exact_rows;
+        if (!pick.finite) continue;
+        const float* yj = y.data() + static_cast<size_t>(j) * rows;
+        if (!std::isfinite(yj[o])) {
+            pick.finite = false;
+            continue;
         }
-        if (first || y[o] > y[static_cast<size_t>(out.token)]) out.token = static_cast<int32_t>(o);
-        first = false;
+        if (!seen[j] || yj[o] > yj[static_cast<size_t>(pick.token)]) pick.token = static_cast<int32_t>(o);
+        seen[j] = true;
     }
-    if (first) return fail(ErrorKind::internal, "bounded head: no candidate row (a bound was computed wrongly)");
+    for (size_t j = 0; j < n; ++j)
+        if (!seen[j] && out[j].finite)
+            return fail(ErrorKind::internal, "bounded head: no candidate row (a bound was computed wrongly)");
     return out;
+}
+
+Expected<BoundedArgmax> bounded_argmax(const CompactHead& compact, const WeightView& head, const Compute& compute,
+                                       const float* x) {
+    STORMO_TRY_ASSIGN(std::vector<BoundedArgmax> picks, bounded_argmax_rows(compact, head, compute, x, 1));
+    return picks.front();
 }
 
 }  // namespace stormo

@@ -4,6 +4,7 @@
 // plus exact float rows only where the copy cannot decide.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "runtime/compact_head.hpp"
 #include "stormo/error.hpp"
@@ -26,6 +27,12 @@ struct BoundedArgmax {
 // hold it too, and the caller fails the request as it would for them.
 Expected<BoundedArgmax> bounded_argmax(const CompactHead& compact, const WeightView& head, const Compute& compute,
                                        const float* x);
+
+// The same for n activation rows at x (n x head.cols floats, each finite), one pick per row:
+// the cheap pass meets every row in each cache-sized unit of the compact copy, so a verify block
+// or a batch of decode rows reads the copy once, not once per row.
+Expected<std::vector<BoundedArgmax>> bounded_argmax_rows(const CompactHead& compact, const WeightView& head,
+                                                       const Compute& compute, const float* x, size_t n);
 
 // The bound of one row (exposed for the tests): for the exact float logit L of row o and the
 // cheap value approx = scale * y with y = the cheap pass's float sum, |L - approx| <= the value.

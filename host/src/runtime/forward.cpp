@@ -171,9 +171,11 @@ Expected<std::vector<int32_t>> Pipeline::rows_argmax(std::vector<float>& x, std:
     if (n == 1) {
         STORMO_TRY_ASSIGN(const int32_t token, head_argmax(x.data(), positions[0]));
         tokens.push_back(token);
+    } else if (auto picks = bounded_rows_argmax(x.data(), positions)) {
+        STORMO_TRY_ASSIGN(tokens, std::move(*picks));
     } else {
-        // One read of the full head for every row costs less than a compact read per row; its
-        // argmax is the token the bound gives.
+        // Past the bounded head's rows (or without a compact copy) one read of the full head
+        // serves every row; its argmax is the token the bound gives.
         std::vector<float> out(n * vocab);
         model_.head(Rows{x.data(), n, hidden}, Rows{out.data(), n, vocab});
         times_.head_rows_exact += n * vocab;
@@ -181,6 +183,31 @@ Expected<std::vector<int32_t>> Pipeline::rows_argmax(std::vector<float>& x, std:
         for (size_t i = 0; i < n; ++i) tokens.push_back(argmax(std::span<const float>(out.data() + i * vocab, vocab)));
     }
     times_.head_seconds += seconds_since(t0);
+    return tokens;
+}
+
+std::optional<Expected<std::vector<int32_t>>> Pipeline::bounded_rows_argmax(const float* rows,
+                                                                          std::span<const int64_t> positions) {
+    const WeightView* weight = model_.head_weight();
+    const size_t n = positions.size();
+    if (compact_head_ == nullptr || weight == nullptr || n > kBoundedHeadRowsMax) return std::nullopt;
+    auto picks = bounded_argmax_rows(*compact_head_, *weight, head_compute_, rows, n);
+    if (!picks) return tl::unexpected(picks.error());
+    std::vector<int32_t> tokens;
+    ++times_.bounded_head_steps;
+    for (size_t i = 0; i < n; ++i) {
+        const BoundedArgmax& pick = (*picks)[i];
+        times_.bounded_head_exact_rows += pick.exact_rows;
+        times_.head_rows_exact += pick.exact_rows;
+        if (!pick.finite) {
+            // The full head's logits would hold the same non-finite value: the same error.
+            const std::vector<float> poisoned(1, std::numeric_limits<float>::quiet_NaN());
+            const int64_t where[1] = {positions[i]};
+            if (auto finite = check_finite(poisoned, 1, where, -1, "the head (logits)"); !finite)
+                return tl::unexpected(finite.error());
+        }
+        tokens.push_back(pick.token);
+    }
     return tokens;
 }
 
@@ -278,9 +305,10 @@ void Pipeline::collect_routes(std::span<SequenceStep> steps, const BlockRoutes& 
     }
 }
 
-// Greedy steps read the head by bound when one row alone wants it (the decode of one sequence);
-// with several rows the full head read once for all of them costs less than a compact read per
-// row, and its argmax is the token the bound gives.
+// Greedy steps read the head by bound (one row of one sequence's decode, or up to
+// kBoundedHeadRowsMax rows of a verify block or a batch, whose cheap passes share one read of the
+// compact copy); past that, or when some step wants logits, the full head is read once for all
+// rows, and its argmax is the token the bound gives.
 Expected<void> Pipeline::batch_head(std::span<SequenceStep> steps, const std::vector<float>& x,
                                     std::span<const int64_t> positions) {
     using Want = SequenceStep::Want;
@@ -311,12 +339,32 @@ Expected<void> Pipeline::batch_head(std::span<SequenceStep> steps, const std::ve
             return {};
         }
     }
-    std::vector<float> gathered(rows.size() * hidden), out(rows.size() * vocab);
+    std::vector<float> gathered(rows.size() * hidden);
     std::vector<int64_t> where(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
         std::copy_n(x.data() + rows[i] * hidden, hidden, gathered.data() + i * hidden);
         where[i] = positions[rows[i]];
     }
+    const bool argmax_only = std::ranges::all_of(steps, [](const SequenceStep& s) {
+        return s.want == Want::nothing || s.want == Want::last_argmax || s.want == Want::all_argmax;
+    });
+    if (argmax_only) {
+        if (auto picks = bounded_rows_argmax(gathered.data(), where)) {
+            STORMO_TRY_ASSIGN(const std::vector<int32_t> tokens, std::move(*picks));
+            times_.head_seconds += seconds_since(t0);
+            for (size_t i = 0; i < steps.size(); ++i) {
+                SequenceStep& step = steps[i];
+                if (step.want == Want::nothing) continue;
+                const size_t count = step.want == Want::all_argmax ? step.tokens.size() : 1;
+                step.argmaxes.assign(tokens.begin() + static_cast<ptrdiff_t>(first_row[i]),
+                                     tokens.begin() + static_cast<ptrdiff_t>(first_row[i] + count));
+                step.argmax = step.argmaxes.back();
+                if (step.want == Want::last_argmax) step.argmaxes.clear();
+            }
+            return {};
+        }
+    }
+    std::vector<float> out(rows.size() * vocab);
     model_.head(Rows{gathered.data(), rows.size(), hidden}, Rows{out.data(), rows.size(), vocab});
     times_.head_seconds += seconds_since(t0);
     times_.head_rows_exact += rows.size() * vocab;

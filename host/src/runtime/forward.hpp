@@ -6,6 +6,7 @@
 // token-by-token give identical bits.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -149,6 +150,13 @@ private:
     Expected<int32_t> head_argmax(const float* normed, int64_t position);
     // Every row's argmax of a block's final-normed rows x (ForwardOptions::argmax_rows_out).
     Expected<std::vector<int32_t>> rows_argmax(std::vector<float>& x, std::span<const int64_t> positions);
+    // Every row's argmax of the final-normed rows at `rows` (one per position) by bound, or
+    // nullopt when the head cannot be read so (no compact copy, or more than
+    // kBoundedHeadRowsMax rows: the full head's kernel reuses each weight it loads for every row,
+    // where the cheap pass converts its int8 rows again per activation row, so past a verify block
+    // of the default draft_max or a batch of a few sequences one full read is the cheaper).
+    std::optional<Expected<std::vector<int32_t>>> bounded_rows_argmax(const float* rows, std::span<const int64_t> positions);
+    static constexpr size_t kBoundedHeadRowsMax = 16;
     // The rows of one sequence in a block.
     struct BlockPart {
         Session* session = nullptr;
