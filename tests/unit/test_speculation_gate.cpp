@@ -61,6 +61,23 @@ TEST(SpeculationGate, ThePromptPricesARowBeforeAnyVerify) {
     EXPECT_EQ(cautious.choose("context", 8), 1u);
 }
 
+TEST(SpeculationGate, VerifyStepsOutweighWhatThePromptSaid) {
+    // The prompt's rows looked cheap (5% of a step), but a verify of two rows costs 1.7 steps
+    // (gpt-oss-20b in RAM: 1.69): at an acceptance of one half k = 1 loses, and the gate stops.
+    StepCostModel model(kShape);
+    model.observe(200, 0, 0, 1.0 + 199 * 0.05, StepCostModel::StepKind::prompt);
+    model.observe(1, 0, 0, 1.0);
+    SpeculationGate gate(8, model);
+    EXPECT_GT(gate.choose("context", 8), 0u);
+    for (int i = 0; i < 20; ++i) {
+        model.observe(1, 0, 0, 1.0);
+        model.observe(2, 0, 0, 1.7);
+        gate.record("context", 1, static_cast<size_t>(i % 2));
+    }
+    EXPECT_NEAR(model.predict(2), 1.7, 0.1);
+    EXPECT_EQ(gate.choose("context", 8), 0u);
+}
+
 TEST(SpeculationGate, DraftsNeverAcceptedConvergeToPlainDecodingAndExplorationBacksOff) {
     StepCostModel model = costs(1.0, 0.05);
     SpeculationGate gate(8, model);

@@ -46,6 +46,13 @@ double StepCostModel::expected_misses(size_t rows) const {
 
 void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, double seconds, StepKind kind) {
     if (rows == 0 || !(seconds >= 0.0)) return;
+    if (kind == StepKind::prompt) {
+        // Not a point of the fit: a prompt of hundreds of rows would pin the slope by its leverage
+        // alone, while a verify's few rows cost what they cost (on gpt-oss-20b in RAM a prompt
+        // row took 0.4 of a decode step, a verify's second row 0.7). It sets the prior instead.
+        prompt_row_seconds_ = seconds / static_cast<double>(rows);
+        return;
+    }
     for (auto& row : xx_)
         for (double& v : row) v *= kDecay;
     for (double& v : xy_) v *= kDecay;
@@ -57,11 +64,12 @@ void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, dou
             xy_[i] += f[i] * t;
         }
     };
-    if (kind == StepKind::decode && !decode_seen_) {
-        // The prior: a step of two rows costing two of this one's. Only a decode step sets it; a
-        // prompt's rows (which skip the head) are no measure of one.
+    if (!decode_seen_) {
+        // The prior, worth one step and decayed like them: a step of two rows costs this one's
+        // plus a prompt row's when a prompt was timed, else plus a whole step (no gain expected).
         decode_seen_ = true;
-        add({1.0, 1.0, 0.0}, 2.0 * seconds / static_cast<double>(rows));
+        const double step = seconds / static_cast<double>(rows);
+        add({1.0, 1.0, 0.0}, step + prompt_row_seconds_.value_or(step));
     }
     add({1.0, static_cast<double>(rows - 1), static_cast<double>(misses)}, seconds);
 }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,9 +31,9 @@ struct MoeShape {
 //     m(n) = moe_layers * E (1 - (1 - K/E)^n) * (1 - h),
 // the expected union of n rows' top-K of E experts per layer times the share h of acquired
 // experts found resident (the store's hits over hits + misses, decayed likewise). The first
-// single-row step seen adds a prior that a row costs a whole step (b = a: no gain expected), worth
-// one observation and decayed like them, so steps of several rows (the prompt's, then the
-// verifies) soon outweigh it.
+// decode step seen adds a prior, worth one observation and decayed like them, that a second row
+// costs what a prompt row cost (when the prompt's step was timed) or else a whole step (b = a:
+// no gain expected); the verify steps then soon outweigh it.
 class StepCostModel {
 public:
     explicit StepCostModel(MoeShape shape) : shape_(shape) {}
@@ -55,6 +56,7 @@ private:
     double xy_[3] = {};
     double hits_ = 0.0, acquired_ = 0.0;
     bool decode_seen_ = false;
+    std::optional<double> prompt_row_seconds_;
 };
 
 class SpeculationGate {
