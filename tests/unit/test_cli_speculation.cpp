@@ -62,7 +62,7 @@ TEST(CliSpeculation, MtpDraftsGiveThePlainIds) {
     // "5+7=" and "rev abcd=" style prompts of the demos' public problems (reference/eval.json).
     const std::string ids = "3,40,8,45";
     for (const char* demo : {"deepseek-v3-demo", "glm-moe-dsa-demo"}) {
-        for (const std::string sampling : {std::string(), std::string(" --temperature 0.8 --seed 3")}) {
+        for (const std::string& sampling : {std::string(), std::string(" --temperature 0.8 --seed 3")}) {
             const std::string base = "generate --model " + demo_dir(demo) + " --ids " + ids + " --max-tokens 8" + sampling;
             const auto plain = run_cli(base);
             ASSERT_EQ(plain.status, 0) << plain.err;

@@ -9,6 +9,8 @@
 #include "oracle_support.hpp"
 #include "runtime/generation.hpp"
 #include "runtime/mtp_draft_source.hpp"
+#include "runtime/sequence_generation.hpp"
+#include "runtime/speculation.hpp"
 
 namespace stormo::testing {
 namespace {
@@ -240,16 +242,70 @@ TEST(MtpLoading, OnlyWhenAModeDraftsFromItAndOnlyWhereTheCheckpointHasOne) {
     EXPECT_EQ((*auto_without)->draft_model(), nullptr);
 }
 
-// auto on a model with a loaded MTP layer: the same ids as plain decoding, and the MTP source is
-// one of those it drafts from.
-TEST(MtpAuto, ConsidersTheMtpSourceAndKeepsTheIds) {
-    const std::string dir = demo_dir("deepseek-v3-demo");
+// auto on a model with a loaded MTP layer picks between prompt lookup and the MTP layer by the
+// gate's per-source acceptance: the MTP's drafts when they have been accepted and the lookup's
+// rejected, the lookup's the other way round.
+TEST(MtpAuto, ChoosesTheMtpSourceByItsMeasuredAcceptance) {
+    auto engine = open_with_mtp(demo_dir("deepseek-v3-demo"), SpeculateMode::automatic);
+    ASSERT_TRUE(engine.has_value()) << engine.error().message;
+    const MtpDraft* mtp = (*engine)->pipeline().mtp();
+    ASSERT_NE(mtp, nullptr);
+    // A prompt that repeats itself, so the lookup finds drafts too.
+    const std::vector<int32_t> prompt = {3, 40, 8, 45, 1, 1, 48, 3, 40, 8, 45, 1, 1, 48, 3, 40, 8, 45};
+    auto session = (*engine)->new_session(32);
+    ASSERT_TRUE(session.has_value());
+    std::vector<float> hidden;
+    ForwardOptions options;
+    options.final_rows_out = &hidden;
+    auto logits = (*engine)->pipeline().forward(**session, prompt, options);
+    ASSERT_TRUE(logits.has_value()) << logits.error().message;
+    std::vector<int32_t> tokens = prompt;
+    tokens.push_back(argmax(*logits));
+    for (const bool mtp_wins : {true, false}) {
+        StepCostModel costs(moe_shape_of((*engine)->model()));
+        SpeculationGate gate(3, costs);
+        for (int i = 0; i < 10; ++i) {
+            gate.record("mtp", 3, mtp_wins ? 3 : 0);
+            gate.record("context", 3, mtp_wins ? 0 : 3);
+        }
+        auto source = draft_source_for(SpeculateMode::automatic, false, mtp, (*session)->capacity());
+        ASSERT_TRUE(source->wants_hidden());
+        source->observe_hidden(0, hidden);
+        DraftContext ctx;
+        ctx.tokens = tokens;
+        ctx.gate = &gate;
+        const std::vector<int32_t> drafts = source->propose(ctx, 3);
+        EXPECT_FALSE(drafts.empty());
+        EXPECT_EQ(source->name(), mtp_wins ? "mtp" : "context");
+    }
+}
+
+// auto with the MTP layer loaded keeps plain decoding's ids, greedy and seeded, over a generation
+// long enough for the gate to try drafts.
+TEST(MtpAuto, KeepsPlainDecodingsIds) {
+    const std::string dir = demo_dir("glm-moe-dsa-demo");
     auto engine = open_with_mtp(dir, SpeculateMode::automatic);
     ASSERT_TRUE(engine.has_value()) << engine.error().message;
-    const EvalRun plain = run_eval(**engine, dir, SpeculateMode::off, 1, {}, 4);
-    const EvalRun spec = run_eval(**engine, dir, SpeculateMode::automatic, 3, {}, 4);
-    EXPECT_EQ(spec.tokens, plain.tokens);
-    EXPECT_EQ(spec.stats.by_source.count("mtp"), 1u);
+    SamplingParams seeded;
+    seeded.temperature = 0.8f;
+    seeded.seed = 11;
+    for (const SamplingParams& sampling : {SamplingParams{}, seeded}) {
+        GenerationRequest request;
+        request.prompt = {3, 40, 8, 45};
+        request.max_tokens = 48;
+        request.sampling = sampling;
+        GenerationRequest automatic = request;
+        automatic.speculation.mode = SpeculateMode::automatic;
+        automatic.speculation.draft_max = 3;
+        auto a = (*engine)->new_session(64);
+        auto b = (*engine)->new_session(64);
+        ASSERT_TRUE(a && b);
+        auto plain = generate((*engine)->pipeline(), **a, request);
+        auto spec = generate((*engine)->pipeline(), **b, automatic);
+        ASSERT_TRUE(plain && spec);
+        EXPECT_EQ(spec->tokens, plain->tokens) << "temperature " << sampling.temperature;
+        EXPECT_GT(spec->speculation.verify_steps, 0u);
+    }
 }
 
 }  // namespace

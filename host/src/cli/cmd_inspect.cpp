@@ -227,7 +227,9 @@ void print_text(const Report& r) {
         std::cout << "    " << pad(dtype, 12) << pad(std::to_string(t.count), 7) << bytes_text(t.bytes) << "\n";
     std::cout << "  dense    " << bytes_text(r.census.dense_bytes()) << "\n";
     std::cout << "  experts  " << bytes_text(r.census.expert_bytes()) << "\n";
-    if (r.census.draft_bytes() > 0) std::cout << "  draft    " << bytes_text(r.census.draft_bytes()) << " (not loaded)\n";
+    if (r.census.draft_bytes() > 0)
+        std::cout << "  draft    " << bytes_text(r.census.draft_bytes())
+                  << (draft_loaded ? " (the first draft layer loaded: counted in the plan below)" : " (not loaded)") << "\n";
 
     const MemoryPlan& p = r.plan;
     std::cout << "\nmemory plan\n";
