@@ -9,7 +9,11 @@ Model::~Model() = default;
 const WeightView* Model::head_weight() const { return nullptr; }
 LoadContext::~LoadContext() = default;
 std::optional<packed_bf16::Packed> LoadContext::pack_bf16(const std::string&, const WeightView&) { return std::nullopt; }
+DraftModel::~DraftModel() = default;
 Family::~Family() = default;
+Expected<std::unique_ptr<DraftModel>> Family::load_draft(LoadContext&, const Model&, int index) const {
+    return fail(ErrorKind::unsupported, "this family loads no draft layer (asked for draft layer " + std::to_string(index) + ")");
+}
 std::vector<std::string> Family::gguf_architectures() const { return {}; }
 Expected<GgufMappedModel> Family::map_gguf(const GgufView& file) const {
     return fail(ErrorKind::unsupported, file.path() + ": this family maps no GGUF architecture");

@@ -8,6 +8,9 @@
 namespace stormo::deepseek_v3 {
 
 Expected<std::unique_ptr<Model>> DeepseekV3Family::load(LoadContext& ctx) const { return DeepseekV3Model::load(ctx); }
+Expected<std::unique_ptr<DraftModel>> DeepseekV3Family::load_draft(LoadContext& ctx, const Model& main, int index) const {
+    return DeepseekV3Model::load_draft(ctx, main, index);
+}
 
 }  // namespace stormo::deepseek_v3
 

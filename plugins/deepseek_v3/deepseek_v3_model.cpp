@@ -3,6 +3,7 @@
 #include "deepseek_v3_model.hpp"
 
 #include "stormo/toolkit/experts.hpp"
+#include "stormo/toolkit/mtp.hpp"
 #include "tensor_names.hpp"
 
 namespace stormo::deepseek_v3 {
@@ -45,6 +46,36 @@ Expected<std::unique_ptr<Model>> DeepseekV3Model::load(LoadContext& ctx) {
     STORMO_TRY(model->load_weights(load, {names::kEmbedding, names::kHead, names::kFinalNorm},
                                    model->cfg_.tie_word_embeddings, [&](int l) { return model->load_layer(ctx, l); }));
     return std::unique_ptr<Model>(std::move(model));
+}
+
+Expected<std::unique_ptr<DraftModel>> DeepseekV3Model::load_draft(LoadContext& ctx, const Model& main, int index) {
+    STORMO_TRY_ASSIGN(DeepseekV3Config cfg, parse_deepseek_v3_config(ctx.config()));
+    if (index < 0 || index >= cfg.mtp_layers)
+        return fail(ErrorKind::invalid_argument, "deepseek_v3: no multi-token-prediction layer " + std::to_string(index) +
+                                                     " (num_nextn_predict_layers is " + std::to_string(cfg.mtp_layers) + ")");
+    STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "deepseek_v3"));
+    STORMO_TRY_ASSIGN(const Compute compute, toolkit::load_compute(ctx, "deepseek_v3"));
+    const int layer = static_cast<int>(cfg.n_layers) + index;
+    // The body: this model with layers [0, layer) left empty (plans without KV, never run) and
+    // the MTP layer's decoder layer loaded by the main layers' own loader.
+    DeepseekV3Config body_cfg = cfg;
+    body_cfg.n_layers = layer + 1;
+    std::unique_ptr<DeepseekV3Model> body(new DeepseekV3Model(std::move(body_cfg), compute));
+    body->fp8_ = fp8;
+    body->layers_.resize(static_cast<size_t>(layer) + 1);
+    STORMO_TRY(body->load_layer(ctx, layer));
+    toolkit::MtpSpec spec;
+    spec.prefix = names::layer(layer);
+    spec.layer = layer;
+    spec.hidden = cfg.hidden_size;
+    spec.vocab = cfg.vocab_size;
+    spec.rms_norm_eps = static_cast<float>(cfg.rms_norm_eps);
+    spec.carries_normed = false;  // DeepSeek-V3 carries the raw layer output g into the next chained step (family_deepseek_v3.md)
+    spec.who = "deepseek_v3";
+    spec.matrix_dtypes = kMatrixDtypes;
+    spec.vector_dtypes = kVectorDtypes;
+    spec.fp8 = fp8;
+    return toolkit::load_mtp_draft(ctx, compute, std::move(body), main, spec);
 }
 
 Expected<void> DeepseekV3Model::load_layer(LoadContext& ctx, int l) {

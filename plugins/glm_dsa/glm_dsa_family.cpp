@@ -8,6 +8,9 @@
 namespace stormo::glm_dsa {
 
 Expected<std::unique_ptr<Model>> GlmDsaFamily::load(LoadContext& ctx) const { return GlmDsaModel::load(ctx); }
+Expected<std::unique_ptr<DraftModel>> GlmDsaFamily::load_draft(LoadContext& ctx, const Model& main, int index) const {
+    return GlmDsaModel::load_draft(ctx, main, index);
+}
 
 }  // namespace stormo::glm_dsa
 

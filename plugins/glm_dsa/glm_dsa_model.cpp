@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "stormo/toolkit/experts.hpp"
+#include "stormo/toolkit/mtp.hpp"
 #include "tensor_names.hpp"
 
 namespace stormo::glm_dsa {
@@ -48,6 +49,38 @@ Expected<std::unique_ptr<Model>> GlmDsaModel::load(LoadContext& ctx) {
     STORMO_TRY(model->load_weights(load, {names::kEmbedding, names::kHead, names::kFinalNorm},
                                    model->cfg_.tie_word_embeddings, [&](int l) { return model->load_layer(ctx, l); }));
     return std::unique_ptr<Model>(std::move(model));
+}
+
+Expected<std::unique_ptr<DraftModel>> GlmDsaModel::load_draft(LoadContext& ctx, const Model& main, int index) {
+    STORMO_TRY_ASSIGN(GlmDsaConfig cfg, parse_glm_dsa_config(ctx.config()));
+    if (index < 0 || index >= cfg.mtp_layers)
+        return fail(ErrorKind::invalid_argument, "glm_dsa: no multi-token-prediction layer " + std::to_string(index) +
+                                                     " (num_nextn_predict_layers is " + std::to_string(cfg.mtp_layers) + ")");
+    STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "glm_dsa"));
+    STORMO_TRY_ASSIGN(const Compute compute, toolkit::load_compute(ctx, "glm_dsa"));
+    const int layer = static_cast<int>(cfg.n_layers) + index;
+    // The body: this model with layers [0, layer) left empty (plans without KV, never run) and
+    // the MTP layer's decoder layer loaded by the main layers' own loader.
+    GlmDsaConfig body_cfg = cfg;
+    body_cfg.n_layers = layer + 1;
+    // GLM-5's MTP layer is a sparse one: its feed-forward is routed.
+    body_cfg.moe_layer.resize(static_cast<size_t>(layer) + 1, true);
+    std::unique_ptr<GlmDsaModel> body(new GlmDsaModel(std::move(body_cfg), compute));
+    body->fp8_ = fp8;
+    body->layers_.resize(static_cast<size_t>(layer) + 1);
+    STORMO_TRY(body->load_layer(ctx, layer));
+    toolkit::MtpSpec spec;
+    spec.prefix = names::layer(layer);
+    spec.layer = layer;
+    spec.hidden = cfg.hidden_size;
+    spec.vocab = cfg.vocab_size;
+    spec.rms_norm_eps = static_cast<float>(cfg.rms_norm_eps);
+    spec.carries_normed = true;  // GLM's NextN carries shared_head.norm(g) into the next chained step (family_glm_dsa.md)
+    spec.who = "glm_dsa";
+    spec.matrix_dtypes = kMatrixDtypes;
+    spec.vector_dtypes = kVectorDtypes;
+    spec.fp8 = fp8;
+    return toolkit::load_mtp_draft(ctx, compute, std::move(body), main, spec);
 }
 
 Expected<void> GlmDsaModel::load_layer(LoadContext& ctx, int l) {

@@ -44,6 +44,9 @@ std::vector<KvBufferDecl> layer_kv(const GlmDsaConfig& c, int layer);
 class GlmDsaModel final : public toolkit::DecoderModel {
 public:
     static Expected<std::unique_ptr<Model>> load(LoadContext& ctx);
+    // The multi-token-prediction layer `index` as a draft model over `main` (toolkit/mtp.hpp): this
+    // class with only layer num_hidden_layers + index loaded is its decoder layer.
+    static Expected<std::unique_ptr<DraftModel>> load_draft(LoadContext& ctx, const Model& main, int index);
 
     Expected<void> attention(int layer, const StepContext& ctx, const Rows& normed, BlockKv kv, Rows out) const override;
     Routing route(int layer, const StepContext& ctx, const Rows& normed) const override;

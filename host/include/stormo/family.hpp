@@ -194,6 +194,24 @@ public:
     virtual const WeightView* head_weight() const;
 };
 
+// A checkpoint's multi-token-prediction layer as a draft model (DeepSeek-V3's and GLM-5's
+// `num_nextn_predict_layers`; docs/speculation-mtp.md). Its layers are numbered as the
+// checkpoint's: layer draft_layer() (num_hidden_layers + index) is the MTP decoder layer, the
+// layers before it are empty plans (no KV, never run), so its experts are the store's layer
+// draft_layer(). The host runs its decoder layer from draft_input() instead of embed(); the
+// final norm is the layer's shared_head.norm and head() the head it predicts with.
+class STORMO_API DraftModel : public Model {
+public:
+    ~DraftModel() override;
+    virtual int draft_layer() const = 0;
+    // The decoder layer's input rows: eh_proj([enorm(embed(tokens[i])) ; hnorm(hidden.row(i))]),
+    // hidden holding the main model's final-normed rows (or a carried row when chaining).
+    virtual Expected<void> draft_input(std::span<const int32_t> tokens, const Rows& hidden, Rows out) const = 0;
+    // What a chained draft carries into the next step's hnorm: true, the layer's output after the
+    // final norm (GLM-5); false, the raw output before it (DeepSeek-V3).
+    virtual bool carries_normed() const = 0;
+};
+
 // Given by the host to a family's load: the checkpoint and the compute.
 class STORMO_API LoadContext {
 public:
@@ -231,7 +249,7 @@ struct ModelSummary {
     std::vector<KvBufferDecl> kv_buffers;
     // Name prefixes of the layers the checkpoint carries for drafting (DeepSeek-V3's and GLM-5's
     // multi-token-prediction layers, "model.layers.61."): recognised, counted apart from the
-    // dense part and the routed experts, not loaded.
+    // dense part and the routed experts, loaded only as a draft model (Family::load_draft).
     std::vector<std::string> draft_layers;
 };
 
@@ -242,6 +260,10 @@ public:
     // The role of a checkpoint tensor by its name (experts, attention, ...).
     virtual TensorRole classify(std::string_view tensor_name) const = 0;
     virtual Expected<std::unique_ptr<Model>> load(LoadContext& ctx) const = 0;
+    // The checkpoint's draft layer `index` (of ModelSummary::draft_layers) as a draft model, loaded
+    // after `main` through the same context (its experts declared as layer draft_layer()); `main`
+    // outlives it (it may use main's embedding and head). Unsupported by default.
+    virtual Expected<std::unique_ptr<DraftModel>> load_draft(LoadContext& ctx, const Model& main, int index) const;
     // GGUF: the general.architecture values (llama.cpp's names) this family maps, none by default;
     // and the mapping of a file of one of them onto its config.json and checkpoint tensors.
     virtual std::vector<std::string> gguf_architectures() const;

@@ -4,7 +4,7 @@
 #define STORMO_STRINGIFY_(x) #x
 #define STORMO_STRINGIFY(x) STORMO_STRINGIFY_(x)
 
-#define STORMO_SDK_MAJOR 8
+#define STORMO_SDK_MAJOR 9
 #define STORMO_SDK_MINOR 0
 
 #if defined(__clang__)

@@ -51,7 +51,15 @@ struct Census {
     uint64_t draft_bytes() const { return by_role[static_cast<size_t>(TensorRole::draft)].bytes; }
     // What the engine keeps resident: everything but the routed experts and the unloaded draft layers.
     uint64_t dense_bytes() const { return total.bytes - expert_bytes() - draft_bytes(); }
+    // Of the draft layers' bytes, their routed experts' (the store's when the layer is loaded).
+    uint64_t draft_expert_bytes = 0;
 };
+
+// The run loads the checkpoint's MTP layer (its first draft layer): the speculation mode drafts
+// from it and the checkpoint has one (Engine::load_draft_layer).
+bool loads_draft_layer(const ModelSetup& s, const ModelSummary& summary) {
+    return loads_mtp(s.config.speculate) && !summary.draft_layers.empty();
+}
 
 Census take_census(const ModelSource& source, const Family& family, const ModelSummary& summary) {
     Census c;
@@ -59,6 +67,8 @@ Census take_census(const ModelSource& source, const Family& family, const ModelS
         c.total.add(t.nbytes);
         const auto role = static_cast<size_t>(tensor_role(family, summary, t.name));
         if (role < c.by_role.size()) c.by_role[role].add(t.nbytes);
+        if (role == static_cast<size_t>(TensorRole::draft) && family.classify(t.name) == TensorRole::experts)
+            c.draft_expert_bytes += t.nbytes;
         c.by_dtype[std::string(dtype_name(t.dtype))].add(t.nbytes);
     }
     return c;
@@ -97,13 +107,17 @@ Expected<void> check_expert_count(const ModelSetup& s, const Census& c, const Mo
 Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const ModelSummary& summary, uint64_t slot_bytes) {
     MemoryPlan p;
     p.dense_resident = c.dense_bytes();
+    const bool draft = loads_draft_layer(s, summary);
+    // A loaded MTP layer (when the checkpoint stores several, the engine loads the first).
+    const uint64_t draft_share = summary.draft_layers.empty() ? 0 : summary.draft_layers.size();
+    if (draft) p.dense_resident += (c.draft_bytes() - c.draft_expert_bytes) / draft_share;
     // The engine makes the copy before it plans the expert budget, where it saves bytes over the
     // head's own tensor (Engine::make_compact_head).
     const auto vocab = static_cast<size_t>(summary.vocab_size), hidden = static_cast<size_t>(summary.hidden_size);
     const uint64_t own_head = c.by_role[static_cast<size_t>(TensorRole::head)].bytes;
     if (s.config.head == HeadRead::bounded && CompactHead::copy_saves_bytes(own_head, vocab, hidden))
         p.compact_head = CompactHead::bytes_for(vocab, hidden);
-    p.experts = c.expert_bytes();
+    p.experts = c.expert_bytes() + (draft ? c.draft_expert_bytes / draft_share : 0);
     p.kv_per_token = static_cast<uint64_t>(summary.kv_floats_per_token) * sizeof(float);
     p.context = s.config.context;
     // The same plan `generate` makes at start (plan_run_memory), except that here the dense part
@@ -119,6 +133,11 @@ Expected<MemoryPlan> plan_memory(const ModelSetup& s, const Census& c, const Mod
     request.kv = summary.kv_buffers.empty()
                      ? std::vector<KvBufferDecl>{KvBufferDecl{"kv", summary.kv_floats_per_token, 0}}
                      : summary.kv_buffers;
+    // The MTP layer is a sparse layer of the model's own form: one more layer's buffers, the last's.
+    if (draft && !summary.kv_buffers.empty() && summary.n_layers > 0) {
+        const size_t per_layer = summary.kv_buffers.size() / static_cast<size_t>(summary.n_layers);
+        request.kv.insert(request.kv.end(), summary.kv_buffers.end() - static_cast<ptrdiff_t>(per_layer), summary.kv_buffers.end());
+    }
     request.context = static_cast<size_t>(p.context);
     request.context_origin = s.config.origin("context");
     request.expert_bytes = p.experts;
@@ -189,8 +208,12 @@ void print_text(const Report& r) {
     for (const auto& [k, v] : r.summary.dimensions) std::cout << "  " << pad(k, w + 2) << v << "\n";
     std::cout << "  " << pad("moe layers", w + 2) << r.summary.n_moe_layers << " of " << r.summary.n_layers
               << "\n";
-    for (const std::string& prefix : r.summary.draft_layers)
-        std::cout << "  " << pad("draft layer", w + 2) << prefix << "* (multi-token prediction: not loaded)\n";
+    const bool draft_loaded = loads_draft_layer(r.setup, r.summary);
+    for (size_t i = 0; i < r.summary.draft_layers.size(); ++i)
+        std::cout << "  " << pad("draft layer", w + 2) << r.summary.draft_layers[i] << "* (multi-token prediction: "
+                  << (draft_loaded && i == 0 ? "loaded for --speculate " + std::string(speculate_mode_name(r.setup.config.speculate))
+                                             : std::string("not loaded"))
+                  << ")\n";
 
     std::cout << "\ntensors  " << r.census.total.count << " tensors, " << bytes_text(r.census.total.bytes) << "\n";
     std::cout << "  by role\n";
@@ -204,7 +227,9 @@ void print_text(const Report& r) {
         std::cout << "    " << pad(dtype, 12) << pad(std::to_string(t.count), 7) << bytes_text(t.bytes) << "\n";
     std::cout << "  dense    " << bytes_text(r.census.dense_bytes()) << "\n";
     std::cout << "  experts  " << bytes_text(r.census.expert_bytes()) << "\n";
-    if (r.census.draft_bytes() > 0) std::cout << "  draft    " << bytes_text(r.census.draft_bytes()) << " (not loaded)\n";
+    if (r.census.draft_bytes() > 0)
+        std::cout << "  draft    " << bytes_text(r.census.draft_bytes())
+                  << (draft_loaded ? " (the first draft layer loaded: counted in the plan below)" : " (not loaded)") << "\n";
 
     const MemoryPlan& p = r.plan;
     std::cout << "\nmemory plan\n";
@@ -264,6 +289,7 @@ void print_json(const Report& r) {
     w.key("draft_layers").begin_array();
     for (const std::string& prefix : r.summary.draft_layers) w.value(prefix);
     w.end_array();
+    w.field("draft_layer_loaded", loads_draft_layer(r.setup, r.summary));
 
     w.key("tensors").begin_object();
     w.field("count", r.census.total.count).field("bytes", r.census.total.bytes);

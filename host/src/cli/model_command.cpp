@@ -42,8 +42,10 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
     if (!options.model) return fail(ErrorKind::invalid_argument, kModelRequired);
     STORMO_TRY_ASSIGN(auto config, resolve_engine_config(options));
     EngineOptions eo = engine_options(config);
-    // Before the load: --speculate mtp fails at once, naming the model.
-    STORMO_TRY(check_speculation(eo.speculation, model_name(*options.model), config.origin("speculate")));
+    // Before the load: a bad --draft-max fails at once; --speculate mtp on a model without an MTP
+    // layer fails in Engine::open, naming the model, before the weights load.
+    STORMO_TRY(check_speculation(eo.speculation, model_name(*options.model), config.origin("speculate"), true));
+    eo.speculation_origin = config.origin("speculate");
     eo.setup = setup_request(config, options);
     eo.setup.opened = std::move(opened);
     eo.context = context_for(config, run_need);

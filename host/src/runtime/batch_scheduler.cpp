@@ -64,6 +64,7 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
             const std::span<const int32_t> tokens = sequence->next_tokens(limit);
             chosen.push_back(sequence);
             steps.push_back({&sequence->session(), tokens, sequence->want(tokens.size()), {}, -1});
+            steps.back().want_hidden = sequence->wants_hidden();  // an MTP source reads the prompt's rows
             report.prompt_rows += tokens.size();
             budget -= tokens.size();
         }

@@ -3,8 +3,8 @@
 // it expects to follow the sequence; the verify step checks them all in one pass and keeps the
 // longest prefix plain decoding would have produced, so a source changes the speed, never the
 // tokens. One source per sequence and speculation mode: the context (prompt lookup), a grammar's
-// forced tokens, a replay of recorded tokens (tests, `bench --draft-replay-acceptance`); an MTP
-// head plugs in here later.
+// forced tokens, a replay of recorded tokens (tests, `bench --draft-replay-acceptance`), the
+// model's multi-token-prediction layer (mtp_draft_source.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -14,6 +14,8 @@
 #include "runtime/token_constraint.hpp"
 
 namespace stormo {
+
+class SpeculationGate;
 
 struct DraftContext {
     // Every token of the sequence so far: the session's and the one chosen last, which the step
@@ -26,6 +28,9 @@ struct DraftContext {
     // For a source that wants_hidden(): the main model's final-normed row of the position that
     // chose the last token (empty before the first verified step). The MTP head's input.
     std::span<const float> last_hidden;
+    // auto: the gate of the request, whose per-source acceptance a source choosing among others
+    // consults (null otherwise).
+    const SpeculationGate* gate = nullptr;
 };
 
 class DraftSource {
@@ -35,8 +40,13 @@ public:
     virtual std::string_view name() const = 0;
     // At most `limit` tokens expected to follow ctx.tokens; empty when the source has nothing.
     virtual std::vector<int32_t> propose(const DraftContext& ctx, size_t limit) = 0;
-    // Whether the verify steps must hand back their final-normed rows (DraftContext::last_hidden).
+    // Whether every step must hand back its final-normed rows (DraftContext::last_hidden,
+    // observe_hidden).
     virtual bool wants_hidden() const { return false; }
+    // For a source that wants_hidden(): the main model's final-normed rows of the positions
+    // [first_position, first_position + rows) a step committed (a prompt's rows, a verify
+    // step's kept rows), in order; a position at or below one handed before replaces it.
+    virtual void observe_hidden(size_t /*first_position*/, std::span<const float> /*rows*/) {}
 };
 
 }  // namespace stormo

@@ -12,8 +12,11 @@
 namespace stormo {
 
 Engine::~Engine() {
-    // The pipeline and the store refer to the model and the source: they go first.
+    // The pipelines and the store refer to the models and the source: they go first, and the
+    // draft model refers to the main one.
     pipeline_.reset();
+    draft_pipeline_.reset();
+    draft_model_.reset();
     store_.reset();
     model_.reset();
 }
@@ -45,6 +48,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     // Before the weights load: a context beyond the model's positions fails in a moment.
     STORMO_TRY(check_context_fits(options.context > 0 ? options.context : options.context_need, options.context_origin,
                                   engine->source().config(), 0, AvailableMemory{UINT64_MAX, ""}));
+    STORMO_TRY(engine->check_draft_layers(options));
     engine->table_ = build_kernel_table(engine->setup_.kernels);
     engine->int8_activations_ = options.activations == ActivationRoad::int8;
     engine->rewind_slack_ = speculation_rewind_slack(options);
@@ -61,6 +65,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     auto model = family.family->load(context);
     if (!model) return tl::unexpected(with_context(model.error(), family.name + " could not load " + options.setup.model_dir));
     engine->model_ = bind_to_library(std::move(*model), family.library);
+    STORMO_TRY(engine->load_draft_layer(options, context));
     for (const auto& t : context.loaded()) {
         engine->dense_bytes_ += t.nbytes;
         if (t.packed) engine->packed_bytes_[t.name] = t.nbytes;
@@ -75,7 +80,34 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     engine->pipeline_ = std::make_unique<Pipeline>(*engine->model_, *engine->store_, options.pipeline);
     if (engine->compact_head_) engine->pipeline_->use_bounded_head(&*engine->compact_head_, engine->compute());
     engine->pipeline_->run_experts_on(engine->compute().pool);
+    if (engine->draft_model_) {
+        engine->draft_pipeline_ = std::make_unique<Pipeline>(*engine->draft_model_, *engine->store_, options.pipeline);
+        engine->mtp_ = MtpDraft{engine->draft_model_.get(), engine->draft_pipeline_.get()};
+        engine->pipeline_->draft_with(&engine->mtp_);
+    }
     return engine;
+}
+
+Expected<void> Engine::check_draft_layers(const EngineOptions& options) const {
+    if (options.speculation.mode != SpeculateMode::mtp) return {};
+    STORMO_TRY_ASSIGN(const ModelSummary summary, setup_.family.plugin->family->summarize(source().config()));
+    return check_speculation(options.speculation, options.setup.model_dir, options.speculation_origin,
+                             !summary.draft_layers.empty());
+}
+
+// The first draft layer (DeepSeek-V3 and GLM-5 carry one), after the main model and before the
+// store, so its experts join the store's layers and its tensors the dense part.
+Expected<void> Engine::load_draft_layer(const EngineOptions& options, HostLoadContext& context) {
+    if (!loads_mtp(options.speculation.mode)) return {};
+    const LoadedPlugin& family = *setup_.family.plugin;
+    STORMO_TRY_ASSIGN(const ModelSummary summary, family.family->summarize(source().config()));
+    if (summary.draft_layers.empty()) return {};
+    auto draft = family.family->load_draft(context, *model_, 0);
+    if (!draft)
+        return tl::unexpected(with_context(draft.error(), family.name + " could not load the multi-token-prediction layer " +
+                                                              summary.draft_layers.front() + " of " + options.setup.model_dir));
+    draft_model_ = bind_to_library(std::move(*draft), family.library);
+    return {};
 }
 
 // The dense part is in RAM now and the experts are read past the page cache (or streamed): the
@@ -125,6 +157,9 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     request.config = &source().config();
     for (int l = 0; l < model_->n_layers(); ++l)
         for (const auto& kv : model_->layer_plan(l).kv) request.kv.push_back(kv);
+    // A loaded MTP layer's KV is one more layer's per sequence (its own session, as long).
+    if (draft_model_)
+        for (const auto& kv : draft_model_->layer_plan(draft_model_->draft_layer()).kv) request.kv.push_back(kv);
     request.context = options.context;
     request.context_need = options.context_need;
     request.context_origin = options.context_origin;

@@ -19,12 +19,15 @@
 #include "runtime/load_meter.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/model_setup.hpp"
+#include "runtime/mtp_draft_source.hpp"
 #include "runtime/session.hpp"
 #include "runtime/speculation.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/kernels.hpp"
 
 namespace stormo {
+
+class HostLoadContext;
 
 struct EngineOptions {
     SetupRequest setup;            // the model directory, plugin search, family and kernels asked
@@ -45,6 +48,8 @@ struct EngineOptions {
     // Speculative decoding for the run's requests; when on, the sessions' rewind slack grows by
     // draft_max (the rows a verify step may reject), which the memory plan counts.
     SpeculationSettings speculation;
+    // Names the speculation setting in errors (--speculate mtp on a model without an MTP layer).
+    std::string speculation_origin = "speculate";
     // Sessions of `context` the run holds at once (a server's slots): the plan reserves each one's
     // KV cache before the expert budget. 0: as many as memory allows (plan_sequences).
     size_t sequences = 1;
@@ -99,6 +104,10 @@ public:
     // The compact copy greedy steps read the head by (nullptr with --head exact-only, or when
     // the head cannot be read by bound: head_note() says why).
     const CompactHead* compact_head() const { return compact_head_ ? &*compact_head_ : nullptr; }
+    // The checkpoint's multi-token-prediction layer, loaded when the speculation mode drafts from
+    // it (mtp, auto) and the checkpoint has one; null otherwise. Its tensors count in
+    // dense_bytes(), its experts are the store's layer draft_layer(), its KV in memory().
+    const DraftModel* draft_model() const { return draft_model_.get(); }
     const std::string& head_note() const { return head_note_; }
 
     // A session whose KV cache holds `capacity` positions; more than the model's
@@ -108,6 +117,10 @@ public:
 private:
     Engine() = default;
     Expected<void> make_compact_head(HeadRead head);
+    // Loads the MTP layer through `context` when the options' mode drafts from it and the
+    // checkpoint has one; --speculate mtp without one fails here, before the weights load.
+    Expected<void> check_draft_layers(const EngineOptions& options) const;
+    Expected<void> load_draft_layer(const EngineOptions& options, HostLoadContext& context);
     void drop_model_page_cache() const;
     Expected<std::unique_ptr<ExpertStore>> make_store(const EngineOptions& options, std::vector<ExpertLayerLayout>& layouts,
                                                       LoadMeter& meter);
@@ -118,6 +131,9 @@ private:
     std::unique_ptr<ExpertStore> store_;
     LibraryBound<Model> model_;  // keeps the family's library loaded while the model lives
     std::unique_ptr<Pipeline> pipeline_;
+    LibraryBound<DraftModel> draft_model_;  // refers to model_: goes first
+    std::unique_ptr<Pipeline> draft_pipeline_;
+    MtpDraft mtp_;
     uint64_t dense_bytes_ = 0;
     std::map<std::string, uint64_t, std::less<>> packed_bytes_;
     size_t rewind_slack_ = 0;

@@ -69,6 +69,8 @@ Expected<void> check_step(const Session& session, std::span<const int32_t> token
 Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const int32_t> tokens,
                                                const ForwardOptions& options) {
     STORMO_TRY(check_step(session, tokens, model_.vocab_size()));
+    if (!options.input_rows.empty() && options.input_rows.size() != tokens.size() * model_.hidden_size())
+        return fail(ErrorKind::internal, "a draft call's input rows do not match its " + std::to_string(tokens.size()) + " tokens");
     const size_t start = session.position();
     const size_t block = std::max<size_t>(1, std::min(options.max_block, session.max_block()));
     if (session.needs_replay()) STORMO_TRY(replay(session, block));
@@ -79,6 +81,9 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
     if (options.hidden_out) hidden_states.assign(n_layers + 1, {});
 
     std::vector<float> logits;
+    if (options.final_rows_out != nullptr) options.final_rows_out->clear();
+    if (options.pre_norm_rows_out != nullptr) options.pre_norm_rows_out->clear();
+    std::vector<float> pre_norm;
     for (size_t begin = 0; begin < tokens.size(); begin += block) {
         const size_t n = std::min(block, tokens.size() - begin);
         std::vector<int64_t> positions(n);
@@ -86,7 +91,10 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
         std::vector<float> x;
         session.will_write(session.position(), session.position() + n);
         const BlockPart part[1] = {{&session, tokens.subspan(begin, n)}};
-        auto ran = run_block(part, positions, options, x, options.hidden_out ? &hidden_states : nullptr, Recording::on);
+        const std::span<const float> input =
+            options.input_rows.empty() ? std::span<const float>() : options.input_rows.subspan(begin * hidden, n * hidden);
+        auto ran = run_block(part, positions, options, x, options.hidden_out ? &hidden_states : nullptr, Recording::on, input,
+                             options.pre_norm_rows_out ? &pre_norm : nullptr);
         if (!ran) {
             // Through the session's rewind: if this request's blocks overwrote ring rows that `start`
             // needs, the next request replays.
@@ -97,7 +105,9 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
         if (options.on_block) options.on_block(begin + n, tokens.size());
         // x holds the final-normed rows; the head runs only where logits are wanted.
         const bool last_block = begin + n == tokens.size();
-        if (options.final_rows_out != nullptr && last_block) options.final_rows_out->assign(x.begin(), x.end());
+        if (options.final_rows_out != nullptr) options.final_rows_out->insert(options.final_rows_out->end(), x.begin(), x.end());
+        if (options.pre_norm_rows_out != nullptr)
+            options.pre_norm_rows_out->insert(options.pre_norm_rows_out->end(), pre_norm.begin(), pre_norm.end());
         if (options.argmax_rows_out != nullptr) {
             if (begin == 0) options.argmax_rows_out->clear();
             auto picked = rows_argmax(x, positions);
@@ -392,7 +402,8 @@ Expected<void> Pipeline::batch_head(std::span<SequenceStep> steps, const std::ve
 
 Expected<void> Pipeline::run_block(std::span<const BlockPart> parts, std::span<const int64_t> positions,
                                    const ForwardOptions& options, std::vector<float>& x,
-                                   std::vector<std::vector<float>>* hidden, Recording recording) {
+                                   std::vector<std::vector<float>>* hidden, Recording recording,
+                                   std::span<const float> input, std::vector<float>* pre_norm) {
     std::vector<int32_t> joined;
     std::span<const int32_t> tokens = parts.front().tokens;
     if (parts.size() > 1) {
@@ -402,8 +413,12 @@ Expected<void> Pipeline::run_block(std::span<const BlockPart> parts, std::span<c
     const size_t n = tokens.size();
     const size_t width = model_.hidden_size();
     const StepContext ctx{positions, options.tracer};
-    x.assign(n * width, 0.0f);
-    STORMO_TRY(model_.embed(tokens, rows_of(x, n, width)));
+    if (input.empty()) {
+        x.assign(n * width, 0.0f);
+        STORMO_TRY(model_.embed(tokens, rows_of(x, n, width)));
+    } else {
+        x.assign(input.begin(), input.end());
+    }
     auto record = [&](const char* name, int layer, const std::vector<float>& v) {
         if (options.tracer && options.tracer->wants(layer)) options.tracer->record(name, layer, v.data(), n, width, positions);
     };
@@ -421,7 +436,7 @@ Expected<void> Pipeline::run_block(std::span<const BlockPart> parts, std::span<c
     };
 
     std::vector<float> normed(n * width), delta(n * width);
-    for (int layer = 0; layer < model_.n_layers(); ++layer) {
+    for (int layer = options.first_layer; layer < model_.n_layers(); ++layer) {
         const LayerPlan& plan = model_.layer_plan(layer);
         auto t0 = Clock::now();
         model_.norm(Model::NormSite::attention, layer, rows_of(x, n, width), rows_of(normed, n, width));
@@ -454,6 +469,7 @@ Expected<void> Pipeline::run_block(std::span<const BlockPart> parts, std::span<c
     }
     model_.norm(Model::NormSite::final, 0, rows_of(x, n, width), rows_of(normed, n, width));
     x.swap(normed);
+    if (pre_norm) pre_norm->assign(normed.begin(), normed.end());
     record("final_norm", -1, x);
     STORMO_TRY(check_finite(x, width, positions, -1, "the final norm"));
     if (hidden) hidden->back().insert(hidden->back().end(), x.begin(), x.end());

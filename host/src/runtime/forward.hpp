@@ -19,6 +19,8 @@
 
 namespace stormo {
 
+struct MtpDraft;
+
 struct ForwardOptions {
     bool all_logits = false;                // logits for every position, else only the last
     std::vector<float>* hidden_out = nullptr;  // if set: [n_layers + 1, T, hidden], as transformers
@@ -36,9 +38,17 @@ struct ForwardOptions {
     // One row is read by bound as argmax_out is; several take the full head's argmax from one
     // read of it, the token the bound would give.
     std::vector<int32_t>* argmax_rows_out = nullptr;
-    // When set: the final-normed rows of the call's last block, [rows, hidden] (what a draft
-    // model that reads the main model's last hidden state, an MTP head, starts from).
+    // When set: the final-normed rows of the call, [tokens, hidden] (what a draft model that
+    // reads the main model's last hidden state, an MTP head, starts from).
     std::vector<float>* final_rows_out = nullptr;
+    // When set: the rows before the final norm, [tokens, hidden] (a DeepSeek-V3 MTP layer's
+    // output, which its chained drafts carry).
+    std::vector<float>* pre_norm_rows_out = nullptr;
+    // A draft model's call (runtime/mtp_draft_source.hpp): `input_rows` [tokens, hidden] stand in
+    // for the tokens' embedding, and the layers before `first_layer` are skipped (a draft model's
+    // layers before its own are empty).
+    std::span<const float> input_rows = {};
+    int first_layer = 0;
 };
 
 struct ForwardTimes {
@@ -134,6 +144,10 @@ public:
     // pool: one call of the pool per wave instead of two or three per expert. Each expert's
     // output is computed by the same kernels in the same order either way. nullptr: never.
     void run_experts_on(ThreadPool* pool) { expert_pool_ = pool; }
+    // The engine's loaded MTP layer, which requests of the mtp and auto modes draft from
+    // (runtime/mtp_draft_source.hpp); null: none.
+    void draft_with(const MtpDraft* mtp) { mtp_ = mtp; }
+    const MtpDraft* mtp() const { return mtp_; }
     // Records every layer's chosen experts per block (a route trace, for eviction studies).
     void record_routes(std::vector<RouteStep>* trace) { route_trace_ = trace; }
     // Replaces the router's choice of experts and the prefetcher's prediction (route_override.hpp;
@@ -163,9 +177,11 @@ private:
         std::span<const int32_t> tokens;
     };
     // The block's parts' rows, in order, through every layer; x ends as the final-normed rows.
+    // `input`: the block's rows in place of the embedding (ForwardOptions::input_rows), or empty;
+    // `pre_norm`, when set, gets the rows before the final norm.
     Expected<void> run_block(std::span<const BlockPart> parts, std::span<const int64_t> positions,
                              const ForwardOptions& options, std::vector<float>& x, std::vector<std::vector<float>>* hidden,
-                             Recording recording);
+                             Recording recording, std::span<const float> input = {}, std::vector<float>* pre_norm = nullptr);
     struct BlockRoutes;
     // Each step that wants them gets its last rows' experts from the block's routing.
     void collect_routes(std::span<SequenceStep> steps, const BlockRoutes& routes) const;
@@ -200,6 +216,7 @@ private:
     const CompactHead* compact_head_ = nullptr;
     Compute head_compute_;
     ThreadPool* expert_pool_ = nullptr;
+    const MtpDraft* mtp_ = nullptr;
 };
 
 }  // namespace stormo

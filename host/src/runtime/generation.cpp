@@ -50,7 +50,7 @@ size_t reusable_prefix(std::span<const int32_t> held, std::span<const int32_t> p
 Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const GenerationRequest& request,
                                     const std::function<void(int32_t)>& on_token) {
     STORMO_TRY_ASSIGN(SequenceGeneration sequence,
-                      SequenceGeneration::begin(session, request, on_token, moe_shape_of(pipeline.model())));
+                      SequenceGeneration::begin(session, request, on_token, moe_shape_of(pipeline.model()), pipeline.mtp()));
     ForwardOptions options;
     options.tracer = request.tracer;
     int32_t argmax_token = 0;
@@ -67,8 +67,8 @@ Expected<GenerationResult> generate(Pipeline& pipeline, Session& session, const 
         if (want == SequenceStep::Want::last_argmax) step.argmax_out = &argmax_token;
         if (want == SequenceStep::Want::all_argmax) step.argmax_rows_out = &argmaxes;
         if (want == SequenceStep::Want::all_logits) step.all_logits = true;
-        if (sequence.wants_hidden() && !sequence.prefilling() && want != SequenceStep::Want::nothing)
-            step.final_rows_out = &hidden;
+        // A source that reads hidden rows (MTP) needs the prompt's too.
+        if (sequence.wants_hidden()) step.final_rows_out = &hidden;
         const ExpertStoreStats before = pipeline.store().stats();
         const auto t0 = std::chrono::steady_clock::now();
         auto logits = pipeline.forward(session, tokens, step);

@@ -25,13 +25,14 @@ MoeShape moe_shape_of(const Model& model) {
 }
 
 Expected<SequenceGeneration> SequenceGeneration::begin(Session& session, const GenerationRequest& request,
-                                                       std::function<void(int32_t)> on_token, MoeShape shape) {
+                                                       std::function<void(int32_t)> on_token, MoeShape shape,
+                                                       const MtpDraft* mtp) {
     if (request.prompt.empty()) return stormo::fail(ErrorKind::invalid_argument, "the prompt is empty");
     STORMO_TRY(validate(request.sampling));
     const SpeculationSettings& spec = request.speculation;
     // --dump traces one row a decode step: its steps stay plain.
     const bool speculating = (spec.mode != SpeculateMode::off || request.draft_source != nullptr) && request.tracer == nullptr;
-    if (speculating) STORMO_TRY(check_speculation(spec, "the model", "speculation"));
+    if (speculating) STORMO_TRY(check_speculation(spec, "the model", "speculation", mtp != nullptr));
     const size_t start = request.whole_context ? reusable_prefix(session.tokens(), request.prompt) : session.position();
     const std::span<const int32_t> fresh = std::span<const int32_t>(request.prompt).subspan(request.whole_context ? start : 0);
     // Checked before anything runs: a request never silently stops short of max_tokens.
@@ -65,7 +66,8 @@ Expected<SequenceGeneration> SequenceGeneration::begin(Session& session, const G
     for (const Session::RingInfo& ring : session.ring_infos()) has_state = has_state || ring.state;
     if (speculating && !has_state) {
         g.source_ = request.draft_source ? request.draft_source
-                                         : std::shared_ptr<DraftSource>(draft_source_for(spec.mode, request.constraint != nullptr));
+                                         : std::shared_ptr<DraftSource>(draft_source_for(spec.mode, request.constraint != nullptr,
+                                                                                         mtp, session.capacity()));
         if (g.source_ && spec.mode == SpeculateMode::automatic) {
             g.costs_ = request.step_costs ? request.step_costs : std::make_shared<StepCostModel>(shape);
             g.gate_.emplace(spec.draft_max, *g.costs_);
@@ -97,6 +99,7 @@ void SequenceGeneration::plan_step(size_t limit) {
     ctx.generated = result_.tokens.size();
     ctx.constraint = request_->constraint.get();
     ctx.last_hidden = last_hidden_;
+    ctx.gate = gate_ ? &*gate_ : nullptr;
     std::vector<int32_t> drafts = source_->propose(ctx, room);
     if (drafts.size() > room) drafts.resize(room);
     planned_source_ = std::string(source_->name());
@@ -154,6 +157,10 @@ void SequenceGeneration::consumed_rows(size_t n, std::span<const float> logits, 
                                        std::span<const float> hidden) {
     if (done_) return;
     const bool output = wants_output(n);
+    // The step's rows are at these positions; every row of a prompt chunk is kept.
+    const size_t first_position = session_->position() - n;
+    const bool prompt_rows = prompt_done_ < fresh_.size();
+    if (prompt_rows && !hidden.empty() && source_) source_->observe_hidden(first_position, hidden);
     if (prompt_done_ < fresh_.size()) {
         prompt_done_ += n;
         if (prompt_done_ < fresh_.size()) return;
@@ -183,6 +190,8 @@ void SequenceGeneration::consumed_rows(size_t n, std::span<const float> logits, 
         const size_t width = hidden.size() / n;
         last_hidden_.assign(hidden.begin() + static_cast<ptrdiff_t>((n - rows + r) * width),
                             hidden.begin() + static_cast<ptrdiff_t>((n - rows + r + 1) * width));
+        // A decode step's kept rows: the last token and the accepted drafts.
+        if (!prompt_rows && source_) source_->observe_hidden(first_position, hidden.first((r + 1) * width));
     }
     if (drafts == 0) return;
     // The positions plain decoding holds now: the block's first r + 1 tokens. The rows past them

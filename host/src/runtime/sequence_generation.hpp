@@ -31,8 +31,10 @@ public:
     // `on_token` sees each token as it is chosen.
     // `shape` prices a step's expert reads for the speculation gate when the request brings no
     // step_costs of its own (moe_shape_of(model)).
+    // `mtp`: the engine's loaded MTP layer (the mtp and auto modes draft from it), or null.
     static Expected<SequenceGeneration> begin(Session& session, const GenerationRequest& request,
-                                              std::function<void(int32_t)> on_token = {}, MoeShape shape = {});
+                                              std::function<void(int32_t)> on_token = {}, MoeShape shape = {},
+                                              const MtpDraft* mtp = nullptr);
 
     Session& session() const { return *session_; }
     const GenerationRequest& request() const { return *request_; }
@@ -50,7 +52,7 @@ public:
     std::span<const int32_t> next_tokens(size_t limit) const;
     // What a step of `n` next tokens asks the pipeline for.
     SequenceStep::Want want(size_t n) const;
-    // Whether the step should hand back its final-normed rows (a draft source reads them).
+    // Whether every step should hand back its final-normed rows (a draft source reads them).
     bool wants_hidden() const { return source_ != nullptr && source_->wants_hidden(); }
     // The forward pass of the step that consumed the next tokens took `seconds` over `rows` rows
     // (every sequence's in a batched step), acquiring `acquired` experts of which `misses` were
@@ -65,9 +67,9 @@ public:
     // emits the next token and decides whether the sequence is done.
     void consumed(size_t n, std::span<const float> logits, int32_t argmax);
     // The same for a step that wanted every row (a verify block, want() all_*): `logits` holds
-    // every row's, or `argmaxes` every row's argmax; `hidden` the final-normed rows when
-    // wants_hidden(). Keeps the drafts plain decoding would have produced and rewinds the
-    // session over the rest.
+    // every row's, or `argmaxes` every row's argmax; `hidden` the step's final-normed rows when
+    // wants_hidden() (the source sees those of the positions kept). Keeps the drafts plain
+    // decoding would have produced and rewinds the session over the rest.
     void consumed_rows(size_t n, std::span<const float> logits, std::span<const int32_t> argmaxes,
                        std::span<const float> hidden = {});
     // The request's cancel flag is set: the sequence ends now, as cancelled.

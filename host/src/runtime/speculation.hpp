@@ -15,6 +15,8 @@
 
 namespace stormo {
 
+struct MtpDraft;
+
 // "auto", "off", "context", "mtp", "grammar"; anything else is an error naming `origin`.
 Expected<SpeculateMode> speculate_mode_from_text(std::string_view text, std::string_view origin);
 
@@ -24,13 +26,20 @@ struct SpeculationSettings {
     static constexpr size_t kDraftMaxLimit = 64;
 };
 
-// The settings are usable for this model: draft_max within [1, kDraftMaxLimit], and `mtp` fails
-// loudly (no MTP head is loaded: not implemented yet), naming the model and `origin`.
-Expected<void> check_speculation(const SpeculationSettings& settings, std::string_view model_name, std::string_view origin);
+// The settings are usable for this model: draft_max within [1, kDraftMaxLimit], and `mtp` only
+// where a multi-token-prediction layer is loaded (or will be: `mtp_available`); else it fails
+// loudly, naming the model and `origin`.
+Expected<void> check_speculation(const SpeculationSettings& settings, std::string_view model_name, std::string_view origin,
+                                 bool mtp_available);
+
+// Whether a mode loads the model's MTP layer when the checkpoint has one.
+inline bool loads_mtp(SpeculateMode mode) { return mode == SpeculateMode::mtp || mode == SpeculateMode::automatic; }
 
 // The source a mode uses for one request: null for off (and for auto/context/grammar when the
-// request cannot use one: grammar without a constraint gives none).
-std::unique_ptr<DraftSource> draft_source_for(SpeculateMode mode, bool constrained);
+// request cannot use one: grammar without a constraint gives none). `mtp`: the engine's loaded
+// MTP layer or null; `capacity` the request's session context (the MTP's own KV is as long).
+std::unique_ptr<DraftSource> draft_source_for(SpeculateMode mode, bool constrained, const MtpDraft* mtp = nullptr,
+                                              size_t capacity = 0);
 
 // What speculation did for one request, or summed over many.
 struct SpeculationStats {

@@ -225,7 +225,7 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
         if (ctx_.sessions[a->slot]->share_prefix(*ctx_.sessions[donor->slot], donor->positions))
             ctx_.metrics->add_shared_prefix(donor->positions);
     if (ctx_.cache != nullptr) restore_from_cache(*a);
-    auto sequence = SequenceGeneration::begin(*ctx_.sessions[a->slot], a->request, on_token);
+    auto sequence = SequenceGeneration::begin(*ctx_.sessions[a->slot], a->request, on_token, {}, ctx_.engine->pipeline().mtp());
     if (sequence) a->sequence.emplace(std::move(*sequence));
     else a->begin_error = sequence.error();
     active_.push_back(std::move(a));

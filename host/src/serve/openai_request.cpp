@@ -126,7 +126,9 @@ ApiExpected<void> read_common(const Value& body, CompletionRequest& out) {
                                "speculate");
         SpeculationSettings asked;
         asked.mode = *mode;
-        if (auto usable = check_speculation(asked, "the served model", "'speculate'"); !usable)
+        // Per request, the served model's MTP layer is not offered (a server started with
+        // --speculate mtp or auto drafts from it for the requests that do not choose).
+        if (auto usable = check_speculation(asked, "the served model", "'speculate'", false); !usable)
             return bad_request(usable.error().message, "speculate");
         out.speculate = *mode;
     }

@@ -69,7 +69,8 @@ Expected<Batch> begin_batch(Engine& engine, std::vector<std::vector<int32_t>> pr
     for (size_t i = 0; i < prompts.size(); ++i) {
         std::function<void(int32_t)> emit;
         if (on_token) emit = [on_token, i](int32_t token) { on_token(i, token); };
-        STORMO_TRY_ASSIGN(auto sequence, SequenceGeneration::begin(*batch.sessions[i], batch.requests[i], std::move(emit)));
+        STORMO_TRY_ASSIGN(auto sequence, SequenceGeneration::begin(*batch.sessions[i], batch.requests[i], std::move(emit), {},
+                                                                   engine.pipeline().mtp()));
         batch.sequences.push_back(std::move(sequence));
     }
     for (SequenceGeneration& sequence : batch.sequences) batch.running.push_back(&sequence);

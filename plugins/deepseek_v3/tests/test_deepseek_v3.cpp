@@ -160,7 +160,8 @@ TEST(DeepseekV3Checkpoints, TheInterleavedRopeLayoutIsExercised) {
 // The hub's multi-token-prediction layer (model.layers.<num_hidden_layers>.*: a whole decoder layer
 // with its routed experts, plus enorm, hnorm, eh_proj and shared_head) and num_nextn_predict_layers:
 // the checkpoint loads as the one without it, to the bit. inspect lists num_nextn_predict_layers and
-// the draft layer, counts its tensors apart, and plans the memory of the model without it.
+// the draft layer, counts its tensors apart, and plans the memory of the model without it unless
+// --speculate mtp loads it.
 TEST(DeepseekV3Checkpoints, TheHubsMultiTokenPredictionLayerIsRecognisedAndLeftUnloaded) {
     auto tensors = testing::read_fixture_tensors("deepseek_v3");
     const std::vector<int32_t> ids = testing::fixture_sequence("deepseek_v3");
@@ -198,6 +199,23 @@ TEST(DeepseekV3Checkpoints, TheHubsMultiTokenPredictionLayerIsRecognisedAndLeftU
     for (const char* planned : {"dense_resident_bytes", "expert_bytes", "expert_budget_bytes"})
         EXPECT_EQ(at(with, {"memory_plan", planned}).as_int(), at(without, {"memory_plan", planned}).as_int())
             << planned;
+    EXPECT_EQ(at(with, {"draft_layer_loaded"}).as_bool(), false);
+    // --speculate mtp loads it (its own embed_tokens and shared_head.head copies included): the
+    // plan counts it, and the drafts it makes leave the ids plain decoding gives.
+    const test::CommandResult loaded = test::run_cli("inspect --json --speculate mtp --model " + dir.path());
+    ASSERT_EQ(loaded.status, 0) << loaded.err;
+    const Json with_mtp = Json::parse(loaded.out, "inspect --json").value();
+    EXPECT_EQ(at(with_mtp, {"draft_layer_loaded"}).as_bool(), true);
+    for (const char* planned : {"dense_resident_bytes", "expert_bytes", "kv_bytes_for_context"})
+        EXPECT_GT(*at(with_mtp, {"memory_plan", planned}).as_int(), *at(with, {"memory_plan", planned}).as_int()) << planned;
+    std::string id_list;
+    for (size_t i = 0; i < 6; ++i) id_list += (i ? "," : "") + std::to_string(ids[i]);
+    const std::string generate = "generate --model " + dir.path() + " --ids " + id_list + " --max-tokens 10 --ignore-eos";
+    const test::CommandResult plain_ids = test::run_cli(generate);
+    const test::CommandResult mtp_ids = test::run_cli(generate + " --speculate mtp --draft-max 3");
+    ASSERT_EQ(plain_ids.status, 0) << plain_ids.err;
+    ASSERT_EQ(mtp_ids.status, 0) << mtp_ids.err;
+    EXPECT_EQ(mtp_ids.out, plain_ids.out);
 }
 
 bool quantized(const std::string& name) {
