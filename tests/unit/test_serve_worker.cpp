@@ -289,6 +289,31 @@ TEST_F(ServeWorkerCache, AHitPrefetchesTheExpertsItsPrefixLastChose) {
 // logits the token was chosen from (as a lone generation over the same session sees them), its
 // top alternatives most likely first; streamed as they come; and the tokens are the ones a job
 // without logprobs gets.
+TEST_F(ServeWorker, MtpPerRequestOnAModelWithoutTheLayerIsA400AndTheSlotServesOn) {
+    // The gpt-oss demo has no MTP layer: a request asking for mtp drafts is the client's error,
+    // named, before it touches a slot; the next request is answered as if it had never come.
+    RequestQueue queue(8);
+    Metrics metrics;
+    auto worker = start(queue, metrics);
+    PreparedRequest p;
+    p.endpoint = Endpoint::completion;
+    p.prompt = tokenizer_->encode("rev:hello=", true);
+    p.max_tokens = 12;
+    p.speculate = SpeculateMode::mtp;
+    auto asked = std::make_shared<Job>(std::move(p), -1);
+    ASSERT_TRUE(queue.try_push(asked));
+    const Served refused = wait_for(*asked);
+    ASSERT_TRUE(refused.result.error.has_value());
+    EXPECT_EQ(refused.result.error->status, 400);
+    EXPECT_NE(refused.result.error->message.find("multi-token-prediction"), std::string::npos) << refused.result.error->message;
+    EXPECT_NE(refused.result.error->message.find("'speculate'"), std::string::npos) << refused.result.error->message;
+    auto plain = job("rev:hello=", 12);
+    ASSERT_TRUE(queue.try_push(plain));
+    EXPECT_EQ(wait_for(*plain).result.content, "olleh");
+    queue.close();
+    worker->join();
+}
+
 TEST_F(ServeWorker, LogprobsAreTheLogSoftmaxOfTheLogitsEachTokenCameFrom) {
     SamplingParams sampled;
     sampled.temperature = 1.3f;

@@ -181,6 +181,9 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     g.speculation = ctx_.engine->speculation();
     if (req.speculate) g.speculation.mode = *req.speculate;
     if (req.draft_max) g.speculation.draft_max = *req.draft_max;
+    if (auto usable = check_speculation(g.speculation, "the served model", "'speculate'", ctx_.engine->draft_model() != nullptr);
+        !usable)
+        a->begin_error = Error{ErrorKind::invalid_argument, usable.error().message};  // the client's: a 400
     g.step_costs = step_costs_;
     if (!req.ignore_eos) g.stop_ids = ctx_.stop_ids;
     g.whole_context = true;
@@ -188,7 +191,7 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     if (req.grammar) {
         auto constraint = constraint_for(req, g.stop_ids);
         if (constraint) g.constraint = std::move(*constraint);
-        else a->begin_error = constraint.error();
+        else if (!a->begin_error) a->begin_error = constraint.error();
     }
     if (a->begin_error) {  // before anything touches the slot's session
         active_.push_back(std::move(a));

@@ -124,12 +124,8 @@ ApiExpected<void> read_common(const Value& body, CompletionRequest& out) {
             return bad_request("'speculate' must be one of auto, off, context, mtp, grammar, not '" +
                                    printable(speculate->as_string()) + "'",
                                "speculate");
-        SpeculationSettings asked;
-        asked.mode = *mode;
-        // Per request, the served model's MTP layer is not offered (a server started with
-        // --speculate mtp or auto drafts from it for the requests that do not choose).
-        if (auto usable = check_speculation(asked, "the served model", "'speculate'", false); !usable)
-            return bad_request(usable.error().message, "speculate");
+        // Whether the served model has an MTP layer loaded for `mtp` is the worker's to say (a
+        // 400 before the request touches a slot): the parser knows no model.
         out.speculate = *mode;
     }
     auto draft_max = integer(body, "draft_max", 1, static_cast<int64_t>(SpeculationSettings::kDraftMaxLimit));
