@@ -32,8 +32,11 @@ struct SpeculationSettings {
 Expected<void> check_speculation(const SpeculationSettings& settings, std::string_view model_name, std::string_view origin,
                                  bool mtp_available);
 
-// Whether a mode loads the model's MTP layer when the checkpoint has one.
-inline bool loads_mtp(SpeculateMode mode) { return mode == SpeculateMode::mtp || mode == SpeculateMode::automatic; }
+// Whether a mode loads the model's MTP layer when the checkpoint has one: `mtp` only. `auto`
+// drafts from the layer only where the run loaded it: the source runs the layer over every kept
+// position, k = 0 steps included, and the gate does not price that, so auto loading it made the
+// demos decode at 0.44x (docs/speculation.md, "Limits").
+inline bool loads_mtp(SpeculateMode mode) { return mode == SpeculateMode::mtp; }
 
 // The source a mode uses for one request: null for off (and for auto/context/grammar when the
 // request cannot use one: grammar without a constraint gives none). `mtp`: the engine's loaded
