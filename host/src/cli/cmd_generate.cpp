@@ -106,6 +106,7 @@ int run_generate(int argc, char** argv) {
          "append each layer's chosen experts per step to FILE (for `stormo cache-sim`)");
     add_sampling_options(d, g.sampling);
     add_dump_options(d, g.dump, "the position --dump records (default: the prompt's last; a later one is a generated token's)");
+    common.takes_ranks = true;  // every rank of an mpirun takes part (docs/distributed.md)
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "generate", "MODEL (--ids LIST | --ids-file FILE) [options]",
                                      "Generates tokens after the prompt and prints their ids, one per line.", d,
@@ -124,6 +125,7 @@ int run_generate(int argc, char** argv) {
         common.settings["head"] = {"exact-only"};
     auto loaded = open_engine(common, 0, prompt->size() + static_cast<size_t>(g.max_tokens), "the prompt and --max-tokens");
     if (!loaded) return report_error("generate", loaded.error());
+    if (loaded->served_as_rank) return 0;  // a rank > 0 under mpirun: rank 0 prints the ids
     Engine& engine = *loaded->engine;
 
     GenerationRequest request;
