@@ -11,7 +11,7 @@ signal=$4
 bound=30  # --rank-timeout 3 plus the launcher's own time to end the job, with a margin for CI
 rm -rf "$work"
 mkdir -p "$work"
-mpirun --allow-run-as-root --oversubscribe -np 3 "$stormo" generate --model "$model" --ids 1,2,3 \
+${MPIRUN:-mpirun} --allow-run-as-root --oversubscribe -np 3 "$stormo" generate --model "$model" --ids 1,2,3 \
   --max-tokens 100000 --ignore-eos --threads 1 --rank-timeout 3 >"$work/out.ids" 2>"$work/err.txt" &
 launcher=$!
 fail() {

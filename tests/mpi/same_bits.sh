@@ -10,7 +10,7 @@ work=$3
 shift 3
 rm -rf "$work"
 mkdir -p "$work"
-mpirun="mpirun --allow-run-as-root --oversubscribe -np 3"
+mpirun="${MPIRUN:-mpirun} --allow-run-as-root --oversubscribe -np 3"
 ids=1,2,3,4,5,6,7,8,9,10,11,12
 "$stormo" logits --model "$model" --ids $ids --out "$work/alone.npy" --threads 1 "$@"
 $mpirun "$stormo" logits --model "$model" --ids $ids --out "$work/ranks.npy" --threads 1 "$@"

@@ -180,6 +180,9 @@ void add_dump_options(po::options_description& d, DumpOptions& out, const char* 
 
 Expected<void> check_outputs(const std::vector<OutputPath>& outputs) {
     namespace fs = std::filesystem;
+    // Under mpirun only rank 0 writes the command's files; the others leave the paths alone (two
+    // ranks probing one path at once would each see the other's probe file).
+    if (current_rank_place().rank != 0) return {};
     std::vector<std::pair<std::string, fs::path>> seen;  // option, the path made absolute
     for (const OutputPath& o : outputs) {
         if (!o.path) continue;
@@ -219,7 +222,7 @@ Expected<void> check_dump_dir(const DumpOptions& options) {
 }
 
 Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer) {
-    if (!options.dir) return {};
+    if (!options.dir || current_rank_place().rank != 0) return {};  // rank 0 alone dumps (check_outputs)
     std::error_code ec;
     std::filesystem::create_directories(*options.dir, ec);
     if (ec) return fail(ErrorKind::io, "--dump " + *options.dir + ": " + ec.message());

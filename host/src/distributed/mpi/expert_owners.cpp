@@ -172,7 +172,7 @@ Expected<std::vector<std::string>> check_identities(const EngineIdentity& mine, 
     const wire::VerdictMessage verdict{refusal.empty(), refusal};
     const auto bytes = wire::encode(verdict);
     for (int r = 1; r < ranks; ++r) STORMO_TRY(mpi::send(r, wire::Tag::verdict, bytes));
-    if (!refusal.empty()) return fail(ErrorKind::invalid_argument, "refused: " + refusal);
+    if (!refusal.empty()) return fail(ErrorKind::mismatch, "refused: " + refusal);
     return hosts;
 }
 

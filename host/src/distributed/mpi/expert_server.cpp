@@ -39,7 +39,8 @@ Expected<void> serve_experts(Engine& engine, const EngineIdentity& mine) {
     STORMO_TRY(mpi::send(0, wire::Tag::identity, wire::encode(wire::IdentityMessage{mpi::processor_name(), mine})));
     STORMO_TRY_ASSIGN(const auto answer, mpi::receive(0, wire::Tag::verdict));
     STORMO_TRY_ASSIGN(const auto verdict, wire::decode_verdict(answer.bytes));
-    if (!verdict.accepted) return fail(ErrorKind::invalid_argument, "refused by rank 0: " + verdict.reason);
+    // Rank 0 prints the reason with both identities; every rank printing it would only interleave.
+    if (!verdict.accepted) return fail(ErrorKind::mismatch, "refused by rank 0 (its message says why)");
     for (;;) {
         STORMO_TRY_ASSIGN(const auto message, mpi::receive(0, std::nullopt));
         if (message.tag == wire::Tag::stop) return {};
