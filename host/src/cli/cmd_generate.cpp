@@ -61,6 +61,19 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
         .field("threads", engine.threads())
         .field("kernels", engine.kernels_name())
         .field("peak_rss_bytes", peak_rss_bytes());
+    if (const RemoteExperts* remote = engine.pipeline().remote_experts()) {
+        // Under mpirun (docs/distributed.md): what rank 0 exchanged with the other ranks.
+        const RemoteExpertStats r = remote->stats();
+        const double tokens = static_cast<double>(request.prompt.size() + result.tokens.size());
+        json.key("ranks").begin_object()
+            .field("layer_exchanges", r.layers)
+            .field("messages_sent", r.messages_sent)
+            .field("bytes_sent", r.bytes_sent)
+            .field("bytes_received", r.bytes_received)
+            .field("bytes_per_token", tokens > 0 ? static_cast<double>(r.bytes_sent + r.bytes_received) / tokens : 0.0)
+            .field("wait_seconds", r.wait_seconds)
+            .end_object();
+    }
     const SpeculationStats& spec = result.speculation;
     write_speculation(json, spec, request.speculation.mode, result.tokens.size(),
                       gigabytes_read(engine, spec.verify_steps + spec.plain_steps, store.hits + store.misses));

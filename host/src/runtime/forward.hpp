@@ -142,6 +142,7 @@ public:
     // The experts this process's store does not hold are computed through `remote` (a distributed
     // run's rank 0: runtime/remote_experts.hpp). nullptr: the store holds every expert.
     void use_remote_experts(RemoteExperts* remote) { remote_ = remote; }
+    const RemoteExperts* remote_experts() const { return remote_; }
 
 private:
     // Whether a block counts in the route trace and the prediction statistics (a replay does not:

@@ -25,6 +25,15 @@ struct RemoteExpertWork {
     const Rows* rows = nullptr;
 };
 
+// What the exchanges cost so far (generate --stats prints them).
+struct RemoteExpertStats {
+    uint64_t layers = 0;          // MoE layer steps that had experts elsewhere
+    uint64_t messages_sent = 0;   // work messages, one per owner and layer step
+    uint64_t bytes_sent = 0;      // work messages' bytes
+    uint64_t bytes_received = 0;  // result messages' bytes
+    double wait_seconds = 0.0;    // time collect() waited after this process's own experts were done
+};
+
 class RemoteExperts {
 public:
     virtual ~RemoteExperts() = default;
@@ -37,6 +46,7 @@ public:
     // index u at contributions[u * width, (u + 1) * width). A process that does not answer in time
     // is an error naming it.
     virtual Expected<void> collect(const RemoteExpertWork& work, std::span<float> contributions) = 0;
+    virtual RemoteExpertStats stats() const = 0;
 };
 
 }  // namespace stormo

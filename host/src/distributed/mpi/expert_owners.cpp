@@ -66,12 +66,16 @@ public:
         for (auto& s : sends_) {
             STORMO_TRY(mpi::start_send(s, wire::Tag::work));
             unanswered_.push_back(s.rank);
+            ++stats_.messages_sent;
+            stats_.bytes_sent += s.bytes.size();
         }
+        ++stats_.layers;
         return {};
     }
 
     Expected<void> collect(const RemoteExpertWork& work, std::span<float> contributions) override {
-        const auto deadline = mpi::Clock::now() + std::chrono::seconds(timeout_);
+        const auto started = mpi::Clock::now();
+        const auto deadline = started + std::chrono::seconds(timeout_);
         std::vector<int> waiting;
         for (auto& s : sends_) {
             STORMO_TRY_ASSIGN(const bool sent, mpi::wait_sent(s, deadline));
@@ -82,13 +86,17 @@ public:
             const std::optional<int> r = mpi::first_waiting(waiting, wire::Tag::result, deadline);
             if (!r) return no_answer(waiting.front(), work.layer);
             STORMO_TRY_ASSIGN(const auto message, mpi::receive(*r, wire::Tag::result));
+            stats_.bytes_received += message.bytes.size();
             STORMO_TRY(put_back(*r, work, message.bytes, contributions));
             waiting.erase(std::find(waiting.begin(), waiting.end(), *r));
             unanswered_.erase(std::find(unanswered_.begin(), unanswered_.end(), *r));
         }
         sends_.clear();
+        stats_.wait_seconds += std::chrono::duration<double>(mpi::Clock::now() - started).count();
         return {};
     }
+
+    RemoteExpertStats stats() const override { return stats_; }
 
 private:
     // A stage that failed between send() and collect() (its own experts' compute failed) left
@@ -150,6 +158,7 @@ private:
     int timeout_;
     std::vector<mpi::PendingSend> sends_;
     std::vector<int> unanswered_;  // ranks whose answer to the last send() was not read yet
+    RemoteExpertStats stats_;
 };
 
 // Every rank's identity, read in rank order; the refusal names each rank that differs.
