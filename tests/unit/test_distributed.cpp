@@ -67,8 +67,10 @@ TEST(Wire, WorkResultIdentityAndVerdictComeBackAsSent) {
     EXPECT_EQ(w->experts, work.experts);
     EXPECT_EQ(w->rows, work.rows);
     ASSERT_EQ(w->hidden.size(), work.hidden.size());
-    for (size_t i = 0; i < work.hidden.size(); ++i)
-        EXPECT_EQ(std::signbit(w->hidden[i]), std::signbit(work.hidden[i])), EXPECT_EQ(w->hidden[i], work.hidden[i]);
+    for (size_t i = 0; i < work.hidden.size(); ++i) {
+        EXPECT_EQ(std::signbit(w->hidden[i]), std::signbit(work.hidden[i])) << "row value " << i;
+        EXPECT_EQ(w->hidden[i], work.hidden[i]) << "row value " << i;
+    }
 
     const wire::ResultMessage result{7, "", {0.5f, 1.0f, 2.0f}};
     auto r = wire::decode_result(wire::encode(result));
