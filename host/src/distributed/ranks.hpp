@@ -53,7 +53,7 @@ Expected<std::unique_ptr<RemoteExperts>> connect_expert_owners(const Engine& eng
 // rank 0's work until rank 0 says stop. Refused by rank 0: an error naming both identities.
 Expected<void> serve_experts(Engine& engine, const EngineIdentity& mine);
 
-// "checkpoint 3f2a1c..., config 9bc0..., stormo SDK 0.1, family plugin gpt_oss 1, kernels avx2 1, f32 activations"
+// "checkpoint 3f2a1c..., config 9bc0..., stormo SDK 8.0, family plugin F 0.1.0, kernels K 0.2.0, f32 activations"
 std::string describe_identity(const EngineIdentity& identity);
 
 }  // namespace stormo
