@@ -8,6 +8,7 @@ packages=(
   libyaml-cpp-dev librange-v3-dev libexpected-dev
   libgtest-dev libgmock-dev
   libsimdjson-dev libsimde-dev libssl-dev libonig-dev libutf8proc-dev libxxhash-dev
+  libopenmpi-dev openmpi-bin  # expert parallelism over MPI (docs/distributed.md), built when found
   clang libclang-rt-14-dev  # the libFuzzer harnesses (tests/fuzz), run briefly by ctest
   chromium  # the serve chat page's test drives it headless (tests/serve/chat_page.test.mjs)
 )

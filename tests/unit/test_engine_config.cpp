@@ -146,7 +146,7 @@ TEST(EngineConfig, UnknownKeyNamesTheKeyTheFileAndTheKnownKeys) {
     const std::string m = error_of("kernel: avx2\n", "my.yaml");
     EXPECT_EQ(m, "my.yaml: unknown key 'kernel' (known keys: kernels, family, threads, expert_budget, "
                  "plugins_dirs, context, eviction, hotness_decay, hotness_margin, prefetch, async_compute, direct_io, io_threads, "
-                 "activations, head, dense_bf16, pin_threads, speculate, draft_max)");
+                 "activations, head, dense_bf16, pin_threads, speculate, draft_max, rank_timeout)");
 }
 
 // The words of the command line's errors (engine_settings.hpp), with the key and the file where

@@ -316,6 +316,7 @@ int run_bench(int argc, char** argv) {
          "measure the expert store under replaced routes (the logits then mean nothing): trace:FILE replays a "
          "`generate --route-trace` trace mapped onto the model, synthetic[:key=value,...] generates routes calibrated to "
          "published locality figures (docs/expert_store.md)");
+    common.takes_ranks = true;  // every rank of an mpirun takes part (docs/distributed.md)
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "bench", "MODEL [--prompt-tokens N] [--gen-tokens N] [--parallel N] [--json]",
                                      "Measures prefill and decode speed against this machine's memory and disk bounds.",
@@ -385,6 +386,7 @@ int run_bench(int argc, char** argv) {
     // The memory plan holds the KV of every sequence before it sizes the expert budget.
     auto loaded = open_engine(common, 0, need, "--prompt-tokens and --gen-tokens", static_cast<size_t>(std::max<int64_t>(1, b.parallel)));
     if (!loaded) return report_error("bench", loaded.error());
+    if (loaded->served_as_rank) return 0;  // a rank > 0 under mpirun: rank 0 reports
     const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     Engine& engine = *loaded->engine;
     std::optional<BenchRouting> routing;

@@ -61,6 +61,19 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
         .field("threads", engine.threads())
         .field("kernels", engine.kernels_name())
         .field("peak_rss_bytes", peak_rss_bytes());
+    if (const RemoteExperts* remote = engine.pipeline().remote_experts()) {
+        // Under mpirun (docs/distributed.md): what rank 0 exchanged with the other ranks.
+        const RemoteExpertStats r = remote->stats();
+        const double tokens = static_cast<double>(request.prompt.size() + result.tokens.size());
+        json.key("ranks").begin_object()
+            .field("layer_exchanges", r.layers)
+            .field("messages_sent", r.messages_sent)
+            .field("bytes_sent", r.bytes_sent)
+            .field("bytes_received", r.bytes_received)
+            .field("bytes_per_token", tokens > 0 ? static_cast<double>(r.bytes_sent + r.bytes_received) / tokens : 0.0)
+            .field("wait_seconds", r.wait_seconds)
+            .end_object();
+    }
     const SpeculationStats& spec = result.speculation;
     write_speculation(json, spec, request.speculation.mode, result.tokens.size(),
                       gigabytes_read(engine, spec.verify_steps + spec.plain_steps, store.hits + store.misses));
@@ -106,6 +119,7 @@ int run_generate(int argc, char** argv) {
          "append each layer's chosen experts per step to FILE (for `stormo cache-sim`)");
     add_sampling_options(d, g.sampling);
     add_dump_options(d, g.dump, "the position --dump records (default: the prompt's last; a later one is a generated token's)");
+    common.takes_ranks = true;  // every rank of an mpirun takes part (docs/distributed.md)
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "generate", "MODEL (--ids LIST | --ids-file FILE) [options]",
                                      "Generates tokens after the prompt and prints their ids, one per line.", d,
@@ -124,6 +138,7 @@ int run_generate(int argc, char** argv) {
         common.settings["head"] = {"exact-only"};
     auto loaded = open_engine(common, 0, prompt->size() + static_cast<size_t>(g.max_tokens), "the prompt and --max-tokens");
     if (!loaded) return report_error("generate", loaded.error());
+    if (loaded->served_as_rank) return 0;  // a rank > 0 under mpirun: rank 0 prints the ids
     Engine& engine = *loaded->engine;
 
     GenerationRequest request;

@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "util/json_writer.hpp"
+#include "distributed/rank_plan.hpp"
 #include "cli/options.hpp"
 #include "compute/kernel_table.hpp"
 #include "compute/worker_pool.hpp"
@@ -184,7 +185,23 @@ struct Report {
     size_t reads_per_expert;                   // with O_DIRECT's alignment (store/expert_reads.hpp)
     bool container;                            // a directory stormo convert wrote
     const std::optional<ContainerCheck>& hashes;  // --check on a container
+    const std::optional<RankPlan>& ranks;         // --ranks N
 };
+
+void print_ranks(const RankPlan& plan) {
+    std::cout << "\nranks    " << plan.ranks.size() << " (mpirun -np " << plan.ranks.size()
+              << ": rank r holds experts [r*n/N, (r+1)*n/N) of every MoE layer; docs/distributed.md)\n";
+    for (size_t r = 0; r < plan.ranks.size(); ++r)
+        std::cout << "  rank " << pad(std::to_string(r), 6) << pad(std::to_string(plan.ranks[r].experts) + " experts", 16)
+                  << bytes_text(plan.ranks[r].bytes) << "\n";
+    const auto per_token = [](double expected, uint64_t most) {
+        return format_bytes(static_cast<uint64_t>(expected + 0.5)) + " (at most " + format_bytes(most) + ")";
+    };
+    std::cout << "  sent per token        " << per_token(plan.bytes_out_per_token, plan.max_bytes_out_per_token)
+              << " of hidden rows from rank 0, expected under uniform routing\n";
+    std::cout << "  returned per token    " << per_token(plan.bytes_back_per_token, plan.max_bytes_back_per_token)
+              << " of expert outputs to rank 0\n";
+}
 
 std::string reads_note(const Report& r) {
     if (r.reads_per_expert == 0) return "no routed experts";
@@ -269,6 +286,7 @@ void print_text(const Report& r) {
         for (const HashMismatch& m : r.hashes->mismatches)
             std::cout << "  " << m.what << "  sha256 " << m.found << ", the manifest says " << m.expected << "\n";
     }
+    if (r.ranks) print_ranks(*r.ranks);
 }
 
 void print_json(const Report& r) {
@@ -318,6 +336,18 @@ void print_json(const Report& r) {
     w.field("reads_per_expert", r.reads_per_expert).field("container", r.container);
     w.end_object();
 
+    if (r.ranks) {
+        w.key("ranks").begin_object();
+        w.key("shares").begin_array();
+        for (const RankShare& share : r.ranks->ranks)
+            w.begin_object().field("experts", share.experts).field("bytes", share.bytes).end_object();
+        w.end_array();
+        w.field("bytes_sent_per_token", r.ranks->bytes_out_per_token).field("max_bytes_sent_per_token", r.ranks->max_bytes_out_per_token);
+        w.field("bytes_returned_per_token", r.ranks->bytes_back_per_token)
+            .field("max_bytes_returned_per_token", r.ranks->max_bytes_back_per_token);
+        w.end_object();
+    }
+
     w.key("kernel_table").begin_array();
     for (const KernelEntry& k : r.kernels)
         w.begin_object().field("operation", k.operation).field("provider", k.provider).end_object();
@@ -348,11 +378,15 @@ int run_inspect(int argc, char** argv) {
     CommonOptions common;
     bool json = false;
     bool check = false;
+    int ranks = 0;
     po::options_description own("Options of stormo inspect");
     own.add_options()("json", po::bool_switch(&json), "print one JSON object instead of text")
         ("check", po::bool_switch(&check),
          "also read every tensor and report those holding NaN or Inf (floats, FP8, MXFP4 scales), and on a container "
-         "those whose sha256 differs from the manifest's; exit 1 if any");
+         "those whose sha256 differs from the manifest's; exit 1 if any")
+        ("ranks", po::value<int>(&ranks)->value_name("N"),
+         "also print the plan of `mpirun -np N`: each rank's experts and bytes, the bytes a token sends and gets back "
+         "(docs/distributed.md)");
     own.add(common_options(common));
     auto parsed = parse_command_line(
         argc, argv, "inspect", "MODEL [--json] [options]",
@@ -366,6 +400,7 @@ int run_inspect(int argc, char** argv) {
     if (!parsed) return report_usage_error("inspect", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     if (!common.model) return report_usage_error("inspect", Error{ErrorKind::invalid_argument, kModelRequired});
+    if (ranks < 0 || ranks > 65536) return report_usage_error("inspect", out_of_range("--ranks", ranks, 1, 65536).value());
 
     auto setup = open_model_setup(common);
     if (!setup) return report_error("inspect", setup.error());
@@ -401,7 +436,9 @@ int run_inspect(int argc, char** argv) {
         hashes = std::move(*checked);
     }
     const size_t reads = reads_per_expert(probe->layouts, kContainerAlignment);
-    const Report report{s, *summary, census, plan, kernels, scan, reads, container, hashes};
+    std::optional<RankPlan> rank_plan;
+    if (ranks > 0) rank_plan = plan_ranks(probe->layouts, ranks, summary->top_k, summary->hidden_size);
+    const Report report{s, *summary, census, plan, kernels, scan, reads, container, hashes, rank_plan};
     if (json) print_json(report);
     else print_text(report);
     if (scan && !scan->non_finite.empty())

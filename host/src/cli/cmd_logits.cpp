@@ -20,6 +20,7 @@ int run_logits(int argc, char** argv) {
         ("hidden-out", po::value<std::string>()->value_name("FILE.npy")->notifier([&](const std::string& v) { hidden_path = v; }),
          "float32 [n_layers + 1, T, hidden]: embeddings, each layer's output, the final norm's output");
     add_dump_options(d, dump, "the position --dump records (default: the last)");
+    common.takes_ranks = true;  // every rank of an mpirun takes part (docs/distributed.md)
     d.add(common_options(common));
     auto parsed = parse_command_line(argc, argv, "logits", "MODEL (--ids LIST | --ids-file FILE) --out FILE.npy [options]",
                                      "Runs one teacher-forced forward pass and writes the logits of every position.", d,
@@ -43,6 +44,7 @@ int run_logits(int argc, char** argv) {
     if (!common.given("head") || head_read_from_name(*common.given("head"))) common.settings["head"] = {"exact-only"};
     auto loaded = open_engine(common, 0, tokens->size(), "the ids");
     if (!loaded) return report_error("logits", loaded.error());
+    if (loaded->served_as_rank) return 0;  // a rank > 0 under mpirun: rank 0 writes the files
     Engine& engine = *loaded->engine;
     if (loaded->context < tokens->size())
         return report_error("logits", Error{ErrorKind::invalid_argument, loaded->context_origin + " " + std::to_string(loaded->context) +

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "distributed/ranks.hpp"
 #include "stormo/version.hpp"
 
 namespace {
@@ -88,10 +89,39 @@ int with_stdout_checked(int status) {
     return status;
 }
 
+// The commands whose every rank takes part under mpirun (docs/distributed.md); any other command
+// runs on rank 0 alone, and a model command among them refuses several ranks.
+bool runs_on_every_rank(int argc, char** argv) {
+    if (argc < 2) return false;
+    const std::string_view command = argv[1];
+    return command == "generate" || command == "logits" || command == "bench";
+}
+
+// One rank of an MPI run: rank 0 runs the command as it runs alone; the others run it up to the
+// engine, which makes them serve their experts to rank 0 until it stops them. A failed rank 0 ends
+// the whole run at once (MPI_Abort), so no rank waits for it; a failed rank > 0 says why and
+// leaves, and rank 0 names it when it does not answer.
+int run_as_rank(int argc, char** argv) {
+    auto world = stormo::RankWorld::join(argc, argv);
+    if (!world) {
+        std::cerr << "stormo: " << world.error().message << std::endl;
+        return kExitFailure;
+    }
+    const stormo::RankPlace place = (*world)->place();
+    const bool takes_part = place.rank == 0 || runs_on_every_rank(argc, argv);
+    const int status = takes_part ? with_stdout_checked(dispatch(argc, argv)) : 0;
+    if (status != 0 && place.rank == 0 && place.ranks > 1) {
+        std::cerr.flush();
+        (*world)->abort(status);
+    }
+    return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     try {
+        if (stormo::started_by_mpirun()) return run_as_rank(argc, argv);
         return with_stdout_checked(dispatch(argc, argv));
     } catch (const std::exception& e) {
         std::cerr << "stormo: internal error: " << e.what() << std::endl;

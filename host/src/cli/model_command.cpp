@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include "cli/progress.hpp"
+#include "distributed/expert_split.hpp"
+#include "distributed/ranks.hpp"
+#include "runtime/engine_identity.hpp"
 #include "runtime/engine_settings.hpp"
 #include "runtime/memory_plan.hpp"
 #include "util/file.hpp"
@@ -34,6 +37,21 @@ std::string model_name(const std::string& path) {
 
 namespace {
 
+// Under mpirun: every rank's identity checked by rank 0, then rank 0's MoE stage linked to the
+// other ranks' experts, or this rank serving its experts until rank 0 stops it.
+Expected<void> join_ranks(LoadedEngine& loaded, const RankPlace& place, int timeout_seconds) {
+    Engine& engine = *loaded.engine;
+    STORMO_TRY_ASSIGN(const EngineIdentity identity, engine_identity(engine));
+    if (place.rank != 0) {
+        STORMO_TRY(serve_experts(engine, identity));
+        loaded.served_as_rank = true;
+        return {};
+    }
+    STORMO_TRY_ASSIGN(loaded.remote_experts, connect_expert_owners(engine, identity, timeout_seconds));
+    engine.pipeline().use_remote_experts(loaded.remote_experts.get());
+    return {};
+}
+
 // `opened`: the model when the command opened it already (else the engine opens --model).
 // from_memory: without a given context, the engine chooses it (ContextRule).
 Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::shared_ptr<ModelSource> opened, size_t rewind_slack,
@@ -57,6 +75,17 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
     }
     eo.rewind_slack = rewind_slack;
     eo.sequences = sequences;
+    const RankPlace place = current_rank_place();
+    if (place.ranks > 1) {
+        if (!options.takes_ranks)
+            return fail(ErrorKind::unsupported, "this command does not run on several ranks yet (generate, logits and bench "
+                                                "do: docs/distributed.md); start it without mpirun");
+        eo.holds_expert = [split = ExpertSplit{place.ranks}, rank = place.rank](int expert, int n_experts) {
+            return split.owner(expert, n_experts) == rank;
+        };
+        // A rank other than 0 computes experts only: the head's compact copy would never be read.
+        if (place.rank != 0) eo.head = HeadRead::exact_only;
+    }
     // Every model command loads here, so every one shows the load the same way, on a terminal.
     TerminalProgress progress;
     if (progress.enabled()) {
@@ -80,7 +109,9 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
         std::cerr << "\n";
     }
     const size_t context = engine->memory().context;
-    return LoadedEngine{std::move(config), std::move(engine), context, eo.context_origin};
+    LoadedEngine loaded{std::move(config), std::move(engine), context, eo.context_origin};
+    if (place.ranks > 1) STORMO_TRY(join_ranks(loaded, place, eo.rank_timeout_seconds));
+    return loaded;
 }
 
 }  // namespace
@@ -151,6 +182,9 @@ void add_dump_options(po::options_description& d, DumpOptions& out, const char* 
 
 Expected<void> check_outputs(const std::vector<OutputPath>& outputs) {
     namespace fs = std::filesystem;
+    // Under mpirun only rank 0 writes the command's files; the others leave the paths alone (two
+    // ranks probing one path at once would each see the other's probe file).
+    if (current_rank_place().rank != 0) return {};
     std::vector<std::pair<std::string, fs::path>> seen;  // option, the path made absolute
     for (const OutputPath& o : outputs) {
         if (!o.path) continue;
@@ -190,7 +224,7 @@ Expected<void> check_dump_dir(const DumpOptions& options) {
 }
 
 Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer) {
-    if (!options.dir) return {};
+    if (!options.dir || current_rank_place().rank != 0) return {};  // rank 0 alone dumps (check_outputs)
     std::error_code ec;
     std::filesystem::create_directories(*options.dir, ec);
     if (ec) return fail(ErrorKind::io, "--dump " + *options.dir + ": " + ec.message());

@@ -11,6 +11,7 @@
 #include "model/model_bundle.hpp"
 #include "runtime/dump_tracer.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/remote_experts.hpp"
 #include "runtime/sampler.hpp"
 
 namespace stormo::cli {
@@ -20,6 +21,11 @@ struct LoadedEngine {
     std::unique_ptr<Engine> engine;
     size_t context = 0;          // the session context: see context_for and ContextRule
     std::string context_origin;  // "--context", "context in FILE", the run's need or the memory's choice
+    // Under mpirun with several ranks (docs/distributed.md). Rank 0: the MoE stage's link to the
+    // other ranks' experts (destroyed before the engine, it tells them to stop). Any other rank:
+    // served_as_rank is true once rank 0 has stopped it, and the command has nothing left to do.
+    std::unique_ptr<RemoteExperts> remote_experts = {};
+    bool served_as_rank = false;
 };
 
 // How `run`, `chat` and `serve` size the context when --context / context: does not: the run's

@@ -47,6 +47,9 @@ struct CommonOptions {
     // argument, or each of a repeated option's.
     std::map<std::string, std::vector<std::string>, std::less<>> settings;
     bool verbose = false;  // the engine's set-up (family, kernels, expert budget) on stderr at start
+    // The command runs with every rank of an mpirun taking part (generate, logits, bench:
+    // docs/distributed.md); a command that does not refuses several ranks when it opens the model.
+    bool takes_ranks = false;
 
     // The one value given for `key`, if any.
     std::optional<std::string> given(std::string_view key) const;

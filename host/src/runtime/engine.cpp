@@ -150,7 +150,13 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
                                                           std::vector<ExpertLayerLayout>& layouts, LoadMeter& meter) {
     uint64_t total = 0;
     size_t min_slots = 1;
-    for (const auto& layout : layouts) total += layout.bytes_per_expert() * layout.locations.size();
+    // A rank of a distributed run keeps only its share of each layer's experts.
+    if (options.holds_expert)
+        for (auto& layout : layouts)
+            for (size_t e = 0; e < layout.locations.size(); ++e)
+                if (!options.holds_expert(static_cast<int>(e), static_cast<int>(layout.locations.size())))
+                    layout.locations[e].clear();
+    for (const auto& layout : layouts) total += layout.held_bytes();
     for (int l = 0; l < model_->n_layers(); ++l)
         min_slots = std::max(min_slots, static_cast<size_t>(std::max(0, model_->layer_plan(l).top_k)));
     RunMemoryRequest request;
@@ -202,7 +208,7 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
         store = make_streaming_expert_store(std::move(backend), so);
     }
     for (auto& layout : layouts) {
-        const uint64_t bytes = layout.bytes_per_expert() * layout.locations.size();
+        const uint64_t bytes = layout.held_bytes();
         STORMO_TRY(store->add_layer(std::move(layout)));
         if (resident) meter.add(bytes);
     }

@@ -61,6 +61,12 @@ struct EngineOptions {
     LoadProgress on_load_progress;
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).
     std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
+    // Which routed experts this process keeps in its store (a rank of a distributed run: its
+    // share of a layer of n_experts, distributed/expert_split.hpp); the others are computed
+    // elsewhere. Empty: every one.
+    std::function<bool(int expert, int n_experts)> holds_expert;
+    // Under mpirun: how long rank 0 waits for another rank's answer (docs/distributed.md).
+    int rank_timeout_seconds = 60;
 };
 
 // The rewind slack sessions get: the options', plus draft_max when speculation is on. A verify

@@ -82,6 +82,7 @@ struct STORMO_API EngineConfig {
     bool pin_threads = false;               // pin the compute pool's workers to CPUs (WorkerPool)
     SpeculateMode speculate = SpeculateMode::off;  // speculative decoding (docs/speculation.md)
     int draft_max = 8;                      // drafts a verify step carries at most
+    int rank_timeout = 60;                  // seconds rank 0 waits for another rank (mpirun)
 
     std::string source = "built-in defaults";  // the file the values came from
     // Where each key's value came from, e.g. "kernels" -> "--kernels" or "kernels in my.yaml".

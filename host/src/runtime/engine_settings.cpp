@@ -152,10 +152,17 @@ Why set_draft_max(EngineConfig& c, std::string_view text, const SettingSource&, 
     return std::nullopt;
 }
 
+Why set_rank_timeout(EngineConfig& c, std::string_view text, const SettingSource&, const EngineSetting& self) {
+    const std::optional<int64_t> v = integer(text);
+    if (!v || *v < 1 || *v > 86400) return refused(self);
+    c.rank_timeout = static_cast<int>(*v);
+    return std::nullopt;
+}
+
 using Form = EngineSetting::Form;
 
 // Documentation order; the help texts are the command line's.
-const std::array<EngineSetting, 19> kSettings{{
+const std::array<EngineSetting, 20> kSettings{{
     {"kernels", "kernels", "NAME", Form::one, "auto", "a name (auto, reference or a plugin)",
      "auto (default), reference, or a kernels plugin name (avx2, vnni)", set_name<&EngineConfig::kernels>,
      [](const EngineConfig& c, EngineOptions& o) { o.setup.kernels = PluginRequest{c.kernels, c.origin("kernels")}; }},
@@ -234,6 +241,10 @@ const std::array<EngineSetting, 19> kSettings{{
     {"draft_max", "draft-max", "N", Form::one, "8", "an integer from 1 to 64",
      "drafts a speculative verify step carries at most (8)", set_draft_max,
      [](const EngineConfig& c, EngineOptions& o) { o.speculation.draft_max = static_cast<size_t>(c.draft_max); }},
+    {"rank_timeout", "rank-timeout", "SECONDS", Form::one, "60", "an integer from 1 to 86400",
+     "under mpirun: how long rank 0 waits for another rank's answer before it fails naming that rank (60; "
+     "docs/distributed.md)", set_rank_timeout,
+     [](const EngineConfig& c, EngineOptions& o) { o.rank_timeout_seconds = c.rank_timeout; }},
 }};
 
 // A plain integer reads as it is ("--threads 0"); any other value is quoted, escaped and cut.

@@ -496,7 +496,8 @@ std::vector<int32_t> Pipeline::predict_next(int layer, const StepContext& ctx, c
         if (e >= 0 && static_cast<size_t>(e) < seen.size()) seen[static_cast<size_t>(e)] = 1;
     std::vector<int32_t> experts;
     for (size_t e = 0; e < seen.size(); ++e)
-        if (seen[e]) experts.push_back(static_cast<int32_t>(e));
+        if (seen[e] && (remote_ == nullptr || remote_->holds(next_layer, static_cast<int32_t>(e))))
+            experts.push_back(static_cast<int32_t>(e));
     return experts;
 }
 
@@ -550,8 +551,18 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     }
 
     std::vector<float> contributions(n * k * width, 0.0f);
+    // Experts other processes hold go out first, so they compute while this one computes its own.
+    std::vector<int32_t> elsewhere;
+    if (remote_ != nullptr) {
+        std::vector<int32_t> here;
+        for (int32_t e : chosen) (remote_->holds(layer, e) ? here : elsewhere).push_back(e);
+        chosen = std::move(here);
+    }
+    const RemoteExpertWork remote_work{layer, k, elsewhere, &users, &normed};
+    if (!elsewhere.empty()) STORMO_TRY(remote_->send(remote_work));
     if (auto c = compute_experts(layer, ctx, normed, routing, chosen, users, residual, contributions); !c)
         return tl::unexpected(c.error());
+    if (!elsewhere.empty()) STORMO_TRY(remote_->collect(remote_work, contributions));
 
     // Reduce per row in the router's canonical order.
     for (size_t r = 0; r < n; ++r) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/compact_head.hpp"
+#include "runtime/remote_experts.hpp"
 #include "runtime/route_override.hpp"
 #include "runtime/session.hpp"
 #include "store/expert_store.hpp"
@@ -153,6 +154,10 @@ public:
     // Replaces the router's choice of experts and the prefetcher's prediction (route_override.hpp;
     // the store's measurements only: the logits mean nothing). nullptr: the model's own routing.
     void override_routes(RouteOverride* routes) { route_override_ = routes; }
+    // The experts this process's store does not hold are computed through `remote` (a distributed
+    // run's rank 0: runtime/remote_experts.hpp). nullptr: the store holds every expert.
+    void use_remote_experts(RemoteExperts* remote) { remote_ = remote; }
+    const RemoteExperts* remote_experts() const { return remote_; }
 
 private:
     // Whether a block counts in the route trace and the prediction statistics (a replay does not:
@@ -217,6 +222,7 @@ private:
     Compute head_compute_;
     ThreadPool* expert_pool_ = nullptr;
     const MtpDraft* mtp_ = nullptr;
+    RemoteExperts* remote_ = nullptr;
 };
 
 }  // namespace stormo

@@ -16,9 +16,19 @@ std::string expert_tensor_name(const std::string& pattern, int expert) {
 }  // namespace
 
 uint64_t ExpertLayerLayout::bytes_per_expert() const {
+    for (const auto& expert : locations) {
+        if (expert.empty()) continue;
+        uint64_t total = 0;
+        for (const auto& loc : expert) total += loc.nbytes;
+        return total;
+    }
+    return 0;
+}
+
+uint64_t ExpertLayerLayout::held_bytes() const {
     uint64_t total = 0;
-    if (!locations.empty())
-        for (const auto& loc : locations.front()) total += loc.nbytes;
+    for (const auto& expert : locations)
+        for (const auto& loc : expert) total += loc.nbytes;
     return total;
 }
 

@@ -33,7 +33,12 @@ struct ExpertLayerLayout {
     int layer = 0;
     std::vector<ExpertPartDecl> parts;
     std::vector<std::vector<ExpertPartLocation>> locations;
+    // One expert's bytes (every expert of a layer has the same parts), from the first one this
+    // process holds.
     uint64_t bytes_per_expert() const;
+    // The bytes of the experts this process holds: a rank of a distributed run holds its share
+    // only, and the others' locations are empty (ExpertSplit, Engine::make_store).
+    uint64_t held_bytes() const;
 };
 
 struct ExpertStoreStats {

@@ -70,7 +70,7 @@ public:
             STORMO_TRY(read_ranges(*files, std::move(from_files), window_));
         }
         resident_bytes_ += total;
-        total_bytes_ += layout.bytes_per_expert() * layout.locations.size();
+        total_bytes_ += layout.held_bytes();
         layers_.emplace(layout.layer, std::move(resident));
         return {};
     }

@@ -91,7 +91,7 @@ public:
                                                     ": the streaming store needs one expert count");
         n_experts_ = n;
         layer_index_[layout.layer] = static_cast<int>(layouts_.size());
-        total_bytes_ += layout.bytes_per_expert() * layout.locations.size();
+        total_bytes_ += layout.held_bytes();
         layouts_.emplace(layout.layer, std::move(layout));
         return {};
     }

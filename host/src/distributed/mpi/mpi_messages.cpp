@@ -1,0 +1,114 @@
+#include "distributed/mpi/mpi_messages.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace stormo::mpi {
+namespace {
+
+// Polls `ready` until it says yes or the deadline passes: a few quick polls first (an answer
+// usually comes within a layer's compute), then sleeps that grow to a millisecond.
+template <class Ready>
+bool poll_until(Ready ready, Deadline deadline) {
+    auto pause = std::chrono::microseconds(0);
+    for (int polls = 0;; ++polls) {
+        if (ready()) return true;
+        if (deadline && Clock::now() >= *deadline) return false;
+        if (polls >= 64) {
+            pause = std::clamp(pause * 2, std::chrono::microseconds(10), std::chrono::microseconds(1000));
+            std::this_thread::sleep_for(pause);
+        }
+    }
+}
+
+Error mpi_error(const char* call, int code, int rank) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    return Error{ErrorKind::io, std::string(call) + " with rank " + std::to_string(rank) + ": " + std::string(text, static_cast<size_t>(length))};
+}
+
+}  // namespace
+
+Expected<std::optional<Message>> receive_by(int rank, std::optional<wire::Tag> tag, Deadline deadline) {
+    const int wanted = tag ? static_cast<int>(*tag) : MPI_ANY_TAG;
+    MPI_Status status;
+    int failed = MPI_SUCCESS;
+    const bool arrived = poll_until(
+        [&] {
+            int flag = 0;
+            failed = MPI_Iprobe(rank, wanted, MPI_COMM_WORLD, &flag, &status);
+            return failed != MPI_SUCCESS || flag != 0;
+        },
+        deadline);
+    if (failed != MPI_SUCCESS) return tl::unexpected(mpi_error("MPI_Iprobe", failed, rank));
+    if (!arrived) return std::optional<Message>{};
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    Message message{static_cast<wire::Tag>(status.MPI_TAG), std::vector<std::byte>(static_cast<size_t>(count))};
+    if (const int code = MPI_Recv(message.bytes.data(), count, MPI_BYTE, rank, status.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        code != MPI_SUCCESS)
+        return tl::unexpected(mpi_error("MPI_Recv", code, rank));
+    return std::optional<Message>(std::move(message));
+}
+
+Expected<Message> receive(int rank, std::optional<wire::Tag> tag) {
+    STORMO_TRY_ASSIGN(auto message, receive_by(rank, tag, std::nullopt));
+    if (!message) return fail(ErrorKind::internal, "a wait without a deadline ended without a message from rank " + std::to_string(rank));
+    return std::move(*message);
+}
+
+std::optional<int> first_waiting(std::span<const int> ranks, wire::Tag tag, Deadline deadline) {
+    std::optional<int> found;
+    poll_until(
+        [&] {
+            for (int rank : ranks) {
+                int flag = 0;
+                MPI_Iprobe(rank, static_cast<int>(tag), MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+                if (flag != 0) {
+                    found = rank;
+                    return true;
+                }
+            }
+            return false;
+        },
+        deadline);
+    return found;
+}
+
+Expected<void> send(int rank, wire::Tag tag, std::span<const std::byte> bytes) {
+    if (const int code = MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, rank, static_cast<int>(tag), MPI_COMM_WORLD);
+        code != MPI_SUCCESS)
+        return tl::unexpected(mpi_error("MPI_Send", code, rank));
+    return {};
+}
+
+Expected<void> start_send(PendingSend& send, wire::Tag tag) {
+    if (const int code = MPI_Isend(send.bytes.data(), static_cast<int>(send.bytes.size()), MPI_BYTE, send.rank,
+                                   static_cast<int>(tag), MPI_COMM_WORLD, &send.request);
+        code != MPI_SUCCESS)
+        return tl::unexpected(mpi_error("MPI_Isend", code, send.rank));
+    return {};
+}
+
+Expected<bool> wait_sent(PendingSend& send, Deadline deadline) {
+    int failed = MPI_SUCCESS;
+    const bool done = poll_until(
+        [&] {
+            int flag = 0;
+            failed = MPI_Test(&send.request, &flag, MPI_STATUS_IGNORE);
+            return failed != MPI_SUCCESS || flag != 0;
+        },
+        deadline);
+    if (failed != MPI_SUCCESS) return tl::unexpected(mpi_error("MPI_Test", failed, send.rank));
+    return done;
+}
+
+std::string processor_name() {
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int length = 0;
+    MPI_Get_processor_name(name, &length);
+    return std::string(name, static_cast<size_t>(length));
+}
+
+}  // namespace stormo::mpi
