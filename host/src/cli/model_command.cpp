@@ -83,6 +83,12 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
         eo.holds_expert = [split = ExpertSplit{place.ranks}, rank = place.rank](int expert, int n_experts) {
             return split.owner(expert, n_experts) == rank;
         };
+        // The MTP layer runs its own pipeline, which is not linked to the other ranks' experts.
+        if (eo.speculation.mode == SpeculateMode::mtp)
+            return fail(ErrorKind::unsupported, config.origin("speculate") +
+                                                    ": mtp does not run on several ranks yet (its layer's experts are "
+                                                    "split like the others', its pipeline asks only this rank's store); "
+                                                    "use context, grammar or auto, or start without mpirun");
         // A rank other than 0 computes experts only: the head's compact copy would never be read.
         if (place.rank != 0) eo.head = HeadRead::exact_only;
     }
