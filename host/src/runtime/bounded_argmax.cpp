@@ -112,22 +112,27 @@ Expected<std::vector<BoundedArgmax>> bounded_argmax_rows(const CompactHead& comp
     std::mutex best_mutex;
     std::vector<double> best(n, -kInf);
     auto cheap_rows = [&](size_t unit_begin, size_t unit_end) {
-        const size_t begin = unit_begin * kRowUnit, end = std::min(unit_end * kRowUnit, rows);
         std::vector<double> chunk_best(n, -kInf);
-        for (size_t j = 0; j < n; ++j) {
-            float* yj = y.data() + j * rows;
-            double* hij = hi.data() + j * rows;
-            cheap(compact.q(), cols, x + j * cols, yj, begin, end);
-            for (size_t o = begin; o < end; ++o) {
-                const CompactRowBound& b = compact.bound(o);
-                const double approx = static_cast<double>(b.scale) * yj[o];
-                const double bound = bound_of(b, approx, x_l1[j], x_l2[j], gamma, tiny);
-                if (bound == kInf) {
-                    hij[o] = kInf;
-                    continue;
+        // One activation row takes the pool's whole chunk in one call; several take it a unit
+        // at a time, every row over the unit before the next, so the unit is read from memory once.
+        const size_t step = n == 1 ? unit_end - unit_begin : 1;
+        for (size_t unit = unit_begin; unit < unit_end; unit += step) {
+            const size_t begin = unit * kRowUnit, end = std::min((unit + step) * kRowUnit, rows);
+            for (size_t j = 0; j < n; ++j) {
+                float* yj = y.data() + j * rows;
+                double* hij = hi.data() + j * rows;
+                cheap(compact.q(), cols, x + j * cols, yj, begin, end);
+                for (size_t o = begin; o < end; ++o) {
+                    const CompactRowBound& b = compact.bound(o);
+                    const double approx = static_cast<double>(b.scale) * yj[o];
+                    const double bound = bound_of(b, approx, x_l1[j], x_l2[j], gamma, tiny);
+                    if (bound == kInf) {
+                        hij[o] = kInf;
+                        continue;
+                    }
+                    hij[o] = approx + bound;
+                    chunk_best[j] = std::max(chunk_best[j], approx - bound);
                 }
-                hij[o] = approx + bound;
-                chunk_best[j] = std::max(chunk_best[j], approx - bound);
             }
         }
         std::lock_guard<std::mutex> lock(best_mutex);
