@@ -105,4 +105,11 @@ Expected<std::unique_ptr<DraftModel>> load_mtp_draft(LoadContext& ctx, const Com
     return std::unique_ptr<DraftModel>(std::move(model));
 }
 
+Expected<void> check_mtp_index(int index, int64_t mtp_layers, const std::string& who) {
+    if (index < 0 || index >= mtp_layers)
+        return fail(ErrorKind::invalid_argument, who + ": no multi-token-prediction layer " + std::to_string(index) +
+                                                     " (num_nextn_predict_layers is " + std::to_string(mtp_layers) + ")");
+    return {};
+}
+
 }  // namespace stormo::toolkit

@@ -50,9 +50,7 @@ Expected<std::unique_ptr<Model>> DeepseekV3Model::load(LoadContext& ctx) {
 
 Expected<std::unique_ptr<DraftModel>> DeepseekV3Model::load_draft(LoadContext& ctx, const Model& main, int index) {
     STORMO_TRY_ASSIGN(DeepseekV3Config cfg, parse_deepseek_v3_config(ctx.config()));
-    if (index < 0 || index >= cfg.mtp_layers)
-        return fail(ErrorKind::invalid_argument, "deepseek_v3: no multi-token-prediction layer " + std::to_string(index) +
-                                                     " (num_nextn_predict_layers is " + std::to_string(cfg.mtp_layers) + ")");
+    STORMO_TRY(toolkit::check_mtp_index(index, cfg.mtp_layers, "deepseek_v3"));
     STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "deepseek_v3"));
     STORMO_TRY_ASSIGN(const Compute compute, toolkit::load_compute(ctx, "deepseek_v3"));
     const int layer = static_cast<int>(cfg.n_layers) + index;

@@ -53,9 +53,7 @@ Expected<std::unique_ptr<Model>> GlmDsaModel::load(LoadContext& ctx) {
 
 Expected<std::unique_ptr<DraftModel>> GlmDsaModel::load_draft(LoadContext& ctx, const Model& main, int index) {
     STORMO_TRY_ASSIGN(GlmDsaConfig cfg, parse_glm_dsa_config(ctx.config()));
-    if (index < 0 || index >= cfg.mtp_layers)
-        return fail(ErrorKind::invalid_argument, "glm_dsa: no multi-token-prediction layer " + std::to_string(index) +
-                                                     " (num_nextn_predict_layers is " + std::to_string(cfg.mtp_layers) + ")");
+    STORMO_TRY(toolkit::check_mtp_index(index, cfg.mtp_layers, "glm_dsa"));
     STORMO_TRY_ASSIGN(const toolkit::Fp8Blocks fp8, toolkit::read_fp8_quantization(ctx.config(), "glm_dsa"));
     STORMO_TRY_ASSIGN(const Compute compute, toolkit::load_compute(ctx, "glm_dsa"));
     const int layer = static_cast<int>(cfg.n_layers) + index;

@@ -31,6 +31,10 @@ struct MtpSpec {
     Fp8Blocks fp8;
 };
 
+// `index` names one of the checkpoint's num_nextn_predict_layers (`mtp_layers`), else an error
+// naming the family `who`.
+Expected<void> check_mtp_index(int index, int64_t mtp_layers, const std::string& who);
+
 // The draft model over `body` (the family's model with layer spec.layer loaded and the layers
 // before it empty) and `main` (whose embedding and head serve when the layer stores none).
 Expected<std::unique_ptr<DraftModel>> load_mtp_draft(LoadContext& ctx, const Compute& compute, std::unique_ptr<Model> body,
