@@ -22,6 +22,7 @@
 #include "cli/speculation_json.hpp"
 #include "compute/kernel_table.hpp"
 #include "compute/worker_pool.hpp"
+#include "distributed/ranks.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/bench.hpp"
 #include "tools/parallel_bench.hpp"
@@ -227,6 +228,22 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
     optional_field(j, "disk_bound_tokens_per_s", r.disk_bound_tokens_per_s);
     j.field("memory_bound_ratio", r.memory_bound_ratio);
     optional_field(j, "disk_bound_ratio", r.disk_bound_ratio);
+    j.key("tokens").begin_array();  // the generated ids: a run under mpirun or --parallel is checked against them
+    for (const int32_t id : run.tokens) j.value(id);
+    j.end_array();
+    if (r.ranks) {
+        const RankTraffic& t = *r.ranks;
+        j.key("ranks").begin_object()
+            .field("ranks", current_rank_place().ranks)
+            .field("bytes_sent_per_token", t.bytes_sent_per_token)
+            .field("bytes_received_per_token", t.bytes_received_per_token)
+            .field("messages_per_token", t.messages_per_token)
+            .field("layer_exchanges_per_token", t.exchanges_per_token)
+            .field("wait_seconds_per_token", t.wait_seconds_per_token)
+            .field("wait_seconds_per_layer_exchange", t.wait_seconds_per_exchange)
+            .field("wait_share", t.wait_share)
+            .end_object();
+    }
     if (run.speculative) speculation_json(j, engine, run, *run.speculative);
     j.end_object();
     std::cout << j.str() << std::endl;
@@ -273,6 +290,14 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
         row("decode step time", fixed(step * 1e3, 2) + " ms",
             part("attention", split.attention) + ", " + part("FFN/experts", split.ffn));
         row("", "", part("head", split.head) + ", " + part("other", split.other));
+    }
+    if (r.ranks) {
+        const RankTraffic& t = *r.ranks;
+        row("ranks (decode)", std::to_string(current_rank_place().ranks) + " ranks",
+            "sent " + bytes_text(t.bytes_sent_per_token) + "/token, received " + bytes_text(t.bytes_received_per_token) + "/token");
+        row("", "", fixed(t.messages_per_token, 1) + " messages in " + fixed(t.exchanges_per_token, 1) + " layer exchanges/token");
+        row("rank 0 waited (decode)", fixed(t.wait_seconds_per_token * 1e3, 2) + " ms/token",
+            fixed(t.wait_seconds_per_exchange * 1e6, 1) + " us per layer exchange", percent(t.wait_share) + " of decode");
     }
     if (run.speculative) speculation_rows(engine, run, *run.speculative);
     machine_rows(probes, run.peak_rss_bytes);

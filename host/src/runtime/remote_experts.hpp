@@ -34,6 +34,12 @@ struct RemoteExpertStats {
     double wait_seconds = 0.0;    // time collect() waited after this process's own experts were done
 };
 
+// The exchanges between two readings of stats() (`then` taken first).
+inline RemoteExpertStats difference(const RemoteExpertStats& now, const RemoteExpertStats& then) {
+    return {now.layers - then.layers, now.messages_sent - then.messages_sent, now.bytes_sent - then.bytes_sent,
+            now.bytes_received - then.bytes_received, now.wait_seconds - then.wait_seconds};
+}
+
 class RemoteExperts {
 public:
     virtual ~RemoteExperts() = default;

@@ -209,6 +209,8 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     // split prefill from decode.
     size_t tokens = 0;
     ForwardTimes at_first_token;
+    const RemoteExperts* remote = engine.pipeline().remote_experts();
+    RemoteExpertStats ranks_at_first_token;
     using Clock = std::chrono::steady_clock;
     Clock::time_point step_start;
     double probing_seconds = 0.0;
@@ -220,6 +222,7 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
             first = false;
             run.after_prefill = engine.store().stats();
             at_first_token = engine.pipeline().times();
+            if (remote) ranks_at_first_token = remote->stats();
         } else if (request.probe_between_steps) {
             run.step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
         }
@@ -252,6 +255,7 @@ Expected<BenchRun> run_bench(Engine& engine, const BenchRequest& request) {
     run.decode_steps = run.generated_tokens - 1;
     run.prefill_seconds = result.prefill_seconds;
     run.decode_seconds = result.decode_seconds - probing_seconds;
+    if (remote) run.decode_ranks = difference(remote->stats(), ranks_at_first_token);
     run.decode_acquired = (run.after.hits + run.after.misses) - (run.after_prefill.hits + run.after_prefill.misses);
     if (request.speculation.mode != SpeculateMode::off || request.replay_acceptance) {
         STORMO_TRY_ASSIGN(auto speculative, run_speculative(engine, gen, request, run.tokens));
@@ -318,6 +322,18 @@ BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic,
         }
         r.paired_bound_ratio = median(ratios);
         r.paired_probe_median_bytes_per_s = median(probes);
+    }
+    if (run.decode_ranks) {
+        const RemoteExpertStats& x = *run.decode_ranks;
+        RankTraffic t;
+        t.bytes_sent_per_token = ratio(static_cast<double>(x.bytes_sent), steps);
+        t.bytes_received_per_token = ratio(static_cast<double>(x.bytes_received), steps);
+        t.messages_per_token = ratio(static_cast<double>(x.messages_sent), steps);
+        t.exchanges_per_token = ratio(static_cast<double>(x.layers), steps);
+        t.wait_seconds_per_token = ratio(x.wait_seconds, steps);
+        t.wait_seconds_per_exchange = ratio(x.wait_seconds, static_cast<double>(x.layers));
+        t.wait_share = ratio(x.wait_seconds, run.decode_seconds);
+        r.ranks = t;
     }
     if (r.expert_bytes_read_per_token > 0.0 && disk.bytes_per_s > 0.0) {
         r.disk_bound_tokens_per_s = disk.bytes_per_s / r.expert_bytes_read_per_token;

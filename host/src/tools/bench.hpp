@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/engine.hpp"
+#include "runtime/remote_experts.hpp"
 #include "store/expert_store.hpp"
 #include "stormo/export.hpp"
 #include "stormo/family.hpp"
@@ -122,6 +123,9 @@ struct BenchRun {
     std::vector<double> step_seconds;
     std::vector<double> step_probe_bytes_per_s;
     uint64_t decode_acquired = 0;  // experts acquired during the plain decode (hits and misses)
+    // Under mpirun (docs/distributed.md): what rank 0 exchanged with the other ranks during the
+    // decode steps alone; nullopt in one process.
+    std::optional<RemoteExpertStats> decode_ranks;
     std::optional<SpeculativeBenchRun> speculative;
 };
 
@@ -146,6 +150,18 @@ struct DecodeStepTime {
     double ffn = 0.0;
     double head = 0.0;
     double other = 0.0;
+};
+
+// The decode steps' exchanges with the other ranks of an mpirun, per decode token and per layer
+// exchange (one MoE layer of one step that had experts elsewhere).
+struct RankTraffic {
+    double bytes_sent_per_token = 0.0;
+    double bytes_received_per_token = 0.0;
+    double messages_per_token = 0.0;
+    double exchanges_per_token = 0.0;
+    double wait_seconds_per_token = 0.0;     // rank 0 waiting for the others after its own experts
+    double wait_seconds_per_exchange = 0.0;
+    double wait_share = 0.0;                 // of decode time
 };
 
 struct BenchReport {
@@ -174,6 +190,7 @@ struct BenchReport {
     uint64_t decode_prefetch_used = 0;
     uint64_t decode_prefetch_wasted = 0;
     uint64_t decode_evictions = 0;
+    std::optional<RankTraffic> ranks;
 };
 
 STORMO_API BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic, const RamBandwidth& ram,

@@ -6,16 +6,28 @@
 namespace stormo::mpi {
 namespace {
 
+// Within a decode a rank waits a layer's compute at a time (milliseconds): a sleep of up to a
+// millisecond there adds its length to every layer exchange, so short waits sleep at most 50 us.
+// A wait that has lasted longer (a rank idle between requests) sleeps up to a millisecond, so an
+// idle rank costs its machine almost nothing.
+constexpr auto kShortWait = std::chrono::milliseconds(20);
+constexpr auto kShortWaitPause = std::chrono::microseconds(50);
+constexpr auto kLongWaitPause = std::chrono::microseconds(1000);
+
 // Polls `ready` until it says yes or the deadline passes: a few quick polls first (an answer
-// usually comes within a layer's compute), then sleeps that grow to a millisecond.
+// usually comes within a layer's compute), then sleeps that grow as the wait lasts, which leave
+// the cores to the ranks that compute.
 template <class Ready>
 bool poll_until(Ready ready, Deadline deadline) {
+    const auto started = Clock::now();
     auto pause = std::chrono::microseconds(0);
     for (int polls = 0;; ++polls) {
         if (ready()) return true;
-        if (deadline && Clock::now() >= *deadline) return false;
+        const auto now = Clock::now();
+        if (deadline && now >= *deadline) return false;
         if (polls >= 64) {
-            pause = std::clamp(pause * 2, std::chrono::microseconds(10), std::chrono::microseconds(1000));
+            const auto longest = now - started < kShortWait ? kShortWaitPause : kLongWaitPause;
+            pause = std::clamp(pause * 2, std::chrono::microseconds(10), std::chrono::microseconds(longest));
             std::this_thread::sleep_for(pause);
         }
     }
