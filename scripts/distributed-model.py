@@ -8,12 +8,13 @@ a network's latency and bandwidth, and prints the decode tokens per second of on
 DeepSeek-V3 (FP8) and GLM-5 (BF16) over N machines, each with the same RAM, disk and rates.
 
 Per decode step of B rows (B = 1: one sequence; more: batched sequences or a verify block), with
-uniform routing (the pessimistic case for a cache) and every part bound by memory or disk, not by
-arithmetic (true on a CPU for small B), tokens per second = B / t_step:
+uniform routing (the pessimistic case for a cache), tokens per second = B / t_step, where weights
+stream from RAM at ram_rate(B): the one-row rate times the fraction the kernels keep at B rows
+(measured with bench-kernels; a CPU turns compute-bound as B grows):
   t_step(N) = t_dense + max_r t_experts(r) + L * t_exchange(N)
-  t_dense       = dense bytes per token / ram_rate                  (rank 0 alone: attention, shared
+  t_dense       = dense bytes per token / ram_rate(B)                  (rank 0 alone: attention, shared
                                                                       experts, dense layers, head)
-  t_experts(r)  = E_r * h_r / ram_rate + E_r * (1 - h_r) / disk_rate (rank r's routed experts)
+  t_experts(r)  = E_r * h_r / ram_rate(B) + E_r * (1 - h_r) / disk_rate (rank r's routed experts)
   E_r           = u * L * b * n_r / n     routed bytes rank r reads per step (n_r of n experts)
   u             = n * (1 - (1 - k/n)^B)   experts a layer's B rows choose between them
   h_r           = min(1, M_r / (n_r * L * b))   the share of its experts rank r holds in RAM
@@ -64,7 +65,8 @@ def step_seconds(shape, machines, args, network, rows):
     n, k, L, b, h = shape["experts"], shape["top_k"], shape["moe_layers"], shape["expert_bytes"], shape["hidden"]
     touched = n * (1.0 - (1.0 - k / n) ** rows)  # experts a layer's rows choose between them
     reserve = args.reserve_gib * GIB
-    t_dense = shape["dense_bytes"] / args.ram_rate
+    ram_rate = args.ram_rate * args.fractions.get(rows, 1.0)
+    t_dense = shape["dense_bytes"] / ram_rate
     slowest = 0.0
     for r in range(machines):
         n_r = (r + 1) * n // machines - r * n // machines
@@ -72,7 +74,7 @@ def step_seconds(shape, machines, args, network, rows):
         held = n_r * L * b
         hit = min(1.0, max(0.0, memory) / held) if held > 0 else 1.0
         routed = touched * L * b * n_r / n
-        slowest = max(slowest, routed * hit / args.ram_rate + routed * (1.0 - hit) / args.disk_rate)
+        slowest = max(slowest, routed * hit / ram_rate + routed * (1.0 - hit) / args.disk_rate)
     t_net = 0.0
     if machines > 1:
         latency_s, bits_per_s = network
@@ -86,6 +88,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ram-rate", type=float, required=True,
                     help="bytes/s the engine turns into decode from RAM (bench: bytes read/token x decode tokens/s, in RAM)")
+    ap.add_argument("--rows-rate", action="append", default=[], metavar="B=FRACTION",
+                    help="for a step of B rows, the weight bytes the kernels stream per second as a fraction of their "
+                         "rate at one row (bench-kernels --n-x 1,B): below 1 where B rows make a step compute-bound; "
+                         "repeatable; a row count without one streams at --ram-rate")
     ap.add_argument("--disk-rate", type=float, required=True,
                     help="bytes/s of expert reads from disk (bench: disk read bandwidth x disk bound ratio, streamed)")
     ap.add_argument("--overhead-us", type=float, required=True,
@@ -98,6 +104,7 @@ def main():
     ap.add_argument("--rows", default="1,16",
                     help="rows a decode step computes (1: one sequence; more: batched sequences or a verify block)")
     args = ap.parse_args()
+    args.fractions = {int(b): float(f) for b, f in (x.split("=") for x in args.rows_rate)}
     networks = [("10 Gb/s", 10e9), ("25 Gb/s", 25e9), ("100 Gb/s", 100e9)]
     machine_counts = [int(m) for m in args.machines.split(",")]
     print(f"RAM rate {args.ram_rate / 1e9:.2f} GB/s, disk rate {args.disk_rate / 1e9:.2f} GB/s, "
