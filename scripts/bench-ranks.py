@@ -10,7 +10,7 @@ per second over the rounds, its ratio to each streaming configuration (the media
 ratios, pair by pair), the expert hit rate, and under ranks what rank 0 exchanged per decode token
 and waited per layer exchange; and checks that every configuration generated the same ids.
 
-    scripts/bench-ranks.py --model bench/gpt-oss-20b --ranks 2,3 --stream-budgets 6GiB,4GiB --rounds 2
+    scripts/bench-ranks.py --model bench/gpt-oss-20b --ranks 2:1/1,2:2/1,3:1/1,3:2/1 --stream-budgets 6GiB,4GiB
 """
 import argparse
 import json
@@ -32,7 +32,8 @@ def main():
     ap.add_argument("--stormo", default="build/bin/stormo")
     ap.add_argument("--mpirun", default="mpirun --allow-run-as-root --oversubscribe")
     ap.add_argument("--model", required=True)
-    ap.add_argument("--ranks", default="2,3", help="rank counts to run (2,3)")
+    ap.add_argument("--ranks", default="2,3",
+                    help="rank counts to run, each N or N:T0/T1 (rank 0's threads / every other rank's) (2,3)")
     ap.add_argument("--stream-budgets", default="", help="expert budgets of the one-process streaming runs, comma-separated")
     ap.add_argument("--threads", type=int, default=2, help="threads of one process and of rank 0 (2)")
     ap.add_argument("--rank-threads", type=int, default=1, help="threads of every other rank (1)")
@@ -52,10 +53,14 @@ def main():
         configs.append((name, [args.stormo] + common + ["--disk-probe", "1GiB", "--threads", str(args.threads),
                                                         "--expert-budget", budget]))
     mpirun = args.mpirun.split()
-    for n in (int(x) for x in args.ranks.split(",")):
-        rank0 = [args.stormo] + common + ["--disk-probe", "0", "--threads", str(args.threads)]
-        others = [args.stormo] + common + ["--disk-probe", "0", "--threads", str(args.rank_threads)]
-        configs.append((f"{n} ranks, shares in RAM", mpirun + ["-np", "1"] + rank0 + [":", "-np", str(n - 1)] + others))
+    for spec in args.ranks.split(","):
+        n, _, threads = spec.partition(":")
+        n = int(n)
+        t0, _, t1 = threads.partition("/") if threads else (str(args.threads), "", str(args.rank_threads))
+        rank0 = [args.stormo] + common + ["--disk-probe", "0", "--threads", t0]
+        others = [args.stormo] + common + ["--disk-probe", "0", "--threads", t1]
+        configs.append((f"{n} ranks, threads {t0}/{t1}, shares in RAM",
+                        mpirun + ["-np", "1"] + rank0 + [":", "-np", str(n - 1)] + others))
 
     results = {name: [] for name, _ in configs}
     for round_index in range(args.rounds):
@@ -67,7 +72,7 @@ def main():
     reference_tokens = results[configs[0][0]][0]["tokens"]
     print(f"model {args.model}; {args.prompt_tokens}-token prompt, {args.gen_tokens} generated; {args.rounds} rounds, "
           f"threads {args.threads} (rank 0) / {args.rank_threads} (other ranks)")
-    header = f"{'configuration':<44} {'decode tok/s':>12} {'hit rate':>8}"
+    header = f"{'configuration':<52} {'decode tok/s':>12} {'hit rate':>8}"
     for s in streams:
         header += f" {'/ ' + s.split('budget ')[1]:>12}"
     header += f" {'sent/token':>11} {'recv/token':>11} {'wait/exchange':>14} {'wait share':>10}"
@@ -77,7 +82,7 @@ def main():
         runs = results[name]
         same = same and all(r["tokens"] == reference_tokens for r in runs)
         tps = [r["decode_tokens_per_s"] for r in runs]
-        line = f"{name:<44} {statistics.median(tps):>12.2f} {100 * statistics.median(r['expert_hit_rate'] for r in runs):>7.1f}%"
+        line = f"{name:<52} {statistics.median(tps):>12.2f} {100 * statistics.median(r['expert_hit_rate'] for r in runs):>7.1f}%"
         for s in streams:
             ratios = [a["decode_tokens_per_s"] / b["decode_tokens_per_s"] for a, b in zip(runs, results[s])]
             line += f" {statistics.median(ratios):>11.3f}x"

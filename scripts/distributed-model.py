@@ -27,7 +27,8 @@ expert work per layer is taken as its mean (uniform routing spreads a layer's k 
 k = 8 over N <= 8 the busiest rank's share exceeds the mean, which the model leaves out). M_r is a
 machine's RAM for experts: its RAM less the dense part on rank 0, less a reserve on every rank.
 
-    scripts/distributed-model.py --ram-rate 14.5e9 --disk-rate 1.9e9 --overhead-us 40 --ram-gib 128
+    scripts/distributed-model.py --ram-rate 35e9 --disk-rate 3.6e9 --overhead-us 12 --ram-gib 24 \
+        --rows 1,4,16 --rows-rate fp8:4=0.71 --rows-rate fp8:16=0.19 --rows-rate bf16:4=0.57 --rows-rate bf16:16=0.30
 """
 import argparse
 import math
@@ -44,7 +45,7 @@ def deepseek_v3():
     attention = (h * 1536 + 1536 * heads * 192 + h * 576 + 512 * heads * (128 + 128) + heads * 128 * h) * fp8
     expert = 3 * h * mi * fp8
     dense = 61 * attention + 58 * expert + 3 * 3 * h * 18432 * fp8 + 129280 * h * 2  # + shared, dense FFNs, BF16 head
-    return dict(name="DeepSeek-V3 (FP8)", hidden=h, moe_layers=58, experts=256, top_k=8, expert_bytes=expert,
+    return dict(name="DeepSeek-V3 (FP8)", format="fp8", hidden=h, moe_layers=58, experts=256, top_k=8, expert_bytes=expert,
                 dense_bytes=dense)
 
 
@@ -57,7 +58,7 @@ def glm5():
                  + 2048 * 32 * 128 + h * 128 + h * 32) * 2
     expert = 3 * h * mi * 2
     dense = 78 * attention + 75 * expert + 3 * 3 * h * 12288 * 2 + 154880 * h * 2
-    return dict(name="GLM-5 (BF16)", hidden=h, moe_layers=75, experts=256, top_k=8, expert_bytes=expert,
+    return dict(name="GLM-5 (BF16)", format="bf16", hidden=h, moe_layers=75, experts=256, top_k=8, expert_bytes=expert,
                 dense_bytes=dense)
 
 
@@ -65,7 +66,7 @@ def step_seconds(shape, machines, args, network, rows):
     n, k, L, b, h = shape["experts"], shape["top_k"], shape["moe_layers"], shape["expert_bytes"], shape["hidden"]
     touched = n * (1.0 - (1.0 - k / n) ** rows)  # experts a layer's rows choose between them
     reserve = args.reserve_gib * GIB
-    ram_rate = args.ram_rate * args.fractions.get(rows, 1.0)
+    ram_rate = args.ram_rate * args.fractions.get((shape["format"], rows), 1.0)
     t_dense = shape["dense_bytes"] / ram_rate
     slowest = 0.0
     for r in range(machines):
@@ -81,17 +82,27 @@ def step_seconds(shape, machines, args, network, rows):
         owners = (machines - 1) * (1.0 - (1.0 - 1.0 / machines) ** k)
         wire_bytes = rows * (owners * 4 * h + k * (machines - 1) / machines * 4 * h)
         t_net = L * (2 * latency_s + args.overhead_us * 1e-6 + wire_bytes * 8 / bits_per_s)
-    return t_dense + slowest + t_net, t_net
+    return t_dense + slowest + t_net, t_net, slowest
+
+
+def break_even_bits_per_s(shape, machines, args, rows):
+    """The network bandwidth below which a step's exchanges take longer than its experts."""
+    n, k, L, h = shape["experts"], shape["top_k"], shape["moe_layers"], shape["hidden"]
+    _, _, experts = step_seconds(shape, machines, args, (args.latency_us * 1e-6, float("inf")), rows)
+    fixed = L * (2 * args.latency_us * 1e-6 + args.overhead_us * 1e-6)
+    owners = (machines - 1) * (1.0 - (1.0 - 1.0 / machines) ** k)
+    wire_bits = L * rows * (owners * 4 * h + k * (machines - 1) / machines * 4 * h) * 8
+    return wire_bits / (experts - fixed) if experts > fixed else float("inf")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ram-rate", type=float, required=True,
                     help="bytes/s the engine turns into decode from RAM (bench: bytes read/token x decode tokens/s, in RAM)")
-    ap.add_argument("--rows-rate", action="append", default=[], metavar="B=FRACTION",
-                    help="for a step of B rows, the weight bytes the kernels stream per second as a fraction of their "
-                         "rate at one row (bench-kernels --n-x 1,B): below 1 where B rows make a step compute-bound; "
-                         "repeatable; a row count without one streams at --ram-rate")
+    ap.add_argument("--rows-rate", action="append", default=[], metavar="FORMAT:B=FRACTION",
+                    help="for a step of B rows of weights in FORMAT (fp8, bf16), the bytes the kernels stream per "
+                         "second as a fraction of their rate at one row (bench-kernels --n-x 1,B): below 1 where B "
+                         "rows make a step compute-bound; repeatable; without one a step streams at --ram-rate")
     ap.add_argument("--disk-rate", type=float, required=True,
                     help="bytes/s of expert reads from disk (bench: disk read bandwidth x disk bound ratio, streamed)")
     ap.add_argument("--overhead-us", type=float, required=True,
@@ -104,7 +115,11 @@ def main():
     ap.add_argument("--rows", default="1,16",
                     help="rows a decode step computes (1: one sequence; more: batched sequences or a verify block)")
     args = ap.parse_args()
-    args.fractions = {int(b): float(f) for b, f in (x.split("=") for x in args.rows_rate)}
+    args.fractions = {}
+    for x in args.rows_rate:
+        key, fraction = x.split("=")
+        fmt, b = key.split(":")
+        args.fractions[(fmt, int(b))] = float(fraction)
     networks = [("10 Gb/s", 10e9), ("25 Gb/s", 25e9), ("100 Gb/s", 100e9)]
     machine_counts = [int(m) for m in args.machines.split(",")]
     print(f"RAM rate {args.ram_rate / 1e9:.2f} GB/s, disk rate {args.disk_rate / 1e9:.2f} GB/s, "
@@ -120,9 +135,12 @@ def main():
         for m in machine_counts:
             cells = []
             for _, bits in networks:
-                t, t_net = step_seconds(shape, m, args, (args.latency_us * 1e-6, bits), rows)
+                t, t_net, _ = step_seconds(shape, m, args, (args.latency_us * 1e-6, bits), rows)
                 cells.append(f"{rows / t:>14.3f} {100.0 * t_net / t:>4.1f}%")
             print(f"{m:>8}  " + "  ".join(cells))
+        last = machine_counts[-1]
+        print(f"{'':>8}  the exchanges outlast the experts at {last} machines below "
+              f"{break_even_bits_per_s(shape, last, args, rows) / 1e9:.2f} Gb/s")
     print("\nnet: the share of a token's time spent in layer exchanges (latency, overhead, bytes on the wire)")
 
 
