@@ -272,7 +272,8 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
     row("read wait share (decode)", percent(r.read_wait_share));
     row("bytes read/token", bytes_text(static_cast<double>(r.bytes_touched_per_token)),
         "dense " + bytes_text(static_cast<double>(traffic.dense_bytes - traffic.head_bytes)) + " + head " +
-            bytes_text(r.head_bytes_read_per_token) + " + experts " + bytes_text(static_cast<double>(traffic.routed_bytes())));
+            bytes_text(r.head_bytes_read_per_token) + " + experts " + bytes_text(r.routed_bytes_per_token) +
+            (r.ranks ? " (held here)" : ""));
     if (const PackedDense p = packed_dense(engine); p.matrices > 0)
         row("dense BF16 packed", bytes_text(static_cast<double>(p.bytes)),
             std::to_string(p.matrices) + " matrices, " + bytes_text(static_cast<double>(p.stored_bytes)) + " as stored");

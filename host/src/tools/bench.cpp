@@ -307,7 +307,14 @@ BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic,
         steps > 0.0 ? (static_cast<double>(run.decode_bounded_head_steps) * static_cast<double>(run.compact_head_bytes) +
                        static_cast<double>(run.decode_head_rows_exact) * head_row_bytes) / steps
                     : static_cast<double>(traffic.head_bytes);
-    const uint64_t full = traffic.bytes_per_token(r.mean_decode_context);
+    uint64_t full = traffic.bytes_per_token(r.mean_decode_context);
+    r.routed_bytes_per_token = static_cast<double>(traffic.routed_bytes());
+    if (run.decode_ranks && steps > 0.0) {
+        // Under mpirun this process reads only the experts it holds: what it acquired, not the
+        // model's top-k, so the bound is this rank's.
+        r.routed_bytes_per_token = static_cast<double>(run.decode_acquired) * static_cast<double>(traffic.expert_bytes) / steps;
+        full = sub(full, traffic.routed_bytes()) + static_cast<uint64_t>(r.routed_bytes_per_token + 0.5);
+    }
     r.bytes_touched_per_token =
         sub(full, traffic.head_bytes) + static_cast<uint64_t>(r.head_bytes_read_per_token + 0.5);
     r.memory_bound_tokens_per_s = ratio(ram.bytes_per_s, static_cast<double>(r.bytes_touched_per_token));

@@ -173,6 +173,8 @@ struct BenchReport {
     double expert_bytes_read_per_token = 0.0;  // decode steps, misses and prefetches
     double read_wait_share = 0.0;              // of decode time
     uint64_t bytes_touched_per_token = 0;      // what a decode token reads, the head as actually read
+    double routed_bytes_per_token = 0.0;       // its routed experts: top-k of every MoE layer, or under
+                                               // mpirun the ones this rank computed
     double head_bytes_read_per_token = 0.0;    // the compact copy plus the exact rows, or the whole head
     double head_exact_rows_per_token = 0.0;
     double mean_decode_context = 0.0;
