@@ -62,5 +62,6 @@ done
 grep -Eq '"prefetch_hints": ?[1-9]' "$work/streaming.json" || fail "streaming: rank 0 sent no prefetch hint"
 grep -Eq "^stormo: rank [12] computed [1-9][0-9]* layer steps for rank 0; [1-9][0-9]* prefetch hints named [1-9][0-9]* experts, [1-9][0-9]* read ahead" \
   "$work/streaming.err" || fail "streaming: no owner read ahead on a hint"
-echo "memory: $(grep -c 'holds' "$work/memory.err") ranks; $(grep 'holds' "$work/memory.err" | sed 's/.*holds //' | tr '\n' ';')"
-echo "streaming: $(grep 'holds' "$work/streaming.err" | sed 's/.*: //' | tr '\n' ';') $(grep -Eo '"prefetch_hints": ?[0-9]*' "$work/streaming.json")"
+lines() { grep ' experts per layer$' "$1" | sed 's/^stormo: //' | tr '\n' ';'; }
+echo "memory: $(lines "$work/memory.err")"
+echo "streaming: $(lines "$work/streaming.err") $(grep -Eo '"prefetch_hints": ?[0-9]*' "$work/streaming.json")"
