@@ -54,6 +54,8 @@ void expect_same_values(const EngineConfig& a, const EngineConfig& b) {
     EXPECT_EQ(a.pin_threads, b.pin_threads);
     EXPECT_EQ(a.speculate, b.speculate);
     EXPECT_EQ(a.draft_max, b.draft_max);
+    EXPECT_EQ(a.rank_timeout, b.rank_timeout);
+    EXPECT_EQ(a.rank_split, b.rank_split);
 }
 
 }  // namespace
@@ -112,6 +114,7 @@ eviction: lru
 prefetch: false
 direct_io: no
 activations: int8
+rank_split: weighted
 )",
                                  "every.yaml");
     ASSERT_TRUE(c) << c.error().message;
@@ -126,6 +129,7 @@ activations: int8
     EXPECT_FALSE(c->prefetch);
     EXPECT_FALSE(c->direct_io);
     EXPECT_EQ(c->activations, ActivationRoad::int8);
+    EXPECT_EQ(c->rank_split, RankSplit::weighted);
     EXPECT_EQ(c->origin("threads"), "threads in every.yaml");
     EXPECT_EQ(c->source, "every.yaml");
 }
@@ -146,7 +150,7 @@ TEST(EngineConfig, UnknownKeyNamesTheKeyTheFileAndTheKnownKeys) {
     const std::string m = error_of("kernel: avx2\n", "my.yaml");
     EXPECT_EQ(m, "my.yaml: unknown key 'kernel' (known keys: kernels, family, threads, expert_budget, "
                  "plugins_dirs, context, eviction, hotness_decay, hotness_margin, prefetch, async_compute, direct_io, io_threads, "
-                 "activations, head, dense_bf16, pin_threads, speculate, draft_max, rank_timeout)");
+                 "activations, head, dense_bf16, pin_threads, speculate, draft_max, rank_timeout, rank_split)");
 }
 
 // The words of the command line's errors (engine_settings.hpp), with the key and the file where

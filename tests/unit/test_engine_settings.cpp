@@ -44,6 +44,7 @@ const std::map<std::string, Samples, std::less<>> kSamples{
     {"speculate", {"auto", "sometimes"}},
     {"draft_max", {"4", "0"}},
     {"rank_timeout", {"5", "0"}},
+    {"rank_split", {"weighted", "uneven"}},
 };
 
 // Every value an engine is opened with, except where each came from (which names the source).
@@ -57,7 +58,8 @@ std::string values_of(const EngineOptions& o) {
         << " async=" << o.pipeline.async_compute << " context=" << o.context
         << " activations=" << activation_road_name(o.activations) << " head=" << head_read_name(o.head)
         << " dense_bf16=" << dense_bf16_name(o.dense_bf16) << " speculate=" << speculate_mode_name(o.speculation.mode)
-        << " draft_max=" << o.speculation.draft_max << " rank_timeout=" << o.rank_timeout_seconds;
+        << " draft_max=" << o.speculation.draft_max << " rank_timeout=" << o.rank_timeout_seconds
+        << " rank_split=" << rank_split_name(o.rank_split);
     return out.str();
 }
 

@@ -72,6 +72,8 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
             .field("bytes_received", r.bytes_received)
             .field("bytes_per_token", tokens > 0 ? static_cast<double>(r.bytes_sent + r.bytes_received) / tokens : 0.0)
             .field("wait_seconds", r.wait_seconds)
+            .field("prefetch_hints", r.hints)
+            .field("hinted_experts", r.hinted_experts)
             .end_object();
     }
     const SpeculationStats& spec = result.speculation;

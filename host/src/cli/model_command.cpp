@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cli/progress.hpp"
-#include "distributed/expert_split.hpp"
+#include "distributed/rank_split.hpp"
 #include "distributed/ranks.hpp"
 #include "runtime/engine_identity.hpp"
 #include "runtime/engine_settings.hpp"
@@ -39,15 +39,20 @@ namespace {
 
 // Under mpirun: every rank's identity checked by rank 0, then rank 0's MoE stage linked to the
 // other ranks' experts, or this rank serving its experts until rank 0 stops it.
-Expected<void> join_ranks(LoadedEngine& loaded, const RankPlace& place, int timeout_seconds) {
+Expected<void> join_ranks(LoadedEngine& loaded, const RankPlace& place, const ExpertSplit& split, int timeout_seconds,
+                          bool verbose) {
     Engine& engine = *loaded.engine;
     STORMO_TRY_ASSIGN(const EngineIdentity identity, engine_identity(engine));
     if (place.rank != 0) {
-        STORMO_TRY(serve_experts(engine, identity));
+        STORMO_TRY_ASSIGN(const ServedExperts served, serve_experts(engine, identity, split));
+        if (verbose)
+            std::cerr << "stormo: rank " << place.rank << " computed " << served.works << " layer steps for rank 0; "
+                      << served.hints << " prefetch hints named " << served.hinted_experts << " experts, "
+                      << engine.store().stats().prefetch_issued << " read ahead\n";
         loaded.served_as_rank = true;
         return {};
     }
-    STORMO_TRY_ASSIGN(loaded.remote_experts, connect_expert_owners(engine, identity, timeout_seconds));
+    STORMO_TRY_ASSIGN(loaded.remote_experts, connect_expert_owners(engine, identity, split, timeout_seconds));
     engine.pipeline().use_remote_experts(loaded.remote_experts.get());
     return {};
 }
@@ -76,13 +81,12 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
     eo.rewind_slack = rewind_slack;
     eo.sequences = sequences;
     const RankPlace place = current_rank_place();
+    std::shared_ptr<const RankShares> shares;  // this rank's share of the experts, known after the load
     if (place.ranks > 1) {
         if (!options.takes_ranks)
             return fail(ErrorKind::unsupported, "this command does not run on several ranks yet (generate, logits and bench "
                                                 "do: docs/distributed.md); start it without mpirun");
-        eo.holds_expert = [split = ExpertSplit{place.ranks}, rank = place.rank](int expert, int n_experts) {
-            return split.owner(expert, n_experts) == rank;
-        };
+        shares = share_experts(eo, place.rank, place.ranks, eo.rank_split);
         // The MTP layer runs its own pipeline, which is not linked to the other ranks' experts.
         if (eo.speculation.mode == SpeculateMode::mtp)
             return fail(ErrorKind::unsupported, config.origin("speculate") +
@@ -116,7 +120,12 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
     }
     const size_t context = engine->memory().context;
     LoadedEngine loaded{std::move(config), std::move(engine), context, eo.context_origin};
-    if (place.ranks > 1) STORMO_TRY(join_ranks(loaded, place, eo.rank_timeout_seconds));
+    if (place.ranks > 1) {
+        // The weighted split's figures, one line per rank, so a run says where its experts went.
+        if (place.rank == 0)
+            for (const std::string& line : describe_shares(*shares)) std::cerr << "stormo: " << line << "\n";
+        STORMO_TRY(join_ranks(loaded, place, shares->split, eo.rank_timeout_seconds, options.verbose));
+    }
     return loaded;
 }
 

@@ -20,7 +20,7 @@ double none_among(int n, int held, int k) {
 RankPlan plan_ranks(const std::vector<ExpertLayerLayout>& layers, int ranks, int top_k, size_t hidden) {
     RankPlan plan;
     plan.ranks.resize(static_cast<size_t>(ranks));
-    const ExpertSplit split{ranks};
+    const ExpertSplit split = ExpertSplit::even(ranks);
     const double row_bytes = static_cast<double>(hidden * sizeof(float));
     for (const ExpertLayerLayout& layer : layers) {
         const int n = static_cast<int>(layer.locations.size());

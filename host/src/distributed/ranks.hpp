@@ -5,6 +5,8 @@
 // the MPI code lives in distributed/mpi/, and a build without MPI says so when started by mpirun.
 #include <memory>
 
+#include "distributed/expert_split.hpp"
+#include "distributed/wire.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/engine_identity.hpp"
 #include "runtime/remote_experts.hpp"
@@ -46,12 +48,30 @@ RankPlace current_rank_place();
 // stage's remote experts are connected to them. Waits for each rank's answers at most
 // timeout_seconds, then fails naming the rank and its host. Destroying the result tells every
 // rank to stop.
+// `split` is the one every rank computed (ExpertSplit). Hints of the next layer's likely experts
+// go only to owners whose stores stream (their identity says so).
 Expected<std::unique_ptr<RemoteExperts>> connect_expert_owners(const Engine& engine, const EngineIdentity& mine,
-                                                               int timeout_seconds);
+                                                               const ExpertSplit& split, int timeout_seconds);
+
+// What a rank other than 0 did for rank 0.
+struct ServedExperts {
+    uint64_t works = 0;           // layer steps computed
+    uint64_t hints = 0;           // prefetch hints received
+    uint64_t hinted_experts = 0;  // experts those hints named
+};
 
 // A rank other than 0: reports its identity to rank 0, then computes the experts it holds for
-// rank 0's work until rank 0 says stop. Refused by rank 0: an error naming both identities.
-Expected<void> serve_experts(Engine& engine, const EngineIdentity& mine);
+// rank 0's work, and starts reading the experts rank 0's hints name, until rank 0 says stop.
+// Refused by rank 0: an error naming both identities.
+// `split`: the one every rank computed; a hint naming an expert this rank does not hold is refused.
+Expected<ServedExperts> serve_experts(Engine& engine, const EngineIdentity& mine, const ExpertSplit& split);
+
+// This process's host name as MPI reports it.
+std::string rank_host_name();
+
+// Under --rank-split weighted, every rank at the same point of its load: every rank's figures, in
+// rank order (one allgather). A rank that does not get there within timeout_seconds fails the run.
+Expected<std::vector<wire::MeasureMessage>> exchange_measures(const wire::MeasureMessage& mine, int timeout_seconds);
 
 // "checkpoint 3f2a1c..., config 9bc0..., stormo SDK 8.0, family plugin F 0.1.0, kernels K 0.2.0, f32 activations"
 std::string describe_identity(const EngineIdentity& identity);

@@ -38,6 +38,10 @@ public:
         uint32_t k = 0;
         if (!get(k) || k != static_cast<uint32_t>(kind)) failed_ = true;
     }
+    // A message in a fixed slot: the zeros after it are the slot's.
+    void skip_padding() {
+        while (!failed_ && at_ < bytes_.size() && bytes_[at_] == std::byte{0}) ++at_;
+    }
     template <class T>
         requires std::is_arithmetic_v<T>
     bool get(T& v) {
@@ -81,6 +85,7 @@ private:
 std::vector<std::byte> encode(const IdentityMessage& m) {
     Writer w(Tag::identity);
     for (const std::string* s : {&m.host, &m.identity.model, &m.identity.config, &m.identity.engine, &m.identity.kernels}) w.put(*s);
+    w.put(static_cast<uint32_t>(m.streams ? 1 : 0));
     return w.take();
 }
 
@@ -109,11 +114,34 @@ std::vector<std::byte> encode(const ResultMessage& m) {
     return w.take();
 }
 
+std::vector<std::byte> encode(const PrefetchMessage& m) {
+    Writer w(Tag::prefetch);
+    w.put(m.layer);
+    w.put_all(std::span<const int32_t>(m.experts));
+    return w.take();
+}
+
+std::vector<std::byte> encode(const MeasureMessage& m) {
+    // The fields but the host take 4 + 8 + 4 + 8 + 8 bytes; the host gets the rest of the slot.
+    constexpr size_t kHostRoom = kMeasureBytes - 64;
+    Writer w(Tag::measure);
+    w.put(m.host.substr(0, kHostRoom));
+    w.put(m.expert_memory);
+    w.put(static_cast<uint32_t>(m.holds_all ? 1 : 0));
+    w.put(m.disk_bytes_per_s);
+    std::vector<std::byte> bytes = w.take();
+    bytes.resize(kMeasureBytes);
+    return bytes;
+}
+
 Expected<IdentityMessage> decode_identity(std::span<const std::byte> bytes) {
     Reader r(bytes, Tag::identity, "identity");
     IdentityMessage m;
     for (std::string* s : {&m.host, &m.identity.model, &m.identity.config, &m.identity.engine, &m.identity.kernels}) r.get(*s);
+    uint32_t streams = 0;
+    r.get(streams);
     STORMO_TRY(r.finish());
+    m.streams = streams == 1;
     return m;
 }
 
@@ -158,6 +186,37 @@ Expected<ResultMessage> decode_result(std::span<const std::byte> bytes) {
     r.get(m.error);
     r.get_all(m.outputs);
     STORMO_TRY(r.finish());
+    return m;
+}
+
+Expected<PrefetchMessage> decode_prefetch(std::span<const std::byte> bytes) {
+    Reader r(bytes, Tag::prefetch, "prefetch hint");
+    PrefetchMessage m;
+    r.get(m.layer);
+    r.get_all(m.experts);
+    STORMO_TRY(r.finish());
+    for (int32_t e : m.experts)
+        if (e < 0)
+            return fail(ErrorKind::invalid_argument, "prefetch hint for layer " + std::to_string(m.layer) + ": expert " + std::to_string(e));
+    return m;
+}
+
+Expected<MeasureMessage> decode_measure(std::span<const std::byte> bytes) {
+    if (bytes.size() != kMeasureBytes)
+        return fail(ErrorKind::invalid_argument, "a malformed measurement message (" + std::to_string(bytes.size()) +
+                                                     " bytes, not " + std::to_string(kMeasureBytes) + ")");
+    Reader r(bytes, Tag::measure, "measurement");
+    MeasureMessage m;
+    uint32_t holds_all = 0;
+    r.get(m.host);
+    r.get(m.expert_memory);
+    r.get(holds_all);
+    r.get(m.disk_bytes_per_s);
+    r.skip_padding();
+    STORMO_TRY(r.finish());
+    m.holds_all = holds_all == 1;
+    if (!(m.disk_bytes_per_s >= 0.0))
+        return fail(ErrorKind::invalid_argument, "a measurement message with a disk bandwidth of " + std::to_string(m.disk_bytes_per_s));
     return m;
 }
 

@@ -24,10 +24,16 @@ void RankWorld::abort(int status) { std::exit(status); }
 
 RankPlace current_rank_place() { return {}; }
 
-Expected<std::unique_ptr<RemoteExperts>> connect_expert_owners(const Engine&, const EngineIdentity&, int) {
+Expected<std::unique_ptr<RemoteExperts>> connect_expert_owners(const Engine&, const EngineIdentity&, const ExpertSplit&, int) {
     return tl::unexpected(built_without_mpi());
 }
 
-Expected<void> serve_experts(Engine&, const EngineIdentity&) { return tl::unexpected(built_without_mpi()); }
+Expected<ServedExperts> serve_experts(Engine&, const EngineIdentity&, const ExpertSplit&) { return tl::unexpected(built_without_mpi()); }
+
+std::string rank_host_name() { return {}; }
+
+Expected<std::vector<wire::MeasureMessage>> exchange_measures(const wire::MeasureMessage&, int) {
+    return tl::unexpected(built_without_mpi());
+}
 
 }  // namespace stormo

@@ -148,17 +148,6 @@ Expected<void> Engine::make_compact_head(HeadRead head) {
 // planned now, with the dense part already in RAM.
 Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& options,
                                                           std::vector<ExpertLayerLayout>& layouts, LoadMeter& meter) {
-    uint64_t total = 0;
-    size_t min_slots = 1;
-    // A rank of a distributed run keeps only its share of each layer's experts.
-    if (options.holds_expert)
-        for (auto& layout : layouts)
-            for (size_t e = 0; e < layout.locations.size(); ++e)
-                if (!options.holds_expert(static_cast<int>(e), static_cast<int>(layout.locations.size())))
-                    layout.locations[e].clear();
-    for (const auto& layout : layouts) total += layout.held_bytes();
-    for (int l = 0; l < model_->n_layers(); ++l)
-        min_slots = std::max(min_slots, static_cast<size_t>(std::max(0, model_->layer_plan(l).top_k)));
     RunMemoryRequest request;
     request.config = &source().config();
     for (int l = 0; l < model_->n_layers(); ++l)
@@ -170,12 +159,26 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     request.context_need = options.context_need;
     request.context_origin = options.context_origin;
     request.rewind_slack = speculation_rewind_slack(options);
-    request.expert_bytes = total;
     request.expert_budget = options.expert_budget;
     request.expert_budget_origin = options.expert_budget_origin;
     request.available = available_memory();
     request.sequences = options.sequences;
     request.sequences_origin = options.sequences_origin;
+    std::function<bool(int, int)> holds = options.holds_expert;
+    if (options.choose_experts) {
+        STORMO_TRY_ASSIGN(holds, choose_held_experts(options, layouts, request));
+    }
+    // A rank of a distributed run keeps only its share of each layer's experts.
+    if (holds)
+        for (auto& layout : layouts)
+            for (size_t e = 0; e < layout.locations.size(); ++e)
+                if (!holds(static_cast<int>(e), static_cast<int>(layout.locations.size()))) layout.locations[e].clear();
+    uint64_t total = 0;
+    size_t min_slots = 1;
+    for (const auto& layout : layouts) total += layout.held_bytes();
+    for (int l = 0; l < model_->n_layers(); ++l)
+        min_slots = std::max(min_slots, static_cast<size_t>(std::max(0, model_->layer_plan(l).top_k)));
+    request.expert_bytes = total;
     STORMO_TRY_ASSIGN(memory_, plan_run_memory(request));
 
     std::unique_ptr<ExpertStore> store;
@@ -218,6 +221,22 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
         return tl::unexpected(e);
     }
     return store;
+}
+
+// The memory this process could give every expert, planned as the store's budget is (an asked
+// size as it is; auto and all as what the auto budget would be), then the options' choice.
+Expected<std::function<bool(int, int)>> Engine::choose_held_experts(const EngineOptions& options,
+                                                                    const std::vector<ExpertLayerLayout>& layouts,
+                                                                    RunMemoryRequest request) const {
+    ExpertShareRequest share;
+    share.layouts = &layouts;
+    for (const auto& layout : layouts) share.expert_bytes += layout.held_bytes();
+    request.expert_bytes = share.expert_bytes;
+    if (request.expert_budget.kind != SizeSpec::Kind::bytes) request.expert_budget = SizeSpec{};
+    STORMO_TRY_ASSIGN(const RunMemory planned, plan_run_memory(request));
+    share.expert_memory = planned.budget.bytes;
+    share.memory_reason = planned.budget.reason;
+    return options.choose_experts(share);
 }
 
 size_t speculation_rewind_slack(const EngineOptions& options) {

@@ -29,6 +29,16 @@ namespace stormo {
 
 class HostLoadContext;
 
+// What a rank of a distributed run can give the routed experts (EngineOptions::choose_experts).
+struct ExpertShareRequest {
+    const std::vector<ExpertLayerLayout>* layouts = nullptr;  // every layer's experts, as the checkpoint has them
+    uint64_t expert_bytes = 0;                                // all of them
+    // The RAM the store may use for experts: the asked budget in bytes, else (auto or all) what
+    // is available once the dense part is in, less the KV cache and the reserve; its reason says how.
+    uint64_t expert_memory = 0;
+    std::string memory_reason;
+};
+
 struct EngineOptions {
     SetupRequest setup;            // the model directory, plugin search, family and kernels asked
     size_t threads = 0;            // 0: physical cores
@@ -65,8 +75,13 @@ struct EngineOptions {
     // share of a layer of n_experts, distributed/expert_split.hpp); the others are computed
     // elsewhere. Empty: every one.
     std::function<bool(int expert, int n_experts)> holds_expert;
+    // Chooses holds_expert once the dense part is in and before the store is planned, from what
+    // this process can give the experts (a weighted split: the ranks measure and agree on shares).
+    // Empty: holds_expert as given.
+    std::function<Expected<std::function<bool(int, int)>>(const ExpertShareRequest&)> choose_experts;
     // Under mpirun: how long rank 0 waits for another rank's answer (docs/distributed.md).
     int rank_timeout_seconds = 60;
+    RankSplit rank_split = RankSplit::even;  // how the ranks share the experts (distributed/rank_split.hpp)
 };
 
 // The rewind slack sessions get: the options', plus draft_max when speculation is on. A verify
@@ -128,6 +143,9 @@ private:
     Expected<void> check_draft_layers(const EngineOptions& options) const;
     Expected<void> load_draft_layer(const EngineOptions& options, HostLoadContext& context);
     void drop_model_page_cache() const;
+    Expected<std::function<bool(int, int)>> choose_held_experts(const EngineOptions& options,
+                                                                const std::vector<ExpertLayerLayout>& layouts,
+                                                                RunMemoryRequest request) const;
     Expected<std::unique_ptr<ExpertStore>> make_store(const EngineOptions& options, std::vector<ExpertLayerLayout>& layouts,
                                                       LoadMeter& meter);
     ModelSetup setup_;

@@ -134,6 +134,15 @@ std::optional<ActivationRoad> activation_road_from_name(std::string_view name) {
     return std::nullopt;
 }
 
+const char* rank_split_name(RankSplit s) { return s == RankSplit::weighted ? "weighted" : "even"; }
+
+std::optional<RankSplit> rank_split_from_name(std::string_view name) {
+    const std::string l = lower(trim(name));
+    if (l == "even") return RankSplit::even;
+    if (l == "weighted") return RankSplit::weighted;
+    return std::nullopt;
+}
+
 const char* head_read_name(HeadRead h) { return h == HeadRead::exact_only ? "exact-only" : "bounded"; }
 
 std::optional<HeadRead> head_read_from_name(std::string_view name) {

@@ -41,6 +41,13 @@ STORMO_API const char* activation_road_name(ActivationRoad r);
 // "f32" or "int8" (case-insensitive); nullopt otherwise.
 STORMO_API std::optional<ActivationRoad> activation_road_from_name(std::string_view name);
 
+// How a distributed run splits each layer's routed experts over its ranks (docs/distributed.md):
+// `even` (default) or `weighted` by each rank's measured memory for experts and disk bandwidth.
+enum class RankSplit { even, weighted };
+STORMO_API const char* rank_split_name(RankSplit s);
+// "even" or "weighted" (case-insensitive); nullopt otherwise.
+STORMO_API std::optional<RankSplit> rank_split_from_name(std::string_view name);
+
 // How greedy decoding reads the LM head: `bounded` (default) decides the argmax from a compact
 // int8 copy and computes exact logits only for the rows it cannot rule out (the same token,
 // always: docs/head_bound.md); `exact-only` computes every logit, as sampling does.
@@ -83,6 +90,7 @@ struct STORMO_API EngineConfig {
     SpeculateMode speculate = SpeculateMode::off;  // speculative decoding (docs/speculation.md)
     int draft_max = 8;                      // drafts a verify step carries at most
     int rank_timeout = 60;                  // seconds rank 0 waits for another rank (mpirun)
+    RankSplit rank_split = RankSplit::even; // how the ranks share each layer's experts (mpirun)
 
     std::string source = "built-in defaults";  // the file the values came from
     // Where each key's value came from, e.g. "kernels" -> "--kernels" or "kernels in my.yaml".

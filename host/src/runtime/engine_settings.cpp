@@ -162,7 +162,7 @@ Why set_rank_timeout(EngineConfig& c, std::string_view text, const SettingSource
 using Form = EngineSetting::Form;
 
 // Documentation order; the help texts are the command line's.
-const std::array<EngineSetting, 20> kSettings{{
+const std::array<EngineSetting, 21> kSettings{{
     {"kernels", "kernels", "NAME", Form::one, "auto", "a name (auto, reference or a plugin)",
      "auto (default), reference, or a kernels plugin name (avx2, vnni)", set_name<&EngineConfig::kernels>,
      [](const EngineConfig& c, EngineOptions& o) { o.setup.kernels = PluginRequest{c.kernels, c.origin("kernels")}; }},
@@ -245,6 +245,11 @@ const std::array<EngineSetting, 20> kSettings{{
      "under mpirun: how long rank 0 waits for another rank's answer before it fails naming that rank (60; "
      "docs/distributed.md)", set_rank_timeout,
      [](const EngineConfig& c, EngineOptions& o) { o.rank_timeout_seconds = c.rank_timeout; }},
+    {"rank_split", "rank-split", "RULE", Form::one, "even", "even or weighted",
+     "under mpirun: even (default) or weighted: each rank's share of every layer's experts follows the memory "
+     "and disk bandwidth it measures at start (docs/distributed.md)",
+     set_named<RankSplit, &EngineConfig::rank_split, rank_split_from_name>,
+     [](const EngineConfig& c, EngineOptions& o) { o.rank_split = c.rank_split; }},
 }};
 
 // A plain integer reads as it is ("--threads 0"); any other value is quoted, escaped and cut.

@@ -496,9 +496,26 @@ std::vector<int32_t> Pipeline::predict_next(int layer, const StepContext& ctx, c
         if (e >= 0 && static_cast<size_t>(e) < seen.size()) seen[static_cast<size_t>(e)] = 1;
     std::vector<int32_t> experts;
     for (size_t e = 0; e < seen.size(); ++e)
-        if (seen[e] && (remote_ == nullptr || remote_->holds(next_layer, static_cast<int32_t>(e))))
-            experts.push_back(static_cast<int32_t>(e));
+        if (seen[e]) experts.push_back(static_cast<int32_t>(e));
     return experts;
+}
+
+// Predicts only when someone reads ahead: this store when it streams, or owners that stream.
+Pipeline::NextLayerGuess Pipeline::guess_next_layer(int layer, const StepContext& ctx, const Rows& residual) {
+    NextLayerGuess next;
+    const bool hints = remote_ != nullptr && remote_->takes_hints();
+    if (!settings_.prefetch || !(store_.streams() || hints)) return next;
+    std::vector<int32_t> guess = predict_next(layer, ctx, residual, next.layer);
+    if (next.layer < 0) return next;
+    std::vector<int32_t> elsewhere;
+    for (int32_t e : guess) (remote_ == nullptr || remote_->holds(next.layer, e) ? next.experts : elsewhere).push_back(e);
+    if (hints && !elsewhere.empty()) {
+        // A hint that cannot go out only loses its head start; the layer's own exchange reports a lost rank.
+        (void)remote_->prefetch(next.layer, elsewhere);
+    }
+    if (predicted_.size() < static_cast<size_t>(model_.n_layers())) predicted_.resize(static_cast<size_t>(model_.n_layers()));
+    predicted_[static_cast<size_t>(next.layer)] = std::move(guess);
+    return next;
 }
 
 Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out,
@@ -560,6 +577,11 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     }
     const RemoteExpertWork remote_work{layer, k, elsewhere, &users, &normed};
     if (!elsewhere.empty()) STORMO_TRY(remote_->send(remote_work));
+    if (chosen.empty()) {
+        // No expert of its own this layer: the next one's are guessed (and read ahead) at once.
+        const NextLayerGuess next = guess_next_layer(layer, ctx, residual);
+        if (next.layer >= 0 && store_.streams()) store_.prefetch(next.layer, next.experts, store_.max_batch());
+    }
     if (auto c = compute_experts(layer, ctx, normed, routing, chosen, users, residual, contributions); !c)
         return tl::unexpected(c.error());
     if (!elsewhere.empty()) STORMO_TRY(remote_->collect(remote_work, contributions));
@@ -663,14 +685,11 @@ Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, cons
         const std::span<const int32_t> group(chosen.data() + begin, count);
         STORMO_TRY_ASSIGN(auto batch, store_.acquire(layer, group));
         // This layer's misses are queued; now start on the next layer's likely experts.
-        if (begin == 0 && settings_.prefetch && store_.streams()) {
-            int next_layer = -1;
-            auto guess = predict_next(layer, ctx, residual, next_layer);
-            if (next_layer >= 0) {
-                if (predicted_.size() < static_cast<size_t>(model_.n_layers())) predicted_.resize(static_cast<size_t>(model_.n_layers()));
+        if (begin == 0) {
+            const NextLayerGuess next = guess_next_layer(layer, ctx, residual);
+            if (next.layer >= 0 && store_.streams()) {
                 const size_t free_slots = store_.max_batch() > count ? store_.max_batch() - count : 0;
-                store_.prefetch(next_layer, guess, free_slots);
-                predicted_[static_cast<size_t>(next_layer)] = std::move(guess);
+                store_.prefetch(next.layer, next.experts, free_slots);
             }
         }
         if (expert_parallel(group, users, tracing)) {

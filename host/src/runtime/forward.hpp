@@ -196,6 +196,14 @@ private:
                              Recording recording);
     // The experts the next MoE layer will likely choose, from the current residual state.
     std::vector<int32_t> predict_next(int layer, const StepContext& ctx, const Rows& residual, int& next_layer) const;
+    // The next MoE layer's likely experts (none: layer -1), predicted when this layer's router has
+    // spoken and this layer's own reads are queued; the ones other processes hold go to them as
+    // hints, the rest are for this store to read ahead.
+    struct NextLayerGuess {
+        int layer = -1;
+        std::vector<int32_t> experts;
+    };
+    NextLayerGuess guess_next_layer(int layer, const StepContext& ctx, const Rows& residual);
     Expected<void> compute_experts(int layer, const StepContext& ctx, const Rows& normed, const Routing& routing,
                                    const std::vector<int32_t>& chosen, const std::vector<std::vector<size_t>>& users,
                                    const Rows& residual, std::vector<float>& contributions);

@@ -32,6 +32,8 @@ struct RemoteExpertStats {
     uint64_t bytes_sent = 0;      // work messages' bytes
     uint64_t bytes_received = 0;  // result messages' bytes
     double wait_seconds = 0.0;    // time collect() waited after this process's own experts were done
+    uint64_t hints = 0;           // prefetch hints sent, one per streaming owner and layer step
+    uint64_t hinted_experts = 0;  // experts those hints named
 };
 
 // The exchanges between two readings of stats() (`then` taken first).
@@ -52,6 +54,11 @@ public:
     // index u at contributions[u * width, (u + 1) * width). A process that does not answer in time
     // is an error naming it.
     virtual Expected<void> collect(const RemoteExpertWork& work, std::span<float> contributions) = 0;
+    // Whether an owner would act on prefetch(): its store streams (a resident one has every expert).
+    virtual bool takes_hints() const = 0;
+    // Tells the owners of `experts` of a later `layer` (none held here) to start reading them into
+    // their stores; returns at once, and no answer comes. Only bytes move: no bit depends on it.
+    virtual Expected<void> prefetch(int layer, std::span<const int32_t> experts) = 0;
     virtual RemoteExpertStats stats() const = 0;
 };
 

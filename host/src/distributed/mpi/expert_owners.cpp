@@ -2,6 +2,7 @@
 // sent to each owner of the chosen experts and their outputs put back in (row, slot) order.
 #include <algorithm>
 #include <chrono>
+#include <list>
 
 #include "distributed/expert_split.hpp"
 #include "distributed/mpi/mpi_messages.hpp"
@@ -21,15 +22,46 @@ std::string difference(const EngineIdentity& theirs, const EngineIdentity& mine)
     return {};
 }
 
+// What rank 0 knows of another rank from its identity.
+struct RankPeer {
+    std::string host;
+    bool streams = false;
+};
+
 class MpiRemoteExperts final : public RemoteExperts {
 public:
-    MpiRemoteExperts(std::vector<int> n_experts, int ranks, std::vector<std::string> hosts, int timeout_seconds)
-        : n_experts_(std::move(n_experts)), split_{ranks}, hosts_(std::move(hosts)), timeout_(timeout_seconds) {}
+    MpiRemoteExperts(std::vector<int> n_experts, ExpertSplit split, std::vector<RankPeer> peers, int timeout_seconds)
+        : n_experts_(std::move(n_experts)), split_(std::move(split)), peers_(std::move(peers)), timeout_(timeout_seconds) {}
 
-    // Every rank leaves its loop; a rank that is gone or hangs does not hold this up (the stop is
-    // a small message, sent eagerly).
+    // Every rank leaves its loop; a rank that is gone or hangs does not hold this up (the stop and
+    // the hints are small messages, sent eagerly).
     ~MpiRemoteExperts() override {
-        for (int r = 1; r < split_.ranks; ++r) (void)mpi::send(r, wire::Tag::stop, {});
+        const auto deadline = mpi::Clock::now() + std::chrono::seconds(timeout_);
+        for (auto& h : hint_sends_) (void)mpi::wait_sent(h, deadline);
+        for (int r = 1; r < split_.ranks(); ++r) (void)mpi::send(r, wire::Tag::stop, {});
+    }
+
+    bool takes_hints() const override {
+        return std::any_of(peers_.begin() + 1, peers_.end(), [](const RankPeer& p) { return p.streams; });
+    }
+
+    Expected<void> prefetch(int layer, std::span<const int32_t> experts) override {
+        // Hints already delivered give their buffers back; the ones still in flight keep theirs.
+        std::erase_if(hint_sends_, [](mpi::PendingSend& h) { return mpi::sent(h); });
+        std::vector<wire::PrefetchMessage> hints(static_cast<size_t>(split_.ranks()));
+        for (int32_t e : experts) {
+            const int r = owner(layer, e);
+            if (r != 0 && peers_[static_cast<size_t>(r)].streams) hints[static_cast<size_t>(r)].experts.push_back(e);
+        }
+        for (int r = 1; r < split_.ranks(); ++r) {
+            wire::PrefetchMessage& h = hints[static_cast<size_t>(r)];
+            if (h.experts.empty()) continue;
+            h.layer = layer;
+            stats_.hinted_experts += h.experts.size();
+            ++stats_.hints;
+            STORMO_TRY(mpi::start_send(hint_sends_.emplace_back(mpi::PendingSend{wire::encode(h), r}), wire::Tag::prefetch));
+        }
+        return {};
     }
 
     bool holds(int layer, int32_t expert) const override { return owner(layer, expert) == 0; }
@@ -37,9 +69,9 @@ public:
     Expected<void> send(const RemoteExpertWork& work) override {
         STORMO_TRY(drain_unanswered());
         const size_t width = work.rows->width;
-        std::vector<wire::WorkMessage> messages(static_cast<size_t>(split_.ranks));
+        std::vector<wire::WorkMessage> messages(static_cast<size_t>(split_.ranks()));
         // Per rank, where each block row went among the rows sent to it (-1: not sent yet).
-        std::vector<std::vector<int64_t>> sent_as(static_cast<size_t>(split_.ranks));
+        std::vector<std::vector<int64_t>> sent_as(static_cast<size_t>(split_.ranks()));
         for (int32_t e : work.experts) {
             const auto r = static_cast<size_t>(owner(work.layer, e));
             wire::WorkMessage& m = messages[r];
@@ -56,7 +88,7 @@ public:
             }
         }
         sends_.clear();
-        for (int r = 1; r < split_.ranks; ++r) {
+        for (int r = 1; r < split_.ranks(); ++r) {
             wire::WorkMessage& m = messages[static_cast<size_t>(r)];
             if (m.experts.empty()) continue;
             m.layer = work.layer;
@@ -122,14 +154,14 @@ private:
 
     tl::unexpected<Error> no_answer(int rank, int layer) const {
         const std::string what = layer >= 0 ? "the experts of layer " + std::to_string(layer) : std::string("an earlier layer's experts");
-        return fail(ErrorKind::resource, rank_on(rank, hosts_[static_cast<size_t>(rank)]) + " did not answer for " + what +
+        return fail(ErrorKind::resource, rank_on(rank, peers_[static_cast<size_t>(rank)].host) + " did not answer for " + what +
                                              " within " + std::to_string(timeout_) +
                                              " s (--rank-timeout): it died, hangs or ran out of memory");
     }
 
     // Rank r's outputs, expert by expert in the order they were sent, into their (row, slot) places.
     Expected<void> put_back(int r, const RemoteExpertWork& work, std::span<const std::byte> bytes, std::span<float> contributions) const {
-        const std::string who = rank_on(r, hosts_[static_cast<size_t>(r)]);
+        const std::string who = rank_on(r, peers_[static_cast<size_t>(r)].host);
         auto result = wire::decode_result(bytes);
         if (!result) return tl::unexpected(with_context(result.error(), who));
         if (!result->error.empty()) return fail(ErrorKind::io, who + ", experts of layer " + std::to_string(work.layer) + ": " + result->error);
@@ -154,17 +186,18 @@ private:
 
     std::vector<int> n_experts_;  // [layer]: routed experts (0 for a dense layer)
     ExpertSplit split_;
-    std::vector<std::string> hosts_;
+    std::vector<RankPeer> peers_;  // [rank]
     int timeout_;
     std::vector<mpi::PendingSend> sends_;
+    std::list<mpi::PendingSend> hint_sends_;  // in flight: MPI reads their bytes until they complete
     std::vector<int> unanswered_;  // ranks whose answer to the last send() was not read yet
     RemoteExpertStats stats_;
 };
 
 // Every rank's identity, read in rank order; the refusal names each rank that differs.
-Expected<std::vector<std::string>> check_identities(const EngineIdentity& mine, int ranks, mpi::Clock::time_point deadline,
-                                                    int timeout_seconds) {
-    std::vector<std::string> hosts{mpi::processor_name()};
+Expected<std::vector<RankPeer>> check_identities(const EngineIdentity& mine, int ranks, mpi::Clock::time_point deadline,
+                                                 int timeout_seconds) {
+    std::vector<RankPeer> peers{RankPeer{mpi::processor_name(), false}};
     std::string refusal;
     for (int r = 1; r < ranks; ++r) {
         STORMO_TRY_ASSIGN(auto message, mpi::receive_by(r, wire::Tag::identity, deadline));
@@ -173,7 +206,7 @@ Expected<std::vector<std::string>> check_identities(const EngineIdentity& mine, 
                                                  " s of rank 0's load (--rank-timeout): it failed to start or load, or hangs");
         auto theirs = wire::decode_identity(message->bytes);
         if (!theirs) return tl::unexpected(with_context(theirs.error(), "rank " + std::to_string(r)));
-        hosts.push_back(theirs->host);
+        peers.push_back(RankPeer{theirs->host, theirs->streams});
         if (const std::string what = difference(theirs->identity, mine); !what.empty())
             refusal += (refusal.empty() ? "" : "; ") + rank_on(r, theirs->host) + " was started with " + what + " (" +
                        describe_identity(theirs->identity) + ") than rank 0 (" + describe_identity(mine) + ")";
@@ -182,23 +215,23 @@ Expected<std::vector<std::string>> check_identities(const EngineIdentity& mine, 
     const auto bytes = wire::encode(verdict);
     for (int r = 1; r < ranks; ++r) STORMO_TRY(mpi::send(r, wire::Tag::verdict, bytes));
     if (!refusal.empty()) return fail(ErrorKind::mismatch, "refused: " + refusal);
-    return hosts;
+    return peers;
 }
 
 }  // namespace
 
 Expected<std::unique_ptr<RemoteExperts>> connect_expert_owners(const Engine& engine, const EngineIdentity& mine,
-                                                               int timeout_seconds) {
+                                                               const ExpertSplit& split, int timeout_seconds) {
     const RankPlace place = current_rank_place();
     const auto deadline = mpi::Clock::now() + std::chrono::seconds(timeout_seconds);
-    STORMO_TRY_ASSIGN(auto hosts, check_identities(mine, place.ranks, deadline, timeout_seconds));
+    STORMO_TRY_ASSIGN(auto peers, check_identities(mine, place.ranks, deadline, timeout_seconds));
     std::vector<int> n_experts;
     for (int l = 0; l < engine.model().n_layers(); ++l) {
         const LayerPlan& plan = engine.model().layer_plan(l);
         n_experts.push_back(plan.ffn == FfnKind::moe ? plan.n_experts : 0);
     }
     return std::unique_ptr<RemoteExperts>(
-        std::make_unique<MpiRemoteExperts>(std::move(n_experts), place.ranks, std::move(hosts), timeout_seconds));
+        std::make_unique<MpiRemoteExperts>(std::move(n_experts), split, std::move(peers), timeout_seconds));
 }
 
 }  // namespace stormo

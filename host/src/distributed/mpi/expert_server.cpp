@@ -1,5 +1,6 @@
 // A rank other than 0: after the identity check, a loop that computes the experts it holds over
-// the rows rank 0 sends, with the family's expert_ffn and this rank's own store, until stop.
+// the rows rank 0 sends, with the family's expert_ffn and this rank's own store, and starts the
+// reads rank 0's prefetch hints ask for, until stop.
 #include <algorithm>
 
 #include "distributed/mpi/mpi_messages.hpp"
@@ -33,17 +34,41 @@ Expected<std::vector<float>> compute_work(Engine& engine, const wire::WorkMessag
     return outputs;
 }
 
+// Starts reading a hint's experts into this rank's store (every slot is free between two works).
+// A hint for an expert this rank does not hold is rank 0's mistake, and named as one.
+Expected<void> read_ahead(Engine& engine, const ExpertSplit& split, const wire::PrefetchMessage& hint) {
+    const Model& model = engine.model();
+    const bool moe = hint.layer >= 0 && hint.layer < model.n_layers() && model.layer_plan(hint.layer).ffn == FfnKind::moe;
+    const int n = moe ? model.layer_plan(hint.layer).n_experts : 0;
+    const int rank = current_rank_place().rank;
+    for (int32_t e : hint.experts)
+        if (e >= n || split.owner(e, n) != rank)
+            return fail(ErrorKind::internal, "rank 0 hinted expert " + std::to_string(e) + " of layer " + std::to_string(hint.layer) +
+                                                 ", which rank " + std::to_string(rank) + " does not hold");
+    engine.store().prefetch(hint.layer, hint.experts, engine.store().max_batch());
+    return {};
+}
+
 }  // namespace
 
-Expected<void> serve_experts(Engine& engine, const EngineIdentity& mine) {
-    STORMO_TRY(mpi::send(0, wire::Tag::identity, wire::encode(wire::IdentityMessage{mpi::processor_name(), mine})));
+Expected<ServedExperts> serve_experts(Engine& engine, const EngineIdentity& mine, const ExpertSplit& split) {
+    const wire::IdentityMessage identity{mpi::processor_name(), mine, engine.store().streams()};
+    STORMO_TRY(mpi::send(0, wire::Tag::identity, wire::encode(identity)));
     STORMO_TRY_ASSIGN(const auto answer, mpi::receive(0, wire::Tag::verdict));
     STORMO_TRY_ASSIGN(const auto verdict, wire::decode_verdict(answer.bytes));
     // Rank 0 prints the reason with both identities; every rank printing it would only interleave.
     if (!verdict.accepted) return fail(ErrorKind::mismatch, "refused by rank 0 (its message says why)");
+    ServedExperts served;
     for (;;) {
         STORMO_TRY_ASSIGN(const auto message, mpi::receive(0, std::nullopt));
-        if (message.tag == wire::Tag::stop) return {};
+        if (message.tag == wire::Tag::stop) return served;
+        if (message.tag == wire::Tag::prefetch) {
+            STORMO_TRY_ASSIGN(const auto hint, wire::decode_prefetch(message.bytes));
+            STORMO_TRY(read_ahead(engine, split, hint));
+            ++served.hints;
+            served.hinted_experts += hint.experts.size();
+            continue;
+        }
         if (message.tag != wire::Tag::work)
             return fail(ErrorKind::internal, "rank 0 sent a message of kind " + std::to_string(static_cast<int>(message.tag)) +
                                                  " while this rank waited for work");
@@ -58,6 +83,7 @@ Expected<void> serve_experts(Engine& engine, const EngineIdentity& mine) {
             result.error = work.error().message;
         }
         STORMO_TRY(mpi::send(0, wire::Tag::result, wire::encode(result)));
+        ++served.works;
     }
 }
 

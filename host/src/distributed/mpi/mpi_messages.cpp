@@ -46,7 +46,8 @@ Error mpi_error(const char* call, int code, int rank) {
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
-    return Error{ErrorKind::io, std::string(call) + " with rank " + std::to_string(rank) + ": " + std::string(text, static_cast<size_t>(length))};
+    const std::string peer = rank >= 0 ? " with rank " + std::to_string(rank) : std::string(" over every rank");
+    return Error{ErrorKind::io, std::string(call) + peer + ": " + std::string(text, static_cast<size_t>(length))};
 }
 
 }  // namespace
@@ -123,6 +124,33 @@ Expected<bool> wait_sent(PendingSend& send, Deadline deadline) {
         deadline);
     if (failed != MPI_SUCCESS) return tl::unexpected(mpi_error("MPI_Test", failed, send.rank));
     return done;
+}
+
+bool sent(PendingSend& send) {
+    int flag = 0;
+    return MPI_Test(&send.request, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || flag != 0;
+}
+
+Expected<std::optional<std::vector<std::byte>>> allgather_by(std::span<const std::byte> mine, Deadline deadline) {
+    int ranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    std::vector<std::byte> all(mine.size() * static_cast<size_t>(ranks));
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int count = static_cast<int>(mine.size());
+    if (const int code = MPI_Iallgather(mine.data(), count, MPI_BYTE, all.data(), count, MPI_BYTE, MPI_COMM_WORLD, &request);
+        code != MPI_SUCCESS)
+        return tl::unexpected(mpi_error("MPI_Iallgather", code, -1));
+    int failed = MPI_SUCCESS;
+    const bool done = poll_until(
+        [&] {
+            int flag = 0;
+            failed = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+            return failed != MPI_SUCCESS || flag != 0;
+        },
+        deadline);
+    if (failed != MPI_SUCCESS) return tl::unexpected(mpi_error("MPI_Iallgather", failed, -1));
+    if (!done) return std::optional<std::vector<std::byte>>{};
+    return std::optional<std::vector<std::byte>>(std::move(all));
 }
 
 std::string processor_name() {

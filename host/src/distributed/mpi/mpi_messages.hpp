@@ -45,6 +45,12 @@ struct PendingSend {
 Expected<void> start_send(PendingSend& send, wire::Tag tag);
 // false when the deadline passed first.
 Expected<bool> wait_sent(PendingSend& send, Deadline deadline);
+// Whether the send is done, without waiting (a failed one counts as done: its bytes are free).
+bool sent(PendingSend& send);
+
+// Every rank's `mine` (each exactly `mine.size()` bytes), in rank order: one allgather, every rank
+// calling it at the same point; nullopt when the deadline passed first.
+Expected<std::optional<std::vector<std::byte>>> allgather_by(std::span<const std::byte> mine, Deadline deadline);
 
 // This process's host name as MPI reports it.
 std::string processor_name();
