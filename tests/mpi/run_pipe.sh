@@ -1,5 +1,6 @@
 #!/bin/sh
 # usage: run_pipe.sh STORMO MODEL WORKDIR
+# (MODEL must answer the chat template with more than its end token: the glm demo does)
 # `run` (greedy, and sampled with a seed), `pipe` (a greedy turn, then a sampled one continuing it)
 # and `generate --speculate context` alone, then under `mpirun -np 3`: the same stdout bytes. The
 # speculative run must have verified drafts (so the verify blocks went through the other ranks'
@@ -21,7 +22,7 @@ for sampling in "--temperature 0" "--temperature 0.8 --seed 7"; do
 done
 
 # TURN <max_new> <keep> <temp> <top_p> <top_k> <n> <ids...>; the second keeps the first's positions.
-printf 'TURN 8 0 0 1 0 4 1 2 3 4\nTURN 8 11 0.8 0.9 0 1 5\nSHUTDOWN\n' >"$work/pipe.in"
+printf 'TURN 8 0 0 1 0 4 9 9 9 9\nTURN 8 11 0.8 0.9 0 1 5\nSHUTDOWN\n' >"$work/pipe.in"
 "$stormo" pipe "$model" --threads 1 --seed 3 <"$work/pipe.in" >"$work/pipe.alone"
 $mpirun "$stormo" pipe "$model" --threads 1 --seed 3 <"$work/pipe.in" >"$work/pipe.ranks"
 cmp "$work/pipe.alone" "$work/pipe.ranks"
