@@ -49,7 +49,7 @@ wait "$a" "$b"
 [ "$status" -ne 0 ] || fail "exit status 0 after a rank was lost"
 for r in a b; do
   [ "$(cat "$work/$r.status")" = 503 ] || fail "request $r got $(cat "$work/$r.status"): $(cat "$work/$r")"
-  grep -q '"code":"rank_lost"' "$work/$r" || fail "request $r: no code rank_lost: $(cat "$work/$r")"
+  grep -Eq '"code": ?"rank_lost"' "$work/$r" || fail "request $r: no code rank_lost: $(cat "$work/$r")"
   grep -q 'rank 2 (.*) did not answer' "$work/$r" || fail "request $r does not name rank 2 and its host: $(cat "$work/$r")"
 done
 kill -KILL "$victim" 2>/dev/null

@@ -276,7 +276,7 @@ int run_serve(int argc, char** argv) {
              std::to_string(sessions.size()) + (sessions.size() == 1 ? " slot" : " slots"));
     network.join();
     if (const auto lost = routes.rank_lost()) {
-        log.note("stopped: " + lost->message);
+        log.note("stopped: a rank was lost; exiting non-zero for the supervisor to start the server again");
         return kExitFailure;
     }
     log.note("stopped");
