@@ -1,7 +1,7 @@
 #!/bin/sh
 # usage: run_pipe.sh STORMO MODEL WORKDIR
 # (MODEL must answer the chat template with more than its end token: the glm demo does)
-# `run` (greedy, and sampled with a seed), `pipe` (a greedy turn, then a sampled one continuing it)
+# `run` (greedy, and sampled with a seed), `chat` (two turns), `pipe` (a greedy turn, then a sampled one continuing it)
 # and `generate --speculate context` alone, then under `mpirun -np 3`: the same stdout bytes. The
 # speculative run must have verified drafts (so the verify blocks went through the other ranks'
 # experts) and give the ids of the plain run alone.
@@ -20,6 +20,13 @@ for sampling in "--temperature 0" "--temperature 0.8 --seed 7"; do
   test -s "$work/run.ranks"
   echo "run ($sampling): the same $(wc -c <"$work/run.ranks") bytes"
 done
+
+# Two turns of chat from stdin: the second reuses the first's KV.
+printf 'Hello\nTell me more\n' | "$stormo" chat "$model" -n 8 --threads 1 >"$work/chat.alone" 2>"$work/chat.alone.err"
+printf 'Hello\nTell me more\n' | $mpirun "$stormo" chat "$model" -n 8 --threads 1 >"$work/chat.ranks" 2>"$work/chat.ranks.err"
+cmp "$work/chat.alone" "$work/chat.ranks"
+test "$(wc -l <"$work/chat.ranks")" -eq 2
+echo "chat: the same two answers"
 
 # TURN <max_new> <keep> <temp> <top_p> <top_k> <n> <ids...>; the second keeps the first's positions.
 printf 'TURN 8 0 0 1 0 4 9 9 9 9\nTURN 8 11 0.8 0.9 0 1 5\nSHUTDOWN\n' >"$work/pipe.in"
