@@ -1,9 +1,9 @@
 #!/bin/bash
 # usage: serve_fault.sh STORMO MODEL WORKDIR
 # `stormo serve --parallel 2 --rank-timeout 3` under `mpirun -np 3`; two long completions run
-# batched when rank 2 is stopped (SIGSTOP, a hung rank). Both get HTTP 503 with the code rank_lost
-# and a message naming rank 2 and its host, and the run ends non-zero within the bound, so a
-# supervisor starts it again.
+# batched and a third waits in the queue when rank 2 is stopped (SIGSTOP, a hung rank). All three
+# get HTTP 503 with the code rank_lost and a message naming rank 2 and its host, and the run ends
+# non-zero within the bound, so a supervisor starts it again.
 set -u
 stormo=$1
 model=$2
@@ -39,18 +39,25 @@ for _ in $(seq 1 300); do
   fi
   sleep 0.1
 done
+# A third waits in the queue behind them (two slots).
+completion "$server_port" "$long" "$work/c" &
+c=$!
+for _ in $(seq 1 100); do
+  curl -s "http://127.0.0.1:$server_port/metrics" | grep -Eq '^stormo_queue_depth 1' && break
+  sleep 0.1
+done
 kill -STOP "$victim"
 stopped=$(date +%s)
 wait_gone "$launcher" "$bound" || fail "still running $bound s after SIGSTOP to rank 2"
 wait "$launcher"
 status=$?
 took=$(($(date +%s) - stopped))
-wait "$a" "$b"
+wait "$a" "$b" "$c"
 [ "$status" -ne 0 ] || fail "exit status 0 after a rank was lost"
-for r in a b; do
+for r in a b c; do
   [ "$(cat "$work/$r.status")" = 503 ] || fail "request $r got $(cat "$work/$r.status"): $(cat "$work/$r")"
   grep -Eq '"code": ?"rank_lost"' "$work/$r" || fail "request $r: no code rank_lost: $(cat "$work/$r")"
   grep -q 'rank 2 (.*) did not answer' "$work/$r" || fail "request $r does not name rank 2 and its host: $(cat "$work/$r")"
 done
 kill -KILL "$victim" 2>/dev/null
-echo "SIGSTOP to rank 2: both requests 503, exit status $status after $took s; $(cat "$work/a")"
+echo "SIGSTOP to rank 2: the two running requests and the queued one 503, exit status $status after $took s; $(cat "$work/a")"
