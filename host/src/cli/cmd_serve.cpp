@@ -275,7 +275,7 @@ int run_serve(int argc, char** argv) {
     log.note("ready: " + settings.model_name + ", context " + std::to_string(sessions.front()->capacity()) + " tokens, " +
              std::to_string(sessions.size()) + (sessions.size() == 1 ? " slot" : " slots"));
     network.join();
-    if (const auto lost = routes.rank_lost()) {
+    if (routes.rank_lost()) {
         log.note("stopped: a rank was lost; exiting non-zero for the supervisor to start the server again");
         return kExitFailure;
     }
