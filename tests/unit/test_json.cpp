@@ -188,6 +188,7 @@ TEST(JsonErrorKind, Names) {
     EXPECT_STREQ(to_string(ErrorKind::format), "format");
     EXPECT_STREQ(to_string(ErrorKind::invalid_argument), "invalid_argument");
     EXPECT_STREQ(to_string(ErrorKind::internal), "internal");
+    EXPECT_STREQ(to_string(ErrorKind::peer_lost), "peer_lost");
     Error e = with_context(Error{ErrorKind::io, "x.bin: short read"}, "loading model");
     EXPECT_EQ(e.message, "loading model: x.bin: short read");
 }

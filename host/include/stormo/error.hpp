@@ -20,6 +20,9 @@ enum class ErrorKind {
     config,            // an engine configuration (YAML, flags) that is wrong
     resource,          // memory, context or budget exhausted
     internal,          // a broken invariant inside stormo
+    // Another process this one computes with (a rank of an mpirun: docs/distributed.md) died,
+    // hangs or cannot be reached: the run cannot go on, however the request was.
+    peer_lost,
 };
 
 STORMO_API const char* to_string(ErrorKind kind);

@@ -15,6 +15,7 @@ const char* to_string(ErrorKind kind) {
         case ErrorKind::config: return "config";
         case ErrorKind::resource: return "resource";
         case ErrorKind::internal: return "internal";
+        case ErrorKind::peer_lost: return "peer_lost";
     }
     return "unknown";
 }

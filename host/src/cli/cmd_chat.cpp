@@ -108,6 +108,7 @@ void load_command(ChatStack& stack, const ChatOptions& options, const std::strin
 
 int run_chat(int argc, char** argv) {
     CommonOptions common;
+    common.takes_ranks = true;  // every rank of an mpirun takes part (docs/distributed.md)
     ChatOptions chat;
     po::options_description d("chat options");
     add_chat_options(d, chat);
@@ -119,6 +120,7 @@ int run_chat(int argc, char** argv) {
     if (!parsed) return report_usage_error("chat", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     if (auto ok = check_chat_options(chat); !ok) return report_usage_error("chat", ok.error());
+    if (const auto served = serve_experts_as_rank("chat", common)) return *served;  // a rank > 0: rank 0 reads the turns
 
     auto opened = open_chat(common, chat, ChatUse{std::nullopt, kChatContextAdvice});
     if (!opened) return report_error("chat", opened.error());
@@ -183,6 +185,8 @@ int run_chat(int argc, char** argv) {
         printer.finish();
         interrupted.clear();
         if (!turn) {
+            // A lost rank (docs/distributed.md) ends the run: no later turn could be answered.
+            if (turn.error().kind == ErrorKind::peer_lost) return report_error("chat", turn.error());
             // The conversation is as it was before this message.
             std::cerr << "stormo: " << turn.error().message << std::endl;
             continue;

@@ -22,6 +22,7 @@ int refuse_start(const Error& error) {
 
 int run_pipe(int argc, char** argv) {
     CommonOptions common;
+    common.takes_ranks = true;  // every rank of an mpirun takes part (docs/distributed.md)
     uint64_t seed = 0;
     po::options_description d("pipe options");
     d.add_options()("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&seed](UnsignedArg v) { seed = v.value; }),
@@ -44,6 +45,7 @@ int run_pipe(int argc, char** argv) {
         d, {"model"});
     if (!parsed) return report_usage_error("pipe", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
+    if (const auto served = serve_experts_as_rank("pipe", common)) return *served;  // a rank > 0: rank 0 reads the lines
 
     auto loaded = open_engine(common);
     if (!loaded) return refuse_start(loaded.error());
@@ -66,6 +68,7 @@ int run_pipe(int argc, char** argv) {
         std::cerr << "stormo: pipe: the output closed; stopping" << std::endl;
         return kExitFailure;
     }
+    if (server.fatal()) return report_error("pipe", *server.fatal());
     return 0;
 }
 

@@ -11,6 +11,7 @@ namespace stormo::cli {
 
 int run_run(int argc, char** argv) {
     CommonOptions common;
+    common.takes_ranks = true;  // every rank of an mpirun takes part (docs/distributed.md)
     ChatOptions chat;
     std::optional<std::string> prompt;
     po::options_description d("run options");
@@ -30,6 +31,7 @@ int run_run(int argc, char** argv) {
     if (!common.model) return report_usage_error("run", Error{ErrorKind::invalid_argument, kModelRequired});
     if (!prompt) return report_usage_error("run", Error{ErrorKind::invalid_argument, "a prompt is required: give it after the model or with --prompt (-p)"});
     if (auto ok = check_chat_options(chat); !ok) return report_usage_error("run", ok.error());
+    if (const auto served = serve_experts_as_rank("run", common)) return *served;  // a rank > 0: rank 0 answers
 
     auto grammar = read_structured_output(structured);
     if (!grammar) return report_usage_error("run", grammar.error());

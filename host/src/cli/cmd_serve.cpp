@@ -210,6 +210,7 @@ Expected<void> load_model(const CommonOptions& common, const ServeOptions& optio
 
 int run_serve(int argc, char** argv) {
     CommonOptions common;
+    common.takes_ranks = true;  // every rank of an mpirun takes part (docs/distributed.md)
     ServeOptions serve_options;
     po::options_description d("serve options");
     add_serve_options(d, serve_options);
@@ -229,6 +230,8 @@ int run_serve(int argc, char** argv) {
     if (!budget) return report_usage_error("serve", budget.error());
     auto cache_options = cache_settings(serve_options);
     if (!cache_options) return report_usage_error("serve", cache_options.error());
+    // A rank > 0 binds no port and opens no prompt cache: rank 0 serves the requests.
+    if (const auto served = serve_experts_as_rank("serve", common)) return *served;
 
     // The model opened once, and its tokenizer and template first: a broken one fails before the
     // port is taken.
@@ -255,6 +258,8 @@ int run_serve(int argc, char** argv) {
     serve::ApiRoutes routes(*tokenizer, *chat_template, settings);
     auto server = serve::HttpServer::bind(*http, routes);
     if (!server) return report_error("serve", server.error());
+    // A lost rank (docs/distributed.md) stops the server as SIGTERM would; it then exits non-zero.
+    routes.on_rank_lost([&server] { (*server)->stop(); });
     log.note("listening on http://" + http->host + ":" + std::to_string((*server)->port()) + " (loading " + *common.model + ")");
 
     const auto grace = std::chrono::seconds(serve_options.shutdown_grace_seconds);
@@ -270,6 +275,10 @@ int run_serve(int argc, char** argv) {
     log.note("ready: " + settings.model_name + ", context " + std::to_string(sessions.front()->capacity()) + " tokens, " +
              std::to_string(sessions.size()) + (sessions.size() == 1 ? " slot" : " slots"));
     network.join();
+    if (routes.rank_lost()) {
+        log.note("stopped: a rank was lost; exiting non-zero for the supervisor to start the server again");
+        return kExitFailure;
+    }
     log.note("stopped");
     return 0;
 }

@@ -94,7 +94,14 @@ int with_stdout_checked(int status) {
 bool runs_on_every_rank(int argc, char** argv) {
     if (argc < 2) return false;
     const std::string_view command = argv[1];
-    return command == "generate" || command == "logits" || command == "bench";
+    return command == "generate" || command == "logits" || command == "bench" || command == "run" || command == "chat" ||
+           command == "pipe" || command == "serve";
+}
+
+// serve runs its MoE stage on the inference worker's thread, the others on the command's own.
+stormo::MpiThreads mpi_threads_of(int argc, char** argv) {
+    return argc >= 2 && std::string_view(argv[1]) == "serve" ? stormo::MpiThreads::one_at_a_time
+                                                              : stormo::MpiThreads::main_only;
 }
 
 // One rank of an MPI run: rank 0 runs the command as it runs alone; the others run it up to the
@@ -102,7 +109,7 @@ bool runs_on_every_rank(int argc, char** argv) {
 // the whole run at once (MPI_Abort), so no rank waits for it; a failed rank > 0 says why and
 // leaves, and rank 0 names it when it does not answer.
 int run_as_rank(int argc, char** argv) {
-    auto world = stormo::RankWorld::join(argc, argv);
+    auto world = stormo::RankWorld::join(argc, argv, mpi_threads_of(argc, argv));
     if (!world) {
         std::cerr << "stormo: " << world.error().message << std::endl;
         return kExitFailure;

@@ -84,8 +84,8 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
     std::shared_ptr<const RankShares> shares;  // this rank's share of the experts, known after the load
     if (place.ranks > 1) {
         if (!options.takes_ranks)
-            return fail(ErrorKind::unsupported, "this command does not run on several ranks yet (generate, logits and bench "
-                                                "do: docs/distributed.md); start it without mpirun");
+            return fail(ErrorKind::unsupported, "this command does not run on several ranks (generate, logits, bench, run, "
+                                                "chat, pipe and serve do: docs/distributed.md); start it without mpirun");
         shares = share_experts(eo, place.rank, place.ranks, eo.rank_split);
         // The MTP layer runs its own pipeline, which is not linked to the other ranks' experts.
         if (eo.speculation.mode == SpeculateMode::mtp)
@@ -140,6 +140,16 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBund
                                    const ContextRule& context, size_t sequences) {
     return open_engine_with(options, bundle.source(), rewind_slack, context.need, "the prompt + --max-tokens",
                             context.from_memory, sequences);
+}
+
+std::optional<int> serve_experts_as_rank(const std::string& command, const CommonOptions& common) {
+    const RankPlace place = current_rank_place();
+    if (place.rank == 0) return std::nullopt;
+    // No session is made here: a position's worth of context unless --context says otherwise,
+    // so the memory plan leaves the rest to the experts.
+    auto loaded = open_engine(common, 0, 1, "a rank that serves experts");
+    if (!loaded) return report_error(command, loaded.error());
+    return 0;
 }
 
 Expected<ModelBundle> open_model_bundle(const CommonOptions& options) {

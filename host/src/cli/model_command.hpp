@@ -53,6 +53,11 @@ Expected<LoadedEngine> open_engine(const CommonOptions& options, size_t rewind_s
 // the command took first: the model is opened once. sequences: EngineOptions::sequences.
 Expected<LoadedEngine> open_engine(const CommonOptions& options, const ModelBundle& bundle, size_t rewind_slack,
                                    const ContextRule& context, size_t sequences = 1);
+// Under mpirun, a rank other than 0 of a command that rank 0 alone runs in full (run, chat, pipe,
+// serve): it opens the engine from the command's options and serves its experts to rank 0 until
+// rank 0 stops it, without reading stdin, binding a port or writing a file. Returns the exit
+// status then; nullopt on rank 0 and alone, where the command runs.
+std::optional<int> serve_experts_as_rank(const std::string& command, const CommonOptions& common);
 // The last part of a model's path ("gpt-oss-20b" for "models/gpt-oss-20b/"), for messages.
 std::string model_name(const std::string& path);
 

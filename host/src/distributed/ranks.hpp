@@ -22,11 +22,18 @@ struct RankPlace {
 // Whether the launcher's environment says this process is one rank of an MPI run.
 bool started_by_mpirun();
 
+// Which threads of rank 0 call MPI during a command. Every command but serve calls it from its
+// own thread (MPI_THREAD_FUNNELED); serve from one thread at a time (MPI_THREAD_SERIALIZED): the
+// main thread connects the ranks while loading, the inference worker's thread runs the MoE stage's
+// exchanges, and the main thread stops the ranks once the worker has been joined.
+enum class MpiThreads { main_only, one_at_a_time };
+
 // MPI for the life of a command: joined before the command runs, left after it.
 class RankWorld {
 public:
-    // MPI_Init. An error when this stormo was built without MPI.
-    static Expected<std::unique_ptr<RankWorld>> join(int& argc, char**& argv);
+    // MPI_Init_thread. An error when this stormo was built without MPI, or when the MPI library
+    // does not provide the thread level `threads` needs (it names both levels).
+    static Expected<std::unique_ptr<RankWorld>> join(int& argc, char**& argv, MpiThreads threads);
     RankWorld(const RankWorld&) = delete;
     RankWorld& operator=(const RankWorld&) = delete;
     ~RankWorld();  // MPI_Finalize, unless abort() ended the run

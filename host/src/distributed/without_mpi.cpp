@@ -15,7 +15,7 @@ Error built_without_mpi() {
 
 }  // namespace
 
-Expected<std::unique_ptr<RankWorld>> RankWorld::join(int&, char**&) { return tl::unexpected(built_without_mpi()); }
+Expected<std::unique_ptr<RankWorld>> RankWorld::join(int&, char**&, MpiThreads) { return tl::unexpected(built_without_mpi()); }
 
 RankWorld::~RankWorld() = default;
 

@@ -66,6 +66,10 @@ void PipeServer::turn(const TurnCommand& command) {
         write(token_line(id));
         ++n_out;
     });
+    if (!result && result.error().kind == ErrorKind::peer_lost) {
+        fatal_ = result.error();
+        return write(error_line("peer_lost", true, result.error().message));
+    }
     if (!result) {
         // generate() rewound to `keep`: the session is consistent and the client can go on.
         return write(error_line("engine", false,
@@ -134,7 +138,7 @@ bool PipeServer::handle(std::string_view line) {
         return true;
     }
     turn(std::get<TurnCommand>(command));
-    return true;
+    return !fatal_;
 }
 
 bool PipeServer::serve(std::istream& in) {

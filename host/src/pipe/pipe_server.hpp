@@ -50,9 +50,12 @@ public:
     void greet();
     // Handles one line; false once the client asked to shut down.
     bool handle(std::string_view line);
-    // greet(), then lines until SHUTDOWN or the end of input. False if the output failed (the
-    // client is gone).
+    // greet(), then lines until SHUTDOWN, the end of input or a fatal error. False if the output
+    // failed (the client is gone).
     bool serve(std::istream& in);
+    // The error that ended serve() early, after its fatal ERROR line: a lost rank under mpirun
+    // (docs/distributed.md), after which no turn could be answered.
+    const std::optional<Error>& fatal() const { return fatal_; }
 
 private:
     void turn(const TurnCommand& command);
@@ -70,6 +73,7 @@ private:
     std::ostream* out_;
     PipeSessionFiles files_;
     std::optional<EngineIdentity> identity_;
+    std::optional<Error> fatal_;
 };
 
 }  // namespace stormo::pipe

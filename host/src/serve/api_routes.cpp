@@ -160,6 +160,13 @@ void ApiRoutes::set_ready(Engine& engine, std::vector<Session*> sessions, std::v
     ctx.metrics = &metrics_;
     ctx.cache = cache;
     ctx.log = settings_.log;
+    ctx.on_peer_lost = [this](const ApiError& answer) {
+        {
+            std::lock_guard lock(lost_mutex_);
+            rank_lost_ = answer;
+        }
+        if (stop_server_) stop_server_();
+    };
     metrics_.set_store(engine.store().stats());
     if (cache != nullptr) metrics_.set_cache(cache->stats());
     worker_ = std::make_unique<InferenceWorker>(std::move(ctx));
@@ -171,7 +178,8 @@ void ApiRoutes::set_ready(Engine& engine, std::vector<Session*> sessions, std::v
 void ApiRoutes::shutdown(std::chrono::milliseconds grace) {
     std::lock_guard lock(lifecycle_mutex_);
     stopping_.store(true);
-    const ApiError closing = api_error(503, "the server is shutting down", "server_error", "server_shutting_down");
+    const ApiError closing =
+        rank_lost().value_or(api_error(503, "the server is shutting down", "server_error", "server_shutting_down"));
     for (const std::shared_ptr<Job>& job : queue_.close()) {
         job->cancel_shutdown();
         JobResult result;
@@ -187,6 +195,13 @@ void ApiRoutes::shutdown(std::chrono::milliseconds grace) {
         for (const std::shared_ptr<Job>& job : jobs_) job->cancel_shutdown();
     }
     worker_->join();
+}
+
+void ApiRoutes::on_rank_lost(std::function<void()> stop_server) { stop_server_ = std::move(stop_server); }
+
+std::optional<ApiError> ApiRoutes::rank_lost() const {
+    std::lock_guard lock(lost_mutex_);
+    return rank_lost_;
 }
 
 std::string ApiRoutes::next_id(const char* prefix) {
@@ -291,6 +306,7 @@ HttpResponse ApiRoutes::embeddings() const {
 
 HttpResponse ApiRoutes::health() const {
     if (!ready_.load()) return json_response(503, R"({"status":"loading"})");
+    if (rank_lost()) return json_response(503, R"({"status":"rank lost"})");
     return json_response(200, R"({"status":"ok"})");
 }
 

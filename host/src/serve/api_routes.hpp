@@ -6,6 +6,7 @@
 // bounded queue for a slot of the one worker that owns the sessions.
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -62,6 +63,13 @@ public:
     // Stops taking generations: those queued are answered 503, the running ones may finish within
     // `grace`, then they are cancelled; returns once the worker has stopped.
     void shutdown(std::chrono::milliseconds grace);
+    // Under mpirun (docs/distributed.md): once a request fails because a rank was lost, /health
+    // answers 503, `stop_server` is called (on the worker's thread) so the server stops accepting
+    // and drains, and shutdown answers the queued requests with the lost rank's 503. Set before
+    // set_ready.
+    void on_rank_lost(std::function<void()> stop_server);
+    // The answer the lost rank's requests got, once one was lost (the server then exits non-zero).
+    std::optional<ApiError> rank_lost() const;
 
     const Metrics& metrics() const { return metrics_; }
     // What the requests being parsed and tokenized hold of the budget (a test takes some of it).
@@ -105,6 +113,9 @@ private:
     std::unique_ptr<InferenceWorker> worker_;
     std::mutex jobs_mutex_;
     std::vector<std::shared_ptr<Job>> jobs_;  // queued or running, for shutdown to cancel
+    std::function<void()> stop_server_;
+    mutable std::mutex lost_mutex_;
+    std::optional<ApiError> rank_lost_;
 };
 
 }  // namespace stormo::serve

@@ -16,6 +16,15 @@ namespace {
 
 ApiError server_error(const Error& e) {
     ApiError error;
+    // A lost rank (docs/distributed.md) is neither the request's fault nor a bug: the server
+    // cannot answer anything now and stops, for its supervisor to start it again.
+    if (e.kind == ErrorKind::peer_lost) {
+        error.status = 503;
+        error.type = "server_error";
+        error.code = "rank_lost";
+        error.message = e.message + "; the server stops";
+        return error;
+    }
     // What the request asked for and the engine refused (a token id, the context) is the
     // client's; anything else is the server's.
     const bool client = e.kind == ErrorKind::invalid_argument || e.kind == ErrorKind::resource;
@@ -184,6 +193,7 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
     if (auto usable = check_speculation(g.speculation, "the served model", "'speculate'", ctx_.engine->draft_model() != nullptr);
         !usable)
         a->begin_error = Error{ErrorKind::invalid_argument, usable.error().message};  // the client's: a 400
+    if (peer_lost_) a->begin_error = *peer_lost_;
     g.step_costs = step_costs_;
     if (!req.ignore_eos) g.stop_ids = ctx_.stop_ids;
     g.whole_context = true;
@@ -291,6 +301,16 @@ void InferenceWorker::capture_blocks(const BatchStep& report, const std::vector<
     ctx_.metrics->set_cache(ctx_.cache->stats());
 }
 
+ApiError InferenceWorker::answer_for(const Error& e) {
+    ApiError answer = server_error(e);
+    if (e.kind == ErrorKind::peer_lost && !peer_lost_) {
+        peer_lost_ = e;
+        note(answer.message);
+        if (ctx_.on_peer_lost) ctx_.on_peer_lost(answer);
+    }
+    return answer;
+}
+
 void InferenceWorker::note(const std::string& message) const {
     if (ctx_.log != nullptr) ctx_.log->note(message, "warning");
     else std::cerr << "stormo: " << message << std::endl;
@@ -336,17 +356,17 @@ void InferenceWorker::retire() {
 JobResult InferenceWorker::conclude(Active& a) {
     JobResult result = std::move(a.result);
     if (a.begin_error) {
-        result.error = server_error(*a.begin_error);
+        result.error = answer_for(*a.begin_error);
         return result;
     }
     if (!a.sequence) return result;  // halted before it started: cancelled
     auto generated = a.sequence->take_result();
     if (!generated) {
-        result.error = server_error(generated.error());
+        result.error = answer_for(generated.error());
         return result;
     }
     if (a.parse_error) {
-        result.error = server_error(*a.parse_error);
+        result.error = answer_for(*a.parse_error);
         return result;
     }
     Job& job = *a.job;

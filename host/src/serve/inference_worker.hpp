@@ -5,7 +5,9 @@
 // (BatchScheduler), and hands each reply's pieces to its connection as they come.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -37,6 +39,9 @@ struct WorkerContext {
     // prompt past what its slot holds, and each step's sequences store the blocks they complete.
     PromptCache* cache = nullptr;
     ServerLog* log = nullptr;  // where its notes go (none: stderr, as text)
+    // Called once, on the worker's thread, with the answer of the first request that fails
+    // because a rank of an mpirun was lost (ErrorKind::peer_lost): no request can be answered after it.
+    std::function<void(const ApiError&)> on_peer_lost;
 };
 
 class InferenceWorker {
@@ -79,6 +84,8 @@ private:
     Expected<std::shared_ptr<TokenConstraint>> constraint_for(const PreparedRequest& request, const std::vector<int32_t>& stop_ids);
     // A note about the worker's trouble, in the server log's format.
     void note(const std::string& message) const;
+    // The request's error, as its HTTP answer; a lost rank is remembered (and said once).
+    ApiError answer_for(const Error& e);
 
     WorkerContext ctx_;
     std::shared_ptr<const constrain::TokenTrie> vocabulary_;
@@ -92,6 +99,9 @@ private:
     std::thread thread_;
     std::atomic<size_t> running_{0};
     std::atomic<uint64_t> kv_in_use_{0};
+    // The lost rank's error once a request failed with it: every request admitted after fails with
+    // it at once, without touching a session.
+    std::optional<Error> peer_lost_;
 };
 
 }  // namespace stormo::serve

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <list>
+#include <optional>
 
 #include "distributed/expert_split.hpp"
 #include "distributed/mpi/mpi_messages.hpp"
@@ -34,8 +35,10 @@ public:
         : n_experts_(std::move(n_experts)), split_(std::move(split)), peers_(std::move(peers)), timeout_(timeout_seconds) {}
 
     // Every rank leaves its loop; a rank that is gone or hangs does not hold this up (the stop and
-    // the hints are small messages, sent eagerly).
+    // the hints are small messages, sent eagerly). After a lost rank nothing is sent: the command
+    // fails and main ends every rank (MPI_Abort).
     ~MpiRemoteExperts() override {
+        if (lost_) return;
         const auto deadline = mpi::Clock::now() + std::chrono::seconds(timeout_);
         for (auto& h : hint_sends_) (void)mpi::wait_sent(h, deadline);
         for (int r = 1; r < split_.ranks(); ++r) (void)mpi::send(r, wire::Tag::stop, {});
@@ -46,6 +49,33 @@ public:
     }
 
     Expected<void> prefetch(int layer, std::span<const int32_t> experts) override {
+        if (lost_) return tl::unexpected(*lost_);
+        return remember_loss(send_hints(layer, experts));
+    }
+
+    bool holds(int layer, int32_t expert) const override { return owner(layer, expert) == 0; }
+
+    // A lost rank stays lost: every later exchange fails at once with its error, so the requests
+    // behind the one that saw it fail without waiting out the timeout again.
+    Expected<void> send(const RemoteExpertWork& work) override {
+        if (lost_) return tl::unexpected(*lost_);
+        return remember_loss(send_work(work));
+    }
+
+    Expected<void> collect(const RemoteExpertWork& work, std::span<float> contributions) override {
+        if (lost_) return tl::unexpected(*lost_);
+        return remember_loss(collect_work(work, contributions));
+    }
+
+    RemoteExpertStats stats() const override { return stats_; }
+
+private:
+    Expected<void> remember_loss(Expected<void> done) {
+        if (!done && done.error().kind == ErrorKind::peer_lost) lost_ = done.error();
+        return done;
+    }
+
+    Expected<void> send_hints(int layer, std::span<const int32_t> experts) {
         // Hints already delivered give their buffers back; the ones still in flight keep theirs.
         std::erase_if(hint_sends_, [](mpi::PendingSend& h) { return mpi::sent(h); });
         std::vector<wire::PrefetchMessage> hints(static_cast<size_t>(split_.ranks()));
@@ -64,9 +94,7 @@ public:
         return {};
     }
 
-    bool holds(int layer, int32_t expert) const override { return owner(layer, expert) == 0; }
-
-    Expected<void> send(const RemoteExpertWork& work) override {
+    Expected<void> send_work(const RemoteExpertWork& work) {
         STORMO_TRY(drain_unanswered());
         const size_t width = work.rows->width;
         std::vector<wire::WorkMessage> messages(static_cast<size_t>(split_.ranks()));
@@ -105,7 +133,7 @@ public:
         return {};
     }
 
-    Expected<void> collect(const RemoteExpertWork& work, std::span<float> contributions) override {
+    Expected<void> collect_work(const RemoteExpertWork& work, std::span<float> contributions) {
         const auto started = mpi::Clock::now();
         const auto deadline = started + std::chrono::seconds(timeout_);
         std::vector<int> waiting;
@@ -119,18 +147,16 @@ public:
             if (!r) return no_answer(waiting.front(), work.layer);
             STORMO_TRY_ASSIGN(const auto message, mpi::receive(*r, wire::Tag::result));
             stats_.bytes_received += message.bytes.size();
-            STORMO_TRY(put_back(*r, work, message.bytes, contributions));
+            // Answered, whatever the answer says: the next layer does not wait for it again.
             waiting.erase(std::find(waiting.begin(), waiting.end(), *r));
             unanswered_.erase(std::find(unanswered_.begin(), unanswered_.end(), *r));
+            STORMO_TRY(put_back(*r, work, message.bytes, contributions));
         }
         sends_.clear();
         stats_.wait_seconds += std::chrono::duration<double>(mpi::Clock::now() - started).count();
         return {};
     }
 
-    RemoteExpertStats stats() const override { return stats_; }
-
-private:
     // A stage that failed between send() and collect() (its own experts' compute failed) left
     // answers on the way: they are read and dropped, so the next layer's are its own.
     Expected<void> drain_unanswered() {
@@ -154,7 +180,7 @@ private:
 
     tl::unexpected<Error> no_answer(int rank, int layer) const {
         const std::string what = layer >= 0 ? "the experts of layer " + std::to_string(layer) : std::string("an earlier layer's experts");
-        return fail(ErrorKind::resource, rank_on(rank, peers_[static_cast<size_t>(rank)].host) + " did not answer for " + what +
+        return fail(ErrorKind::peer_lost, rank_on(rank, peers_[static_cast<size_t>(rank)].host) + " did not answer for " + what +
                                              " within " + std::to_string(timeout_) +
                                              " s (--rank-timeout): it died, hangs or ran out of memory");
     }
@@ -192,6 +218,7 @@ private:
     std::list<mpi::PendingSend> hint_sends_;  // in flight: MPI reads their bytes until they complete
     std::vector<int> unanswered_;  // ranks whose answer to the last send() was not read yet
     RemoteExpertStats stats_;
+    std::optional<Error> lost_;  // the first exchange that lost a rank
 };
 
 // Every rank's identity, read in rank order; the refusal names each rank that differs.
@@ -202,7 +229,7 @@ Expected<std::vector<RankPeer>> check_identities(const EngineIdentity& mine, int
     for (int r = 1; r < ranks; ++r) {
         STORMO_TRY_ASSIGN(auto message, mpi::receive_by(r, wire::Tag::identity, deadline));
         if (!message)
-            return fail(ErrorKind::resource, "rank " + std::to_string(r) + " did not report within " + std::to_string(timeout_seconds) +
+            return fail(ErrorKind::peer_lost, "rank " + std::to_string(r) + " did not report within " + std::to_string(timeout_seconds) +
                                                  " s of rank 0's load (--rank-timeout): it failed to start or load, or hangs");
         auto theirs = wire::decode_identity(message->bytes);
         if (!theirs) return tl::unexpected(with_context(theirs.error(), "rank " + std::to_string(r)));

@@ -46,8 +46,9 @@ Error mpi_error(const char* call, int code, int rank) {
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
+    // A call that fails with a rank means that rank cannot be reached: the run cannot go on.
     const std::string peer = rank >= 0 ? " with rank " + std::to_string(rank) : std::string(" over every rank");
-    return Error{ErrorKind::io, std::string(call) + peer + ": " + std::string(text, static_cast<size_t>(length))};
+    return Error{ErrorKind::peer_lost, std::string(call) + peer + ": " + std::string(text, static_cast<size_t>(length))};
 }
 
 }  // namespace
