@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -45,10 +46,12 @@ Expected<void> join_ranks(LoadedEngine& loaded, const RankPlace& place, const Ex
     STORMO_TRY_ASSIGN(const EngineIdentity identity, engine_identity(engine));
     if (place.rank != 0) {
         STORMO_TRY_ASSIGN(const ServedExperts served, serve_experts(engine, identity, split));
+        // One write: the ranks end together, and mpirun passes on each rank's writes as they come.
         if (verbose)
-            std::cerr << "stormo: rank " << place.rank << " computed " << served.works << " layer steps for rank 0; "
-                      << served.hints << " prefetch hints named " << served.hinted_experts << " experts, "
-                      << engine.store().stats().prefetch_issued << " read ahead\n";
+            std::cerr << ("stormo: rank " + std::to_string(place.rank) + " computed " + std::to_string(served.works) +
+                          " layer steps for rank 0; " + std::to_string(served.hints) + " prefetch hints named " +
+                          std::to_string(served.hinted_experts) + " experts, " +
+                          std::to_string(engine.store().stats().prefetch_issued) + " read ahead\n");
         loaded.served_as_rank = true;
         return {};
     }
@@ -108,15 +111,18 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
     if (options.verbose) {
         Engine& e = *engine;
         const ExpertStoreStats store = e.store().stats();
-        std::cerr << "stormo: " << e.family_name() << " on " << e.kernels_name() << " kernels, " << e.threads()
-                  << " threads; context " << e.memory().context << " (" << e.memory().context_reason << "); expert budget "
-                  << describe_budget(e.expert_budget(), store.slots, e.store().streams() ? store.slot_bytes : 0, false);
+        // Composed first and written once: under mpirun every rank prints it at about the same time.
+        std::ostringstream line;
+        line << "stormo: " << e.family_name() << " on " << e.kernels_name() << " kernels, " << e.threads()
+             << " threads; context " << e.memory().context << " (" << e.memory().context_reason << "); expert budget "
+             << describe_budget(e.expert_budget(), store.slots, e.store().streams() ? store.slot_bytes : 0, false);
         if (!e.pinned_cpus().empty()) {
-            std::cerr << "; workers pinned to CPU";
-            for (const int cpu : e.pinned_cpus()) std::cerr << " " << cpu;
+            line << "; workers pinned to CPU";
+            for (const int cpu : e.pinned_cpus()) line << " " << cpu;
         }
-        if (e.store().streams()) std::cerr << ", " << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
-        std::cerr << "\n";
+        if (e.store().streams()) line << ", " << (store.direct_io ? "O_DIRECT" : "buffered") << " reads";
+        line << "\n";
+        std::cerr << line.str();
     }
     const size_t context = engine->memory().context;
     LoadedEngine loaded{std::move(config), std::move(engine), context, eo.context_origin};
