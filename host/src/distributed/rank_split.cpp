@@ -87,12 +87,13 @@ std::shared_ptr<const RankShares> share_experts(EngineOptions& options, int rank
 
 std::vector<std::string> describe_shares(const RankShares& shares) {
     std::vector<std::string> lines;
+    // Each distinct layer size once: a rank's line says how many of n it holds for each.
+    std::vector<int> sizes = shares.layer_sizes;
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     for (size_t r = 0; r < shares.measures.size(); ++r) {
         const wire::MeasureMessage& m = shares.measures[r];
         std::string held;
-        std::vector<int> sizes = shares.layer_sizes;
-        std::sort(sizes.begin(), sizes.end());
-        sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
         for (int n : sizes)
             held += (held.empty() ? "" : ", ") + std::to_string(shares.split.count(static_cast<int>(r), n)) + " of " +
                     std::to_string(n);
