@@ -51,6 +51,21 @@ Error mpi_error(const char* call, int code, int rank) {
     return Error{ErrorKind::peer_lost, std::string(call) + peer + ": " + std::string(text, static_cast<size_t>(length))};
 }
 
+// Tests `request` until it completes (true) or the deadline passes (false); a failed test is an
+// error naming `call` and the peer (-1: every rank).
+Expected<bool> wait_request(MPI_Request& request, Deadline deadline, const char* call, int rank) {
+    int failed = MPI_SUCCESS;
+    const bool done = poll_until(
+        [&] {
+            int flag = 0;
+            failed = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+            return failed != MPI_SUCCESS || flag != 0;
+        },
+        deadline);
+    if (failed != MPI_SUCCESS) return tl::unexpected(mpi_error(call, failed, rank));
+    return done;
+}
+
 }  // namespace
 
 Expected<std::optional<Message>> receive_by(int rank, std::optional<wire::Tag> tag, Deadline deadline) {
@@ -115,16 +130,7 @@ Expected<void> start_send(PendingSend& send, wire::Tag tag) {
 }
 
 Expected<bool> wait_sent(PendingSend& send, Deadline deadline) {
-    int failed = MPI_SUCCESS;
-    const bool done = poll_until(
-        [&] {
-            int flag = 0;
-            failed = MPI_Test(&send.request, &flag, MPI_STATUS_IGNORE);
-            return failed != MPI_SUCCESS || flag != 0;
-        },
-        deadline);
-    if (failed != MPI_SUCCESS) return tl::unexpected(mpi_error("MPI_Test", failed, send.rank));
-    return done;
+    return wait_request(send.request, deadline, "MPI_Test", send.rank);
 }
 
 bool sent(PendingSend& send) {
@@ -141,15 +147,7 @@ Expected<std::optional<std::vector<std::byte>>> allgather_by(std::span<const std
     if (const int code = MPI_Iallgather(mine.data(), count, MPI_BYTE, all.data(), count, MPI_BYTE, MPI_COMM_WORLD, &request);
         code != MPI_SUCCESS)
         return tl::unexpected(mpi_error("MPI_Iallgather", code, -1));
-    int failed = MPI_SUCCESS;
-    const bool done = poll_until(
-        [&] {
-            int flag = 0;
-            failed = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
-            return failed != MPI_SUCCESS || flag != 0;
-        },
-        deadline);
-    if (failed != MPI_SUCCESS) return tl::unexpected(mpi_error("MPI_Iallgather", failed, -1));
+    STORMO_TRY_ASSIGN(const bool done, wait_request(request, deadline, "MPI_Iallgather", -1));
     if (!done) return std::optional<std::vector<std::byte>>{};
     return std::optional<std::vector<std::byte>>(std::move(all));
 }
