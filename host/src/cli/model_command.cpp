@@ -13,6 +13,7 @@
 #include "runtime/engine_settings.hpp"
 #include "runtime/memory_plan.hpp"
 #include "util/file.hpp"
+#include "util/format_bytes.hpp"
 #include "util/token_ids.hpp"
 
 namespace stormo::cli {
@@ -51,7 +52,8 @@ Expected<void> join_ranks(LoadedEngine& loaded, const RankPlace& place, const Ex
             std::cerr << ("stormo: rank " + std::to_string(place.rank) + " computed " + std::to_string(served.works) +
                           " layer steps for rank 0; " + std::to_string(served.hints) + " prefetch hints named " +
                           std::to_string(served.hinted_experts) + " experts, " +
-                          std::to_string(engine.store().stats().prefetch_issued) + " read ahead\n");
+                          std::to_string(engine.store().stats().prefetch_issued) + " read ahead; dense part not read (" +
+                          format_bytes(engine.unread_dense_bytes()) + ")\n");
         loaded.served_as_rank = true;
         return {};
     }
@@ -90,14 +92,9 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
             return fail(ErrorKind::unsupported, "this command does not run on several ranks (generate, logits, bench, run, "
                                                 "chat, pipe and serve do: docs/distributed.md); start it without mpirun");
         shares = share_experts(eo, place.rank, place.ranks, eo.rank_split);
-        // The MTP layer runs its own pipeline, which is not linked to the other ranks' experts.
-        if (eo.speculation.mode == SpeculateMode::mtp)
-            return fail(ErrorKind::unsupported, config.origin("speculate") +
-                                                    ": mtp does not run on several ranks yet (its layer's experts are "
-                                                    "split like the others', its pipeline asks only this rank's store); "
-                                                    "use context, grammar or auto, or start without mpirun");
-        // A rank other than 0 computes experts only: the head's compact copy would never be read.
-        if (place.rank != 0) eo.head = HeadRead::exact_only;
+        // A rank other than 0 computes experts only: its dense part would never be read. (An MTP
+        // layer is rank 0's alone, experts included: its draft pipeline runs there.)
+        if (place.rank != 0) eo.dense_weights = DenseWeights::placeholders;
     }
     // Every model command loads here, so every one shows the load the same way, on a terminal.
     TerminalProgress progress;

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 
-#include "runtime/host_load_context.hpp"
 #include "runtime/memory_plan.hpp"
 
 namespace stormo {
@@ -26,7 +27,7 @@ namespace {
 // What the load will read, before the family says: the checkpoint's tensors but the routed
 // experts and a draft layer, plus the experts when every one is likely to fit in RAM (the store's
 // plan, made once the dense part is in, settles it).
-uint64_t bytes_to_read(const ModelSource& source, const Family& family, const SizeSpec& budget) {
+uint64_t bytes_to_read(const ModelSource& source, const Family& family, const SizeSpec& budget, DenseWeights weights) {
     uint64_t dense = 0, experts = 0;
     for (const TensorInfo& t : source.tensors()) {
         const TensorRole role = family.classify(t.name);
@@ -37,7 +38,7 @@ uint64_t bytes_to_read(const ModelSource& source, const Family& family, const Si
     const bool resident = budget.kind == SizeSpec::Kind::all ||
                           (budget.kind == SizeSpec::Kind::bytes && budget.bytes >= experts) ||
                           (budget.kind == SizeSpec::Kind::automatic && available > dense + experts + memory_reserve(available));
-    return dense + (resident ? experts : 0);
+    return (weights == DenseWeights::read ? dense : 0) + (resident ? experts : 0);
 }
 
 }  // namespace
@@ -60,23 +61,31 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
 
     const LoadedPlugin& family = *engine->setup_.family.plugin;
     LoadMeter meter(options.on_load_progress,
-                    options.on_load_progress ? bytes_to_read(engine->source(), *family.family, options.expert_budget) : 0);
-    HostLoadContext context(engine->source(), engine->compute(), options.dense_bf16 == DenseBf16::packed, &meter);
+                    options.on_load_progress
+                        ? bytes_to_read(engine->source(), *family.family, options.expert_budget, options.dense_weights)
+                        : 0);
+    const bool experts_only = options.dense_weights == DenseWeights::placeholders;
+    HostLoadContext context(engine->source(), engine->compute(), options.dense_bf16 == DenseBf16::packed, &meter,
+                            options.dense_weights);
     auto model = family.family->load(context);
     if (!model) return tl::unexpected(with_context(model.error(), family.name + " could not load " + options.setup.model_dir));
     engine->model_ = bind_to_library(std::move(*model), family.library);
-    STORMO_TRY(engine->load_draft_layer(options, context));
+    if (!experts_only) {
+        STORMO_TRY(engine->load_draft_layer(options, context));
+    }
     for (const auto& t : context.loaded()) {
         engine->dense_bytes_ += t.nbytes;
+        engine->unread_dense_bytes_ += t.unread;
         if (t.packed) engine->packed_bytes_[t.name] = t.nbytes;
     }
     engine->drop_model_page_cache();
     // Before the expert budget is planned, so the copy's RAM is counted as the dense part is.
-    STORMO_TRY(engine->make_compact_head(options.head));
+    STORMO_TRY(engine->make_compact_head(experts_only ? HeadRead::exact_only : options.head));
 
     STORMO_TRY_ASSIGN(auto store, engine->make_store(options, context.expert_layouts(), meter));
     engine->store_ = std::move(store);
     meter.finish();
+    if (experts_only) return engine;
     engine->pipeline_ = std::make_unique<Pipeline>(*engine->model_, *engine->store_, options.pipeline);
     if (engine->compact_head_) engine->pipeline_->use_bounded_head(&*engine->compact_head_, engine->compute());
     engine->pipeline_->run_experts_on(engine->compute().pool);
@@ -86,6 +95,14 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
         engine->pipeline_->draft_with(&engine->mtp_);
     }
     return engine;
+}
+
+Pipeline& Engine::pipeline() {
+    if (!pipeline_) {
+        std::fprintf(stderr, "stormo: internal error: the forward pass of an experts-only engine was asked for\n");
+        std::abort();
+    }
+    return *pipeline_;
 }
 
 Expected<void> Engine::check_draft_layers(const EngineOptions& options) const {
@@ -168,11 +185,13 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
     if (options.choose_experts) {
         STORMO_TRY_ASSIGN(holds, choose_held_experts(options, layouts, request));
     }
-    // A rank of a distributed run keeps only its share of each layer's experts.
+    // A rank of a distributed run keeps only its share of each main layer's experts. The draft
+    // layer's stay whole: rank 0 drafts alone, and no other rank loads that layer.
     if (holds)
         for (auto& layout : layouts)
-            for (size_t e = 0; e < layout.locations.size(); ++e)
-                if (!holds(static_cast<int>(e), static_cast<int>(layout.locations.size()))) layout.locations[e].clear();
+            if (!is_draft_layer(layout.layer))
+                for (size_t e = 0; e < layout.locations.size(); ++e)
+                    if (!holds(static_cast<int>(e), static_cast<int>(layout.locations.size()))) layout.locations[e].clear();
     uint64_t total = 0;
     size_t min_slots = 1;
     for (const auto& layout : layouts) total += layout.held_bytes();
@@ -228,16 +247,29 @@ Expected<std::unique_ptr<ExpertStore>> Engine::make_store(const EngineOptions& o
 Expected<std::function<bool(int, int)>> Engine::choose_held_experts(const EngineOptions& options,
                                                                     const std::vector<ExpertLayerLayout>& layouts,
                                                                     RunMemoryRequest request) const {
+    // The split is of the main layers, which every rank has; a draft layer is rank 0's alone,
+    // and takes its part of the memory as every layer does.
+    std::vector<ExpertLayerLayout> main;
+    uint64_t all_bytes = 0;
+    for (const auto& layout : layouts) {
+        all_bytes += layout.held_bytes();
+        if (!is_draft_layer(layout.layer)) main.push_back(layout);
+    }
     ExpertShareRequest share;
-    share.layouts = &layouts;
-    for (const auto& layout : layouts) share.expert_bytes += layout.held_bytes();
-    request.expert_bytes = share.expert_bytes;
+    share.layouts = &main;
+    for (const auto& layout : main) share.expert_bytes += layout.held_bytes();
+    request.expert_bytes = all_bytes;
     if (request.expert_budget.kind != SizeSpec::Kind::bytes) request.expert_budget = SizeSpec{};
     STORMO_TRY_ASSIGN(const RunMemory planned, plan_run_memory(request));
-    share.expert_memory = planned.budget.bytes;
+    share.expert_memory = all_bytes == 0 ? planned.budget.bytes
+                                         : static_cast<uint64_t>(static_cast<double>(planned.budget.bytes) *
+                                                                 static_cast<double>(share.expert_bytes) /
+                                                                 static_cast<double>(all_bytes));
     share.memory_reason = planned.budget.reason;
     return options.choose_experts(share);
 }
+
+bool Engine::is_draft_layer(int layer) const { return draft_model_ && layer == draft_model_->draft_layer(); }
 
 size_t speculation_rewind_slack(const EngineOptions& options) {
     return options.rewind_slack + (options.speculation.mode != SpeculateMode::off ? options.speculation.draft_max : 0);

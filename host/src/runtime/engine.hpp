@@ -16,6 +16,7 @@
 #include "runtime/compact_head.hpp"
 #include "runtime/engine_config.hpp"
 #include "runtime/forward.hpp"
+#include "runtime/host_load_context.hpp"
 #include "runtime/load_meter.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/model_setup.hpp"
@@ -27,14 +28,14 @@
 
 namespace stormo {
 
-class HostLoadContext;
-
 // What a rank of a distributed run can give the routed experts (EngineOptions::choose_experts).
 struct ExpertShareRequest {
-    const std::vector<ExpertLayerLayout>* layouts = nullptr;  // every layer's experts, as the checkpoint has them
-    uint64_t expert_bytes = 0;                                // all of them
-    // The RAM the store may use for experts: the asked budget in bytes, else (auto or all) what
-    // is available once the dense part is in, less the KV cache and the reserve; its reason says how.
+    // Every main layer's experts, as the checkpoint has them (a draft layer's are not split).
+    const std::vector<ExpertLayerLayout>* layouts = nullptr;
+    uint64_t expert_bytes = 0;  // all of them
+    // The RAM the store may use for those experts: the asked budget in bytes, else (auto or all)
+    // what is available once the dense part is in, less the KV cache and the reserve; its reason
+    // says how. A draft layer held beside them takes its part first (its share of the bytes).
     uint64_t expert_memory = 0;
     std::string memory_reason;
 };
@@ -71,9 +72,9 @@ struct EngineOptions {
     LoadProgress on_load_progress;
     // Wraps the streaming store's read backend (tests inject failed and short reads with it).
     std::function<std::unique_ptr<ReadBackend>(std::unique_ptr<ReadBackend>)> wrap_read_backend;
-    // Which routed experts this process keeps in its store (a rank of a distributed run: its
-    // share of a layer of n_experts, distributed/expert_split.hpp); the others are computed
-    // elsewhere. Empty: every one.
+    // Which routed experts of each main layer this process keeps in its store (a rank of a
+    // distributed run: its share of a layer of n_experts, distributed/expert_split.hpp); the
+    // others are computed elsewhere. A loaded draft layer's are all kept. Empty: every one.
     std::function<bool(int expert, int n_experts)> holds_expert;
     // Chooses holds_expert once the dense part is in and before the store is planned, from what
     // this process can give the experts (a weighted split: the ranks measure and agree on shares).
@@ -82,6 +83,10 @@ struct EngineOptions {
     // Under mpirun: how long rank 0 waits for another rank's answer (docs/distributed.md).
     int rank_timeout_seconds = 60;
     RankSplit rank_split = RankSplit::even;  // how the ranks share the experts (distributed/rank_split.hpp)
+    // placeholders: an experts-only engine (a rank other than 0 of a distributed run): the dense
+    // part is never read, no draft layer is loaded (rank 0 holds its experts) and there is no
+    // pipeline; only the store and the model's expert_ffn run.
+    DenseWeights dense_weights = DenseWeights::read;
 };
 
 // The rewind slack sessions get: the options', plus draft_max when speculation is on. A verify
@@ -97,7 +102,9 @@ public:
 
     const ModelSource& source() const { return *setup_.source; }
     const Model& model() const { return *model_; }
-    Pipeline& pipeline() { return *pipeline_; }
+    // The forward pass. An experts-only engine (DenseWeights::placeholders) has none: asking for
+    // it is a programming error that ends the process, never a pass over placeholder weights.
+    Pipeline& pipeline();
     ExpertStore& store() { return *store_; }
     const KernelTable& kernels() const { return table_; }
     bool int8_activations() const { return int8_activations_; }
@@ -112,6 +119,8 @@ public:
     size_t threads() const { return pool_->size(); }
     const std::vector<int>& pinned_cpus() const { return pool_->pinned_cpus(); }
     uint64_t dense_bytes() const { return dense_bytes_; }
+    // The checkpoint bytes of the dense tensors an experts-only engine gave as placeholders.
+    uint64_t unread_dense_bytes() const { return unread_dense_bytes_; }
     // The dense matrices held as BF16_PACKED, by tensor name, with their bytes in RAM (what a
     // pass over each reads instead of its checkpoint bytes).
     const std::map<std::string, uint64_t, std::less<>>& packed_bytes() const { return packed_bytes_; }
@@ -143,6 +152,7 @@ private:
     Expected<void> check_draft_layers(const EngineOptions& options) const;
     Expected<void> load_draft_layer(const EngineOptions& options, HostLoadContext& context);
     void drop_model_page_cache() const;
+    bool is_draft_layer(int layer) const;  // the loaded MTP layer's (its experts are the store's layer of that number)
     Expected<std::function<bool(int, int)>> choose_held_experts(const EngineOptions& options,
                                                                 const std::vector<ExpertLayerLayout>& layouts,
                                                                 RunMemoryRequest request) const;
@@ -159,6 +169,7 @@ private:
     std::unique_ptr<Pipeline> draft_pipeline_;
     MtpDraft mtp_;
     uint64_t dense_bytes_ = 0;
+    uint64_t unread_dense_bytes_ = 0;
     std::map<std::string, uint64_t, std::less<>> packed_bytes_;
     size_t rewind_slack_ = 0;
     SpeculationSettings speculation_;

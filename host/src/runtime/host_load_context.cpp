@@ -1,12 +1,17 @@
 #include "runtime/host_load_context.hpp"
 
 #include "model/checked_tensor.hpp"
+#include "model/placeholder_tensor.hpp"
 
 namespace stormo {
 
 Expected<Tensor> HostLoadContext::load(const TensorDecl& decl) {
     STORMO_TRY_ASSIGN(auto found, checked_tensor(source_, decl.name, decl.dtypes, decl.shape));
     const TensorInfo* t = found;
+    if (dense_ == DenseWeights::placeholders) {
+        loaded_.push_back({decl.name, decl.role, 0, false, t->nbytes});
+        return placeholder_tensor(*t);
+    }
     Tensor out;
     out.name = t->name;
     out.dtype = t->dtype;
@@ -27,7 +32,7 @@ constexpr double kMaxPackedRatio = 0.95;
 }  // namespace
 
 std::optional<packed_bf16::Packed> HostLoadContext::pack_bf16(const std::string& name, const WeightView& bf16) {
-    if (!pack_bf16_) return std::nullopt;
+    if (!pack_bf16_ || dense_ == DenseWeights::placeholders) return std::nullopt;
     std::optional<packed_bf16::Packed> packed = packed_bf16::pack(bf16, compute_.pool, kMaxPackedRatio);
     if (!packed) return std::nullopt;
     for (auto it = loaded_.rbegin(); it != loaded_.rend(); ++it)

@@ -1,6 +1,7 @@
 #pragma once
 // The LoadContext the host gives a family: dense tensors are checked against the declaration and
-// read into RAM; expert declarations are resolved and handed to the expert store.
+// read into RAM (or, for a process that computes experts only, given as placeholders); expert
+// declarations are resolved and handed to the expert store.
 #include <string>
 #include <vector>
 
@@ -15,16 +16,24 @@ namespace stormo {
 struct LoadedTensorRecord {
     std::string name;
     TensorRole role;
-    uint64_t nbytes;  // as held in RAM: a packed matrix's packed bytes
+    uint64_t nbytes;  // as held in RAM: a packed matrix's packed bytes; 0 for a placeholder
     bool packed = false;
+    uint64_t unread = 0;  // a placeholder's bytes in the checkpoint, never read
 };
+
+// What a load does with the dense tensors: `read` them into RAM; or give the family
+// `placeholders` (model/placeholder_tensor.hpp), never read, for a rank other than 0 of a
+// distributed run: it computes only the experts it holds, with Model::expert_ffn, which reads
+// nothing but the expert and the config, so the dense part would be gigabytes held for nothing.
+enum class DenseWeights { read, placeholders };
 
 class HostLoadContext final : public LoadContext {
 public:
     // pack_bf16_matrices: hold dense BF16 matrices as BF16_PACKED where that saves bytes.
     // meter: counts the bytes of every dense tensor read (may be null).
-    HostLoadContext(const ModelSource& source, Compute compute, bool pack_bf16_matrices, LoadMeter* meter = nullptr)
-        : source_(source), compute_(compute), pack_bf16_(pack_bf16_matrices), meter_(meter) {}
+    HostLoadContext(const ModelSource& source, Compute compute, bool pack_bf16_matrices, LoadMeter* meter = nullptr,
+                    DenseWeights dense = DenseWeights::read)
+        : source_(source), compute_(compute), pack_bf16_(pack_bf16_matrices), meter_(meter), dense_(dense) {}
 
     const ModelConfig& config() const override { return source_.config(); }
     const std::optional<ModelConfig>& generation_config() const override { return source_.generation_config(); }
@@ -45,6 +54,7 @@ private:
     Compute compute_;
     bool pack_bf16_ = true;
     LoadMeter* meter_ = nullptr;
+    DenseWeights dense_ = DenseWeights::read;
     std::vector<LoadedTensorRecord> loaded_;
 };
 

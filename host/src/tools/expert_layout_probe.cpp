@@ -1,18 +1,13 @@
 // probe_expert_layouts: see expert_layout_probe.hpp.
 #include "tools/expert_layout_probe.hpp"
 
-#include <cstring>
-
 #include "compute/kernel_table.hpp"
 #include "compute/worker_pool.hpp"
 #include "model/checked_tensor.hpp"
+#include "model/placeholder_tensor.hpp"
 
 namespace stormo {
 namespace {
-
-// Below this a buffer may be reused heap memory, so it is cleared; larger ones come fresh from
-// mmap, zero and untouched, so a dense part of many GiB costs no RAM until a family reads it.
-constexpr size_t kClearBelowBytes = size_t{32} << 20;
 
 class DeclarationContext final : public LoadContext {
 public:
@@ -24,13 +19,7 @@ public:
 
     Expected<Tensor> load(const TensorDecl& decl) override {
         STORMO_TRY_ASSIGN(const TensorInfo* t, checked_tensor(source_, decl.name, decl.dtypes, decl.shape));
-        Tensor out;
-        out.name = t->name;
-        out.dtype = t->dtype;
-        out.shape = t->shape;
-        out.buffer = std::make_shared<AlignedBuffer>(static_cast<size_t>(t->nbytes));
-        if (t->nbytes < kClearBelowBytes) std::memset(out.buffer->data(), 0, static_cast<size_t>(t->nbytes));
-        return out;
+        return placeholder_tensor(*t);
     }
 
     Expected<void> declare_experts(int layer, const std::vector<ExpertPartDecl>& parts, int n_experts) override {
