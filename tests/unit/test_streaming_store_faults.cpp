@@ -176,6 +176,7 @@ void run_rounds(EvictionPolicy policy, uint64_t seed) {
     options.io_threads = 3;
     options.read_chunk_bytes = kAlignment;  // each part in several reads, in flight together
     auto store = make_streaming_expert_store(std::move(backend), options);
+    const auto started = std::chrono::steady_clock::now();
     for (const auto& layout : checkpoint.layouts) ASSERT_TRUE(store->add_layer(layout).has_value());
     auto loaded = store->finish_loading();
     ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
@@ -187,7 +188,8 @@ void run_rounds(EvictionPolicy policy, uint64_t seed) {
         ExpertStoreStats last;
         while (!stop.stop_requested()) {
             const ExpertStoreStats s = store->stats();
-            if (s.hits + s.misses < last.hits + last.misses || s.bytes_read < last.bytes_read || s.evictions < last.evictions)
+            if (s.hits + s.misses < last.hits + last.misses || s.bytes_read < last.bytes_read || s.evictions < last.evictions ||
+                s.read_busy_seconds < last.read_busy_seconds)
                 shrank.fetch_add(1, std::memory_order_relaxed);
             last = s;
             std::this_thread::sleep_for(std::chrono::microseconds(300));
@@ -256,6 +258,7 @@ void run_rounds(EvictionPolicy policy, uint64_t seed) {
     monitor.join();
 
     const ExpertStoreStats s = store->stats();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::printf("[ streaming store faults ] %llu reads (%llu failed), %llu experts served, %llu failed; "
                 "hits %llu misses %llu evictions %llu prefetch %llu issued %llu used\n",
                 static_cast<unsigned long long>(reads.calls()), static_cast<unsigned long long>(reads.failures()),
@@ -268,6 +271,10 @@ void run_rounds(EvictionPolicy policy, uint64_t seed) {
     EXPECT_LE(s.prefetch_used + s.prefetch_wasted, s.prefetch_issued);
     EXPECT_LE(counts.failed, reads.failures()) << "an acquire failed without a failed read";
     EXPECT_EQ(shrank.load(), 0u) << "the stats went backwards";
+    // The time a read was in flight: every read sleeps 100 us at least, at most io_threads at once,
+    // and it all happened within the run.
+    EXPECT_GE(s.read_busy_seconds, static_cast<double>(reads.calls()) * 100e-6 / static_cast<double>(options.io_threads));
+    EXPECT_LE(s.read_busy_seconds, wall);
     // The run exercised what it is meant to: hits, misses, evictions, prefetches and failures.
     EXPECT_GT(s.hits, 0u);
     EXPECT_GT(s.misses, 0u);

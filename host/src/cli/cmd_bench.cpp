@@ -228,6 +228,8 @@ void print_json(const LoadedEngine& loaded, const BenchRun& run, const DecodeTra
     optional_field(j, "disk_bound_tokens_per_s", r.disk_bound_tokens_per_s);
     j.field("memory_bound_ratio", r.memory_bound_ratio);
     optional_field(j, "disk_bound_ratio", r.disk_bound_ratio);
+    optional_field(j, "store_read_bytes_per_s", r.store_read_bytes_per_s);
+    optional_field(j, "store_read_ratio", r.store_read_ratio);
     j.key("tokens").begin_array();  // the generated ids: a run under mpirun or --parallel is checked against them
     for (const int32_t id : run.tokens) j.value(id);
     j.end_array();
@@ -270,6 +272,10 @@ void print_table(const LoadedEngine& loaded, const BenchRun& run, const DecodeTr
     row("expert hit rate (decode)", percent(r.expert_hit_rate));
     row("expert bytes read/token", bytes_text(r.expert_bytes_read_per_token));
     row("read wait share (decode)", percent(r.read_wait_share));
+    if (r.store_read_bytes_per_s)
+        row("store reads (decode)", gbps(*r.store_read_bytes_per_s) + " while reading",
+            probes.disk_measured ? gbps(probes.disk.bytes_per_s) + " (disk probe)" : std::string("n/a"),
+            r.store_read_ratio ? fixed(*r.store_read_ratio, 3) : std::string("n/a"));
     row("bytes read/token", bytes_text(static_cast<double>(r.bytes_touched_per_token)),
         "dense " + bytes_text(static_cast<double>(traffic.dense_bytes - traffic.head_bytes)) + " + head " +
             bytes_text(r.head_bytes_read_per_token) + " + experts " + bytes_text(r.routed_bytes_per_token) +

@@ -46,6 +46,9 @@ struct ExpertStoreStats {
     uint64_t misses = 0;           // acquired experts read on demand
     uint64_t bytes_read = 0;       // every byte read from disk while running (misses + prefetches)
     double read_wait_seconds = 0.0;  // time the forward pass waited for reads
+    // Time at least one read was in flight: bytes_read over it is the rate the store's reads got
+    // from the disk while it read, apart from the compute between reads.
+    double read_busy_seconds = 0.0;
     uint64_t prefetch_issued = 0;  // experts read ahead on a prediction
     uint64_t prefetch_used = 0;    // of those, acquired before being evicted
     uint64_t prefetch_wasted = 0;  // of those, evicted (or still unused) without being acquired

@@ -186,6 +186,8 @@ public:
     ExpertStoreStats stats() const override {
         std::lock_guard lock(mu_);
         ExpertStoreStats s = stats_;
+        if (reads_in_flight_ > 0)
+            s.read_busy_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
         for (const Slot& slot : slots_) {
             if (slot.prefetched_unused) ++s.prefetch_wasted;
             if (slot.state == SlotState::loading) ++s.loading;
@@ -334,9 +336,12 @@ private:
                 if (stopping_) return;
                 job = jobs_.front();
                 jobs_.pop_front();
+                if (reads_in_flight_++ == 0) busy_since_ = std::chrono::steady_clock::now();
             }
             auto got = backend_->read(*job.file, job.offset, static_cast<size_t>(job.size), job.dst);
             std::lock_guard lock(mu_);
+            if (--reads_in_flight_ == 0)
+                stats_.read_busy_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
             Slot& slot = slots_[job.slot];
             if (!got) {
                 record_failure(slot, got.error().message);
@@ -372,6 +377,8 @@ private:
     uint64_t slot_bytes_ = 0;
 
     mutable std::mutex mu_;
+    size_t reads_in_flight_ = 0;                         // guarded by mu_
+    std::chrono::steady_clock::time_point busy_since_;  // when reads_in_flight_ last left 0
     std::condition_variable io_cv_;    // jobs queued or stopping
     std::condition_variable done_cv_;  // a slot finished loading
     AlignedBuffer arena_;

@@ -295,6 +295,8 @@ BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic,
     const double read_bytes = static_cast<double>(sub(z.bytes_read, p.bytes_read));
     r.expert_bytes_read_per_token = ratio(read_bytes, steps);
     r.read_wait_share = ratio(z.read_wait_seconds - p.read_wait_seconds, run.decode_seconds);
+    if (const double busy = z.read_busy_seconds - p.read_busy_seconds; read_bytes > 0.0 && busy > 0.0)
+        r.store_read_bytes_per_s = read_bytes / busy;
 
     // Decode step i (1-based) runs at position prompt + i - 1 and attends over prompt + i positions.
     r.mean_decode_context = static_cast<double>(run.prompt_tokens) + (steps + 1.0) / 2.0;
@@ -346,6 +348,7 @@ BenchReport make_bench_report(const BenchRun& run, const DecodeTraffic& traffic,
         r.disk_bound_tokens_per_s = disk.bytes_per_s / r.expert_bytes_read_per_token;
         r.disk_bound_ratio = r.decode_tokens_per_s / *r.disk_bound_tokens_per_s;
     }
+    if (r.store_read_bytes_per_s && disk.bytes_per_s > 0.0) r.store_read_ratio = *r.store_read_bytes_per_s / disk.bytes_per_s;
     return r;
 }
 

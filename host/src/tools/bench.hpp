@@ -172,6 +172,10 @@ struct BenchReport {
     double expert_hit_rate = 0.0;              // decode steps
     double expert_bytes_read_per_token = 0.0;  // decode steps, misses and prefetches
     double read_wait_share = 0.0;              // of decode time
+    // The decode's expert bytes read over the time a read was in flight (ExpertStoreStats::
+    // read_busy_seconds): the disk's speed as the store got it, and that over the disk probe's.
+    std::optional<double> store_read_bytes_per_s;
+    std::optional<double> store_read_ratio;
     uint64_t bytes_touched_per_token = 0;      // what a decode token reads, the head as actually read
     double routed_bytes_per_token = 0.0;       // its routed experts: top-k of every MoE layer, or under
                                                // mpirun the ones this rank computed
