@@ -183,6 +183,8 @@ public:
                                      Rows out) const = 0;
     virtual Routing route(int layer, const StepContext& ctx, const Rows& normed) const = 0;
     // One expert over the rows that chose it: out gets the expert's output before routing weights.
+    // Reads the expert and the config only, never a dense tensor: a rank of a distributed run
+    // that computes experts for another loads its dense tensors as placeholders (docs/plugins.md).
     virtual Expected<void> expert_ffn(int layer, const ExpertView& expert, const Rows& in, Rows out) const = 0;
     // Dense FFN layers, and the shared experts of MoE layers that have them.
     virtual Expected<void> dense_ffn(int layer, const Rows& in, Rows out) const = 0;
