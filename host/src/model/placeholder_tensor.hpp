@@ -7,10 +7,6 @@
 
 namespace stormo {
 
-// Below kPlaceholderClearBelowBytes the buffer may be reused heap memory, so it is cleared; larger ones come
-// fresh from mmap, zero and untouched, so a dense part of many GiB costs no RAM until read.
-inline constexpr size_t kPlaceholderClearBelowBytes = size_t{32} << 20;
-
 Tensor placeholder_tensor(const TensorInfo& info);
 
 }  // namespace stormo
