@@ -55,13 +55,27 @@ grep -q "^stormo: rank 1 (.*): .* for experts, in RAM, holds" "$work/memory.err"
 [ "$(held "$work/memory.err" 0)" -lt "$(held "$work/memory.err" 1)" ] || fail "memory: rank 0 holds no fewer experts than rank 1"
 
 # Every rank streams: each measured its disk, and rank 0 hinted the streaming owners.
-run streaming 250KiB 300KiB
-for r in 0 1 2; do
-  grep -q "^stormo: rank $r (.*): .* for experts, disk [0-9.]* GB/s, holds" "$work/streaming.err" || fail "streaming: rank $r measured no disk"
+# Whether an owner reads ahead on a hint depends on timing (a hint that arrives after the expert's
+# demand, or names experts its two or three slots already hold, reads nothing ahead). This test
+# failed twice in about ten full `ctest -j2` runs beside other tests and never in 20 runs alone or
+# beside a CPU hog; neither failure's output was kept, and this observation is the only check in
+# it that depends on timing. So the streaming run gets a second try for that observation only,
+# with the first try's lines printed; the bits, the shares and the disk lines fail at once.
+read_ahead() {
+  grep -Eq '"prefetch_hints": ?[1-9]' "$work/streaming.json" &&
+    grep -Eq "^stormo: rank [12] computed [1-9][0-9]* layer steps for rank 0; [1-9][0-9]* prefetch hints named [1-9][0-9]* experts, [1-9][0-9]* read ahead" \
+      "$work/streaming.err"
+}
+for try in 1 2; do
+  run streaming 250KiB 300KiB
+  for r in 0 1 2; do
+    grep -q "^stormo: rank $r (.*): .* for experts, disk [0-9.]* GB/s, holds" "$work/streaming.err" || fail "streaming: rank $r measured no disk"
+  done
+  read_ahead && break
+  [ "$try" -eq 2 ] && fail "streaming: rank 0 sent no prefetch hint, or no owner read ahead on one (twice)"
+  echo "streaming: no hint read ahead on the first try; its lines:"
+  grep -E "prefetch|layer steps" "$work/streaming.err" "$work/streaming.json" || true
 done
-grep -Eq '"prefetch_hints": ?[1-9]' "$work/streaming.json" || fail "streaming: rank 0 sent no prefetch hint"
-grep -Eq "^stormo: rank [12] computed [1-9][0-9]* layer steps for rank 0; [1-9][0-9]* prefetch hints named [1-9][0-9]* experts, [1-9][0-9]* read ahead" \
-  "$work/streaming.err" || fail "streaming: no owner read ahead on a hint"
 lines() { grep ' experts per layer$' "$1" | sed 's/^stormo: //' | tr '\n' ';'; }
 echo "memory: $(lines "$work/memory.err")"
 echo "streaming: $(lines "$work/streaming.err") $(grep -Eo '"prefetch_hints": ?[0-9]*' "$work/streaming.json")"
