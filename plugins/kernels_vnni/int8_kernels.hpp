@@ -14,6 +14,12 @@ namespace stormo::simd {
 int32_t dot_u8i8_avx_vnni(const uint8_t* a, const int8_t* b, size_t n);
 int32_t dot_u8i8_avx512_vnni(const uint8_t* a, const int8_t* b, size_t n);
 
+// DotRowsQ8Fn (the bounded head's integer pass), bit-identical to the reference.
+void dot_rows_q8_avx_vnni(const int8_t* q, size_t cols, const uint8_t* u, size_t n_x, size_t u_stride, int32_t* y,
+                          size_t y_stride, size_t o_begin, size_t o_end);
+void dot_rows_q8_avx512_vnni(const int8_t* q, size_t cols, const uint8_t* u, size_t n_x, size_t u_stride, int32_t* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+
 // MatmulQ8Fn for MXFP4 out_in.
 void matmul_q8_mxfp4_avx_vnni(const WeightView& w, const Q8Rows& x, float* y, size_t y_stride, size_t o_begin,
                               size_t o_end);

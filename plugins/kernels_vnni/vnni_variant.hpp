@@ -10,6 +10,7 @@ struct VnniVariant {
     const char* name;      // "avx_vnni" or "avx512_vnni"
     const char* features;  // every CPU feature its code needs, comma-separated
     DotI8Fn dot_u8i8;
+    DotRowsQ8Fn dot_rows_q8;
     MatmulQ8Fn matmul_q8_mxfp4;
     // GGUF's block formats, by format.
     MatmulQ8Fn gguf_q8_0, gguf_q4_0, gguf_mxfp4, gguf_q4_k, gguf_q5_k, gguf_q6_k;

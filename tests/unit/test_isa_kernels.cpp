@@ -81,6 +81,7 @@ namespace gguf {
 #include "../../plugins/kernels_avx2/isa/q8_gguf.hpp"
 #include "../../plugins/kernels_avx2/isa/q8_mxfp4.hpp"
 #include "../../plugins/kernels_vnni/dot_u8i8_blocks.hpp"
+#include "../../plugins/kernels_vnni/dot_rows_q8_blocks.hpp"
 
 namespace stormo::simd {
 namespace {
@@ -822,6 +823,69 @@ TEST(IsaKernelsVnni, Int8DotNativeIsBitExact) {
     for (const auto& [a, b] : int8_cases())
         EXPECT_EQ(table.dot_u8i8(a.data(), b.data(), a.size()), reference_kernels().dot_u8i8(a.data(), b.data(), a.size()))
             << "n " << a.size();
+}
+
+// The head's integer pass: every column count's tail, 1 to 11 activation rows (the 8-, 4-, 2-row
+// and lone tiles), an output range that starts past row 0, strides past the row lengths, extreme
+// bytes; the same int32 as the reference.
+struct HeadQ8Case {
+    size_t cols, n_x;
+    std::vector<int8_t> q;
+    std::vector<uint8_t> u;
+};
+std::vector<HeadQ8Case> head_q8_cases(size_t rows) {
+    std::mt19937 rng(41);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::vector<HeadQ8Case> cases;
+    for (size_t cols : {size_t{1}, size_t{31}, size_t{32}, size_t{33}, size_t{64}, size_t{100}, size_t{2880}})
+        for (size_t n_x : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{8}, size_t{11}}) {
+            HeadQ8Case c{cols, n_x, std::vector<int8_t>(rows * cols), std::vector<uint8_t>(n_x * (cols + 3))};
+            for (int8_t& v : c.q) v = static_cast<int8_t>(byte(rng) - 128);
+            for (uint8_t& v : c.u) v = static_cast<uint8_t>(byte(rng));
+            if (cols == 2880) std::fill(c.u.begin(), c.u.end(), uint8_t{0});  // p = -128 everywhere
+            cases.push_back(std::move(c));
+        }
+    return cases;
+}
+
+void expect_head_q8_matches_reference(DotRowsQ8Fn f, const std::string& who) {
+    const size_t rows = 13, y_stride = rows + 1;
+    const DotRowsQ8Fn ref = reference_kernels().dot_rows_q8;
+    for (const HeadQ8Case& c : head_q8_cases(rows)) {
+        std::vector<int32_t> want(c.n_x * y_stride, -7), got(c.n_x * y_stride, -7);
+        ref(c.q.data(), c.cols, c.u.data(), c.n_x, c.cols + 3, want.data(), y_stride, 2, rows);
+        f(c.q.data(), c.cols, c.u.data(), c.n_x, c.cols + 3, got.data(), y_stride, 2, rows);
+        EXPECT_EQ(got, want) << who << ", cols " << c.cols << ", " << c.n_x << " rows";
+    }
+}
+
+TEST(IsaKernelsVnni, HeadIntegerPassUnderSimdeIsBitExact) {
+    expect_head_q8_matches_reference(simd::dot_rows_q8_blocks<simd::SimdeVnni>, "SIMDe");
+}
+
+TEST(IsaKernelsVnni, HeadIntegerPassNativeIsBitExact) {
+    if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
+    const auto k = load_kernels("vnni");
+    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
+    KernelTable table = reference_kernels();
+    k->plugin()->install(table);
+    ASSERT_NE(table.dot_rows_q8, reference_kernels().dot_rows_q8);
+    expect_head_q8_matches_reference(table.dot_rows_q8, "vnni");
+}
+
+TEST(IsaKernelsVnni, HeadIntegerPassReferenceIsTheSum) {
+    // The reference against a sum written out here, p = u - 128.
+    const size_t rows = 3;
+    for (const HeadQ8Case& c : head_q8_cases(rows)) {
+        std::vector<int32_t> y(c.n_x * rows);
+        reference_kernels().dot_rows_q8(c.q.data(), c.cols, c.u.data(), c.n_x, c.cols + 3, y.data(), rows, 0, rows);
+        for (size_t r = 0; r < c.n_x; ++r)
+            for (size_t o = 0; o < rows; ++o) {
+                int64_t s = 0;
+                for (size_t i = 0; i < c.cols; ++i) s += int64_t{c.q[o * c.cols + i]} * (int64_t{c.u[r * (c.cols + 3) + i]} - 128);
+                EXPECT_EQ(y[r * rows + o], s) << "cols " << c.cols << ", row " << r << ", output " << o;
+            }
+    }
 }
 
 // ---- What is compiled where (one COMDAT copy of an inline function may be compiled with wider ISA flags) ---------------------------------------

@@ -148,6 +148,15 @@ using DotRowsI8Fn = void (*)(const int8_t* q, size_t cols, const float* x, float
 // n a multiple of 256 and p 64-byte aligned. ISA versions read with the widest loads they have
 // and several independent accumulators; every version gives the same value.
 using XorReduceFn = uint64_t (*)(const void* p, size_t n);
+// The bounded head's integer cheap pass (docs/head_bound.md, "The integer pass"): the same int8
+// rows against activation rows the host quantized to p_i in [-127, 127], stored as u_i = p_i + 128:
+// y[r * y_stride + o] = sum_i q[o * cols + i] * (u[r * u_stride + i] - 128) for o in [o_begin,
+// o_end) and r < n_x, exact in 32 bits (the caller keeps cols <= kDotRowsQ8MaxCols); every
+// version gives the reference's bits.
+using DotRowsQ8Fn = void (*)(const int8_t* q, size_t cols, const uint8_t* u, size_t n_x, size_t u_stride, int32_t* y,
+                             size_t y_stride, size_t o_begin, size_t o_end);
+// |sum| <= cols * 127 * 127 < 2^31 up to here.
+inline constexpr size_t kDotRowsQ8MaxCols = 131072;
 // The integer road's activation quantizer, quantize_q8's signature and bits (declared below): ISA
 // versions give the same q, scales and sums bit for bit.
 using QuantizeQ8Fn = void (*)(const float* x, size_t n_x, size_t x_stride, size_t cols, size_t block, int8_t* q,
@@ -171,6 +180,8 @@ struct KernelTable {
     QuantizeQ8Fn quantize_q8 = nullptr;  // x for matmul_q8, once per call
     DotRowsI8Fn dot_rows_i8 = nullptr;
     XorReduceFn xor_reduce = nullptr;
+    // The host runs the head's cheap pass on this where a table has it, else on dot_rows_i8.
+    DotRowsQ8Fn dot_rows_q8 = nullptr;
 };
 
 // The scalar reference: the definition every ISA plugin is tested against.

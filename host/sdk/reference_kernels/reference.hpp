@@ -73,6 +73,8 @@ void silu(float* x, size_t n);
 int32_t dot_u8i8(const uint8_t* a, const int8_t* b, size_t n);
 
 // The bounded head's cheap pass and the RAM probe's loop (reference_head.cpp).
+void dot_rows_q8(const int8_t* q, size_t cols, const uint8_t* u, size_t n_x, size_t u_stride, int32_t* y, size_t y_stride,
+                 size_t o_begin, size_t o_end);
 void dot_rows_i8(const int8_t* q, size_t cols, const float* x, float* y, size_t o_begin, size_t o_end);
 uint64_t xor_reduce(const void* p, size_t n);
 

@@ -56,6 +56,7 @@ KernelTable make_reference_table() {
     t.matmul_q8[idx(WeightFormat::GGUF_MXFP4)] = reference::matmul_q8_gguf_mxfp4;
     t.dot_rows_i8 = reference::dot_rows_i8;
     t.xor_reduce = reference::xor_reduce;
+    t.dot_rows_q8 = reference::dot_rows_q8;
     t.quantize_q8 = quantize_q8;
     return t;
 }

@@ -20,6 +20,12 @@
 // has a finite exact logit, as the full head's finite check requires.
 // The bound is evaluated in double: each operation rounds by at most 2^-53 of a value no larger
 // than |approx| + bound, and adding 2^-45 (|approx| + bound) covers the few of them.
+// The integer pass (where the kernel table has dot_rows_q8): x = step p + d with p_i =
+// round(x_i / step) in [-127, 127], and the pass gives Y = q.p exactly (int32), approx = s * step
+// * Y in double (two roundings of 2^-53, covered by the 2^-45 term). Then
+//   |L - approx| <= |L - w.x| + |w.x - s q.x| + s |q.d|,   s |q.d| <= s ||q||_2 ||d||_2
+// (Cauchy-Schwarz), with ||d||_2 bounded from above as quantize_for_head computes it; parts 1 and
+// 2 are as above, and part 3's float term is kept though Y is exact (the bound only grows).
 // Selection: with lo_o = approx_o - B_o and hi_o = approx_o + B_o, let best = max lo_o. The
 // full head's argmax t (lowest index among the largest) has L_t >= L_best >= best, and
 // hi_t >= L_t, so t is among the rows with hi_o >= best; every other row has L_o <= hi_o < best
@@ -72,14 +78,16 @@ constexpr size_t kRowUnit = 64;  // cheap-pass rows per unit of pool work
 namespace {
 
 // row_error_bound with gamma_k(cols) computed once per step rather than once per row.
-inline double bound_of(const CompactRowBound& b, double approx, double x_l1, double x_l2, double gamma, double tiny) {
+inline double bound_of(const CompactRowBound& b, double approx, double x_l1, double x_l2, double gamma, double tiny,
+                       double d_l2) {
     if (!std::isfinite(approx)) return kInf;
     const double s = b.scale;
     const double w_l2 = s * b.q_l2 + b.err_l2;  // >= ||w||_2
     if (!(w_l2 * x_l2 < 0x1p100)) return kInf;   // non-finite weights, or an overflow is possible
     const double quantization = std::min(b.err_max * x_l1, b.err_l2 * x_l2);
     const double rounding = gamma * (s * b.q_l2 + w_l2) * x_l2 + (1.0 + s) * tiny;
-    const double bound = quantization + rounding;
+    const double activations = s * b.q_l2 * d_l2;  // the integer pass's |s q.d| (0 for the float pass)
+    const double bound = quantization + rounding + activations;
     return bound + 0x1p-45 * (std::fabs(approx) + bound);
 }
 
@@ -88,8 +96,46 @@ double subnormal_term(size_t cols) { return 3.0 * static_cast<double>(cols) * 0x
 
 }  // namespace
 
-double row_error_bound(const CompactRowBound& b, double approx, double x_l1, double x_l2, size_t cols) {
-    return bound_of(b, approx, x_l1, x_l2, gamma_k(cols), subnormal_term(cols));
+double row_error_bound(const CompactRowBound& b, double approx, double x_l1, double x_l2, size_t cols, double d_l2) {
+    return bound_of(b, approx, x_l1, x_l2, gamma_k(cols), subnormal_term(cols), d_l2);
+}
+
+QuantizedActivations quantize_for_head(const float* x, size_t n, size_t cols) {
+    QuantizedActivations out;
+    out.u.assign(n * cols, 128);
+    out.step.assign(n, 0.0);
+    out.d_l2.assign(n, 0.0);
+    for (size_t j = 0; j < n; ++j) {
+        const float* xj = x + j * cols;
+        double peak = 0.0;
+        bool finite = true;
+        for (size_t i = 0; i < cols; ++i) {
+            finite = finite && std::isfinite(xj[i]);
+            peak = std::max(peak, std::fabs(static_cast<double>(xj[i])));
+        }
+        // A row that is not finite has an infinite bound whatever the pass gives; a zero row is
+        // p = 0 exactly. Both keep u = 128 and d = x.
+        if (!finite || peak == 0.0) {
+            double l1 = 0.0;
+            norms(xj, cols, l1, out.d_l2[j]);
+            continue;
+        }
+        const double step = peak / 127.0;
+        uint8_t* u = out.u.data() + j * cols;
+        double d2 = 0.0;
+        for (size_t i = 0; i < cols; ++i) {
+            const double p = std::clamp(std::nearbyint(static_cast<double>(xj[i]) / step), -127.0, 127.0);
+            u[i] = static_cast<uint8_t>(static_cast<int>(p) + 128);
+            const double d = static_cast<double>(xj[i]) - step * p;
+            d2 += d * d;
+        }
+        out.step[j] = step;
+        // Each d_i above is within 2^-52 (|x_i| + |step p_i|) <= 2^-50 peak of the real x_i - step p_i;
+        // sqrt(cols) of those, plus the sum's own rounding as in norms().
+        out.d_l2[j] = std::sqrt(d2) * (1.0 + static_cast<double>(cols + 4) * 0x1p-50) +
+                      std::sqrt(static_cast<double>(cols)) * peak * 0x1p-49;
+    }
+    return out;
 }
 
 Expected<std::vector<BoundedArgmax>> bounded_argmax_rows(const CompactHead& compact, const WeightView& head,
@@ -100,13 +146,21 @@ Expected<std::vector<BoundedArgmax>> bounded_argmax_rows(const CompactHead& comp
     const DotRowsI8Fn cheap = compute.table != nullptr && compute.table->dot_rows_i8 != nullptr
                                   ? compute.table->dot_rows_i8
                                   : reference_kernels().dot_rows_i8;
+    // The integer pass for several rows where the table has one: their float multiply-adds, once
+    // per weight and activation row, bound such a step; one row's pass is bound by reading the
+    // copy and keeps the float pass's tighter bound (docs/head_bound.md, "The integer pass").
+    const DotRowsQ8Fn integer =
+        n >= 2 && compute.table != nullptr && cols <= kDotRowsQ8MaxCols ? compute.table->dot_rows_q8 : nullptr;
+    const QuantizedActivations quantized = integer != nullptr ? quantize_for_head(x, n, cols) : QuantizedActivations{};
+    std::vector<int32_t> y_int(integer != nullptr ? n * rows : 0);
     std::vector<double> x_l1(n), x_l2(n);
     for (size_t j = 0; j < n; ++j) norms(x + j * cols, cols, x_l1[j], x_l2[j]);
     const double gamma = gamma_k(cols), tiny = subnormal_term(cols);
 
     // Pass 1 (the cheap one, over the pool): every row's interval, per activation row; the best
     // lower bound per chunk. Each unit of the copy's rows meets every activation row while it is
-    // in the cache, so n rows read the copy from memory once.
+    // in the cache (the integer pass: each row meets them all in one call), so n rows read the
+    // copy from memory once.
     std::vector<float> y(n * rows);
     std::vector<double> hi(n * rows);
     std::mutex best_mutex;
@@ -115,17 +169,21 @@ Expected<std::vector<BoundedArgmax>> bounded_argmax_rows(const CompactHead& comp
         std::vector<double> chunk_best(n, -kInf);
         // One activation row takes the pool's whole chunk in one call; several take it a unit
         // at a time, every row over the unit before the next, so the unit is read from memory once.
-        const size_t step = n == 1 ? unit_end - unit_begin : 1;
+        const size_t step = n == 1 || integer != nullptr ? unit_end - unit_begin : 1;
         for (size_t unit = unit_begin; unit < unit_end; unit += step) {
             const size_t begin = unit * kRowUnit, end = std::min((unit + step) * kRowUnit, rows);
+            if (integer != nullptr) integer(compact.q(), cols, quantized.u.data(), n, cols, y_int.data(), rows, begin, end);
             for (size_t j = 0; j < n; ++j) {
                 float* yj = y.data() + j * rows;
                 double* hij = hi.data() + j * rows;
-                cheap(compact.q(), cols, x + j * cols, yj, begin, end);
+                if (integer == nullptr) cheap(compact.q(), cols, x + j * cols, yj, begin, end);
+                const double d_l2 = integer != nullptr ? quantized.d_l2[j] : 0.0;
                 for (size_t o = begin; o < end; ++o) {
                     const CompactRowBound& b = compact.bound(o);
-                    const double approx = static_cast<double>(b.scale) * yj[o];
-                    const double bound = bound_of(b, approx, x_l1[j], x_l2[j], gamma, tiny);
+                    const double approx = integer != nullptr
+                                              ? static_cast<double>(b.scale) * (quantized.step[j] * static_cast<double>(y_int[j * rows + o]))
+                                              : static_cast<double>(b.scale) * yj[o];
+                    const double bound = bound_of(b, approx, x_l1[j], x_l2[j], gamma, tiny, d_l2);
                     if (bound == kInf) {
                         hij[o] = kInf;
                         continue;

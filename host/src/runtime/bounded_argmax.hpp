@@ -37,7 +37,19 @@ Expected<std::vector<BoundedArgmax>> bounded_argmax_rows(const CompactHead& comp
 // The bound of one row (exposed for the tests): for the exact float logit L of row o and the
 // cheap value approx = scale * y with y = the cheap pass's float sum, |L - approx| <= the value.
 // x_l1 and x_l2 are upper bounds of ||x||_1 and ||x||_2; cols is the row length. +inf when the
-// row cannot be bounded (non-finite weights, a possible overflow).
-double row_error_bound(const CompactRowBound& b, double approx, double x_l1, double x_l2, size_t cols);
+// row cannot be bounded (non-finite weights, a possible overflow). For the integer pass, approx =
+// scale * step * y with y = sum q_i p_i, and d_l2 is QuantizedActivations::d_l2 of the row.
+double row_error_bound(const CompactRowBound& b, double approx, double x_l1, double x_l2, size_t cols,
+                       double d_l2 = 0.0);
+
+// Activation rows as the integer pass takes them: p_i = round(x_i / step) in [-127, 127] with
+// step = max |x_i| / 127, stored as u_i = p_i + 128; d_l2 bounds ||x - step p||_2 from above. A
+// zero row or one that is not finite keeps p = 0 and step 0 (d_l2 = ||x||_2).
+struct QuantizedActivations {
+    std::vector<uint8_t> u;     // [n, cols]
+    std::vector<double> step;   // [n]
+    std::vector<double> d_l2;   // [n]
+};
+QuantizedActivations quantize_for_head(const float* x, size_t n, size_t cols);
 
 }  // namespace stormo

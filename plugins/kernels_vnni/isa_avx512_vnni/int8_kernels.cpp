@@ -5,6 +5,7 @@
 // CPU and OS enable all of them.
 #include <immintrin.h>
 
+#include "dot_rows_q8_blocks.hpp"
 #include "dot_u8i8_blocks.hpp"
 #include "int8_kernels.hpp"
 
@@ -26,6 +27,11 @@ struct Avx512Vnni {
 };
 
 }  // namespace
+
+void dot_rows_q8_avx512_vnni(const int8_t* q, size_t cols, const uint8_t* u, size_t n_x, size_t u_stride, int32_t* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    dot_rows_q8_blocks<Avx512Vnni>(q, cols, u, n_x, u_stride, y, y_stride, o_begin, o_end);
+}
 
 int32_t dot_u8i8_avx512_vnni(const uint8_t* a, const int8_t* b, size_t n) {
     return dot_u8i8_blocks<Avx512Vnni>(a, b, n);

@@ -4,6 +4,7 @@
 // without AVX-512.
 #include <immintrin.h>
 
+#include "dot_rows_q8_blocks.hpp"
 #include "dot_u8i8_blocks.hpp"
 #include "gguf_decode.hpp"
 #include "int8_kernels.hpp"
@@ -38,6 +39,11 @@ struct AvxVnni {
 };
 
 }  // namespace
+
+void dot_rows_q8_avx_vnni(const int8_t* q, size_t cols, const uint8_t* u, size_t n_x, size_t u_stride, int32_t* y,
+                          size_t y_stride, size_t o_begin, size_t o_end) {
+    dot_rows_q8_blocks<AvxVnni>(q, cols, u, n_x, u_stride, y, y_stride, o_begin, o_end);
+}
 
 int32_t dot_u8i8_avx_vnni(const uint8_t* a, const int8_t* b, size_t n) { return dot_u8i8_blocks<AvxVnni>(a, b, n); }
 
