@@ -57,8 +57,12 @@ toolkit::KeptPositions GlmDsaModel::select_positions(const toolkit::MlaSelection
 
     const size_t topk = static_cast<size_t>(cfg_.index_topk);
     toolkit::KeptPositions kept(n);
+    // Every head's dots over each run of cached keys come from one dot_many call (the bits of
+    // dot per pair, each key read once for all heads); then each position's score sums its heads
+    // in head order, as a dot per head and position did.
+    const size_t key_stride = kv.buffers[kv_index_key].width;
     auto run = [&](size_t begin, size_t end) {
-        std::vector<float> scores;
+        std::vector<float> scores, dots;
         for (size_t r = begin; r < end; ++r) {
             const size_t count = static_cast<size_t>(positions[r]) + 1;
             if (count <= topk) {  // a context shorter than index_topk keeps everything
@@ -66,12 +70,17 @@ toolkit::KeptPositions GlmDsaModel::select_positions(const toolkit::MlaSelection
                 std::iota(kept[r].begin(), kept[r].end(), int64_t{0});
                 continue;
             }
+            dots.resize(heads * count);
+            for (size_t t = 0; t < count;) {
+                const size_t length = std::min(count - t, kv.run(kv_index_key, static_cast<int64_t>(t)));
+                kt.dot_many(q.data() + r * heads * dim, heads, dim, kv.at(kv_index_key, static_cast<int64_t>(t)), length,
+                            key_stride, dim, dots.data() + t, count);
+                t += length;
+            }
             scores.assign(count, 0.0f);
             for (size_t t = 0; t < count; ++t) {
-                const float* kt_row = kv.at(kv_index_key, static_cast<int64_t>(t));
                 float s = 0.0f;
-                for (size_t h = 0; h < heads; ++h)
-                    s += kt.dot(q.data() + (r * heads + h) * dim, kt_row, dim) * score_scale * weights[r * heads + h];
+                for (size_t h = 0; h < heads; ++h) s += dots[h * count + t] * score_scale * weights[r * heads + h];
                 scores[t] = s;
             }
             const std::vector<int32_t> top = toolkit::topk_indices(scores.data(), count, topk);
