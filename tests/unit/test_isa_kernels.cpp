@@ -717,6 +717,26 @@ bool avx512_vnni_usable() {
     return cpu_has_all({CpuFeature::avx2, CpuFeature::fma, CpuFeature::f16c, CpuFeature::avx512f,
                         CpuFeature::avx512bw, CpuFeature::avx512vl, CpuFeature::avx512_vnni});
 }
+
+// The reference table with the vnni plugin's kernels installed over it, the plugin kept loaded
+// while the table's pointers are used.
+struct InstalledVnni {
+    std::unique_ptr<testing::LoadedKernels> kernels;
+    KernelTable table = reference_kernels();
+    bool installed = false;
+    std::string why;
+};
+InstalledVnni install_vnni() {
+    InstalledVnni out;
+    out.kernels = load_kernels("vnni");
+    if (out.kernels->plugin() == nullptr) {
+        out.why = out.kernels->create_error.message;
+        return out;
+    }
+    out.kernels->plugin()->install(out.table);
+    out.installed = true;
+    return out;
+}
 bool vnni_usable() { return avx_vnni_usable() || avx512_vnni_usable(); }
 constexpr const char* kNoVnni = "this CPU has neither avx_vnni nor avx512_vnni+avx512vl+avx512bw: the vnni plugin's "
                                 "kernels cannot run here (the SIMDe tests cover its integer loops)";
@@ -767,10 +787,9 @@ TEST(IsaKernelsVnni, DescribesItselfAndScoresAboveAvx2WhenUsable) {
 
 TEST(IsaKernelsVnni, FloatKernelsMatchTheReference) {
     if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
-    const auto k = load_kernels("vnni");
-    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
-    KernelTable table = reference_kernels();
-    k->plugin()->install(table);
+    const InstalledVnni vnni = install_vnni();
+    ASSERT_TRUE(vnni.installed) << vnni.why;
+    const KernelTable& table = vnni.table;
     Worst worst;
     check_all_matmuls(table, worst);
     check_gguf(table, worst);
@@ -815,10 +834,9 @@ TEST(IsaKernelsVnni, Int8DotLoopUnderSimdeIsBitExact) {
 
 TEST(IsaKernelsVnni, Int8DotNativeIsBitExact) {
     if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
-    const auto k = load_kernels("vnni");
-    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
-    KernelTable table = reference_kernels();
-    k->plugin()->install(table);
+    const InstalledVnni vnni = install_vnni();
+    ASSERT_TRUE(vnni.installed) << vnni.why;
+    const KernelTable& table = vnni.table;
     ASSERT_NE(table.dot_u8i8, reference_kernels().dot_u8i8);
     for (const auto& [a, b] : int8_cases())
         EXPECT_EQ(table.dot_u8i8(a.data(), b.data(), a.size()), reference_kernels().dot_u8i8(a.data(), b.data(), a.size()))
@@ -865,10 +883,9 @@ TEST(IsaKernelsVnni, HeadIntegerPassUnderSimdeIsBitExact) {
 
 TEST(IsaKernelsVnni, HeadIntegerPassNativeIsBitExact) {
     if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
-    const auto k = load_kernels("vnni");
-    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
-    KernelTable table = reference_kernels();
-    k->plugin()->install(table);
+    const InstalledVnni vnni = install_vnni();
+    ASSERT_TRUE(vnni.installed) << vnni.why;
+    const KernelTable& table = vnni.table;
     ASSERT_NE(table.dot_rows_q8, reference_kernels().dot_rows_q8);
     expect_head_q8_matches_reference(table.dot_rows_q8, "vnni");
 }
@@ -1321,10 +1338,9 @@ TEST(IsaKernelsVnni, IntegerRoadUnderSimdeIsBitExact) {
 
 TEST(IsaKernelsVnni, IntegerRoadNativeIsBitExact) {
     if (!vnni_usable()) GTEST_SKIP() << kNoVnni;
-    const auto k = load_kernels("vnni");
-    ASSERT_NE(k->plugin(), nullptr) << k->create_error.message;
-    KernelTable table = reference_kernels();
-    k->plugin()->install(table);
+    const InstalledVnni vnni = install_vnni();
+    ASSERT_TRUE(vnni.installed) << vnni.why;
+    const KernelTable& table = vnni.table;
     const size_t mx = static_cast<size_t>(WeightFormat::MXFP4);
     ASSERT_NE(table.matmul_q8[mx], reference_kernels().matmul_q8[mx]);
     const char* flavour = avx512_vnni_usable() ? "vnni (avx512_vnni)" : "vnni (avx_vnni)";
