@@ -133,11 +133,11 @@ void kept_runs(const KvView& kv, const std::vector<int64_t>& keys, std::vector<K
 // Per (row, head): q_lat = W_kb[h]^T q_nope; score_t = (q_lat . latent_t + q_pe . rope_key_t) *
 // scale over the kept positions; softmax; pooled = sum_t p_t latent_t; context = W_vb[h] pooled.
 // Each run of kept positions is read by one call of the table's dot_many and axpy_many (the bits
-// of dot and axpy per key): with a call per key, the calls and their short sums took three
-// quarters of a decode step of the DeepSeek-V3 demo (1.64x its decode at a 2,000-token context,
-// the GLM demo, whose indexer keeps 8 scattered positions, unchanged). Items of a whole row's
-// heads, which would read each run once for all heads, made the GLM demo 28% slower and were
-// left (one thread, 2026-12-05, not understood).
+// of dot and axpy per key): with a call per key and head, those calls and their short sums took
+// about half of a decode-heavy run's samples on the DeepSeek-V3 demo (perf); 1.63x its decode
+// at a 2,000-token context, the GLM demo (its indexer keeps 8 scattered positions) unchanged.
+// Items of a whole row's heads, which would read each run once for all heads, made the GLM demo
+// 28% slower and were left (one thread, 2026-12-05, not understood).
 void mla_attend_absorbed(const Compute& c, const MlaShape& s, std::span<const int64_t> positions,
                          const std::vector<float>& q, const KeptPositions& kept, const AbsorbedKvB& kvb,
                          BlockKv block_kv, float scale, std::vector<float>& context) {
