@@ -167,8 +167,9 @@ Expected<std::vector<BoundedArgmax>> bounded_argmax_rows(const CompactHead& comp
     std::vector<double> best(n, -kInf);
     auto cheap_rows = [&](size_t unit_begin, size_t unit_end) {
         std::vector<double> chunk_best(n, -kInf);
-        // One activation row takes the pool's whole chunk in one call; several take it a unit
-        // at a time, every row over the unit before the next, so the unit is read from memory once.
+        // One activation row, or the integer pass (every row in one call), takes the pool's whole
+        // chunk at once; several rows on the float pass take it a unit at a time, every row over
+        // the unit before the next, so the unit is read from memory once.
         const size_t step = n == 1 || integer != nullptr ? unit_end - unit_begin : 1;
         for (size_t unit = unit_begin; unit < unit_end; unit += step) {
             const size_t begin = unit * kRowUnit, end = std::min((unit + step) * kRowUnit, rows);
