@@ -285,7 +285,10 @@ Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity, size_t m
                                                  " positions exceeds the model's max_position_embeddings (" +
                                                  std::to_string(max_positions) + ")");
     }
-    return std::make_unique<Session>(*model_, capacity, max_block, rewind_slack_);
+    std::lock_guard lock(*page_pool_mutex_);
+    auto session = std::make_unique<Session>(*model_, capacity, max_block, rewind_slack_, page_pool_);
+    if (page_pool_ == nullptr) page_pool_ = session->page_pool();
+    return session;
 }
 
 }  // namespace stormo

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -172,6 +173,10 @@ private:
     uint64_t unread_dense_bytes_ = 0;
     std::map<std::string, uint64_t, std::less<>> packed_bytes_;
     size_t rewind_slack_ = 0;
+    // The KV pages of every session this engine makes, set by the first (the pages' size is the
+    // model's); behind a lock because sessions may be made on several threads.
+    mutable std::unique_ptr<std::mutex> page_pool_mutex_ = std::make_unique<std::mutex>();
+    mutable std::shared_ptr<PagePool> page_pool_;
     SpeculationSettings speculation_;
     RunMemory memory_;
     std::optional<CompactHead> compact_head_;

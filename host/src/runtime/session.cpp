@@ -11,33 +11,16 @@
 namespace stormo {
 namespace {
 
-constexpr std::align_val_t kPageAlignment{64};
 constexpr size_t kRowAlignmentFloats = 16;  // each buffer's rows in a page start on a cache line
-
-// A page is written whole sooner or later (a load or a cache restore at once, a prefill block by
-// block): mapping its memory in one call costs less than a fault per 4 KiB, which took 40 ms of a
-// 114 MiB session load here (about as long as reading the file). Kernels before 5.14 refuse the
-// advice; the page then faults in as before.
-void populate(void* data, size_t bytes) {
-#ifdef MADV_POPULATE_WRITE
-    const auto os_page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + os_page - 1) / os_page * os_page;
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / os_page * os_page;
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-#else
-    (void)data;
-    (void)bytes;
-#endif
-}
+constexpr size_t kRingAlignment = 64;
 
 }  // namespace
 
-Session::Page::Page(size_t floats)
-    : data(static_cast<float*>(::operator new(std::max<size_t>(1, floats) * sizeof(float), kPageAlignment))) {
-    populate(data, floats * sizeof(float));
-}
+// A page is written whole sooner or later (a load or a cache restore at once, a prefill block by
+// block); its slot is mapped already (the pool's slabs are).
+Session::Page::Page(std::shared_ptr<PagePool> from) : pool(std::move(from)), data(static_cast<float*>(pool->acquire())) {}
 
-Session::Page::~Page() { ::operator delete(data, kPageAlignment); }
+Session::Page::~Page() { pool->release(data); }
 
 size_t Session::rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_block, size_t rewind_slack) {
     if (decl.kind == KvBufferDecl::Kind::state) return 1;
@@ -45,7 +28,7 @@ size_t Session::rows_for(const KvBufferDecl& decl, size_t capacity, size_t max_b
     return std::max<size_t>(1, std::min(capacity, decl.window + max_block - 1 + rewind_slack));
 }
 
-Session::Session(const Model& model, size_t capacity, size_t max_block, size_t rewind_slack)
+Session::Session(const Model& model, size_t capacity, size_t max_block, size_t rewind_slack, std::shared_ptr<PagePool> pool)
     : capacity_(capacity), max_block_(std::max<size_t>(1, max_block)) {
     const size_t n_layers = static_cast<size_t>(model.n_layers());
     size_t n_rings = 0;
@@ -54,6 +37,9 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
             n_rings += decl.kind == KvBufferDecl::Kind::state || decl.window > 0 ? 1 : 0;
     ring_buffers_.reserve(n_rings);
     ring_bases_.reserve(n_rings);
+    std::vector<size_t> ring_offsets;
+    std::vector<size_t> state_rings;  // which rings are states
+    size_t ring_bytes = 0;
     pages_.resize(pages_for(capacity));
     page_table_.assign(pages_.size(), nullptr);
     layers_.resize(n_layers);
@@ -65,14 +51,17 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
             view.rows = std::max<size_t>(1, rows);
             view.width = decl.floats_per_position;
             if (decl.kind == KvBufferDecl::Kind::state || decl.window > 0) {
-                ring_buffers_.emplace_back(std::max<size_t>(1, rows * decl.floats_per_position * sizeof(float)));
-                ring_bases_.push_back(reinterpret_cast<float*>(ring_buffers_.back().data()));
+                const size_t bytes = std::max<size_t>(1, rows * decl.floats_per_position * sizeof(float));
+                ring_offsets.push_back(ring_bytes);
+                ring_buffers_.emplace_back(static_cast<std::byte*>(nullptr), bytes);
+                ring_bases_.push_back(nullptr);  // set once ring_memory_ is allocated below
+                ring_bytes += (bytes + kRingAlignment - 1) / kRingAlignment * kRingAlignment;
                 view.pages = &ring_bases_.back();
                 view.page_rows = view.rows;
                 const bool state = decl.kind == KvBufferDecl::Kind::state;
                 ring_infos_.push_back(RingInfo{view.rows, state ? 0 : decl.window, decl.floats_per_position, state});
                 if (state) {
-                    states_.push_back(ring_bases_.back());
+                    state_rings.push_back(ring_bases_.size() - 1);
                     state_floats_.push_back(decl.floats_per_position);
                 } else {
                     rings_.push_back(Ring{rows, decl.window});
@@ -91,6 +80,17 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
                                                        : std::string("every position")) +
                                     " of " + std::to_string(decl.floats_per_position) + " floats");
         }
+    if (ring_bytes > 0) {
+        ring_memory_ = AlignedBuffer(ring_bytes, kRingAlignment);
+        map_now(ring_memory_.data(), ring_bytes);
+    }
+    for (size_t i = 0; i < ring_buffers_.size(); ++i) {
+        ring_buffers_[i] = std::span<std::byte>(ring_memory_.data() + ring_offsets[i], ring_buffers_[i].size());
+        ring_bases_[i] = reinterpret_cast<float*>(ring_buffers_[i].data());
+    }
+    for (size_t i : state_rings) states_.push_back(ring_bases_[i]);
+    const size_t page_bytes = std::max<size_t>(1, page_floats_) * sizeof(float);
+    pool_ = pool != nullptr && pool->page_bytes() == page_bytes ? std::move(pool) : std::make_shared<PagePool>(page_bytes);
 }
 
 KvView Session::kv(int layer) {
@@ -112,14 +112,14 @@ void Session::will_write(size_t begin, size_t end) {
         if (page != nullptr && end <= position_) {
             // A replay rewrites positions the session holds, with the bits they have: the page
             // stays shared and this block writes into a scratch copy of it instead.
-            if (scratch_used == scratch_.size()) scratch_.push_back(std::make_unique<Page>(page_floats_));
+            if (scratch_used == scratch_.size()) scratch_.push_back(std::make_unique<Page>(pool_));
             float* scratch = scratch_[scratch_used++]->data;
             std::copy_n(page->data, page_floats_, scratch);
             page_table_[p] = scratch;
             lent_.push_back(p);
             continue;
         }
-        auto own = std::make_shared<Page>(page_floats_);
+        auto own = std::make_shared<Page>(pool_);
         // Copy on write: the rows before the block's stay as the shared page holds them.
         if (page != nullptr) std::copy_n(page->data, page_floats_, own->data);
         page = std::move(own);
@@ -274,7 +274,7 @@ std::string Session::layout() const {
 float* Session::own_page(size_t p) {
     std::shared_ptr<Page>& page = pages_[p];
     if (page == nullptr || page.use_count() > 1) {
-        auto own = std::make_shared<Page>(page_floats_);
+        auto own = std::make_shared<Page>(pool_);
         if (page != nullptr) std::copy_n(page->data, page_floats_, own->data);
         page = std::move(own);
     }
@@ -313,7 +313,7 @@ uint64_t Session::kv_bytes() const { return kv_bytes_; }
 
 uint64_t Session::kv_bytes_in_use() const {
     uint64_t total = 0;
-    for (const AlignedBuffer& ring : ring_buffers_) total += ring.size();
+    for (const auto& ring : ring_buffers_) total += ring.size();
     for (const auto& page : pages_) total += page != nullptr ? page_bytes() : 0;
     return total + scratch_.size() * page_bytes();
 }
@@ -328,7 +328,7 @@ uint64_t Session::kv_bytes_in_use(std::span<const Session* const> sessions) {
     uint64_t total = 0;
     std::unordered_set<const Page*> seen;
     for (const Session* s : sessions) {
-        for (const AlignedBuffer& ring : s->ring_buffers_) total += ring.size();
+        for (const auto& ring : s->ring_buffers_) total += ring.size();
         for (const auto& page : s->pages_)
             if (page != nullptr && seen.insert(page.get()).second) total += s->page_bytes();
         total += s->scratch_.size() * s->page_bytes();
@@ -338,7 +338,7 @@ uint64_t Session::kv_bytes_in_use(std::span<const Session* const> sessions) {
 
 uint64_t Session::kv_bytes_for(size_t positions) const {
     uint64_t total = 0;
-    for (const AlignedBuffer& ring : ring_buffers_) total += ring.size();
+    for (const auto& ring : ring_buffers_) total += ring.size();
     return total + static_cast<uint64_t>(pages_for(std::min(positions, capacity_))) * page_bytes();
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/page_pool.hpp"
 #include "stormo/family.hpp"
 #include "stormo/tensor.hpp"
 
@@ -45,7 +46,10 @@ public:
     // max_block: the most positions one forward step consumes (it sizes sliding-window rings).
     // rewind_slack: how many more positions a rewind may go back without a replay (a chat that
     // rewinds past its last answer every turn keeps its sliding windows with an answer's worth).
-    Session(const Model& model, size_t capacity, size_t max_block = kDefaultMaxBlock, size_t rewind_slack = 0);
+    // pool: where its pages come from, shared by the sessions of one engine (made here if null or
+    // of another page size).
+    Session(const Model& model, size_t capacity, size_t max_block = kDefaultMaxBlock, size_t rewind_slack = 0,
+            std::shared_ptr<PagePool> pool = nullptr);
     // Moving keeps every view valid (they point into heap buffers the move hands over); a
     // restored session replaces the one a conversation holds by move assignment.
     Session(Session&&) noexcept = default;
@@ -57,6 +61,7 @@ public:
     size_t capacity() const { return capacity_; }
     size_t remaining() const { return capacity_ - position_; }
     size_t max_block() const { return max_block_; }
+    const std::shared_ptr<PagePool>& page_pool() const { return pool_; }
     // The token ids of positions [0, position()).
     std::span<const int32_t> tokens() const { return tokens_; }
     // Rows a buffer needs: the capacity, or a window's ring.
@@ -169,10 +174,11 @@ private:
     };
     // One page of every full-attention buffer's rows for kPagePositions positions.
     struct Page {
-        explicit Page(size_t floats);
+        explicit Page(std::shared_ptr<PagePool> pool);
         ~Page();
         Page(const Page&) = delete;
         Page& operator=(const Page&) = delete;
+        std::shared_ptr<PagePool> pool;  // the page outlives the session that made it when shared
         float* data;
     };
     // Whether every ring still holds the window a query at `position` attends to.
@@ -197,10 +203,14 @@ private:
     std::vector<RingInfo> ring_infos_;  // one per ring or state buffer, as ring_buffers_
     std::vector<std::string> layout_lines_;
     uint64_t kv_bytes_ = 0;
-    // Views point into these two: both are sized once, never reallocated.
-    std::vector<AlignedBuffer> ring_buffers_;  // every ring and state buffer, in layer order: the session's own
-    std::vector<float*> ring_bases_;           // their first floats: a ring's one-page table
+    // Views point into these: all sized once, never reallocated. Every ring and state buffer, in
+    // layer order, is the session's own and lives in one allocation (large enough for huge pages
+    // on the big shapes, where a 4 KiB page's first write costs more than the data).
+    AlignedBuffer ring_memory_;
+    std::vector<std::span<std::byte>> ring_buffers_;  // [ring]: its bytes in ring_memory_
+    std::vector<float*> ring_bases_;                  // their first floats: a ring's one-page table
     size_t page_floats_ = 0;  // floats of one page: every full-attention buffer's rows
+    std::shared_ptr<PagePool> pool_;
     std::vector<std::shared_ptr<Page>> pages_;  // [page]: null until a position in it is written
     std::vector<float*> page_table_;            // [page]: pages_[page]'s floats, or null
     // A replay's scratch pages (see will_write) and the pages whose table entries point at them.
