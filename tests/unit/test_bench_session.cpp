@@ -32,6 +32,10 @@ TEST_P(BenchSession, SavesLoadsAndContinuesExactly) {
     EXPECT_GE(file, kv);
     EXPECT_LT(file, kv + 16384);
     EXPECT_GT(*j.find("write_bound_bytes_per_s")->as_double(), 0.0);
+    // Each round's load against the probe reading the same file, and the save against the write
+    // probe, set side by side: the medians of those pairs are figures of their own.
+    EXPECT_GT(*j.find("load_bound_ratio_median_round")->as_double(), 0.0);
+    EXPECT_GT(*j.find("save_bound_ratio_median_round")->as_double(), 0.0);
     EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the session file and the probe's file are removed";
     std::filesystem::remove_all(dir);
 }

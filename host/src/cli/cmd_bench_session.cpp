@@ -45,6 +45,8 @@ void print_json(const LoadedEngine& loaded, const SessionIoRun& r) {
         .field("read_bound_direct_io", r.read_bound_direct)
         .field("save_bound_ratio", ratio(save_rate, r.write_bound_bytes_per_s))
         .field("load_bound_ratio", ratio(load_rate, r.read_bound_bytes_per_s))
+        .field("save_bound_ratio_median_round", r.save_pair_ratio)
+        .field("load_bound_ratio_median_round", r.load_pair_ratio)
         .field("load_speedup_over_prefill", ratio(r.prefill_seconds, r.load_seconds))
         .end_object();
     std::cout << j.str() << "\n";
@@ -58,15 +60,17 @@ void print_table(const LoadedEngine& loaded, const SessionIoRun& r) {
               << "session            " << r.positions << " positions, KV " << format_bytes(r.kv_bytes) << " ("
               << format_bytes(r.positions ? r.kv_bytes / r.positions : 0) << " a position), file " << format_bytes(r.file_bytes) << "\n"
               << "prefill (cold)     " << r.prefill_seconds << " s\n"
-              << "rounds             " << r.rounds << " (save, write bound, load, read bound in turn; median times, best bounds)\n"
+              << "rounds             " << r.rounds << " (save, write bound, then load and read bound in turns; median times, best bounds)\n"
               << "save               " << r.save_seconds << " s, " << format_bytes(static_cast<uint64_t>(save_rate)) << "/s = "
               << ratio(save_rate, r.write_bound_bytes_per_s) << "x the write bound ("
-              << format_bytes(static_cast<uint64_t>(r.write_bound_bytes_per_s)) << "/s, 8 MiB writes and fsync, buffered or direct)\n"
+              << format_bytes(static_cast<uint64_t>(r.write_bound_bytes_per_s)) << "/s, 8 MiB writes and fsync, buffered or direct); "
+              << r.save_pair_ratio << "x in the median round\n"
               << "save over the last " << r.replace_seconds << " s (the old file's blocks freed in the rename)\n"
               << "load (from disk)   " << r.load_seconds << " s, " << format_bytes(static_cast<uint64_t>(load_rate)) << "/s = "
               << ratio(load_rate, r.read_bound_bytes_per_s) << "x the read bound ("
               << format_bytes(static_cast<uint64_t>(r.read_bound_bytes_per_s)) << "/s, "
-              << (r.read_bound_direct ? "O_DIRECT" : "buffered after dropping the page cache") << ")"
+              << (r.read_bound_direct ? "O_DIRECT" : "buffered after dropping the page cache") << ", the session file itself); "
+              << r.load_pair_ratio << "x in the median round"
               << (r.page_cache_dropped ? "" : " [the page cache kept the file: this load read memory]") << "\n"
               << "load (page cache)  " << r.load_cached_seconds << " s\n"
               << "restart vs cold    load " << ratio(r.prefill_seconds, r.load_seconds) << "x faster than the prefill\n"

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <new>
 
 namespace stormo {
@@ -60,7 +59,6 @@ void* PagePool::acquire() {
     void* slot = (*it)->free.back();
     (*it)->free.pop_back();
     ++in_use_;
-    std::memset(static_cast<std::byte*>(slot) + page_bytes_, 0, slot_bytes_ - page_bytes_);
     return slot;
 }
 

@@ -21,8 +21,8 @@ void map_now(void* data, size_t bytes);
 
 class PagePool {
 public:
-    // Pages of `page_bytes` each; a slot is rounded up to 4 KiB so a page can be a direct read's
-    // destination.
+    // Pages of `page_bytes` each; a slot is rounded up to whole 4 KiB blocks, so no two pages
+    // share an OS page.
     explicit PagePool(size_t page_bytes);
     PagePool(const PagePool&) = delete;
     PagePool& operator=(const PagePool&) = delete;
@@ -30,8 +30,7 @@ public:
     size_t page_bytes() const { return page_bytes_; }
     size_t slot_bytes() const { return slot_bytes_; }
     size_t slots_per_slab() const { return slots_per_slab_; }
-    // A free slot: its page's bytes as the last holder left them, the rest of the slot zeros (a
-    // session file writes and checks whole slots). Throws std::bad_alloc as new does.
+    // A free slot, its bytes as the last holder left them; throws std::bad_alloc as new does.
     // Safe from several threads.
     void* acquire();
     void release(void* slot);

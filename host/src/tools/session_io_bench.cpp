@@ -108,10 +108,11 @@ Expected<SessionIoRun> run_session_io_bench(Engine& engine, const SessionIoReque
             std::filesystem::remove(b, ec);
         }
     } cleanup{path, probe_path};
-    // Each round saves, writes the probe's bytes, loads from the disk, loads from the page cache
-    // and reads the probe's file: both sides of each ratio meet the same state of the disk and of
-    // the machine's memory (a write right after a model's load ran at a third of this disk's
-    // usual speed, seen with a plain write loop too), and the medians set them side by side.
+    // Each round saves, writes the probe's bytes (the write bound), loads from the disk and reads
+    // the session file with the probe (the read bound), then loads from the page cache: both
+    // sides of each ratio meet the same state of the disk and of the machine's memory (a write
+    // right after a model's load ran at a third of this disk's usual speed, seen with a plain
+    // write loop too), and the medians set them side by side.
     std::vector<double> saves, replaces, writes, loads, cached_loads, reads;
     std::unique_ptr<Session> loaded_session;
     run.page_cache_dropped = true;
@@ -134,24 +135,41 @@ Expected<SessionIoRun> run_session_io_bench(Engine& engine, const SessionIoReque
         STORMO_TRY_ASSIGN(const double direct_rate, write_probe(probe_path, run.file_bytes, true));
         writes.push_back(std::max(buffered_rate, direct_rate));
 
-        run.page_cache_dropped = dropped_from_page_cache(path) && run.page_cache_dropped;
-        STORMO_TRY_ASSIGN(auto blank, engine.new_session(capacity));
-        STORMO_TRY_ASSIGN(auto loaded, load_session_file(path, identity, std::move(blank)));
-        loads.push_back(loaded.stats.seconds);
-        if (!loaded_session) loaded_session = std::move(loaded.session);
-        STORMO_TRY_ASSIGN(auto blank_again, engine.new_session(capacity));
-        STORMO_TRY_ASSIGN(auto cached, load_session_file(path, identity, std::move(blank_again)));
-        cached_loads.push_back(cached.stats.seconds);
-
-        DiskReadOptions o;
-        o.bytes = run.file_bytes;
-        o.block = std::min<uint64_t>(kWriteChunk, run.file_bytes / 4096 * 4096);
-        const FileRange whole{probe_path, 0, run.file_bytes / 4096 * 4096};
-        if (o.block > 0) {
+        // The read bound is the disk probe reading this same file (8 MiB pieces, four in flight,
+        // past the page cache, one pass over it all): the same blocks, so whatever lies below the
+        // file system (a virtual disk's cache on its host; the blocks a direct or a buffered write
+        // left) meets both sides alike, and which goes first alternates by round.
+        auto load_from_disk = [&]() -> Expected<void> {
+            run.page_cache_dropped = dropped_from_page_cache(path) && run.page_cache_dropped;
+            STORMO_TRY_ASSIGN(auto blank, engine.new_session(capacity));
+            STORMO_TRY_ASSIGN(auto loaded, load_session_file(path, identity, std::move(blank)));
+            loads.push_back(loaded.stats.seconds);
+            if (!loaded_session) loaded_session = std::move(loaded.session);
+            return {};
+        };
+        auto read_probe = [&]() -> Expected<void> {
+            drop_page_cache(path);
+            DiskReadOptions o;
+            o.bytes = run.file_bytes;
+            o.block = std::min<uint64_t>(kWriteChunk, run.file_bytes / 4096 * 4096);
+            o.passes = 1;
+            const FileRange whole{path, 0, run.file_bytes / 4096 * 4096};
+            if (o.block == 0) return {};
             STORMO_TRY_ASSIGN(const DiskBandwidth read, measure_disk_read_bandwidth(std::span<const FileRange>(&whole, 1), o));
             reads.push_back(read.bytes_per_s);
             run.read_bound_direct = run.read_bound_direct && read.direct_io;
+            return {};
+        };
+        if (r % 2 == 0) {
+            STORMO_TRY(load_from_disk());
+            STORMO_TRY(read_probe());
+        } else {
+            STORMO_TRY(read_probe());
+            STORMO_TRY(load_from_disk());
         }
+        STORMO_TRY_ASSIGN(auto blank_again, engine.new_session(capacity));
+        STORMO_TRY_ASSIGN(auto cached, load_session_file(path, identity, std::move(blank_again)));
+        cached_loads.push_back(cached.stats.seconds);
     }
     run.rounds = rounds;
     run.save_seconds = median(saves);
@@ -169,6 +187,16 @@ Expected<SessionIoRun> run_session_io_bench(Engine& engine, const SessionIoReque
         if (r < reads.size()) run.read_rates.push_back(reads[r]);
     }
     run.read_bound_direct = run.read_bound_direct && !reads.empty();
+    // Each round's pair (the save and the write probe, the load and the read probe, minutes apart
+    // at most), as farm-bench sets A and B side by side: the disk's own drift between rounds
+    // cancels out of these.
+    std::vector<double> save_pairs, load_pairs;
+    for (size_t r = 0; r < rounds; ++r) {
+        save_pairs.push_back(run.save_rates[r] / run.write_rates[r]);
+        if (r < run.read_rates.size()) load_pairs.push_back(run.load_rates[r] / run.read_rates[r]);
+    }
+    run.save_pair_ratio = median(save_pairs);
+    run.load_pair_ratio = load_pairs.empty() ? 0.0 : median(load_pairs);
 
     const std::vector<int32_t> one{next};
     STORMO_TRY_ASSIGN(const std::vector<float> expected, pipeline.forward(*session, one, {}));

@@ -38,10 +38,13 @@ struct SessionIoRun {
     bool page_cache_dropped = false;   // the kernel took the hint; else load_seconds read from memory
     bool continues_exactly = false;    // the next token's logits bits equal the uninterrupted session's
     double write_bound_bytes_per_s = 0.0;  // the same bytes written and fsync'd in 8 MiB writes (the better of buffered and direct), best round
-    double read_bound_bytes_per_s = 0.0;   // the disk probe over that file, best round
+    double read_bound_bytes_per_s = 0.0;   // the disk probe reading the session file itself, best round
     bool read_bound_direct = false;
     // Each round's bytes a second: save, write probe, load from the disk, read probe.
     std::vector<double> save_rates, write_rates, load_rates, read_rates;
+    // The median over rounds of each round's save / write probe and load / read probe.
+    double save_pair_ratio = 0.0;
+    double load_pair_ratio = 0.0;
 };
 
 Expected<SessionIoRun> run_session_io_bench(Engine& engine, const SessionIoRequest& request);
