@@ -43,8 +43,6 @@ private:
         AlignedBuffer memory;
         std::vector<void*> free;  // its slots not handed out
     };
-    Slab* slab_of(const void* slot);
-
     size_t page_bytes_;
     size_t slot_bytes_;
     size_t slots_per_slab_;

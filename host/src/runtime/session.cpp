@@ -35,7 +35,6 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
     for (size_t l = 0; l < n_layers; ++l)
         for (const auto& decl : model.layer_plan(static_cast<int>(l)).kv)
             n_rings += decl.kind == KvBufferDecl::Kind::state || decl.window > 0 ? 1 : 0;
-    ring_buffers_.reserve(n_rings);
     ring_bases_.reserve(n_rings);
     std::vector<size_t> ring_offsets;
     std::vector<size_t> state_rings;  // which rings are states
@@ -53,8 +52,8 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
             if (decl.kind == KvBufferDecl::Kind::state || decl.window > 0) {
                 const size_t bytes = std::max<size_t>(1, rows * decl.floats_per_position * sizeof(float));
                 ring_offsets.push_back(ring_bytes);
-                ring_buffers_.emplace_back(static_cast<std::byte*>(nullptr), bytes);
                 ring_bases_.push_back(nullptr);  // set once ring_memory_ is allocated below
+                ring_bytes_ += bytes;
                 ring_bytes += (bytes + kRingAlignment - 1) / kRingAlignment * kRingAlignment;
                 view.pages = &ring_bases_.back();
                 view.page_rows = view.rows;
@@ -84,10 +83,7 @@ Session::Session(const Model& model, size_t capacity, size_t max_block, size_t r
         ring_memory_ = AlignedBuffer(ring_bytes, kRingAlignment);
         map_now(ring_memory_.data(), ring_bytes);
     }
-    for (size_t i = 0; i < ring_buffers_.size(); ++i) {
-        ring_buffers_[i] = std::span<std::byte>(ring_memory_.data() + ring_offsets[i], ring_buffers_[i].size());
-        ring_bases_[i] = reinterpret_cast<float*>(ring_buffers_[i].data());
-    }
+    for (size_t i = 0; i < ring_bases_.size(); ++i) ring_bases_[i] = reinterpret_cast<float*>(ring_memory_.data() + ring_offsets[i]);
     for (size_t i : state_rings) states_.push_back(ring_bases_[i]);
     const size_t page_bytes = std::max<size_t>(1, page_floats_) * sizeof(float);
     pool_ = pool != nullptr && pool->page_bytes() == page_bytes ? std::move(pool) : std::make_shared<PagePool>(page_bytes);
@@ -257,8 +253,7 @@ Expected<void> Session::share_prefix(const Session& donor, size_t positions) {
     }
     // The donor's rings and states as they are: this session is the donor rewound to `positions`
     // (a state holds the donor's last position only, so anything shorter replays, as a rewind).
-    for (size_t i = 0; i < ring_buffers_.size(); ++i)
-        std::copy_n(donor.ring_buffers_[i].data(), ring_buffers_[i].size(), ring_buffers_[i].data());
+    for (size_t i = 0; i < ring_bases_.size(); ++i) std::ranges::copy(donor.ring_buffer(i), ring_buffer(i).begin());
     written_end_ = donor.written_end_;
     needs_replay_ = donor.needs_replay_ || !rings_hold_window_for(positions) ||
                     (!states_.empty() && positions != donor.position_);
@@ -283,11 +278,11 @@ float* Session::own_page(size_t p) {
 }
 
 std::span<const float> Session::ring_buffer(size_t i) const {
-    return {reinterpret_cast<const float*>(ring_buffers_[i].data()), ring_infos_[i].rows * ring_infos_[i].width};
+    return {ring_bases_[i], ring_infos_[i].rows * ring_infos_[i].width};
 }
 
 std::span<float> Session::ring_buffer(size_t i) {
-    return {reinterpret_cast<float*>(ring_buffers_[i].data()), ring_infos_[i].rows * ring_infos_[i].width};
+    return {ring_bases_[i], ring_infos_[i].rows * ring_infos_[i].width};
 }
 
 const float* Session::ring_row(size_t i, size_t position) const {
@@ -312,8 +307,7 @@ void Session::adopt(std::span<const int32_t> tokens, size_t written_end, bool ne
 uint64_t Session::kv_bytes() const { return kv_bytes_; }
 
 uint64_t Session::kv_bytes_in_use() const {
-    uint64_t total = 0;
-    for (const auto& ring : ring_buffers_) total += ring.size();
+    uint64_t total = ring_bytes_;
     for (const auto& page : pages_) total += page != nullptr ? page_bytes() : 0;
     return total + scratch_.size() * page_bytes();
 }
@@ -328,7 +322,7 @@ uint64_t Session::kv_bytes_in_use(std::span<const Session* const> sessions) {
     uint64_t total = 0;
     std::unordered_set<const Page*> seen;
     for (const Session* s : sessions) {
-        for (const auto& ring : s->ring_buffers_) total += ring.size();
+        total += s->ring_bytes_;
         for (const auto& page : s->pages_)
             if (page != nullptr && seen.insert(page.get()).second) total += s->page_bytes();
         total += s->scratch_.size() * s->page_bytes();
@@ -337,9 +331,7 @@ uint64_t Session::kv_bytes_in_use(std::span<const Session* const> sessions) {
 }
 
 uint64_t Session::kv_bytes_for(size_t positions) const {
-    uint64_t total = 0;
-    for (const auto& ring : ring_buffers_) total += ring.size();
-    return total + static_cast<uint64_t>(pages_for(std::min(positions, capacity_))) * page_bytes();
+    return ring_bytes_ + static_cast<uint64_t>(pages_for(std::min(positions, capacity_))) * page_bytes();
 }
 
 }  // namespace stormo

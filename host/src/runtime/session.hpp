@@ -200,15 +200,15 @@ private:
     size_t written_end_ = 0;
     bool needs_replay_ = false;
     std::vector<Ring> rings_;  // one per windowed KV buffer
-    std::vector<RingInfo> ring_infos_;  // one per ring or state buffer, as ring_buffers_
+    std::vector<RingInfo> ring_infos_;  // one per ring or state buffer, as ring_bases_
     std::vector<std::string> layout_lines_;
     uint64_t kv_bytes_ = 0;
     // Views point into these: all sized once, never reallocated. Every ring and state buffer, in
     // layer order, is the session's own and lives in one allocation (large enough for huge pages
     // on the big shapes, where a 4 KiB page's first write costs more than the data).
     AlignedBuffer ring_memory_;
-    std::vector<std::span<std::byte>> ring_buffers_;  // [ring]: its bytes in ring_memory_
-    std::vector<float*> ring_bases_;                  // their first floats: a ring's one-page table
+    std::vector<float*> ring_bases_;  // [ring]: its first float in ring_memory_, a ring's one-page table
+    uint64_t ring_bytes_ = 0;         // every ring's and state's bytes, as memory is counted
     size_t page_floats_ = 0;  // floats of one page: every full-attention buffer's rows
     std::shared_ptr<PagePool> pool_;
     std::vector<std::shared_ptr<Page>> pages_;  // [page]: null until a position in it is written
