@@ -105,7 +105,7 @@ TEST(EvictionProbation, HotnessDisplacesOnlyBeyondTheMargin) {
     // never used, comes with heat 1 (the use it is read for); expert 2, used at the 3 steps before,
     // comes with 2.8525 * 0.95^3 + 1 = 3.4457.
     for (double margin : {-1.0, 0.0, 0.25, 0.3}) {
-        auto e = make_eviction(EvictionSettings{EvictionPolicy::hotness, 0.95, margin}, 1, 3);
+        auto e = make_eviction(EvictionSettings{EvictionPolicy::hotness, 0.95, margin}, 3, 1, 3);
         for (int i = 0; i < 3; ++i) {
             e->on_layer_step(0);
             e->on_use(0, 2);

@@ -54,7 +54,8 @@ TEST(Belady, NoPolicyBeatsItOnRandomTraces) {
     std::mt19937_64 rng(20261204);
     const std::vector<EvictionSettings> policies{
         {EvictionPolicy::lru, 0.0, -1.0},      {EvictionPolicy::hotness, 0.95, 0.25}, {EvictionPolicy::hotness, 0.5, -1.0},
-        {EvictionPolicy::hotness, 1.0, -1.0},  {EvictionPolicy::next_use, 0.95, 0.25}, {EvictionPolicy::next_use, 0.8, -1.0}};
+        {EvictionPolicy::hotness, 1.0, -1.0},  {EvictionPolicy::next_use, 0.95, 0.25}, {EvictionPolicy::next_use, 0.8, -1.0},
+        {EvictionPolicy::adaptive, 0.95, 0.25}, {EvictionPolicy::adaptive, 0.9, -1.0}};
     for (int round = 0; round < 200; ++round) {
         const int layers = 1 + static_cast<int>(rng() % 4), experts = 2 + static_cast<int>(rng() % 8);
         const size_t width = 1 + rng() % 3;
@@ -221,7 +222,7 @@ TEST(TraceRouting, MapsASmallTraceOntoABiggerModelDeterministically) {
 }
 
 TEST(NextUseEviction, KeepsTheExpertOfTheLayerThatRunsNext) {
-    auto e = make_eviction(EvictionSettings{EvictionPolicy::next_use, 0.9, -1.0}, 3, 2);
+    auto e = make_eviction(EvictionSettings{EvictionPolicy::next_use, 0.9, -1.0}, 6, 3, 2);
     for (int layer = 0; layer < 3; ++layer) {
         e->on_layer_step(layer);
         e->on_use(layer, 0);
@@ -234,6 +235,84 @@ TEST(NextUseEviction, KeepsTheExpertOfTheLayerThatRunsNext) {
     EXPECT_TRUE(e->colder(0, 1, 2, 0));
     EXPECT_EQ(eviction_policy_from_text("next-use"), EvictionPolicy::next_use);
     EXPECT_FALSE(eviction_policy_from_text("belady"));
+}
+
+// Routes whose working set wanders (the calibrated synthetic ones) and routes with a fixed skew
+// (a trained model's router over a short context): the adaptive policy must do about as well as
+// the better of its two candidates on each, whichever it is.
+std::vector<RouteStep> skewed_fixed(int layers, int experts, int k, size_t tokens, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<RouteStep> trace;
+    for (size_t t = 0; t < tokens; ++t)
+        for (int l = 0; l < layers; ++l) {
+            RouteStep step{l, {}, 1, {}};
+            while (step.experts.size() < static_cast<size_t>(k)) {
+                // The lowest of three uniform draws: a steep, fixed preference for low ids.
+                const auto e = static_cast<int32_t>(std::min({rng() % static_cast<uint64_t>(experts), rng() % static_cast<uint64_t>(experts),
+                                                              rng() % static_cast<uint64_t>(experts)}));
+                if (std::find(step.experts.begin(), step.experts.end(), e) == step.experts.end()) step.experts.push_back(e);
+            }
+            trace.push_back(step);
+        }
+    return trace;
+}
+
+TEST(AdaptiveEviction, FollowsTheBetterOfItsCandidatesOnWanderingAndOnFixedRoutes) {
+    SyntheticRouting r = published_routing_preset();
+    r.layers = 12;
+    r.experts = 32;
+    r.top_k = 4;
+    r.tokens = 400;
+    auto wandering = generate_routes(r);
+    ASSERT_TRUE(wandering) << wandering.error().message;
+    const auto fixed = skewed_fixed(12, 32, 4, 400, 7);
+    const EvictionSettings slow{EvictionPolicy::hotness, 0.95, 0.25}, fast{EvictionPolicy::hotness, 0.6, 0.25},
+        adaptive{EvictionPolicy::adaptive, 0.95, 0.25};
+    for (const std::vector<RouteStep>* trace : {static_cast<const std::vector<RouteStep>*>(&*wandering), &fixed}) {
+        const bool is_fixed = trace == &fixed;
+        for (size_t slots : {77, 115, 154}) {  // 20, 30 and 40% of the 384 experts
+            const double s = simulate_cache(*trace, slots, slow, 12, 32).hit_rate();
+            const double f = simulate_cache(*trace, slots, fast, 12, 32).hit_rate();
+            const double a = simulate_cache(*trace, slots, adaptive, 12, 32).hit_rate();
+            // Which candidate wins is the premise: the slow decay on fixed routes, the fast one
+            // on wandering routes, by a clear margin at some budget (checked below).
+            EXPECT_GE(a, std::max(s, f) - 0.02) << (is_fixed ? "fixed" : "wandering") << ", " << slots << " slots: slow " << s
+                                                 << ", fast " << f << ", adaptive " << a;
+        }
+    }
+    EXPECT_GT(simulate_cache(*wandering, 115, fast, 12, 32).hit_rate(), simulate_cache(*wandering, 115, slow, 12, 32).hit_rate() + 0.05);
+    EXPECT_GT(simulate_cache(fixed, 77, slow, 12, 32).hit_rate(), simulate_cache(fixed, 77, fast, 12, 32).hit_rate() + 0.01);
+    EXPECT_EQ(eviction_policy_from_text("adaptive"), EvictionPolicy::adaptive);
+}
+
+TEST(InformedEviction, SeesTheGeneratorsStateAndStaysBelowBelady) {
+    SyntheticRouting r = published_routing_preset();
+    r.layers = 12;
+    r.experts = 32;
+    r.top_k = 4;
+    r.tokens = 400;
+    std::vector<std::vector<float>> next_draw;
+    auto trace = generate_routes(r, &next_draw);
+    ASSERT_TRUE(trace) << trace.error().message;
+    ASSERT_EQ(next_draw.size(), trace->size());
+    // A step's odds: the working set's members share (1 - reuse), the experts just chosen reuse.
+    double total = 0.0;
+    for (float p : next_draw[0]) total += p;
+    EXPECT_GT(total, 1.0 - 1e-3);
+    EXPECT_LT(total, 1.05);  // plus the small chances of joining the set, outside it
+    for (int32_t e : (*trace)[0].experts) EXPECT_GE(next_draw[0][static_cast<size_t>(e)], r.reuse / 4) << e;
+    // The generator's route of the same seed is the same with or without the odds.
+    auto plain = generate_routes(r);
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(format_route_trace(*plain), format_route_trace(*trace));
+    for (size_t slots : {77, 154}) {
+        const CacheSimulation informed = simulate_informed(*trace, next_draw, slots, 12, 32);
+        const CacheSimulation best = simulate_belady(*trace, slots, 12, 32);
+        const CacheSimulation lru = simulate_cache(*trace, slots, EvictionSettings{EvictionPolicy::lru, 0.0, -1.0}, 12, 32);
+        EXPECT_EQ(informed.hits + informed.misses, best.hits + best.misses);
+        EXPECT_LE(informed.hits, best.hits) << slots;
+        EXPECT_GT(informed.hit_rate(), lru.hit_rate()) << slots;  // knowing the working set is worth something
+    }
 }
 
 TEST(BenchRouting, OnlyBenchTakesItAndSaysTheLogitsMeanNothing) {

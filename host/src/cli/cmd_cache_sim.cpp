@@ -72,8 +72,8 @@ Expected<std::vector<NamedPolicy>> policies_named(const std::vector<std::string>
             out.push_back({"lru", EvictionSettings{EvictionPolicy::lru, 0.0, -1.0}});
         } else if (name == "lfu") {  // hotness that never forgets: use counts, ties least recently used
             out.push_back({"lfu", EvictionSettings{EvictionPolicy::hotness, 1.0, -1.0}});
-        } else if (name == "hotness" || name == "next-use") {
-            const EvictionPolicy policy = name == "hotness" ? EvictionPolicy::hotness : EvictionPolicy::next_use;
+        } else if (name == "hotness" || name == "next-use" || name == "adaptive") {
+            const EvictionPolicy policy = *eviction_policy_from_text(name);
             for (double margin : margins)
                 for (double decay : decays) {
                     std::ostringstream label;
@@ -82,7 +82,7 @@ Expected<std::vector<NamedPolicy>> policies_named(const std::vector<std::string>
                     out.push_back({label.str(), EvictionSettings{policy, decay, margin}});
                 }
         } else {
-            return fail(ErrorKind::invalid_argument, "--policy " + name + ": the policies are lru, lfu, hotness, next-use and belady");
+            return fail(ErrorKind::invalid_argument, "--policy " + name + ": the policies are lru, lfu, hotness, next-use, adaptive and belady");
         }
     }
     return out;
@@ -95,7 +95,7 @@ int run_cache_sim(int argc, char** argv) {
     std::string synthetic;
     std::vector<int64_t> slot_counts;
     std::vector<double> budget_shares;
-    std::vector<std::string> policy_names{"belady", "lru", "lfu", "hotness", "next-use"};
+    std::vector<std::string> policy_names{"belady", "lru", "lfu", "hotness", "next-use", "adaptive"};
     std::vector<double> decays{0.95};
     std::vector<std::string> margin_texts{"0.25"};
     bool prefetch = false, figures = false, json = false;
@@ -111,9 +111,9 @@ int run_cache_sim(int argc, char** argv) {
         ("budget-share", po::value<std::vector<double>>(&budget_shares)->value_name("PERCENT")->composing(),
          "slots as a share of the trace's (layer, expert) pairs (repeatable; without --slots the default is 10 20 30 40 50)")
         ("policy", po::value<std::vector<std::string>>(&policy_names)->value_name("NAME")->composing(),
-         "lru, lfu, hotness, next-use or belady (repeatable; default all)")
+         "lru, lfu, hotness, next-use, adaptive or belady (repeatable; default all)")
         ("decay", po::value<std::vector<double>>(&decays)->value_name("D")->composing(),
-         "decays per layer step of hotness and next-use (repeatable; default 0.95)")
+         "decays per layer step of hotness and next-use, and adaptive's slow one (repeatable; default 0.95)")
         ("margin", po::value<std::vector<std::string>>(&margin_texts)->value_name("M")->composing(),
          "margins of hotness and next-use, each with every decay: a number from 0 to 100, or off (repeatable; default 0.25)")
         ("prefetch", po::bool_switch(&prefetch), "also replay each policy reading ahead the trace's predictions, as the store does")
@@ -145,11 +145,12 @@ int run_cache_sim(int argc, char** argv) {
     if (!policies) return report_usage_error("cache-sim", policies.error());
 
     std::vector<RouteStep> trace;
+    std::vector<std::vector<float>> next_draw;  // synthetic routes: the generator's odds, for the informed policy
     if (!synthetic.empty()) {
         auto spec = parse_synthetic_routing(synthetic == "published" ? std::string_view() : std::string_view(synthetic),
                                             published_routing_preset());
         if (!spec) return report_usage_error("cache-sim", with_context(spec.error(), "--synthetic"));
-        auto generated = generate_routes(*spec);
+        auto generated = generate_routes(*spec, &next_draw);
         if (!generated) return report_error("cache-sim", with_context(generated.error(), "--synthetic"));
         trace = std::move(*generated);
         figures = true;
@@ -220,6 +221,8 @@ int run_cache_sim(int argc, char** argv) {
             std::cout << "\n";
         };
         if (best) report("belady", *best, nullptr);
+        if (!next_draw.empty())
+            report("informed", simulate_informed(trace, next_draw, static_cast<size_t>(slots), n_layers, n_experts), nullptr);
         for (const NamedPolicy& p : *policies) {
             const CacheSimulation sim = simulate_cache(trace, static_cast<size_t>(slots), p.settings, n_layers, n_experts);
             std::optional<CacheSimulation> ahead;

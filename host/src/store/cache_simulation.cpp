@@ -1,5 +1,7 @@
 #include "store/cache_simulation.hpp"
 
+#include "store/slot_model.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <set>
@@ -13,92 +15,28 @@ size_t key(int layer, int expert, int n_experts) {
     return static_cast<size_t>(layer) * static_cast<size_t>(n_experts) + static_cast<size_t>(expert);
 }
 
-// The slots and which (layer, expert) each holds, with the store's per-slot standing.
-class SlotPool {
-public:
-    struct Slot {
-        int layer = -1;
-        int expert = -1;
-        bool on_probation = false;
-        bool prefetched_unused = false;
-    };
-    SlotPool(size_t slots, int n_layers, int n_experts)
-        : n_experts_(n_experts), slots_(slots), where_(static_cast<size_t>(n_layers) * static_cast<size_t>(n_experts), kNone) {
-        for (size_t s = slots; s > 0; --s) empty_.push_back(s - 1);
-    }
-    size_t size() const { return slots_.size(); }
-    Slot& at(size_t s) { return slots_[s]; }
-    // The slot holding (layer, expert), or kNone.
-    size_t find(int layer, int expert) const { return where_[key(layer, expert, n_experts_)]; }
-    std::optional<size_t> take_empty() {
-        if (empty_.empty()) return std::nullopt;
-        const size_t s = empty_.back();
-        empty_.pop_back();
-        return s;
-    }
-    void place(size_t s, int layer, int expert, bool on_probation) {
-        Slot& slot = slots_[s];
-        if (slot.layer >= 0) where_[key(slot.layer, slot.expert, n_experts_)] = kNone;
-        slot = Slot{layer, expert, on_probation, false};
-        where_[key(layer, expert, n_experts_)] = s;
-    }
-    static constexpr size_t kNone = std::numeric_limits<size_t>::max();
-
-private:
-    int n_experts_;
-    std::vector<Slot> slots_;
-    std::vector<size_t> where_;
-    std::vector<size_t> empty_;
-};
-
-// The place VictimChoice picks among the slots not pinned (and, for a prefetch, not holding
-// another unused prefetch), as the streaming store's take_victim does.
-std::optional<VictimChoice::Placement> choose_place(SlotPool& pool, const Eviction& eviction, const std::vector<char>& pinned,
-                                                    int layer, int expert, bool read_ahead) {
-    if (auto empty = pool.take_empty()) return VictimChoice::Placement{*empty, false};
-    VictimChoice choice(eviction);
-    for (size_t s = 0; s < pool.size(); ++s) {
-        const SlotPool::Slot& slot = pool.at(s);
-        if (pinned[s] || (read_ahead && slot.prefetched_unused)) continue;
-        choice.offer(s, slot.layer, slot.expert, slot.on_probation);
-    }
-    return choice.choose(layer, expert, read_ahead);
-}
-
 }  // namespace
 
 CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, const EvictionSettings& settings,
                                int n_layers, int n_experts, bool prefetch) {
-    auto eviction = make_eviction(settings, n_layers, n_experts);
-    SlotPool pool(slots, n_layers, n_experts);
-    std::vector<char> pinned(slots, 0);
-    std::vector<size_t> pinned_now;
+    auto eviction = make_eviction(settings, slots, n_layers, n_experts);
+    return simulate_cache(trace, slots, *eviction, n_layers, n_experts, prefetch);
+}
+
+CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, Eviction& eviction, int n_layers,
+                               int n_experts, bool prefetch) {
+    SlotModel pool(slots, n_layers, n_experts);
     CacheSimulation sim;
     for (size_t t = 0; t < trace.size(); ++t) {
         const RouteStep& step = trace[t];
-        eviction->on_layer_step(step.layer);
+        eviction.on_layer_step(step.layer);
         for (int32_t e : step.experts) {
-            const size_t found = pool.find(step.layer, e);
-            if (found != SlotPool::kNone) {
-                ++sim.hits;
-                SlotPool::Slot& slot = pool.at(found);
-                slot.on_probation = false;  // used again: it earned its place
-                if (slot.prefetched_unused) {
-                    slot.prefetched_unused = false;
-                    ++sim.prefetch_used;
-                }
-                pinned[found] = 1;
-                pinned_now.push_back(found);
-            } else {
-                ++sim.misses;
-                // None: more experts than slots in one step, this one is not cached.
-                if (auto place = choose_place(pool, *eviction, pinned, step.layer, e, false)) {
-                    pool.place(place->slot, step.layer, e, place->on_probation);
-                    pinned[place->slot] = 1;
-                    pinned_now.push_back(place->slot);
-                }
+            switch (pool.request(step.layer, e, eviction)) {
+                case SlotModel::Request::hit_read_ahead: ++sim.prefetch_used; [[fallthrough]];
+                case SlotModel::Request::hit: ++sim.hits; break;
+                case SlotModel::Request::miss: ++sim.misses; break;
             }
-            eviction->on_use(step.layer, e);
+            eviction.on_use(step.layer, e);
         }
         // The store predicts the next MoE layer's experts while this step's are still pinned.
         if (prefetch && t + 1 < trace.size()) {
@@ -107,17 +45,12 @@ CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, c
             size_t issued = 0;
             for (int32_t e : next.predicted) {
                 if (issued >= limit) break;
-                if (pool.find(next.layer, e) != SlotPool::kNone) continue;
-                auto place = choose_place(pool, *eviction, pinned, next.layer, e, true);
-                if (!place) continue;
-                pool.place(place->slot, next.layer, e, place->on_probation);
-                pool.at(place->slot).prefetched_unused = true;
+                if (!pool.read_ahead(next.layer, e, eviction)) continue;
                 ++sim.prefetch_issued;
                 ++issued;
             }
         }
-        for (size_t s : pinned_now) pinned[s] = 0;
-        pinned_now.clear();
+        pool.end_step();
     }
     return sim;
 }
@@ -175,6 +108,68 @@ CacheSimulation simulate_belady(std::span<const RouteStep> trace, size_t slots, 
         }
     }
     return sim;
+}
+
+namespace {
+
+// Ranks by the chance of being drawn at its layer's next step (next_draw[t] of the layer's latest
+// step t before the current one), lowest leaves first; equal chances: the layer that runs last
+// leaves first, then the least recently used. Every newcomer is cached, as under Belady.
+class InformedEviction final : public Eviction {
+public:
+    InformedEviction(std::span<const RouteStep> trace, std::span<const std::vector<float>> next_draw, int n_layers)
+        : trace_(trace), next_draw_(next_draw), n_layers_(std::max(n_layers, 1)),
+          latest_(static_cast<size_t>(n_layers_), kNone), last_use_(static_cast<size_t>(n_layers_)) {}
+
+    void on_layer_step(int layer) override {
+        if (step_ != kNone) latest_[static_cast<size_t>(trace_[step_].layer)] = step_;  // the step before is over
+        step_ = step_ == kNone ? 0 : step_ + 1;
+        current_ = layer;
+    }
+    void on_use(int layer, int expert) override {
+        auto& uses = last_use_[static_cast<size_t>(layer)];
+        if (uses.size() <= static_cast<size_t>(expert)) uses.resize(static_cast<size_t>(expert) + 1, 0);
+        uses[static_cast<size_t>(expert)] = ++tick_;
+    }
+    bool colder(int la, int ea, int lb, int eb) const override {
+        const float pa = odds(la, ea), pb = odds(lb, eb);
+        if (pa != pb) return pa < pb;
+        const int ga = layers_to_go(la), gb = layers_to_go(lb);
+        if (ga != gb) return ga > gb;
+        return last_use(la, ea) < last_use(lb, eb);
+    }
+    bool displaces(int, int, int, int) const override { return true; }
+
+private:
+    static constexpr size_t kNone = std::numeric_limits<size_t>::max();
+    float odds(int layer, int expert) const {
+        const size_t t = latest_[static_cast<size_t>(layer)];
+        if (t == kNone) return 0.0f;
+        const std::vector<float>& p = next_draw_[t];
+        return static_cast<size_t>(expert) < p.size() ? p[static_cast<size_t>(expert)] : 0.0f;
+    }
+    int layers_to_go(int layer) const { return ((layer - current_ - 1) % n_layers_ + n_layers_) % n_layers_ + 1; }
+    uint64_t last_use(int layer, int expert) const {
+        const auto& uses = last_use_[static_cast<size_t>(layer)];
+        return static_cast<size_t>(expert) < uses.size() ? uses[static_cast<size_t>(expert)] : 0;
+    }
+
+    std::span<const RouteStep> trace_;
+    std::span<const std::vector<float>> next_draw_;
+    int n_layers_;
+    int current_ = 0;
+    size_t step_ = kNone;
+    uint64_t tick_ = 0;
+    std::vector<size_t> latest_;
+    std::vector<std::vector<uint64_t>> last_use_;
+};
+
+}  // namespace
+
+CacheSimulation simulate_informed(std::span<const RouteStep> trace, std::span<const std::vector<float>> next_draw, size_t slots,
+                                  int n_layers, int n_experts) {
+    InformedEviction eviction(trace, next_draw, n_layers);
+    return simulate_cache(trace, slots, eviction, n_layers, n_experts);
 }
 
 PredictionAccuracy prediction_accuracy(std::span<const RouteStep> trace) {

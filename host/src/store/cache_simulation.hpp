@@ -33,6 +33,18 @@ struct CacheSimulation {
 CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, const EvictionSettings& settings,
                                int n_layers, int n_experts, bool prefetch = false);
 
+// The same replay with a policy of the caller's (told of each step and use as the store tells its own).
+CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, Eviction& eviction, int n_layers,
+                               int n_experts, bool prefetch = false);
+
+// An online policy that sees what generated the trace but not its future draws: on a miss, the
+// cached expert least likely to be drawn at its layer's next step leaves (`next_draw[t]`, one per
+// step of the trace: the chance that one draw of that layer's next step picks each expert, as
+// generate_routes gives it for synthetic routes). No policy that learns from past routes alone can
+// know more, so its hit rate estimates how close the online policies can come to Belady's.
+CacheSimulation simulate_informed(std::span<const RouteStep> trace, std::span<const std::vector<float>> next_draw,
+                                  size_t slots, int n_layers, int n_experts);
+
 // Belady's optimal replacement for the same model: on a miss, the unpinned cached expert whose next
 // request lies farthest in the future (never again: farthest of all) leaves. Under the model's
 // rules (every miss is read into a slot, a step's experts pinned together) no policy without

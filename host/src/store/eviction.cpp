@@ -1,5 +1,7 @@
 #include "store/eviction.hpp"
 
+#include "store/adaptive_eviction.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -162,18 +164,20 @@ const char* eviction_policy_name(EvictionPolicy p) {
         case EvictionPolicy::lru: return "lru";
         case EvictionPolicy::hotness: return "hotness";
         case EvictionPolicy::next_use: return "next-use";
+        case EvictionPolicy::adaptive: return "adaptive";
     }
     return "hotness";
 }
 
 std::optional<EvictionPolicy> eviction_policy_from_text(std::string_view text) {
-    for (EvictionPolicy p : {EvictionPolicy::lru, EvictionPolicy::hotness, EvictionPolicy::next_use})
+    for (EvictionPolicy p : {EvictionPolicy::lru, EvictionPolicy::hotness, EvictionPolicy::next_use, EvictionPolicy::adaptive})
         if (text == eviction_policy_name(p)) return p;
     return std::nullopt;
 }
 
-std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts) {
+std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, size_t slots, int n_layers, int n_experts) {
     switch (settings.policy) {
+        case EvictionPolicy::adaptive: return make_adaptive_eviction(settings, slots, n_layers, n_experts);
         case EvictionPolicy::lru: return std::make_unique<LruEviction>(n_layers, n_experts);
         case EvictionPolicy::next_use:
             return std::make_unique<NextUseEviction>(settings.decay, settings.margin, n_layers, n_experts);

@@ -19,8 +19,8 @@
 
 namespace stormo {
 
-// Named "lru", "hotness" and "next-use" in engine configurations and stats.
-enum class EvictionPolicy { lru, hotness, next_use };
+// Named "lru", "hotness", "next-use" and "adaptive" in engine configurations and stats.
+enum class EvictionPolicy { lru, hotness, next_use, adaptive };
 STORMO_API const char* eviction_policy_name(EvictionPolicy p);
 
 // Keys are (layer, expert); layer indexes 0..n_layers-1 of the layers that have experts.
@@ -46,6 +46,9 @@ struct EvictionSettings {
     // layers, so heats differ by noise alone and swapping on noise turns a third of the cache into
     // experts read, used once and evicted (docs/expert_store.md, "Probation").
     double margin = 0.25;
+    // adaptive: the second candidate's decay (hotness at `decay` is the first). 0.6 follows the
+    // calibrated synthetic routes' wandering working set as closely as layer-clock LRU does.
+    double recency_decay = 0.6;
 };
 
 // Where a newly read expert goes, chosen among the unpinned cached experts offered: the place of the
@@ -78,9 +81,10 @@ private:
 // share from 0 to 100; nullopt for anything else.
 std::optional<double> hotness_margin_from_text(std::string_view text);
 
-// "lru", "hotness" or "next-use"; nullopt for anything else.
+// "lru", "hotness", "next-use" or "adaptive"; nullopt for anything else.
 std::optional<EvictionPolicy> eviction_policy_from_text(std::string_view text);
 
-std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, int n_layers, int n_experts);
+// `slots`: the store's slot count (the adaptive policy replays its pool in shadows).
+std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, size_t slots, int n_layers, int n_experts);
 
 }  // namespace stormo

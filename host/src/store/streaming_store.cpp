@@ -110,7 +110,7 @@ public:
         slots_.resize(n_slots);
         for (size_t s = 0; s < n_slots; ++s) slots_[s].base = arena_.data() + s * slot_bytes_;
         slot_of_.assign(static_cast<size_t>(total_experts), -1);
-        eviction_ = make_eviction(options_.eviction, static_cast<int>(layouts_.size()), n_experts_);
+        eviction_ = make_eviction(options_.eviction, n_slots, static_cast<int>(layouts_.size()), n_experts_);
         for (size_t t = 0; t < std::max<size_t>(1, options_.io_threads); ++t) io_threads_.emplace_back([this] { io_loop(); });
         return {};
     }

@@ -21,15 +21,22 @@ size_t below(std::mt19937_64& rng, size_t n) { return static_cast<size_t>(unit(r
 class LayerRoutes {
 public:
     LayerRoutes(const SyntheticRouting& r, const std::vector<double>& cumulative, std::mt19937_64& rng)
-        : cumulative_(cumulative), by_rank_(static_cast<size_t>(r.experts)) {
+        : cumulative_(cumulative), by_rank_(static_cast<size_t>(r.experts)), rank_of_(static_cast<size_t>(r.experts)) {
         std::iota(by_rank_.begin(), by_rank_.end(), 0);
         std::shuffle(by_rank_.begin(), by_rank_.end(), rng);
+        for (size_t rank = 0; rank < by_rank_.size(); ++rank) rank_of_[static_cast<size_t>(by_rank_[rank])] = rank;
         const auto size = static_cast<size_t>(
             std::clamp(static_cast<int>(std::lround(r.working_set * r.top_k)), r.top_k, r.experts));
         while (working_.size() < size) add_to_working_set(rng);
     }
     int32_t draw_working(std::mt19937_64& rng) const { return working_[below(rng, working_.size())]; }
     size_t working_size() const { return working_.size(); }
+    const std::vector<int32_t>& working() const { return working_; }
+    // The Zipf law's share of expert e: the chance that one draw into the working set picks it.
+    double zipf_share(int32_t e) const {
+        const size_t rank = rank_of_[static_cast<size_t>(e)];
+        return (cumulative_[rank] - (rank ? cumulative_[rank - 1] : 0.0)) / cumulative_.back();
+    }
     // One member of the working set leaves, another expert (by the Zipf law) joins.
     void turn_over(std::mt19937_64& rng) {
         if (working_.size() >= by_rank_.size()) return;
@@ -51,8 +58,24 @@ private:
     }
     const std::vector<double>& cumulative_;
     std::vector<int32_t> by_rank_;
+    std::vector<size_t> rank_of_;
     std::vector<int32_t> working_;
 };
+
+// The chance that one draw of the layer's next step picks each expert, from the generator's state
+// after this step: the reuse share spread over the experts just chosen, the rest over the working
+// set, and for an expert outside the set the chance that the next turnover brings it in (it cannot
+// be drawn before then: a tie-break among the experts outside, by the Zipf law). What a policy that could see the generator's state, but not its future draws, ranks by.
+std::vector<float> next_draw_odds(const SyntheticRouting& r, const LayerRoutes& routes, const std::vector<int32_t>& chosen) {
+    std::vector<float> odds(static_cast<size_t>(r.experts), 0.0f);
+    const auto working = static_cast<double>(routes.working_size());
+    const double joins = r.turnover * working;  // experts joining the set per step
+    for (size_t e = 0; e < odds.size(); ++e)
+        odds[e] = static_cast<float>((1.0 - r.reuse) * joins * routes.zipf_share(static_cast<int32_t>(e)) / working);
+    for (int32_t e : routes.working()) odds[static_cast<size_t>(e)] = static_cast<float>((1.0 - r.reuse) / working);
+    for (int32_t e : chosen) odds[static_cast<size_t>(e)] += static_cast<float>(r.reuse / static_cast<double>(chosen.size()));
+    return odds;
+}
 
 Expected<void> check(const SyntheticRouting& r) {
     auto bad = [](const std::string& m) { return fail(ErrorKind::invalid_argument, "synthetic routing: " + m); };
@@ -167,8 +190,9 @@ std::string describe(const SyntheticRouting& r) {
     return s.str();
 }
 
-Expected<std::vector<RouteStep>> generate_routes(const SyntheticRouting& r) {
+Expected<std::vector<RouteStep>> generate_routes(const SyntheticRouting& r, std::vector<std::vector<float>>* next_draw) {
     STORMO_TRY(check(r));
+    if (next_draw) next_draw->clear();
     std::mt19937_64 rng(r.seed);
     std::mt19937_64 guess_rng(r.seed ^ 0x9e3779b97f4a7c15ull);  // apart: the routes do not depend on the recall
     std::vector<double> cumulative(static_cast<size_t>(r.experts));
@@ -192,12 +216,13 @@ Expected<std::vector<RouteStep>> generate_routes(const SyntheticRouting& r) {
             }
             std::sort(chosen.begin(), chosen.end());
             RouteStep step{l, chosen, 1, predict(chosen, r, guess_rng)};
-            previous[static_cast<size_t>(l)] = std::move(chosen);
             trace.push_back(std::move(step));
             // Whole turnovers, then one more with the fraction's probability.
             double turns = r.turnover * static_cast<double>(routes.working_size());
             for (; turns >= 1.0; turns -= 1.0) routes.turn_over(rng);
             if (unit(rng) < turns) routes.turn_over(rng);
+            if (next_draw) next_draw->push_back(next_draw_odds(r, routes, chosen));
+            previous[static_cast<size_t>(l)] = std::move(chosen);
         }
     }
     return trace;

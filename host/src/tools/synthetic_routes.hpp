@@ -46,8 +46,12 @@ SyntheticRouting published_routing_preset();
 Expected<SyntheticRouting> parse_synthetic_routing(std::string_view spec, const SyntheticRouting& base);
 std::string describe(const SyntheticRouting& r);
 
-// Token by token, each token's layers in order, each step one row.
-Expected<std::vector<RouteStep>> generate_routes(const SyntheticRouting& r);
+// Token by token, each token's layers in order, each step one row. With `next_draw`, also per step
+// the chance that one draw of its layer's next step picks each expert, from the generator's hidden
+// state after the step (the working set, the experts just chosen): what cache-sim's informed
+// policy ranks by, to estimate how close any online policy can come to Belady's optimum.
+Expected<std::vector<RouteStep>> generate_routes(const SyntheticRouting& r,
+                                                 std::vector<std::vector<float>>* next_draw = nullptr);
 
 // The figures the published ones are stated in, measured on one-row steps of a trace.
 struct RouteFigures {
