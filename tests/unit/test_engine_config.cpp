@@ -68,7 +68,7 @@ TEST(EngineConfig, Defaults) {
     EXPECT_EQ(d.expert_budget.kind, SizeSpec::Kind::automatic);
     EXPECT_TRUE(d.plugins_dirs.empty());
     EXPECT_EQ(d.context, 4096);
-    EXPECT_EQ(d.eviction, EvictionPolicy::hotness);
+    EXPECT_EQ(d.eviction, EvictionPolicy::adaptive);
     EXPECT_TRUE(d.prefetch);
     EXPECT_TRUE(d.direct_io);
     EXPECT_EQ(d.origin("kernels"), "kernels (default)");
@@ -164,7 +164,7 @@ TEST(EngineConfig, WrongTypeNamesTheKeyAndTheExpectedType) {
     EXPECT_EQ(error_of("kernels: [avx2]\n"), "kernels in test.yaml: must be a name (auto, reference or a plugin), got a list");
     EXPECT_EQ(error_of("family:\n"), "family in test.yaml: must be a name (auto or a model plugin), got no value");
     EXPECT_EQ(error_of("plugins_dirs: /opt/x\n"), "plugins_dirs in test.yaml: must be a list of directories, got '/opt/x'");
-    EXPECT_EQ(error_of("eviction: fifo\n"), "eviction in test.yaml 'fifo': must be lru, hotness or next-use");
+    EXPECT_EQ(error_of("eviction: fifo\n"), "eviction in test.yaml 'fifo': must be adaptive, hotness, lru or next-use");
     EXPECT_EQ(error_of("activations: int4\n"), "activations in test.yaml 'int4': must be f32 or int8");
     EXPECT_EQ(error_of("direct_io: {a: 1}\n"), "direct_io in test.yaml: must be a boolean (true or false), got a map");
     EXPECT_EQ(error_of("expert_budget: 8GB\n"),
@@ -204,11 +204,11 @@ TEST(EngineConfig, ValuesInErrorsAreEscapedAndCut) {
     // Invalid UTF-8 and terminal escapes come back as \xNN; a long value (1 MiB here) as its first
     // 64 bytes and its length.
     EXPECT_EQ(error_of("eviction: \"a\\e[31m\\xff\"\n"),
-              "eviction in test.yaml 'a\\x1b[31m\\xc3\\xbf': must be lru, hotness or next-use");
-    EXPECT_EQ(error_of("eviction: b\xff\xfe\n"), "eviction in test.yaml 'b\\xff\\xfe': must be lru, hotness or next-use");
+              "eviction in test.yaml 'a\\x1b[31m\\xc3\\xbf': must be adaptive, hotness, lru or next-use");
+    EXPECT_EQ(error_of("eviction: b\xff\xfe\n"), "eviction in test.yaml 'b\\xff\\xfe': must be adaptive, hotness, lru or next-use");
     const std::string huge(1 << 20, 'z');
     EXPECT_EQ(error_of("eviction: " + huge + "\n"),
-              "eviction in test.yaml '" + std::string(64, 'z') + "... (1048576 bytes)': must be lru, hotness or next-use");
+              "eviction in test.yaml '" + std::string(64, 'z') + "... (1048576 bytes)': must be adaptive, hotness, lru or next-use");
     const std::string huge_key = error_of("? " + huge + "\n: 1\n");
     EXPECT_EQ(huge_key.substr(0, 40), "test.yaml: unknown key '" + std::string(16, 'z'));
     EXPECT_LT(huge_key.size(), 400u);

@@ -155,6 +155,7 @@ TEST_P(PlacementInvariant, EveryPlacementGivesTheSameBitsAndTokens) {
     placements.push_back({"min+1", EvictionPolicy::lru, true, true, 1, false});
     placements.push_back({"half", EvictionPolicy::hotness, true, false, 3, false});
     for (const char* budget : {"min", "half"}) placements.push_back({budget, EvictionPolicy::next_use, true, true, 2, true});
+    for (const char* budget : {"min", "min+1", "half"}) placements.push_back({budget, EvictionPolicy::adaptive, true, true, 2, true});
     for (const Placement& p : placements) {
         auto engine = Engine::open(options_for(dir_, p, shape_));
         ASSERT_TRUE(engine.has_value()) << describe(p) << ": " << engine.error().message;

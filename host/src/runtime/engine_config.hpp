@@ -76,7 +76,7 @@ struct STORMO_API EngineConfig {
     // otherwise generate and bench size it to the run (prompt + max tokens), logits to its ids,
     // and inspect plans for this default.
     int64_t context = 4096;
-    EvictionPolicy eviction = EvictionPolicy::hotness;
+    EvictionPolicy eviction = EvictionPolicy::adaptive;
     double hotness_decay = 0.95;            // heat kept per step of an expert's layer (hotness)
     double hotness_margin = 0.25;           // share hotter a newcomer must be to displace (<0: off)
     bool prefetch = true;

@@ -193,12 +193,13 @@ const std::array<EngineSetting, 21> kSettings{{
          o.context = static_cast<size_t>(c.context);
          o.context_origin = c.origin("context");
      }},
-    {"eviction", "eviction", "POLICY", Form::one, "hotness", "lru, hotness or next-use",
-     "hotness (default), lru or next-use: which cached expert the store evicts (next-use: the one whose next "
-     "use is expected farthest away; docs/expert_store.md)", set_eviction,
+    {"eviction", "eviction", "POLICY", Form::one, "adaptive", "adaptive, hotness, lru or next-use",
+     "adaptive (default), hotness, lru or next-use: which cached expert the store evicts (adaptive: hotness at "
+     "--hotness-decay or at 0.6, whichever hit more over the last tokens in a shadow of the cache; next-use: the one "
+     "whose next use is expected farthest away; docs/expert_store.md)", set_eviction,
      [](const EngineConfig& c, EngineOptions& o) { o.eviction.policy = c.eviction; }},
     {"hotness_decay", "hotness-decay", "D", Form::one, "0.95", "a number between 0 and 1 (exclusive)",
-     "the share of an expert's heat kept per step of its layer (hotness and next-use eviction; 0.95)", set_hotness_decay,
+     "the share of an expert's heat kept per step of its layer (hotness and next-use eviction, adaptive's slow candidate; 0.95)", set_hotness_decay,
      [](const EngineConfig& c, EngineOptions& o) { o.eviction.decay = c.hotness_decay; }},
     {"hotness_margin", "hotness-margin", "M", Form::one, "0.25", "a number from 0 to 100, or off",
      "how much hotter (a share) a newly read expert must be than the coldest cached one to take its place "
