@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runtime/bounded_argmax.hpp"
+#include "runtime/expert_schedule.hpp"
 #include "runtime/sampler.hpp"
 
 namespace stormo {
@@ -20,6 +21,13 @@ void add_into(std::vector<float>& x, const std::vector<float>& y) {
 }
 
 Rows rows_of(std::vector<float>& v, size_t n, size_t width) { return Rows{v.data(), n, width}; }
+
+// How many rows chose each expert of `group`.
+std::vector<size_t> rows_of(std::span<const int32_t> group, const std::vector<std::vector<size_t>>& users) {
+    std::vector<size_t> rows(group.size());
+    for (size_t i = 0; i < group.size(); ++i) rows[i] = users[static_cast<size_t>(group[i])].size();
+    return rows;
+}
 
 // The first row of `v` (rows of `width`) holding a NaN or an infinity, or n when none does. One
 // pass over a block's rows per check: a few thousand floats against the layer's matrix products.
@@ -605,23 +613,12 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     return {};
 }
 
-namespace {
-
-// Rows an expert may have for the expert-parallel path: a decode step's experts have one each.
-// With more, one expert's matrices are worth splitting over the pool, and experts chosen by
-// different numbers of rows would leave threads idle.
-constexpr size_t kExpertParallelRows = 2;
-
-}  // namespace
-
 bool Pipeline::expert_parallel(std::span<const int32_t> group, const std::vector<std::vector<size_t>>& users,
                                bool tracing) const {
     // Tracing records from one thread; a streaming store's experts arrive one by one, and computing
     // each as it arrives (async_compute) hides the reads better than waiting for the whole wave.
     if (expert_pool_ == nullptr || expert_pool_->size() < 2 || group.size() < 2 || tracing || store_.streams()) return false;
-    for (int32_t e : group)
-        if (users[static_cast<size_t>(e)].size() > kExpertParallelRows) return false;
-    return true;
+    return schedule_experts(rows_of(group, users), expert_pool_->size()).balanced;
 }
 
 // One expert per chunk of the pool; each expert's matmuls, called from inside the pool's job, run
@@ -631,10 +628,12 @@ Expected<void> Pipeline::run_experts_in_parallel(int layer, ExpertBatch& batch, 
                                                  const std::vector<std::vector<size_t>>& users, const Rows& normed,
                                                  size_t k, std::vector<float>& contributions) {
     const size_t width = normed.width;
+    const ExpertSchedule schedule = schedule_experts(rows_of(group, users), expert_pool_->size());
     std::vector<Expected<void>> results(group.size());
     expert_pool_->parallel_for(group.size(), 1, [&](size_t begin, size_t end) {
         std::vector<float> in, result;
-        for (size_t i = begin; i < end; ++i) {
+        for (size_t j = begin; j < end; ++j) {
+            const size_t i = schedule.order[j];
             const auto& rows = users[static_cast<size_t>(group[i])];
             in.resize(rows.size() * width);
             result.resize(rows.size() * width);
