@@ -257,13 +257,18 @@ std::vector<RouteStep> skewed_fixed(int layers, int experts, int k, size_t token
     return trace;
 }
 
-TEST(AdaptiveEviction, FollowsTheBetterOfItsCandidatesOnWanderingAndOnFixedRoutes) {
+// The calibrated preset on a small shape: 12 layers x 32 experts, top-4, 400 tokens.
+SyntheticRouting small_preset() {
     SyntheticRouting r = published_routing_preset();
     r.layers = 12;
     r.experts = 32;
     r.top_k = 4;
     r.tokens = 400;
-    auto wandering = generate_routes(r);
+    return r;
+}
+
+TEST(AdaptiveEviction, FollowsTheBetterOfItsCandidatesOnWanderingAndOnFixedRoutes) {
+    auto wandering = generate_routes(small_preset());
     ASSERT_TRUE(wandering) << wandering.error().message;
     const auto fixed = skewed_fixed(12, 32, 4, 400, 7);
     const EvictionSettings slow{EvictionPolicy::hotness, 0.95, 0.25}, fast{EvictionPolicy::hotness, 0.6, 0.25},
@@ -286,11 +291,7 @@ TEST(AdaptiveEviction, FollowsTheBetterOfItsCandidatesOnWanderingAndOnFixedRoute
 }
 
 TEST(InformedEviction, SeesTheGeneratorsStateAndStaysBelowBelady) {
-    SyntheticRouting r = published_routing_preset();
-    r.layers = 12;
-    r.experts = 32;
-    r.top_k = 4;
-    r.tokens = 400;
+    const SyntheticRouting r = small_preset();
     std::vector<std::vector<float>> next_draw;
     auto trace = generate_routes(r, &next_draw);
     ASSERT_TRUE(trace) << trace.error().message;
