@@ -32,7 +32,8 @@ public:
             c.score *= keep_;
         }
         stepped_ = true;
-        // The leader changes only when another has strictly more: ties keep the slow decay first.
+        // The leader changes only when another has strictly more: a tie keeps the current one (the
+        // slow decay at the start). Where both hit alike (routes without locality) either leads.
         for (size_t i = 0; i < candidates_.size(); ++i)
             if (candidates_[i].score > candidates_[leader_].score) leader_ = i;
     }
