@@ -288,6 +288,7 @@ TEST(StreamingStoreFaults, SlowFlakyReadsFailOnlyTheirExpertAndNeverCorruptOne) 
     run_rounds(EvictionPolicy::hotness, seed);
     run_rounds(EvictionPolicy::lru, seed + 1);
     run_rounds(EvictionPolicy::next_use, seed + 2);
+    run_rounds(EvictionPolicy::adaptive, seed + 3);
 }
 
 }  // namespace
