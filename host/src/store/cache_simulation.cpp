@@ -117,26 +117,23 @@ namespace {
 // leaves first, then the least recently used. Every newcomer is cached, as under Belady.
 class InformedEviction final : public Eviction {
 public:
-    InformedEviction(std::span<const RouteStep> trace, std::span<const std::vector<float>> next_draw, int n_layers)
-        : trace_(trace), next_draw_(next_draw), n_layers_(std::max(n_layers, 1)),
-          latest_(static_cast<size_t>(n_layers_), kNone), last_use_(static_cast<size_t>(n_layers_)) {}
+    InformedEviction(std::span<const std::vector<float>> next_draw, int n_layers, int n_experts)
+        : next_draw_(next_draw), n_layers_(std::max(n_layers, 1)), n_experts_(n_experts),
+          latest_(static_cast<size_t>(n_layers_), kNone),
+          last_use_(static_cast<size_t>(n_layers_) * static_cast<size_t>(n_experts), 0) {}
 
     void on_layer_step(int layer) override {
-        if (step_ != kNone) latest_[static_cast<size_t>(trace_[step_].layer)] = step_;  // the step before is over
+        if (step_ != kNone) latest_[static_cast<size_t>(current_)] = step_;  // the step before is over
         step_ = step_ == kNone ? 0 : step_ + 1;
         current_ = layer;
     }
-    void on_use(int layer, int expert) override {
-        auto& uses = last_use_[static_cast<size_t>(layer)];
-        if (uses.size() <= static_cast<size_t>(expert)) uses.resize(static_cast<size_t>(expert) + 1, 0);
-        uses[static_cast<size_t>(expert)] = ++tick_;
-    }
+    void on_use(int layer, int expert) override { last_use_[key(layer, expert, n_experts_)] = ++tick_; }
     bool colder(int la, int ea, int lb, int eb) const override {
         const float pa = odds(la, ea), pb = odds(lb, eb);
         if (pa != pb) return pa < pb;
-        const int ga = layers_to_go(la), gb = layers_to_go(lb);
+        const int ga = layers_to_go(la, current_, n_layers_), gb = layers_to_go(lb, current_, n_layers_);
         if (ga != gb) return ga > gb;
-        return last_use(la, ea) < last_use(lb, eb);
+        return last_use_[key(la, ea, n_experts_)] < last_use_[key(lb, eb, n_experts_)];
     }
     bool displaces(int, int, int, int) const override { return true; }
 
@@ -148,27 +145,22 @@ private:
         const std::vector<float>& p = next_draw_[t];
         return static_cast<size_t>(expert) < p.size() ? p[static_cast<size_t>(expert)] : 0.0f;
     }
-    int layers_to_go(int layer) const { return ((layer - current_ - 1) % n_layers_ + n_layers_) % n_layers_ + 1; }
-    uint64_t last_use(int layer, int expert) const {
-        const auto& uses = last_use_[static_cast<size_t>(layer)];
-        return static_cast<size_t>(expert) < uses.size() ? uses[static_cast<size_t>(expert)] : 0;
-    }
 
-    std::span<const RouteStep> trace_;
     std::span<const std::vector<float>> next_draw_;
     int n_layers_;
+    int n_experts_;
     int current_ = 0;
     size_t step_ = kNone;
     uint64_t tick_ = 0;
     std::vector<size_t> latest_;
-    std::vector<std::vector<uint64_t>> last_use_;
+    std::vector<uint64_t> last_use_;
 };
 
 }  // namespace
 
 CacheSimulation simulate_informed(std::span<const RouteStep> trace, std::span<const std::vector<float>> next_draw, size_t slots,
                                   int n_layers, int n_experts) {
-    InformedEviction eviction(trace, next_draw, n_layers);
+    InformedEviction eviction(next_draw, n_layers, n_experts);
     return simulate_cache(trace, slots, eviction, n_layers, n_experts);
 }
 

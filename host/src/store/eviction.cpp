@@ -138,16 +138,12 @@ public:
     }
 
 private:
-    // Steps of the whole model until `layer` runs again: 1 for the next layer, n for the current.
-    double layers_to_go(int layer) const {
-        return static_cast<double>(((layer - current_ - 1) % n_layers_ + n_layers_) % n_layers_ + 1);
-    }
     double expected_wait(int layer, double heat) const {
         const auto steps = static_cast<double>(std::max<uint64_t>(heat_.steps(layer), 1));
         const double norm = decay_ >= 1.0 ? steps : (1.0 - heat_.power(static_cast<uint64_t>(steps))) / (1.0 - decay_);
         const double p = std::clamp(heat / norm, 0.0, 1.0);
         if (p <= 0.0) return std::numeric_limits<double>::infinity();
-        return layers_to_go(layer) + static_cast<double>(n_layers_) * (1.0 / p - 1.0);
+        return static_cast<double>(layers_to_go(layer, current_, n_layers_)) + static_cast<double>(n_layers_) * (1.0 / p - 1.0);
     }
 
     double decay_;

@@ -84,6 +84,12 @@ std::optional<double> hotness_margin_from_text(std::string_view text);
 // "lru", "hotness", "next-use" or "adaptive"; nullopt for anything else.
 std::optional<EvictionPolicy> eviction_policy_from_text(std::string_view text);
 
+// Layer steps until `layer` runs again when `current` is running, layers visited in order once a
+// token: 1 for the next layer, n_layers for the current one.
+inline int layers_to_go(int layer, int current, int n_layers) {
+    return ((layer - current - 1) % n_layers + n_layers) % n_layers + 1;
+}
+
 // `slots`: the store's slot count (the adaptive policy replays its pool in shadows).
 std::unique_ptr<Eviction> make_eviction(const EvictionSettings& settings, size_t slots, int n_layers, int n_experts);
 
