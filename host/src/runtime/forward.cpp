@@ -7,7 +7,6 @@
 #include <string>
 
 #include "runtime/bounded_argmax.hpp"
-#include "runtime/expert_schedule.hpp"
 #include "runtime/sampler.hpp"
 
 namespace stormo {
@@ -613,22 +612,24 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     return {};
 }
 
-bool Pipeline::expert_parallel(std::span<const int32_t> group, const std::vector<std::vector<size_t>>& users,
-                               bool tracing) const {
+std::optional<ExpertSchedule> Pipeline::expert_parallel(std::span<const int32_t> group,
+                                                        const std::vector<std::vector<size_t>>& users, bool tracing) const {
     // Tracing records from one thread; a streaming store's experts arrive one by one, and computing
     // each as it arrives (async_compute) hides the reads better than waiting for the whole wave.
-    if (expert_pool_ == nullptr || expert_pool_->size() < 2 || group.size() < 2 || tracing || store_.streams()) return false;
-    return schedule_experts(rows_of(group, users), expert_pool_->size()).balanced;
+    if (expert_pool_ == nullptr || expert_pool_->size() < 2 || group.size() < 2 || tracing || store_.streams())
+        return std::nullopt;
+    ExpertSchedule schedule = schedule_experts(rows_of(group, users), expert_pool_->size());
+    if (!schedule.balanced) return std::nullopt;
+    return schedule;
 }
 
 // One expert per chunk of the pool; each expert's matmuls, called from inside the pool's job, run
 // inline on the thread that holds it (a nested parallel_for runs inline). Every expert writes only
 // its own rows' slots of `contributions`; errors are reported in the wave's order.
 Expected<void> Pipeline::run_experts_in_parallel(int layer, ExpertBatch& batch, std::span<const int32_t> group,
-                                                 const std::vector<std::vector<size_t>>& users, const Rows& normed,
-                                                 size_t k, std::vector<float>& contributions) {
+                                                 const ExpertSchedule& schedule, const std::vector<std::vector<size_t>>& users,
+                                                 const Rows& normed, size_t k, std::vector<float>& contributions) {
     const size_t width = normed.width;
-    const ExpertSchedule schedule = schedule_experts(rows_of(group, users), expert_pool_->size());
     std::vector<Expected<void>> results(group.size());
     expert_pool_->parallel_for(group.size(), 1, [&](size_t begin, size_t end) {
         std::vector<float> in, result;
@@ -691,9 +692,9 @@ Expected<void> Pipeline::compute_experts(int layer, const StepContext& ctx, cons
                 store_.prefetch(next.layer, next.experts, free_slots);
             }
         }
-        if (expert_parallel(group, users, tracing)) {
+        if (const auto schedule = expert_parallel(group, users, tracing)) {
             for (size_t i = 0; i < count; ++i) STORMO_TRY(batch->next());
-            STORMO_TRY(run_experts_in_parallel(layer, *batch, group, users, normed, k, contributions));
+            STORMO_TRY(run_experts_in_parallel(layer, *batch, group, *schedule, users, normed, k, contributions));
         } else if (settings_.async_compute) {
             for (size_t i = 0; i < count; ++i) {
                 STORMO_TRY_ASSIGN(auto ready, batch->next());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/compact_head.hpp"
+#include "runtime/expert_schedule.hpp"
 #include "runtime/remote_experts.hpp"
 #include "runtime/route_override.hpp"
 #include "runtime/session.hpp"
@@ -207,11 +208,12 @@ private:
     Expected<void> compute_experts(int layer, const StepContext& ctx, const Rows& normed, const Routing& routing,
                                    const std::vector<int32_t>& chosen, const std::vector<std::vector<size_t>>& users,
                                    const Rows& residual, std::vector<float>& contributions);
-    // Whether a wave of experts runs one expert per thread (run_experts_on).
-    bool expert_parallel(std::span<const int32_t> group, const std::vector<std::vector<size_t>>& users, bool tracing) const;
+    // The order a wave of experts runs in one expert per thread, when it does (run_experts_in_parallel).
+    std::optional<ExpertSchedule> expert_parallel(std::span<const int32_t> group, const std::vector<std::vector<size_t>>& users,
+                                                  bool tracing) const;
     Expected<void> run_experts_in_parallel(int layer, ExpertBatch& batch, std::span<const int32_t> group,
-                                           const std::vector<std::vector<size_t>>& users, const Rows& normed, size_t k,
-                                           std::vector<float>& contributions);
+                                           const ExpertSchedule& schedule, const std::vector<std::vector<size_t>>& users,
+                                           const Rows& normed, size_t k, std::vector<float>& contributions);
 
     const Model& model_;
     ExpertStore& store_;

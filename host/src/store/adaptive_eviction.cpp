@@ -27,11 +27,10 @@ public:
 
     void on_layer_step(int layer) override {
         for (Candidate& c : candidates_) {
-            if (stepped_) c.shadow.end_step();
+            c.shadow.end_step();  // the step before is over (nothing is pinned before the first)
             c.policy->on_layer_step(layer);
             c.score *= keep_;
         }
-        stepped_ = true;
         // The leader changes only when another has strictly more: a tie keeps the current one (the
         // slow decay at the start). Where both hit alike (routes without locality) either leads.
         for (size_t i = 0; i < candidates_.size(); ++i)
@@ -59,7 +58,6 @@ private:
     double keep_;
     std::vector<Candidate> candidates_;
     size_t leader_ = 0;
-    bool stepped_ = false;
 };
 
 }  // namespace
