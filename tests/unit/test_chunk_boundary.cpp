@@ -86,7 +86,7 @@ TEST_P(ChunkBoundary, PromptChunksEndOnEveryBoundaryTheyCrossAndTheTokensStayThe
                         EXPECT_EQ(chosen.empty(), plan.ffn != FfnKind::moe) << "layer " << l;
                         EXPECT_TRUE(std::is_sorted(chosen.begin(), chosen.end()));
                         for (int32_t e : chosen) EXPECT_TRUE(e >= 0 && e < plan.n_experts);
-                        EXPECT_LE(chosen.size(), SequenceStep::kRoutedRows * static_cast<size_t>(std::max(plan.top_k, 0)));
+                        EXPECT_LE(chosen.size(), Session::kRoutedRows * static_cast<size_t>(std::max(plan.top_k, 0)));
                     }
                 }
                 step_ends[i].push_back(after);

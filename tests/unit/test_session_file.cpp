@@ -12,7 +12,10 @@
 
 #include "oracle_support.hpp"
 #include "runtime/engine_identity.hpp"
+#include "runtime/session_bytes.hpp"
 #include "runtime/session_file.hpp"
+#include "store/read_ahead.hpp"
+#include "util/content_hash.hpp"
 #include "util/atomic_file.hpp"
 #include "util/direct_appender.hpp"
 #include "util/file.hpp"
@@ -96,6 +99,36 @@ TEST_P(SessionFile, ALoadedSessionContinuesWithTheBitsOfOneThatNeverStopped) {
             EXPECT_TRUE(same_bits(again, want)) << "cut at " << cut << ", loaded from tmpfs";
         }
     }
+}
+
+// The experts the last step's rows routed to travel with the session: each MoE layer's, sorted,
+// within its range and at most Session::kRoutedRows rows' worth; none for a layer without experts.
+TEST_P(SessionFile, TheExpertsTheLastStepRoutedToComeBackWithTheSession) {
+    const size_t n = tokens_.size();
+    auto s = blank(n);
+    all_logits(engine_->pipeline(), *s, std::span<const int32_t>(tokens_).first(n - 1));
+    const Model& model = engine_->model();
+    const auto& routed = s->routed_experts();
+    ASSERT_EQ(routed.size(), static_cast<size_t>(model.n_layers()));
+    for (int l = 0; l < model.n_layers(); ++l) {
+        const LayerPlan& plan = model.layer_plan(l);
+        const auto& chosen = routed[static_cast<size_t>(l)];
+        EXPECT_EQ(chosen.empty(), plan.ffn != FfnKind::moe) << "layer " << l;
+        EXPECT_TRUE(std::is_sorted(chosen.begin(), chosen.end())) << "layer " << l;
+        EXPECT_TRUE(std::adjacent_find(chosen.begin(), chosen.end()) == chosen.end()) << "layer " << l;
+        for (int32_t e : chosen) EXPECT_TRUE(e >= 0 && e < plan.n_experts) << "layer " << l;
+        EXPECT_LE(chosen.size(), Session::kRoutedRows * static_cast<size_t>(std::max(plan.top_k, 0))) << "layer " << l;
+    }
+    const std::string path = dir_.file("routed.session");
+    ASSERT_TRUE(save_session_file(path, *s, identity_, "").has_value());
+    auto loaded = load_session_file(path, identity_, blank(n));
+    ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+    EXPECT_EQ(loaded->session->routed_experts(), routed);
+    // One more token: its step's one row is the session's routing now.
+    all_logits(engine_->pipeline(), *loaded->session, std::span<const int32_t>(tokens_).subspan(n - 1));
+    for (int l = 0; l < model.n_layers(); ++l)
+        EXPECT_LE(loaded->session->routed_experts()[static_cast<size_t>(l)].size(),
+                  static_cast<size_t>(std::max(model.layer_plan(l).top_k, 0)));
 }
 
 // Rings of another size (a run with another --max-tokens, hence rewind slack, or block) take the
@@ -272,6 +305,77 @@ TEST_F(SessionFileRefusal, TheIdentityIgnoresThreadsAndBudget) {
     auto id = engine_identity(**streaming);
     ASSERT_TRUE(id.has_value());
     EXPECT_TRUE(identity_mismatch(*id, identity_).empty()) << identity_mismatch(*id, identity_);
+}
+
+// A format-1 file (before the experts were kept) still loads, with no experts to read ahead.
+TEST_F(SessionFileRefusal, AFormatOneFileLoadsWithoutExperts) {
+    session_->set_routed_experts({});
+    ASSERT_TRUE(save_session_file(path_, *session_, identity_, "{}").has_value());
+    auto bytes = read_file(path_);
+    ASSERT_TRUE(bytes.has_value());
+    // Format 2's header is format 1's and the expert lists (here one count of 0): cut them off,
+    // set the format and the header's length, and checksum the shorter header.
+    std::string file = *bytes;
+    constexpr size_t kMagicBytes = 16, kPreamble = kMagicBytes + 4 + 4 + 8;
+    ASSERT_EQ(get_u32(file.data() + kMagicBytes), 2u);
+    const uint64_t header = get_u64(file.data() + kMagicBytes + 8);
+    ASSERT_EQ(get_u64(file.data() + kPreamble + header - 8), 0u);
+    std::string old = file.substr(0, kPreamble) + file.substr(kPreamble, header - 8);
+    put_u32(old.data() + kMagicBytes, 1);
+    put_u64(old.data() + kMagicBytes + 8, header - 8);
+    char sum[8];
+    put_u64(sum, checksum64(old.data() + kPreamble, header - 8));
+    old.append(sum, sizeof sum);
+    old += file.substr(kPreamble + header + 8);
+    const std::string v1 = dir_.file("format1.session");
+    std::ofstream(v1, std::ios::binary) << old;
+    session_->set_routed_experts({{1}});
+    auto loaded = load_session_file(v1, identity_, std::move(*engine_->new_session(32, kBlock)));
+    ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+    EXPECT_EQ(loaded->session->position(), tokens_.size());
+    EXPECT_TRUE(loaded->session->routed_experts().empty());
+    // A format this stormo does not know is named.
+    put_u32(old.data() + kMagicBytes, 3);
+    std::ofstream(v1, std::ios::binary | std::ios::trunc) << old;
+    auto newer = load_session_file(v1, identity_, std::move(*engine_->new_session(32, kBlock)));
+    ASSERT_FALSE(newer.has_value());
+    EXPECT_NE(newer.error().message.find("format 3, this stormo reads formats 1 to 2"), std::string::npos) << newer.error().message;
+}
+
+// A load into a streaming store reads ahead the experts the saved session's last step chose, up
+// to the store's slots: the first step after it finds them there instead of missing.
+TEST_F(SessionFileRefusal, AStreamingStoreReadsAheadTheSavedExperts) {
+    EngineOptions o;
+    o.setup.model_dir = fixture_dir("gpt_oss");
+    o.threads = 1;
+    o.expert_budget.kind = SizeSpec::Kind::bytes;
+    o.expert_budget.bytes = 256 << 10;  // a few slots: the experts stream
+    auto streaming = Engine::open(o);
+    if (!streaming) GTEST_SKIP() << streaming.error().message;
+    Engine& engine = **streaming;
+    ExpertStore& store = engine.store();
+    ASSERT_TRUE(store.streams());
+    auto loaded = load_session_file(path_, identity_, std::move(*engine.new_session(32, kBlock)));
+    ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+    const auto& routed = loaded->session->routed_experts();
+    size_t wanted = 0;
+    for (const auto& layer : routed) wanted += layer.size();
+    ASSERT_GT(wanted, 0u);
+    const size_t slots = store.stats().slots;
+    const size_t asked = read_ahead_experts(store, routed);
+    EXPECT_EQ(asked, std::min(wanted, slots));
+    EXPECT_EQ(store.stats().prefetch_issued, asked);
+    // The first MoE layer's experts are asked for first: they are all in flight or in.
+    const uint64_t misses = store.stats().misses;
+    for (size_t l = 0; l < routed.size(); ++l) {
+        if (routed[l].empty()) continue;
+        auto batch = store.acquire(static_cast<int>(l), std::span<const int32_t>(routed[l]).first(std::min(routed[l].size(), asked)));
+        ASSERT_TRUE(batch.has_value()) << batch.error().message;
+        break;
+    }
+    EXPECT_EQ(store.stats().misses, misses);
+    // A resident store has nothing to read ahead.
+    EXPECT_EQ(read_ahead_experts(engine_->store(), routed), 0u);
 }
 
 }  // namespace

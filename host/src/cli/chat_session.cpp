@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "runtime/session_file.hpp"
+#include "store/read_ahead.hpp"
 #include "util/atomic_file.hpp"
 #include "util/format_bytes.hpp"
 
@@ -36,7 +37,8 @@ Expected<ChatSessionFile> load_chat_session(ChatStack& stack, const std::string&
     conversation->restore(std::move(record));
     stack.conversation = std::move(conversation);
     stack.session = std::move(loaded.session);
-    return ChatSessionFile{stack.session->position(), loaded.stats.bytes, message_count(*stack.conversation)};
+    const size_t read_ahead = read_ahead_experts(engine.store(), stack.session->routed_experts());
+    return ChatSessionFile{stack.session->position(), loaded.stats.bytes, message_count(*stack.conversation), read_ahead};
 }
 
 Expected<ChatSessionFile> save_chat_session(ChatStack& stack, const std::string& path) {
@@ -70,7 +72,9 @@ Expected<void> resume_chat_session(ChatStack& stack, const ChatOptions& options)
 }
 
 std::string describe(const ChatSessionFile& file) {
-    return std::to_string(file.positions) + " positions, " + std::to_string(file.bytes) + " bytes (" + format_bytes(file.bytes) + ")";
+    std::string text = std::to_string(file.positions) + " positions, " + std::to_string(file.bytes) + " bytes (" + format_bytes(file.bytes) + ")";
+    if (file.experts_read_ahead > 0) text += ", " + std::to_string(file.experts_read_ahead) + " experts read ahead";
+    return text;
 }
 
 }  // namespace stormo::cli

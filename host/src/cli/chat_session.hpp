@@ -15,6 +15,7 @@ struct ChatSessionFile {
     size_t positions = 0;
     uint64_t bytes = 0;
     size_t messages = 0;
+    size_t experts_read_ahead = 0;  // a load: the experts its last step routed to, asked of a streaming store
 };
 
 // Loads FILE into a new session of the stack's context and restores its conversation; on any
@@ -30,7 +31,8 @@ Expected<ChatSessionFile> save_chat_session(ChatStack& stack, const std::string&
 // saved system message) and says so on stderr; a missing FILE starts a new conversation.
 Expected<void> resume_chat_session(ChatStack& stack, const ChatOptions& options);
 
-// "57 positions, 12345 bytes (12.06 KiB)" for messages.
+// "57 positions, 12345 bytes (12.06 KiB)" for messages (", 24 experts read ahead" after a load
+// into a streaming store).
 std::string describe(const ChatSessionFile& file);
 
 }  // namespace stormo::cli

@@ -5,6 +5,7 @@
 
 #include "runtime/generation.hpp"
 #include "runtime/session_file.hpp"
+#include "store/read_ahead.hpp"
 
 namespace stormo::pipe {
 
@@ -114,6 +115,7 @@ void PipeServer::load(const LoadCommand& command) {
                                 loaded.error().message + " (the session is as it was, at position " +
                                     std::to_string(session_->position()) + ")"));
     session_ = std::move(loaded->session);
+    read_ahead_experts(pipeline_->store(), session_->routed_experts());
     write(loaded_line(session_->position()));
 }
 

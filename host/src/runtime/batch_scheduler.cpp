@@ -71,10 +71,12 @@ BatchStep BatchScheduler::step(std::span<SequenceGeneration* const> running) {
     }
     report.sequences = steps.size();
     if (steps.empty()) return report;
+    std::vector<bool> reaches_boundary(steps.size(), false);
     if (const size_t b = settings_.route_boundary; b > 0)
-        for (SequenceStep& s : steps) s.want_routes = (s.session->position() + s.tokens.size()) / b > s.session->position() / b;
+        for (size_t i = 0; i < steps.size(); ++i)
+            reaches_boundary[i] = (steps[i].session->position() + steps[i].tokens.size()) / b > steps[i].session->position() / b;
     auto routed = [&](size_t i) {
-        if (steps[i].want_routes) report.routes.push_back({chosen[i], std::move(steps[i].routes)});
+        if (reaches_boundary[i]) report.routes.push_back({chosen[i], steps[i].session->routed_experts()});
     };
     const ExpertStoreStats before = pipeline_.store().stats();
     const auto t0 = std::chrono::steady_clock::now();

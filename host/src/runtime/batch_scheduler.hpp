@@ -37,7 +37,7 @@ struct BatchStep {
     size_t prompt_rows = 0;
     bool isolated = false;    // the batched step failed and its sequences ran one by one
     // With route_boundary: per sequence whose step reached or crossed one, the experts its last
-    // rows chose, per layer (SequenceStep::routes).
+    // rows chose, per layer (Session::routed_experts).
     struct Routed {
         const SequenceGeneration* sequence = nullptr;
         std::vector<std::vector<int32_t>> experts;

@@ -100,8 +100,13 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
         const BlockPart part[1] = {{&session, tokens.subspan(begin, n)}};
         const std::span<const float> input =
             options.input_rows.empty() ? std::span<const float>() : options.input_rows.subspan(begin * hidden, n * hidden);
+        // The last block's routing gives the session its routed_experts.
+        const bool last_block = begin + n == tokens.size();
+        BlockRoutes routes;
+        block_routes_ = last_block ? &routes : nullptr;
         auto ran = run_block(part, positions, options, x, options.hidden_out ? &hidden_states : nullptr, Recording::on, input,
                              options.pre_norm_rows_out ? &pre_norm : nullptr);
+        block_routes_ = nullptr;
         if (!ran) {
             // Through the session's rewind: if this request's blocks overwrote ring rows that `start`
             // needs, the next request replays.
@@ -109,9 +114,9 @@ Expected<std::vector<float>> Pipeline::forward(Session& session, std::span<const
             return tl::unexpected(ran.error());
         }
         session.advance(tokens.subspan(begin, n));
+        if (last_block) session.set_routed_experts(experts_of_rows(routes, n, n));
         if (options.on_block) options.on_block(begin + n, tokens.size());
         // x holds the final-normed rows; the head runs only where logits are wanted.
-        const bool last_block = begin + n == tokens.size();
         if (options.final_rows_out != nullptr) options.final_rows_out->insert(options.final_rows_out->end(), x.begin(), x.end());
         if (options.pre_norm_rows_out != nullptr)
             options.pre_norm_rows_out->insert(options.pre_norm_rows_out->end(), pre_norm.begin(), pre_norm.end());
@@ -286,16 +291,19 @@ Expected<void> Pipeline::forward_batch(std::span<SequenceStep> steps) {
     };
     std::vector<float> x;
     BlockRoutes routes;
-    const bool want_routes = std::any_of(steps.begin(), steps.end(), [](const SequenceStep& s) { return s.want_routes; });
-    block_routes_ = want_routes ? &routes : nullptr;
+    block_routes_ = &routes;
     auto ran = run_block(parts, positions, ForwardOptions{}, x, nullptr, Recording::on);
     block_routes_ = nullptr;
     if (!ran) {
         rewind_all();
         return tl::unexpected(ran.error());
     }
-    for (SequenceStep& step : steps) step.session->advance(step.tokens);
-    if (want_routes) collect_routes(steps, routes);
+    size_t end = 0;
+    for (SequenceStep& step : steps) {
+        step.session->advance(step.tokens);
+        end += step.tokens.size();
+        step.session->set_routed_experts(experts_of_rows(routes, end, step.tokens.size()));
+    }
     if (auto head = batch_head(steps, x, positions); !head) {
         rewind_all();
         return tl::unexpected(head.error());
@@ -303,23 +311,19 @@ Expected<void> Pipeline::forward_batch(std::span<SequenceStep> steps) {
     return {};
 }
 
-void Pipeline::collect_routes(std::span<SequenceStep> steps, const BlockRoutes& routes) const {
-    size_t end = 0;
-    for (SequenceStep& step : steps) {
-        end += step.tokens.size();
-        if (!step.want_routes) continue;
-        const size_t first = end - std::min(step.tokens.size(), SequenceStep::kRoutedRows);
-        step.routes.assign(routes.experts.size(), {});
-        for (size_t l = 0; l < routes.experts.size(); ++l) {
-            const size_t k = routes.top_k[l];
-            if (k == 0) continue;
-            std::vector<int32_t>& chosen = step.routes[l];
-            chosen.assign(routes.experts[l].begin() + static_cast<ptrdiff_t>(first * k),
-                          routes.experts[l].begin() + static_cast<ptrdiff_t>(end * k));
-            std::sort(chosen.begin(), chosen.end());
-            chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
-        }
+std::vector<std::vector<int32_t>> Pipeline::experts_of_rows(const BlockRoutes& routes, size_t end, size_t rows) {
+    const size_t first = end - std::min(rows, Session::kRoutedRows);
+    std::vector<std::vector<int32_t>> out(routes.experts.size());
+    for (size_t l = 0; l < routes.experts.size(); ++l) {
+        const size_t k = routes.top_k[l];
+        if (k == 0) continue;
+        std::vector<int32_t>& chosen = out[l];
+        chosen.assign(routes.experts[l].begin() + static_cast<ptrdiff_t>(first * k),
+                      routes.experts[l].begin() + static_cast<ptrdiff_t>(end * k));
+        std::sort(chosen.begin(), chosen.end());
+        chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
     }
+    return out;
 }
 
 // Greedy steps read the head by bound (one row of one sequence's decode, or up to

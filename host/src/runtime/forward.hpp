@@ -92,11 +92,6 @@ struct SequenceStep {
     // source reading the main model's last hidden state, an MTP head, plugs into).
     bool want_hidden = false;
     std::vector<float> hidden = {};
-    // When set: `routes` gets, per layer, the experts the step's last rows (kRoutedRows at most)
-    // chose, sorted (empty for a layer without experts): what the prompt cache stores with a block.
-    bool want_routes = false;
-    std::vector<std::vector<int32_t>> routes = {};
-    static constexpr size_t kRoutedRows = 4;
 };
 
 struct PipelineSettings {
@@ -132,6 +127,7 @@ public:
     const Model& model() const { return model_; }
     // The store the MoE stage acquires from (its counters price a step's reads).
     const ExpertStore& store() const { return store_; }
+    ExpertStore& store() { return store_; }
     const PipelineSettings& settings() const { return settings_; }
     // Greedy steps (ForwardOptions::argmax_out) read the head by bound from `compact`, built from
     // model().head_weight(), computing exact rows with `compute` (the model's own). nullptr: the
@@ -189,8 +185,9 @@ private:
                              const ForwardOptions& options, std::vector<float>& x, std::vector<std::vector<float>>* hidden,
                              Recording recording, std::span<const float> input = {}, std::vector<float>* pre_norm = nullptr);
     struct BlockRoutes;
-    // Each step that wants them gets its last rows' experts from the block's routing.
-    void collect_routes(std::span<SequenceStep> steps, const BlockRoutes& routes) const;
+    // Per layer, the experts rows [end - rows, end) of the block chose, sorted and unique
+    // (Session::routed_experts).
+    static std::vector<std::vector<int32_t>> experts_of_rows(const BlockRoutes& routes, size_t end, size_t rows);
     // The head of a batched step: each step's output from its row of x.
     Expected<void> batch_head(std::span<SequenceStep> steps, const std::vector<float>& x, std::span<const int64_t> positions);
     Expected<void> moe_stage(int layer, const StepContext& ctx, const Rows& normed, const Rows& residual, Rows out,
@@ -221,7 +218,7 @@ private:
     ForwardTimes times_;
     std::vector<RouteStep>* route_trace_ = nullptr;
     RouteOverride* route_override_ = nullptr;
-    // A batched step's routing, kept while a step wants its routes: per layer, every row's choice.
+    // The routing of the block being run, for its sessions' routed_experts: per layer, every row's choice.
     struct BlockRoutes {
         std::vector<std::vector<int32_t>> experts;  // [layer]: rows * top_k[layer]
         std::vector<size_t> top_k;

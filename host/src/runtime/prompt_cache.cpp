@@ -94,11 +94,7 @@ std::string encode_block(const BlockPlace& place, const Session& session, size_t
         header.u64(rows[i].first);
         header.u64(rows[i].end);
     }
-    header.u64(experts.size());
-    for (const auto& layer : experts) {
-        header.u64(layer.size());
-        for (int32_t e : layer) header.u64(static_cast<uint64_t>(static_cast<uint32_t>(e)));
-    }
+    write_expert_lists(header, experts);
 
     ByteWriter out;
     char preamble[kPreambleBytes];
@@ -169,19 +165,7 @@ Expected<DecodedBlock> decode_block(std::string_view bytes, const BlockPlace& pl
         if (!state && (out.rings[i].end != end || out.rings[i].first < begin || out.rings[i].first > end))
             return bad("corrupted (a ring's positions are outside the block)");
     }
-    uint64_t layers = 0;
-    if (!h.u64(layers) || layers > (uint64_t{1} << 16)) return bad("corrupted (its experts)");
-    out.experts.resize(layers);
-    for (auto& layer : out.experts) {
-        uint64_t n = 0;
-        if (!h.u64(n) || n > (uint64_t{1} << 20)) return bad("corrupted (its experts)");
-        layer.resize(n);
-        for (int32_t& e : layer) {
-            uint64_t v = 0;
-            if (!h.u64(v)) return bad("corrupted (its experts)");
-            e = static_cast<int32_t>(static_cast<uint32_t>(v));
-        }
-    }
+    if (!read_expert_lists(h, out.experts)) return bad("corrupted (its experts)");
     if (!h.done()) return bad("corrupted (its header has bytes past its end)");
     if (!read_checked(in, out.tokens, block_positions * sizeof(int32_t))) return bad("truncated or corrupted (its tokens)");
     if (std::memcmp(out.tokens.data(), tokens.data(), out.tokens.size()) != 0)

@@ -129,6 +129,14 @@ public:
     // what admitting a request of that many positions costs at most.
     uint64_t kv_bytes_for(size_t positions) const;
 
+    // Per layer, the experts the rows of its last forward step (its last kRoutedRows of them at
+    // most) routed to, sorted; empty lists for layers without experts. A hint, not state: no bit
+    // depends on it. A session file keeps it so that a restore can read those experts ahead
+    // (store/read_ahead.hpp): the first steps after it likely choose them again.
+    const std::vector<std::vector<int32_t>>& routed_experts() const { return routed_experts_; }
+    void set_routed_experts(std::vector<std::vector<int32_t>> experts) { routed_experts_ = std::move(experts); }
+    static constexpr size_t kRoutedRows = 4;
+
     // --- Raw state: what session files and the prompt cache save and restore -----------------
     // (runtime/session_file.hpp, runtime/prompt_cache.hpp). Two sessions with the same layout()
     // keep the same bits in the same places, whatever their capacity.
@@ -220,6 +228,7 @@ private:
     std::vector<float*> states_;               // every state buffer (one row each)
     std::vector<size_t> state_floats_;
     std::vector<std::weak_ptr<SessionSnapshot::Watch>> watches_;  // the snapshots still held
+    std::vector<std::vector<int32_t>> routed_experts_;
 };
 
 }  // namespace stormo

@@ -57,6 +57,31 @@ bool ByteReader::raw(std::string_view& out, size_t size) {
     return true;
 }
 
+void write_expert_lists(ByteWriter& out, std::span<const std::vector<int32_t>> experts) {
+    out.u64(experts.size());
+    for (const auto& layer : experts) {
+        out.u64(layer.size());
+        for (int32_t e : layer) out.u64(static_cast<uint64_t>(static_cast<uint32_t>(e)));
+    }
+}
+
+bool read_expert_lists(ByteReader& in, std::vector<std::vector<int32_t>>& experts) {
+    uint64_t layers = 0;
+    if (!in.u64(layers) || layers > (uint64_t{1} << 16)) return false;
+    experts.assign(layers, {});
+    for (auto& layer : experts) {
+        uint64_t n = 0;
+        if (!in.u64(n) || n > (uint64_t{1} << 20)) return false;
+        layer.resize(n);
+        for (int32_t& e : layer) {
+            uint64_t v = 0;
+            if (!in.u64(v)) return false;
+            e = static_cast<int32_t>(static_cast<uint32_t>(v));
+        }
+    }
+    return true;
+}
+
 void append_checked(ByteWriter& out, const void* data, size_t size) {
     out.raw(data, size);
     out.u64(checksum64(data, size));

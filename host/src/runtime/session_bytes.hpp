@@ -5,8 +5,10 @@
 // that differs, and the positions a session's rings hold.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/session.hpp"
 #include "stormo/error.hpp"
@@ -47,6 +49,12 @@ private:
     std::string_view bytes_;
     size_t at_ = 0;
 };
+
+// Per layer, the experts a sequence's last tokens routed to (Session::routed_experts): a count
+// of layers, then each layer's count and ids. read_expert_lists is false when the bytes end first
+// or a count is beyond any model's.
+void write_expert_lists(ByteWriter& out, std::span<const std::vector<int32_t>> experts);
+bool read_expert_lists(ByteReader& in, std::vector<std::vector<int32_t>>& experts);
 
 // Appends a section and its checksum.
 void append_checked(ByteWriter& out, const void* data, size_t size);

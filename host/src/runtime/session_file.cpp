@@ -40,6 +40,7 @@ struct Header {
     uint64_t page_floats = 0;
     std::vector<uint64_t> ring_floats;
     std::string record;
+    std::vector<std::vector<int32_t>> experts;  // format 2 on
 };
 
 std::string encode(const Header& h) {
@@ -56,10 +57,11 @@ std::string encode(const Header& h) {
     w.u64(h.ring_floats.size());
     for (uint64_t n : h.ring_floats) w.u64(n);
     w.text(h.record);
+    write_expert_lists(w, h.experts);
     return w.bytes();
 }
 
-bool decode(std::string_view bytes, Header& h) {
+bool decode(std::string_view bytes, uint32_t format, Header& h) {
     ByteReader r(bytes);
     uint64_t rings = 0;
     if (!r.text(h.identity.model) || !r.text(h.identity.config) || !r.text(h.identity.engine) || !r.text(h.identity.kernels) ||
@@ -69,7 +71,9 @@ bool decode(std::string_view bytes, Header& h) {
     h.ring_floats.resize(rings);
     for (uint64_t& n : h.ring_floats)
         if (!r.u64(n)) return false;
-    return r.text(h.record) && r.done();
+    if (!r.text(h.record)) return false;
+    if (format >= 2 && !read_expert_lists(r, h.experts)) return false;
+    return r.done();
 }
 
 // Reads sections in order, each checked against the checksum that follows it.
@@ -210,6 +214,7 @@ Expected<SessionFileStats> save_session_file(const std::string& path, const Sess
     h.page_floats = session.page_floats();
     h.ring_floats = ring_floats_of(session);
     h.record = std::string(record);
+    h.experts = session.routed_experts();
     const std::string header = encode(h);
 
     STORMO_TRY_ASSIGN(auto out, AtomicFileWriter::create(path, "the session file " + path));
@@ -288,16 +293,17 @@ Expected<LoadedSessionFile> load_session_file(const std::string& path, const Eng
         return fail(ErrorKind::format, path + ": not a stormo session file (it does not start with STORMO-SESSION)");
     STORMO_TRY(in.read(preamble, kPreambleBytes, "the preamble", false));
     const uint32_t format = get_u32(preamble + sizeof kMagic);
-    if (format != kSessionFileFormat)
+    if (format < kOldestSessionFileFormat || format > kSessionFileFormat)
         return fail(ErrorKind::unsupported, path + ": a session file of format " + std::to_string(format) +
-                                                ", this stormo reads format " + std::to_string(kSessionFileFormat));
+                                                ", this stormo reads formats " + std::to_string(kOldestSessionFileFormat) + " to " +
+                                                std::to_string(kSessionFileFormat));
     const uint64_t header_bytes = get_u64(preamble + sizeof kMagic + 8);
     if (header_bytes > kMaxHeaderBytes || header_bytes > file_bytes)
         return fail(ErrorKind::format, path + ": the session file is corrupted (a header of " + std::to_string(header_bytes) + " bytes)");
     std::string header_text(header_bytes, '\0');
     STORMO_TRY(in.read(header_text.data(), header_bytes, "its header"));
     Header h;
-    if (!decode(header_text, h)) return fail(ErrorKind::format, path + ": the session file is corrupted (its header does not parse)");
+    if (!decode(header_text, format, h)) return fail(ErrorKind::format, path + ": the session file is corrupted (its header does not parse)");
 
     if (const std::string why = identity_mismatch(h.identity, identity); !why.empty())
         return fail(ErrorKind::mismatch, path + ": this session cannot be restored here: " + why);
@@ -365,6 +371,7 @@ Expected<LoadedSessionFile> load_session_file(const std::string& path, const Eng
         written_end = std::max(written_end, first + ring.rows);
     }
     session.adopt(tokens, written_end, h.needs_replay != 0);
+    session.set_routed_experts(std::move(h.experts));
     LoadedSessionFile out;
     out.session = std::move(blank);
     out.record = std::move(h.record);

@@ -5,9 +5,11 @@
 // layout gives the bits the saved session held, so a run continued from it is the run that never
 // stopped.
 //
-// Layout: a fixed preamble ("STORMO-SESSION", format version, header length), a JSON header
-// (identity, layout, position, sizes, the caller's record) with its XXH3-64 checksum, then the
-// sections (tokens, pages, rings and states), each followed by its checksum. Written through
+// Layout: a fixed preamble ("STORMO-SESSION", format version, header length), a header
+// (identity, layout, position, sizes, the caller's record, and from format 2 on the experts the
+// last step's rows routed to: Session::routed_experts) with its XXH3-64 checksum, then the
+// sections (tokens, pages, rings and states), each followed by its checksum. Format 1 files (no
+// experts) still load. Written through
 // AtomicFileWriter: a crash or a full disk leaves the previous file or none, never a part.
 // Loading refuses, naming what is wrong: a file that is not a session file, a newer format, a
 // header or section that fails its checksum, a truncated file, another model, config, engine,
@@ -23,7 +25,8 @@
 
 namespace stormo {
 
-inline constexpr uint32_t kSessionFileFormat = 1;
+inline constexpr uint32_t kSessionFileFormat = 2;
+inline constexpr uint32_t kOldestSessionFileFormat = 1;
 
 struct SessionFileStats {
     uint64_t bytes = 0;   // the file's size
@@ -42,7 +45,9 @@ struct LoadedSessionFile {
 };
 
 // Loads `path` into `blank`, a new session of the running engine (Engine::new_session) with the
-// context it will run with; on any error `blank` is dropped and nothing else changed.
+// context it will run with; on any error `blank` is dropped and nothing else changed. The session
+// comes back with the routed_experts it was saved with, for the caller to read ahead
+// (store/read_ahead.hpp) into the store that will run it.
 Expected<LoadedSessionFile> load_session_file(const std::string& path, const EngineIdentity& identity,
                                               std::unique_ptr<Session> blank);
 

@@ -10,6 +10,7 @@
 #include "runtime/sequence_generation.hpp"
 #include "serve/peer_probe.hpp"
 #include "serve/reply_assembler.hpp"
+#include "store/read_ahead.hpp"
 
 namespace stormo::serve {
 namespace {
@@ -266,20 +267,7 @@ void InferenceWorker::restore_from_cache(Active& a) {
     auto hit = ctx_.cache->restore(session, req.prompt, req.prompt.size() - 1, held, req.partition);
     if (ctx_.cache->stats().blocks_dropped != dropped)
         note("the prompt cache dropped a block that failed its check (it is computed again): " + ctx_.cache->last_drop_reason());
-    if (hit && hit->positions > 0) {
-        // The experts the prefix's last tokens chose: the first steps after it likely choose them
-        // too. Layer by layer from the first (the first to run), no more than the store's slots,
-        // so the later layers' reads do not evict the earlier ones'.
-        ExpertStore& store = ctx_.engine->store();
-        size_t room = store.streams() ? store.stats().slots : 0;
-        for (size_t layer = 0; layer < hit->experts.size() && room > 0; ++layer) {
-            const std::vector<int32_t>& experts = hit->experts[layer];
-            if (experts.empty()) continue;
-            const size_t n = std::min({experts.size(), room, store.max_batch()});
-            store.prefetch(static_cast<int>(layer), std::span<const int32_t>(experts).first(n), n);
-            room -= n;
-        }
-    }
+    if (hit && hit->positions > 0) read_ahead_experts(ctx_.engine->store(), hit->experts);
     ctx_.metrics->set_cache(ctx_.cache->stats());
 }
 
