@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <simdjson.h>
+
 #include "cli_runner.hpp"
 #include "oracle_support.hpp"
 #include "pipe_process.hpp"
@@ -197,6 +199,45 @@ TEST(CliPipe, SaveAndLoadAnswerWithThePositionAndARefusedOneChangesNothing) {
     ASSERT_TRUE(large.line().starts_with("READY 64 "));
     large.send("LOAD " + file);
     EXPECT_EQ(large.answer(), std::vector<std::string>{"LOADED 11"});
+}
+
+// A LOAD into a streaming store reads ahead the experts the saved session's last step chose
+// (--stats counts them as prefetches), and the turn after it gives the tokens of a resident run.
+TEST(CliPipe, ALoadIntoAStreamingStoreReadsAheadItsExpertsAndStatsSaySo) {
+    stormo::test::TempDir tmp;
+    const std::string file = tmp.file("p.session"), stats = tmp.file("stats.json");
+    PipeProcess first({"--model", demo_dir()});
+    ASSERT_TRUE(first.line().starts_with("READY"));
+    first.send("TURN 2 0 0 1 0 8 1 2 3 40 4 5 6 45");
+    const auto answer = first.answer();
+    ASSERT_EQ(answer.back(), "DONE MAX_TOKENS 2 9");
+    first.send("SAVE " + file);
+    ASSERT_TRUE(first.answer()[0].starts_with("SAVED 9 "));
+    first.send("TURN 12 9 0 1 0 1 " + answer[1].substr(6));
+    const auto resident = first.answer();
+    for (const bool streaming : {true, false}) {
+        std::vector<std::string> args = {"--model", demo_dir(), "--stats", stats, "--threads", "1"};
+        if (streaming) args.insert(args.end(), {"--expert-budget", "1MiB"});
+        PipeProcess p(args);
+        ASSERT_TRUE(p.line().starts_with("READY"));
+        p.send("LOAD " + file);
+        EXPECT_EQ(p.answer(), std::vector<std::string>{"LOADED 9"});
+        p.send("TURN 12 9 0 1 0 1 " + answer[1].substr(6));
+        EXPECT_EQ(p.answer(), resident) << (streaming ? "streaming" : "resident");
+        p.send("SHUTDOWN");
+        EXPECT_EQ(p.wait_exit(), 0);
+        auto text = stormo::read_file(stats);
+        ASSERT_TRUE(text.has_value());
+        auto json = simdjson::padded_string(*text);
+        simdjson::ondemand::parser parser;
+        auto doc = parser.iterate(json);
+        const uint64_t issued = doc["prefetch_issued"].get_uint64().value();
+        const uint64_t slots = doc["expert_slots"].get_uint64().value();
+        // Streaming: at least the read-ahead's (the last step's row: top_k experts a MoE layer).
+        if (streaming) EXPECT_GE(issued, 2u * 4u) << *text;
+        else EXPECT_EQ(issued, 0u) << *text;
+        EXPECT_EQ(slots > 0, streaming) << *text;
+    }
 }
 
 TEST(CliPipe, AModelThatCannotLoadSaysSoOnTheProtocolAndExitsOne) {

@@ -5,6 +5,7 @@
 #include "util/json_writer.hpp"
 #include "cli/speculation_json.hpp"
 #include "cli/model_command.hpp"
+#include "cli/store_stats_json.hpp"
 #include "cli/progress.hpp"
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
@@ -43,20 +44,9 @@ Expected<void> write_stats(const std::string& path, const GenerationRequest& req
         .field("decode_tokens_per_s", decode_tps)
         .field("attention_seconds", times.attention_seconds)
         .field("moe_seconds", times.moe_seconds)
-        .field("head_seconds", times.head_seconds)
-        .field("expert_hits", store.hits)
-        .field("expert_misses", store.misses)
-        .field("expert_bytes_read", store.bytes_read)
-        .field("read_wait_seconds", store.read_wait_seconds)
-        .field("prefetch_issued", store.prefetch_issued)
-        .field("prefetch_used", store.prefetch_used)
-        .field("prefetch_wasted", store.prefetch_wasted)
+        .field("head_seconds", times.head_seconds);
+    store_stats_fields(json, store)
         .field("prediction_accuracy", times.chosen ? static_cast<double>(times.predicted_chosen) / static_cast<double>(times.chosen) : 0.0)
-        .field("evictions", store.evictions)
-        .field("on_probation", store.on_probation)
-        .field("expert_slots", store.slots)
-        .field("expert_slot_bytes", store.slot_bytes)
-        .field("direct_io", store.direct_io)
         .field("expert_budget", engine.expert_budget().reason)
         .field("threads", engine.threads())
         .field("kernels", engine.kernels_name())

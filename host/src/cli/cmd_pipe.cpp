@@ -2,12 +2,17 @@
 // (pipe/pipe_protocol.hpp holds the lines); diagnostics go to stderr.
 #include <csignal>
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "cli/model_command.hpp"
+#include "cli/store_stats_json.hpp"
 #include "pipe/pipe_server.hpp"
 #include "runtime/engine_identity.hpp"
 #include "runtime/generation.hpp"
+#include "util/file.hpp"
+#include "util/json_writer.hpp"
 
 namespace stormo::cli {
 namespace {
@@ -24,9 +29,13 @@ int run_pipe(int argc, char** argv) {
     CommonOptions common;
     common.takes_ranks = true;  // every rank of an mpirun takes part (docs/distributed.md)
     uint64_t seed = 0;
+    std::optional<std::string> stats;
     po::options_description d("pipe options");
     d.add_options()("seed", po::value<UnsignedArg>()->value_name("S")->notifier([&seed](UnsignedArg v) { seed = v.value; }),
-                    "the seed every sampled turn starts from (default 0)");
+                    "the seed every sampled turn starts from (default 0)")(
+        "stats", po::value<std::string>()->value_name("FILE")->notifier([&stats](const std::string& v) { stats = v; }),
+        "at the end, write the expert store's counters over the whole run (hits, misses, bytes read, "
+        "prefetches) as JSON to FILE");
     d.add(common_options(common));
     auto parsed = parse_command_line(
         argc, argv, "pipe", "MODEL [options]",
@@ -46,6 +55,7 @@ int run_pipe(int argc, char** argv) {
     if (!parsed) return report_usage_error("pipe", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     if (const auto served = serve_experts_as_rank("pipe", common)) return *served;  // a rank > 0: rank 0 reads the lines
+    if (auto checked = check_outputs({{"--stats", stats}}); !checked) return report_usage_error("pipe", checked.error());
 
     auto loaded = open_engine(common);
     if (!loaded) return refuse_start(loaded.error());
@@ -69,6 +79,12 @@ int run_pipe(int argc, char** argv) {
         return kExitFailure;
     }
     if (server.fatal()) return report_error("pipe", *server.fatal());
+    if (stats) {
+        JsonWriter json;
+        json.begin_object();
+        store_stats_fields(json, engine.store().stats()).end_object();
+        if (auto w = write_file(*stats, json.str() + "\n"); !w) return report_error("pipe", with_context(w.error(), "--stats"));
+    }
     return 0;
 }
 
