@@ -20,7 +20,7 @@ std::string ms(double seconds) { return fixed(seconds * 1e3, 1) + " ms"; }
 std::string tokens_text(const ParallelBenchRun& run) {
     size_t where = 0;
     const std::optional<bool> same = parallel_tokens_match(run, &where);
-    if (!same) return run.routes_overridden ? "not compared (--routing: the tokens mean nothing)" : "not checked (--no-baseline)";
+    if (!same) return "not checked (--no-baseline)";
     return *same ? "identical to alone" : "DIFFERENT from alone from token " + std::to_string(where);
 }
 

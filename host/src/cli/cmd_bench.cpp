@@ -459,7 +459,6 @@ int run_bench(int argc, char** argv) {
         progress.clear();
         if (!ran) return report_error("bench", ran.error());
         batched = std::move(*ran);
-        batched->routes_overridden = routing.has_value();
     } else if (*paired_bytes > 0) {
         auto buffer = RamProbeBuffer::allocate(pool, std::min(*paired_bytes, *ram_bytes));
         if (!buffer) return report_error("bench", with_context(buffer.error(), "--paired-probe"));

@@ -411,6 +411,15 @@ Expected<void> Pipeline::batch_head(std::span<SequenceStep> steps, const std::ve
     return {};
 }
 
+void Pipeline::override_rows(std::span<const BlockPart> parts, std::span<const int64_t> positions) {
+    route_rows_.clear();
+    for (const BlockPart& part : parts) {
+        const std::span<const int32_t> held = part.session->tokens();
+        const int32_t first = !held.empty() ? held.front() : part.tokens.empty() ? 0 : part.tokens.front();
+        for (size_t i = 0; i < part.tokens.size(); ++i) route_rows_.push_back({first, positions[route_rows_.size()]});
+    }
+}
+
 Expected<void> Pipeline::run_block(std::span<const BlockPart> parts, std::span<const int64_t> positions,
                                    const ForwardOptions& options, std::vector<float>& x,
                                    std::vector<std::vector<float>>* hidden, Recording recording,
@@ -424,6 +433,7 @@ Expected<void> Pipeline::run_block(std::span<const BlockPart> parts, std::span<c
     const size_t n = tokens.size();
     const size_t width = model_.hidden_size();
     const StepContext ctx{positions, options.tracer};
+    if (route_override_) override_rows(parts, positions);
     if (input.empty()) {
         x.assign(n * width, 0.0f);
         STORMO_TRY(model_.embed(tokens, rows_of(x, n, width)));
@@ -539,7 +549,7 @@ Expected<void> Pipeline::moe_stage(int layer, const StepContext& ctx, const Rows
     if (routing.experts.size() != n * k || routing.weights.size() != n * k)
         return fail(ErrorKind::internal, "layer " + std::to_string(layer) + ": router returned a malformed routing");
     if (route_override_) {
-        routing.experts = route_override_->route(layer, n, k, plan.n_experts);
+        routing.experts = route_override_->route(layer, route_rows_, k, plan.n_experts);
         std::fill(routing.weights.begin(), routing.weights.end(), 1.0f / static_cast<float>(k));
         if (routing.experts.size() != n * k)
             return fail(ErrorKind::internal, "layer " + std::to_string(layer) + ": the routing override gave a malformed routing");

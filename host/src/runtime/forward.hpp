@@ -184,6 +184,8 @@ private:
     Expected<void> run_block(std::span<const BlockPart> parts, std::span<const int64_t> positions,
                              const ForwardOptions& options, std::vector<float>& x, std::vector<std::vector<float>>* hidden,
                              Recording recording, std::span<const float> input = {}, std::vector<float>* pre_norm = nullptr);
+    // The block's rows as the route override sees them (route_rows_).
+    void override_rows(std::span<const BlockPart> parts, std::span<const int64_t> positions);
     struct BlockRoutes;
     // Per layer, the experts rows [end - rows, end) of the block chose, sorted and unique
     // (Session::routed_experts).
@@ -218,6 +220,7 @@ private:
     ForwardTimes times_;
     std::vector<RouteStep>* route_trace_ = nullptr;
     RouteOverride* route_override_ = nullptr;
+    std::vector<RouteRow> route_rows_;
     // The routing of the block being run, for its sessions' routed_experts: per layer, every row's choice.
     struct BlockRoutes {
         std::vector<std::vector<int32_t>> experts;  // [layer]: rows * top_k[layer]

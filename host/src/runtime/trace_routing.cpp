@@ -83,19 +83,22 @@ int TraceRouting::moe_index(int layer) const {
     return it != model_.moe_layers.end() && *it == layer ? static_cast<int>(it - model_.moe_layers.begin()) : -1;
 }
 
-std::vector<int32_t> TraceRouting::route(int layer, size_t rows, size_t k, int n_experts) {
+size_t TraceRouting::pass_of(const RouteRow& row) const {
+    // A sequence starts at a place spread by its first token (a multiplicative hash), then walks on.
+    const uint64_t n = passes_.size();
+    const uint64_t start = (static_cast<uint64_t>(static_cast<uint32_t>(row.sequence)) * 0x9E3779B97F4A7C15ull) >> 11;
+    return static_cast<size_t>((start % n + static_cast<uint64_t>(row.position) % n) % n);
+}
+
+std::vector<int32_t> TraceRouting::route(int layer, std::span<const RouteRow> rows, size_t k, int n_experts) {
     const int index = moe_index(layer);
-    if (index == 0) {  // a new block's walk through the layers
-        block_row_ = next_row_;
-        block_rows_ = rows;
-        next_row_ += rows;
-    }
+    if (index == 0) block_.assign(rows.begin(), rows.end());  // a new block's walk through the layers
     std::vector<int32_t> out;
-    out.reserve(rows * k);
-    for (size_t row = 0; row < rows; ++row) {
+    out.reserve(rows.size() * k);
+    for (const RouteRow& row : rows) {
         std::vector<int32_t> ids;
         if (index >= 0 && k == static_cast<size_t>(model_.top_k) && n_experts == model_.experts)
-            ids = passes_[(block_row_ + row) % passes_.size()][static_cast<size_t>(index)].experts;
+            ids = passes_[pass_of(row)][static_cast<size_t>(index)].experts;
         else  // a layer outside the shape given at creation: the same completion rule from nothing
             ids = row_experts({}, 1, n_experts, static_cast<int>(k));
         out.insert(out.end(), ids.begin(), ids.end());
@@ -107,8 +110,8 @@ std::vector<int32_t> TraceRouting::predict(int layer) {
     const int index = moe_index(layer);
     if (index < 0) return {};
     std::vector<int32_t> out;
-    for (size_t row = 0; row < block_rows_; ++row)
-        for (int32_t e : passes_[(block_row_ + row) % passes_.size()][static_cast<size_t>(index)].predicted)
+    for (const RouteRow& row : block_)
+        for (int32_t e : passes_[pass_of(row)][static_cast<size_t>(index)].predicted)
             if (!contains(out, e)) out.push_back(e);
     std::sort(out.begin(), out.end());
     return out;

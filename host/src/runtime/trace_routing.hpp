@@ -7,8 +7,9 @@
 //   before's (one block's walk through the layers). Passes of blocks of more than one row (a version
 //   2 trace's prefill blocks) are left out: they hold only the union of their rows' choices. Passes
 //   that miss one of the trace's layers are left out too.
-// - Rows replay passes in order, one pass per row (every row of every block, warm-up included), from
-//   the first pass again after the last.
+// - A row replays pass (start + position) modulo the passes, start a hash of its sequence's first
+//   token (RouteRow): a sequence walks the passes in order, so its consecutive tokens keep the
+//   trace's temporal locality, and other sequences walk from other places.
 // - The model's i-th MoE layer replays the trace's (i mod T)-th layer, T the trace's distinct layers.
 // - Expert ids: with k the model's top-k and t the trace's (the fewest experts a replayed step
 //   chose), each trace expert e stands for the r = ceil(k / t) model experts e*r .. e*r+r-1 (modulo
@@ -36,7 +37,7 @@ public:
     // Fails when the trace holds no pass to replay.
     static Expected<TraceRouting> create(const std::vector<RouteStep>& trace, const RoutedModelShape& model);
 
-    std::vector<int32_t> route(int layer, size_t rows, size_t k, int n_experts) override;
+    std::vector<int32_t> route(int layer, std::span<const RouteRow> rows, size_t k, int n_experts) override;
     std::vector<int32_t> predict(int layer) override;
 
     size_t passes() const { return passes_.size(); }
@@ -57,9 +58,8 @@ private:
     RoutedModelShape model_;
     std::vector<std::vector<Mapped>> passes_;  // [pass][moe index]
     bool has_predictions_ = false;
-    uint64_t next_row_ = 0;   // the row the next block starts at
-    uint64_t block_row_ = 0;  // the first row of the block being routed
-    size_t block_rows_ = 0;
+    size_t pass_of(const RouteRow& row) const;
+    std::vector<RouteRow> block_;  // the rows of the block being routed
 };
 
 }  // namespace stormo

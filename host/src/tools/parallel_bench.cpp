@@ -192,7 +192,7 @@ Expected<ParallelBenchRun> run_parallel_bench(Engine& engine, const ParallelBenc
 }
 
 std::optional<bool> parallel_tokens_match(const ParallelBenchRun& run, size_t* where) {
-    if (!run.alone || run.tokens.empty() || run.routes_overridden) return std::nullopt;
+    if (!run.alone || run.tokens.empty()) return std::nullopt;
     const std::vector<int32_t>& batched = run.tokens[0];
     const std::vector<int32_t>& alone = run.alone->tokens;
     const auto [a, b] = std::mismatch(batched.begin(), batched.end(), alone.begin(), alone.end());

@@ -70,8 +70,6 @@ struct ParallelBenchRun {
     uint64_t kv_bytes = 0;           // the N sessions' KV caches
     uint64_t peak_rss_bytes = 0;     // after the batch (the baseline adds no session of its size)
     std::optional<BenchRun> alone;   // sequence 0 alone after the batch (ParallelBenchRequest::baseline)
-    // The routes were replaced (bench --routing): the tokens mean nothing and are not compared.
-    bool routes_overridden = false;
 };
 
 // The batch, then the baseline. Sequence i's prompt is the i-th run of prompt_tokens draws of
