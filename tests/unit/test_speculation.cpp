@@ -7,6 +7,7 @@
 // of right and wrong drafts), from prompt lookup, and from the constraint's forced tokens.
 #include <memory>
 #include <optional>
+#include <random>
 
 #include "constrain/gbnf.hpp"
 #include "constrain/structured_output.hpp"
@@ -310,6 +311,35 @@ TEST(PromptLookup, ProposesWhatFollowedTheMostRecentLongestMatch) {
     EXPECT_EQ(lookup_continuation(u, 3, 2, 8), (std::vector<int32_t>{9, 6, 2}));
     EXPECT_TRUE(lookup_continuation(std::vector<int32_t>{1, 2, 3, 4}, 4, 2, 8).empty());
     EXPECT_TRUE(lookup_continuation(u, 0, 2, 8).empty());
+}
+
+// The definition, suffix length by suffix length from the longest, each at its most recent
+// occurrence: the one-pass lookup must give what it gives on any sequence.
+std::vector<int32_t> lookup_by_definition(std::span<const int32_t> t, size_t limit, size_t min_ngram, size_t max_ngram) {
+    const size_t n = t.size();
+    if (limit == 0 || min_ngram == 0 || n < min_ngram + 1) return {};
+    for (size_t len = std::min(max_ngram, n - 1); len >= min_ngram; --len) {
+        for (size_t s = n - len; s-- > 0;)
+            if (std::equal(t.end() - static_cast<ptrdiff_t>(len), t.end(), t.begin() + static_cast<ptrdiff_t>(s))) {
+                const size_t from = s + len;
+                return {t.begin() + static_cast<ptrdiff_t>(from), t.begin() + static_cast<ptrdiff_t>(from + std::min(limit, n - from))};
+            }
+        if (len == min_ngram) break;
+    }
+    return {};
+}
+
+TEST(PromptLookup, GivesWhatLookingUpEachSuffixLengthGivesOnRandomSequences) {
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 4000; ++trial) {
+        const size_t n = rng() % 40;
+        const int32_t vocab = 2 + static_cast<int32_t>(rng() % 5);  // small vocabularies: many repeats
+        std::vector<int32_t> t(n);
+        for (int32_t& v : t) v = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+        const size_t limit = rng() % 6, min_ngram = rng() % 4, max_ngram = min_ngram + rng() % 6;
+        EXPECT_EQ(lookup_continuation(t, limit, min_ngram, max_ngram), lookup_by_definition(t, limit, min_ngram, max_ngram))
+            << "trial " << trial << ", n " << n << ", limit " << limit << ", ngrams " << min_ngram << ".." << max_ngram;
+    }
 }
 
 }  // namespace
