@@ -217,6 +217,15 @@ protected:
         path_ = dir_.file("gpt_oss.session");
         ASSERT_TRUE(save_session_file(path_, *session_, identity_, "{}").has_value());
     }
+    // The same fixture on one thread with a budget of a few slots: its experts stream.
+    static Expected<std::unique_ptr<Engine>> open_streaming() {
+        EngineOptions o;
+        o.setup.model_dir = fixture_dir("gpt_oss");
+        o.threads = 1;
+        o.expert_budget.kind = SizeSpec::Kind::bytes;
+        o.expert_budget.bytes = 256 << 10;
+        return Engine::open(o);
+    }
     std::string refusal(const EngineIdentity& id, std::unique_ptr<Session> blank) {
         auto loaded = load_session_file(path_, id, std::move(blank));
         EXPECT_FALSE(loaded.has_value());
@@ -295,12 +304,7 @@ TEST_F(SessionFileRefusal, AFailedSaveLeavesThePreviousFileAndNoTemporaryFile) {
 
 // What decides the bits is the identity; what does not (threads, the expert budget) is not part of it.
 TEST_F(SessionFileRefusal, TheIdentityIgnoresThreadsAndBudget) {
-    EngineOptions o;
-    o.setup.model_dir = fixture_dir("gpt_oss");
-    o.threads = 1;
-    o.expert_budget.kind = SizeSpec::Kind::bytes;
-    o.expert_budget.bytes = 256 << 10;  // a few slots: the experts stream
-    auto streaming = Engine::open(o);
+    auto streaming = open_streaming();
     if (!streaming) GTEST_SKIP() << streaming.error().message;
     auto id = engine_identity(**streaming);
     ASSERT_TRUE(id.has_value());
@@ -345,12 +349,7 @@ TEST_F(SessionFileRefusal, AFormatOneFileLoadsWithoutExperts) {
 // A load into a streaming store reads ahead the experts the saved session's last step chose, up
 // to the store's slots: the first step after it finds them there instead of missing.
 TEST_F(SessionFileRefusal, AStreamingStoreReadsAheadTheSavedExperts) {
-    EngineOptions o;
-    o.setup.model_dir = fixture_dir("gpt_oss");
-    o.threads = 1;
-    o.expert_budget.kind = SizeSpec::Kind::bytes;
-    o.expert_budget.bytes = 256 << 10;  // a few slots: the experts stream
-    auto streaming = Engine::open(o);
+    auto streaming = open_streaming();
     if (!streaming) GTEST_SKIP() << streaming.error().message;
     Engine& engine = **streaming;
     ExpertStore& store = engine.store();
