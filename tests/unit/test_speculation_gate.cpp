@@ -1,8 +1,8 @@
 // The speculation gate's decisions on synthetic step costs and acceptance (decisions, not
 // timing): it converges to plain decoding when drafts are never accepted, explores now and then
 // with a growing interval and recovers when drafts start to be accepted, drafts long when rows
-// are cheap and acceptance high, never when a row costs a whole step, and drafts shorter when the
-// extra rows' experts must be read from disk.
+// are cheap and acceptance high, never (not even to explore) when a row costs a whole step, and
+// drafts shorter when the extra rows' experts must be read from disk.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,6 +59,14 @@ TEST(SpeculationGate, ThePromptPricesARowBeforeAnyVerify) {
     EXPECT_EQ(cautious.choose("context", 8), 0u);
     // A short answer still gets its try: the opening exploration comes at the second step.
     EXPECT_EQ(cautious.choose("context", 8), 1u);
+
+    // A prompt whose rows cost a whole step each (a tiny model, compute-bound): even a draft sure
+    // to be right could not gain, so there is no try either.
+    StepCostModel dear(kShape);
+    dear.observe(20, 0, 0, 20.0, StepCostModel::StepKind::prompt);
+    dear.observe(1, 0, 0, 1.0);
+    SpeculationGate never(8, dear);
+    for (int step = 0; step < 100; ++step) EXPECT_EQ(never.choose("context", 8), 0u) << "step " << step;
 }
 
 TEST(SpeculationGate, VerifyStepsOutweighWhatThePromptSaid) {

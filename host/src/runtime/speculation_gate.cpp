@@ -72,6 +72,7 @@ void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, dou
         add({1.0, 1.0, 0.0}, step + prompt_row_seconds_.value_or(step));
     }
     add({1.0, static_cast<double>(rows - 1), static_cast<double>(misses)}, seconds);
+    if (rows > 1) multi_row_seen_ = true;
 }
 
 std::vector<double> StepCostModel::coefficients() const {
@@ -128,7 +129,9 @@ size_t SpeculationGate::choose(std::string_view source, size_t limit) {
         since_verify_ = 0;
         return best;
     }
-    if (++since_verify_ >= explore_interval_) {
+    // A try can pay only if a right draft could: two tokens from one step of two rows.
+    const bool hopeless = costs_->rows_priced() && 2.0 * costs_->predict(1) <= kLeastExploreGain * costs_->predict(2);
+    if (!hopeless && ++since_verify_ >= explore_interval_) {
         since_verify_ = 0;
         exploring_ = true;
         return 1;

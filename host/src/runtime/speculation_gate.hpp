@@ -7,7 +7,9 @@
 // this run's steps (StepCostModel), the prompt's included. When k = 0 wins it still tries k = 1
 // now and then, so a source whose text turns repetitive recovers: once early (a short answer
 // would otherwise end before the first try, and the cost model has seen no verify yet), then at
-// an interval that doubles while the tries fail.
+// an interval that doubles while the tries fail. It does not try where the measured costs say
+// that even a draft sure to be right could not gain a tenth: t(2) >= 2 t(1) / 1.1 (a tiny model,
+// whose every row costs a whole step).
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -43,6 +45,8 @@ public:
     void observe(size_t rows, uint64_t acquired, uint64_t misses, double seconds, StepKind kind = StepKind::decode);
     // A decode step has been seen: the fit has its constant term.
     bool ready() const { return decode_seen_; }
+    // A second row has a measured price: a prompt's rows or a step of several decode rows.
+    bool rows_priced() const { return prompt_row_seconds_.has_value() || multi_row_seen_; }
     double predict(size_t rows) const;
     double expected_misses(size_t rows) const;
     // The fitted coefficients (a, b, c), for the statistics.
@@ -56,6 +60,7 @@ private:
     double xy_[3] = {};
     double hits_ = 0.0, acquired_ = 0.0;
     bool decode_seen_ = false;
+    bool multi_row_seen_ = false;
     std::optional<double> prompt_row_seconds_;
 };
 
@@ -77,6 +82,7 @@ private:
     static constexpr double kPriorAccepted = 0.5, kPriorTried = 1.0;  // a prior mean of 1/2 worth one try
     static constexpr double kDecay = 0.98;
     static constexpr size_t kOpeningExploreInterval = 2, kFirstExploreInterval = 16, kLastExploreInterval = 512;
+    static constexpr double kLeastExploreGain = 1.1;  // what a right draft must gain for a try
     size_t draft_max_;
     StepCostModel* costs_;
     std::map<std::string, Counts, std::less<>> counts_;
