@@ -22,7 +22,7 @@ void add_into(std::vector<float>& x, const std::vector<float>& y) {
 Rows rows_of(std::vector<float>& v, size_t n, size_t width) { return Rows{v.data(), n, width}; }
 
 // How many rows chose each expert of `group`.
-std::vector<size_t> rows_of(std::span<const int32_t> group, const std::vector<std::vector<size_t>>& users) {
+std::vector<size_t> rows_per_expert(std::span<const int32_t> group, const std::vector<std::vector<size_t>>& users) {
     std::vector<size_t> rows(group.size());
     for (size_t i = 0; i < group.size(); ++i) rows[i] = users[static_cast<size_t>(group[i])].size();
     return rows;
@@ -632,7 +632,7 @@ std::optional<ExpertSchedule> Pipeline::expert_parallel(std::span<const int32_t>
     // each as it arrives (async_compute) hides the reads better than waiting for the whole wave.
     if (expert_pool_ == nullptr || expert_pool_->size() < 2 || group.size() < 2 || tracing || store_.streams())
         return std::nullopt;
-    ExpertSchedule schedule = schedule_experts(rows_of(group, users), expert_pool_->size());
+    ExpertSchedule schedule = schedule_experts(rows_per_expert(group, users), expert_pool_->size());
     if (!schedule.balanced) return std::nullopt;
     return schedule;
 }

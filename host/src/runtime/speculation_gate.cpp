@@ -87,9 +87,17 @@ std::vector<double> StepCostModel::coefficients() const {
     return x;
 }
 
-double StepCostModel::predict(size_t rows) const {
-    const std::vector<double> c = coefficients();
+double StepCostModel::predict_with(const std::vector<double>& c, size_t rows) const {
     return c[0] + c[1] * static_cast<double>(rows - 1) + c[2] * expected_misses(rows);
+}
+
+double StepCostModel::predict(size_t rows) const { return predict_with(coefficients(), rows); }
+
+std::vector<double> StepCostModel::predict_up_to(size_t max_rows) const {
+    const std::vector<double> c = coefficients();
+    std::vector<double> t(max_rows);
+    for (size_t rows = 1; rows <= max_rows; ++rows) t[rows - 1] = predict_with(c, rows);
+    return t;
 }
 
 double SpeculationGate::acceptance(std::string_view source, size_t j) const {
@@ -115,10 +123,12 @@ size_t SpeculationGate::choose(std::string_view source, size_t limit) {
     if (limit == 0 || !costs_->ready()) return 0;
     std::vector<double> p(limit);
     for (size_t j = 1; j <= limit; ++j) p[j - 1] = acceptance(source, j);
+    // t[n - 1]: the predicted seconds of a step of n rows.
+    const std::vector<double> t = costs_->predict_up_to(1 + limit);
     size_t best = 0;
-    double best_rate = 1.0 / std::max(costs_->predict(1), 1e-12);
+    double best_rate = 1.0 / std::max(t[0], 1e-12);
     for (size_t k = 1; k <= limit; ++k) {
-        const double rate = expected_tokens(p, k) / std::max(costs_->predict(1 + k), 1e-12);
+        const double rate = expected_tokens(p, k) / std::max(t[k], 1e-12);
         if (rate > best_rate * (1.0 + 1e-9)) {
             best = k;
             best_rate = rate;
@@ -130,7 +140,7 @@ size_t SpeculationGate::choose(std::string_view source, size_t limit) {
         return best;
     }
     // A try can pay only if a right draft could: two tokens from one step of two rows.
-    const bool hopeless = costs_->rows_priced() && 2.0 * costs_->predict(1) <= kLeastExploreGain * costs_->predict(2);
+    const bool hopeless = costs_->rows_priced() && 2.0 * t[0] <= kLeastExploreGain * t[1];
     if (!hopeless && ++since_verify_ >= explore_interval_) {
         since_verify_ = 0;
         exploring_ = true;

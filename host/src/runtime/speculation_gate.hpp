@@ -48,11 +48,14 @@ public:
     // A second row has a measured price: a prompt's rows or a step of several decode rows.
     bool rows_priced() const { return prompt_row_seconds_.has_value() || multi_row_seen_; }
     double predict(size_t rows) const;
+    // predict(1) .. predict(max_rows), from one fit.
+    std::vector<double> predict_up_to(size_t max_rows) const;
     double expected_misses(size_t rows) const;
     // The fitted coefficients (a, b, c), for the statistics.
     std::vector<double> coefficients() const;
 
 private:
+    double predict_with(const std::vector<double>& coefficients, size_t rows) const;
     MoeShape shape_;
     static constexpr double kDecay = 0.97;
     // Decayed normal equations over features (1, n - 1, m) and their targets.
