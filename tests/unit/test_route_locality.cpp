@@ -237,6 +237,85 @@ TEST(TraceRouting, MapsASmallTraceOntoABiggerModelDeterministically) {
     EXPECT_FALSE(TraceRouting::create({{0, {1}, 4, {}}}, model));
 }
 
+// cache-sim --streams: N sequences decoding together acquire, per layer and token, the union of
+// what each would acquire alone, each walking the trace from its own place.
+TEST(TraceRouting, StreamsDecodingTogetherAcquireTheUnionOfTheirRoutes) {
+    SyntheticRouting spec = published_routing_preset();
+    spec.layers = 3;
+    spec.experts = 16;
+    spec.top_k = 2;
+    spec.tokens = 40;
+    spec.seed = 5;
+    auto trace = generate_routes(spec);
+    ASSERT_TRUE(trace) << trace.error().message;
+    // One sequence: sequence 0 starts at the first pass, so the trace comes back step by step.
+    auto alone = batched_route_trace(*trace, 1);
+    ASSERT_TRUE(alone) << alone.error().message;
+    ASSERT_EQ(alone->size(), trace->size());
+    for (size_t i = 0; i < trace->size(); ++i) {
+        std::vector<int32_t> want = (*trace)[i].experts;
+        std::sort(want.begin(), want.end());
+        EXPECT_EQ((*alone)[i].layer, (*trace)[i].layer);
+        EXPECT_EQ((*alone)[i].experts, want) << "step " << i;
+        EXPECT_EQ((*alone)[i].rows, 1u);
+    }
+    auto four = batched_route_trace(*trace, 4);
+    ASSERT_TRUE(four) << four.error().message;
+    ASSERT_EQ(four->size(), trace->size());
+    size_t wider = 0;
+    for (size_t i = 0; i < trace->size(); ++i) {
+        const RouteStep& step = (*four)[i];
+        EXPECT_EQ(step.layer, (*trace)[i].layer);
+        EXPECT_EQ(step.rows, 4u);
+        EXPECT_LE(step.experts.size(), 8u);
+        EXPECT_TRUE(std::is_sorted(step.experts.begin(), step.experts.end()));
+        EXPECT_EQ(std::adjacent_find(step.experts.begin(), step.experts.end()), step.experts.end());
+        // Sequence 0's own experts and prediction are in the union.
+        for (int32_t e : (*trace)[i].experts) EXPECT_TRUE(std::binary_search(step.experts.begin(), step.experts.end(), e));
+        for (int32_t e : (*trace)[i].predicted) EXPECT_TRUE(std::count(step.predicted.begin(), step.predicted.end(), e));
+        wider += step.experts.size() > 2 ? 1 : 0;
+    }
+    EXPECT_GT(wider, trace->size() / 2) << "the other sequences walk other passes";
+    // A union is never cheaper to cache than its parts: the optimum hits a smaller share of it.
+    const size_t slots = 12;
+    EXPECT_LT(simulate_belady(*four, slots, 3, 16).hit_rate(), simulate_belady(*alone, slots, 3, 16).hit_rate());
+    EXPECT_FALSE(batched_route_trace(*trace, 0));
+    EXPECT_FALSE(batched_route_trace(*trace, kMaxStreams + 1));
+    EXPECT_FALSE(batched_route_trace({{0, {0, 1}, 3, {}}}, 2)) << "no one-row step to replay";
+}
+
+TEST(CacheSimStreams, ReportsReadsPerTokenForSequencesDecodingTogether) {
+    const std::string sim = "cache-sim --synthetic layers=4,experts=16,top-k=2,tokens=64 --slots 20 --policy belady --policy lru --prefetch --json";
+    const auto four = run_cli(sim + " --streams 4");
+    ASSERT_EQ(four.status, 0) << four.err;
+    auto parsed = Json::parse(four.out, "cache-sim --json");
+    ASSERT_TRUE(parsed) << four.out;
+    auto number = [](const Json& object, std::string_view key) {
+        const Json* v = object.find(key);
+        return v != nullptr && v->as_double() ? *v->as_double() : -1.0;
+    };
+    EXPECT_EQ(number(*parsed, "streams"), 4.0);
+    EXPECT_EQ(number(*parsed, "tokens_generated"), 256.0);
+    EXPECT_EQ(number(*parsed, "steps"), 256.0);
+    const Json* results = parsed->find("results");
+    ASSERT_TRUE(results != nullptr && results->as_array() != nullptr && results->as_array()->size() == 2u) << four.out;
+    const Json& belady = (*results->as_array())[0];
+    const Json& lru = (*results->as_array())[1];
+    EXPECT_EQ(belady.find("policy")->as_string(), "belady");
+    EXPECT_GE(number(belady, "hit_rate"), number(lru, "hit_rate"));
+    // Belady's reads are its misses; LRU's with the prefetch replay, its misses and prefetches.
+    EXPECT_DOUBLE_EQ(number(belady, "reads_per_token"), number(belady, "misses") / 256.0);
+    EXPECT_GT(number(lru, "prefetch_issued"), 0.0);
+    EXPECT_DOUBLE_EQ(number(lru, "reads_per_token"), (number(lru, "prefetch_misses") + number(lru, "prefetch_issued")) / 256.0);
+    const auto text = run_cli("cache-sim --synthetic layers=4,experts=16,top-k=2,tokens=64 --slots 20 --policy belady --streams 4");
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("4 sequences decoding together"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("reads/token"), std::string::npos) << text.out;
+    const auto none = run_cli(sim + " --streams 0");
+    EXPECT_EQ(none.status, 2);
+    EXPECT_NE(none.err.find("--streams 0: must be from 1 to"), std::string::npos) << none.err;
+}
+
 TEST(NextUseEviction, KeepsTheExpertOfTheLayerThatRunsNext) {
     auto e = make_eviction(EvictionSettings{EvictionPolicy::next_use, 0.9, -1.0}, 6, 3, 2);
     for (int layer = 0; layer < 3; ++layer) {

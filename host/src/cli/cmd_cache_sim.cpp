@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "util/json_writer.hpp"
 #include "cli/options.hpp"
+#include "runtime/trace_routing.hpp"
 #include "store/cache_simulation.hpp"
 #include "tools/synthetic_routes.hpp"
 #include "util/file.hpp"
@@ -99,6 +100,7 @@ int run_cache_sim(int argc, char** argv) {
     std::vector<double> decays{0.95};
     std::vector<std::string> margin_texts{"0.25"};
     bool prefetch = false, figures = false, json = false;
+    int64_t streams_given = -1;  // -1: not given, the trace as it is
     std::string write_trace;
     po::options_description d("cache-sim options");
     d.add_options()
@@ -116,6 +118,10 @@ int run_cache_sim(int argc, char** argv) {
          "decays per layer step of hotness and next-use, and adaptive's slow one (repeatable; default 0.95)")
         ("margin", po::value<std::vector<std::string>>(&margin_texts)->value_name("M")->composing(),
          "margins of hotness and next-use, each with every decay: a number from 0 to 100, or off (repeatable; default 0.25)")
+        ("streams", po::value<int64_t>(&streams_given)->value_name("N"),
+         "N sequences decoding together, as `bench --parallel N --routing` routes them: each of the trace's one-row "
+         "passes becomes a token of every sequence, each from a place of its own, a step the union of their experts (1: the "
+         "trace's passes alone, the same way; without it the trace as it is)")
         ("prefetch", po::bool_switch(&prefetch), "also replay each policy reading ahead the trace's predictions, as the store does")
         ("figures", po::bool_switch(&figures), "print the trace's locality figures next to the published ones (always for --synthetic)")
         ("write-trace", po::value<std::string>(&write_trace)->value_name("FILE"), "write the replayed trace to FILE (version 2)")
@@ -135,6 +141,9 @@ int run_cache_sim(int argc, char** argv) {
         if (!margin) return usage("--margin " + text + ": must be off or a number from 0 to 100");
         margins.push_back(*margin);
     }
+    if (streams_given != -1 && (streams_given < 1 || streams_given > static_cast<int64_t>(kMaxStreams)))
+        return usage("--streams " + std::to_string(streams_given) + ": must be from 1 to " + std::to_string(kMaxStreams));
+    const size_t streams = streams_given > 0 ? static_cast<size_t>(streams_given) : 0;  // 0: the trace as it is
     for (int64_t slots : slot_counts)
         if (slots <= 0) return usage("--slots " + std::to_string(slots) + ": must be a positive integer");
     for (double share : budget_shares)
@@ -161,7 +170,20 @@ int run_cache_sim(int argc, char** argv) {
         trace = std::move(*read);
     }
     if (trace.empty()) return report_error("cache-sim", Error{ErrorKind::invalid_argument, "--trace: no route steps"});
+    // The locality figures are the one-row trace's, measured before any batching.
+    std::optional<RouteFigures> own_figures;
+    if (figures) own_figures = measure_routes(trace, shape_of(trace).experts, kFigureWindow);
+    if (streams > 0) {
+        auto batched = batched_route_trace(trace, streams);
+        if (!batched) return report_usage_error("cache-sim", batched.error());
+        trace = std::move(*batched);
+        // The generator's odds are one sequence's: no informed policy for several.
+        if (streams > 1) next_draw.clear();
+    }
     const TraceShape shape = shape_of(trace);
+    // With --streams: the tokens generated (each layer's step serves one token of every sequence).
+    const double tokens_generated =
+        streams > 0 ? static_cast<double>(trace.size()) / std::max(1, shape.layers) * static_cast<double>(streams) : 0.0;
     for (double share : budget_shares)
         slot_counts.push_back(std::max<int64_t>(1, std::llround(static_cast<double>(shape.pairs()) * share / 100.0)));
     if (auto checked = check_slots_against(shape, slot_counts); !checked)
@@ -178,23 +200,27 @@ int run_cache_sim(int argc, char** argv) {
     w.begin_object().field("steps", trace.size()).field("layers", n_layers).field("experts", n_experts);
     w.field("prediction_steps", accuracy.steps).field("prediction_recall", accuracy.recall())
         .field("prediction_precision", accuracy.precision());
-    if (figures) {
-        const RouteFigures f = measure_routes(trace, n_experts, kFigureWindow);
+    if (streams > 0) w.field("streams", streams).field("tokens_generated", tokens_generated);
+    if (own_figures) {
+        const RouteFigures& f = *own_figures;
         w.key("figures").begin_object().field("consecutive_share", f.consecutive_share).field("top_half_share", f.top_half_share)
             .field("gini", f.gini).field("hot_list_share", f.hot_list_share).field("lru_hit_rate", f.lru_hit_rate).end_object();
     }
     w.key("results").begin_array();
     if (!json) {
         std::cout << trace.size() << " steps, " << n_layers << " layers, " << n_experts << " experts\n";
-        if (figures)
+        if (streams > 0)
+            std::cout << streams << " sequences decoding together: each step one layer's union for a block of " << streams
+                      << " rows, " << tokens_generated << " tokens generated in all\n";
+        if (own_figures)
             std::cout << "the trace's figures (one-row steps; the top half and Gini over windows of " << kFigureWindow
                       << " tokens)\n"
-                      << figures_table(measure_routes(trace, n_experts, kFigureWindow), "  ");
+                      << figures_table(*own_figures, "  ");
         if (accuracy.steps)
             std::cout << "prefetcher's predictions: " << accuracy.steps << " steps, recall " << std::fixed << std::setprecision(3)
                       << accuracy.recall() << ", precision " << accuracy.precision() << "\n";
         std::cout << "slots   share   policy                hit rate  of belady"
-                  << (prefetch ? "   +prefetch  of belady  reads/step" : "") << "\n";
+                  << (prefetch ? "   +prefetch  of belady  reads/step" : "") << (streams > 0 ? "  reads/token" : "") << "\n";
     }
     for (int64_t slots : slot_counts) {
         const double share = static_cast<double>(slots) / static_cast<double>(shape.pairs());
@@ -205,8 +231,11 @@ int run_cache_sim(int argc, char** argv) {
             w.begin_object().field("slots", slots).field("budget_share", share).field("policy", name)
                 .field("hit_rate", sim.hit_rate()).field("hits", sim.hits).field("misses", sim.misses);
             if (optimum) w.field("of_belady", *optimum > 0 ? sim.hit_rate() / *optimum : 1.0);
+            // A token's reads: its misses, or with the prefetch replay its misses and prefetches.
+            const double reads = static_cast<double>(ahead ? ahead->reads() : sim.misses);
+            if (streams > 0) w.field("reads_per_token", reads / tokens_generated);
             if (ahead)
-                w.field("prefetch_hit_rate", ahead->hit_rate()).field("prefetch_issued", ahead->prefetch_issued)
+                w.field("prefetch_hit_rate", ahead->hit_rate()).field("prefetch_misses", ahead->misses).field("prefetch_issued", ahead->prefetch_issued)
                     .field("prefetch_used", ahead->prefetch_used)
                     .field("prefetch_reads_per_step", static_cast<double>(ahead->reads()) / static_cast<double>(trace.size()));
             w.end_object();
@@ -217,7 +246,10 @@ int run_cache_sim(int argc, char** argv) {
             if (ahead)
                 std::cout << std::setw(11) << ahead->hit_rate() << std::setw(11)
                           << (optimum ? number_text(std::round(ahead->hit_rate() / std::max(*optimum, 1e-12) * 1000) / 1000) : "")
-                          << static_cast<double>(ahead->reads()) / static_cast<double>(trace.size());
+                          << std::setw(11) << static_cast<double>(ahead->reads()) / static_cast<double>(trace.size());
+            else if (streams > 0 && prefetch)
+                std::cout << std::setw(33) << "";
+            if (streams > 0) std::cout << reads / tokens_generated;
             std::cout << "\n";
         };
         if (best) report("belady", *best, nullptr);

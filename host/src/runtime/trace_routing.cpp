@@ -1,7 +1,9 @@
 #include "runtime/trace_routing.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <string>
 
 namespace stormo {
 namespace {
@@ -114,6 +116,37 @@ std::vector<int32_t> TraceRouting::predict(int layer) {
         for (int32_t e : passes_[pass_of(row)][static_cast<size_t>(index)].predicted)
             if (!contains(out, e)) out.push_back(e);
     std::sort(out.begin(), out.end());
+    return out;
+}
+
+Expected<std::vector<RouteStep>> batched_route_trace(const std::vector<RouteStep>& trace, size_t streams) {
+    if (streams < 1 || streams > kMaxStreams)
+        return fail(ErrorKind::invalid_argument,
+                    "--streams " + std::to_string(streams) + ": must be from 1 to " + std::to_string(kMaxStreams));
+    RoutedModelShape shape;
+    size_t fewest = SIZE_MAX;
+    for (const RouteStep& step : trace) {
+        if (!std::count(shape.moe_layers.begin(), shape.moe_layers.end(), step.layer)) shape.moe_layers.push_back(step.layer);
+        if (step.rows <= 1 && !step.experts.empty()) fewest = std::min(fewest, step.experts.size());
+    }
+    std::sort(shape.moe_layers.begin(), shape.moe_layers.end());
+    shape.experts = shape_of(trace).experts;
+    if (fewest == SIZE_MAX) return fail(ErrorKind::invalid_argument, "--streams: the trace holds no one-row step to replay");
+    shape.top_k = static_cast<int>(fewest);  // so every trace id stands for itself
+    STORMO_TRY_ASSIGN(TraceRouting routing, TraceRouting::create(trace, shape));
+    std::vector<RouteRow> rows(streams);
+    std::vector<RouteStep> out;
+    out.reserve(routing.passes() * shape.moe_layers.size());
+    for (size_t token = 0; token < routing.passes(); ++token) {
+        for (size_t i = 0; i < streams; ++i) rows[i] = RouteRow{static_cast<int32_t>(i), static_cast<int64_t>(token)};
+        for (int layer : shape.moe_layers) {
+            std::vector<int32_t> chosen = routing.route(layer, rows, static_cast<size_t>(shape.top_k), shape.experts);
+            std::sort(chosen.begin(), chosen.end());
+            chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+            out.push_back(RouteStep{layer, std::move(chosen), static_cast<uint32_t>(streams),
+                                    routing.has_predictions() ? routing.predict(layer) : std::vector<int32_t>{}});
+        }
+    }
     return out;
 }
 

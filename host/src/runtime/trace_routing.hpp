@@ -62,4 +62,13 @@ private:
     std::vector<RouteRow> block_;  // the rows of the block being routed
 };
 
+// What `streams` sequences decoding together acquire (`cache-sim --streams`): every one-row pass of
+// the trace becomes a token of each sequence, sequence i named i as RouteRow names a sequence, so
+// each walks the passes from a place of its own as `bench --parallel --routing` routes it. A layer's
+// step is the union of the sequences' experts, with `rows` = streams, and the union of their
+// predictions. Ids stay the trace's (a shape of its own layers, experts and fewest experts a step).
+// Fails when the trace holds no pass to replay or `streams` is outside 1..kMaxStreams.
+inline constexpr size_t kMaxStreams = 4096;
+Expected<std::vector<RouteStep>> batched_route_trace(const std::vector<RouteStep>& trace, size_t streams);
+
 }  // namespace stormo
