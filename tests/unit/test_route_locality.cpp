@@ -24,6 +24,17 @@ std::vector<RouteStep> one_layer(const std::vector<int32_t>& pages) {
     return trace;
 }
 
+// The calibrated preset's locality on a shape of the test's own.
+SyntheticRouting preset_on(int layers, int experts, int top_k, size_t tokens, uint64_t seed) {
+    SyntheticRouting r = published_routing_preset();
+    r.layers = layers;
+    r.experts = experts;
+    r.top_k = top_k;
+    r.tokens = tokens;
+    r.seed = seed;
+    return r;
+}
+
 TEST(Belady, GivesTheTextbookOptimumOnBeladysReferenceString) {
     // 1 2 3 4 1 2 5 1 2 3 4 5: the optimum faults 7 times with 3 frames and 6 with 4.
     const auto trace = one_layer({1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5});
@@ -146,12 +157,7 @@ TEST(RouteTrace, TheShippedDemoTracesReadWithTheirPredictions) {
 }
 
 TEST(SyntheticRoutes, ThePresetHitsThePublishedFiguresOnAFixedSeed) {
-    SyntheticRouting r = published_routing_preset();
-    r.layers = 4;
-    r.experts = 128;
-    r.top_k = 8;
-    r.tokens = 1024;
-    r.seed = 1;
+    SyntheticRouting r = preset_on(4, 128, 8, 1024, 1);
     auto trace = generate_routes(r);
     ASSERT_TRUE(trace) << trace.error().message;
     ASSERT_EQ(trace->size(), 4096u);
@@ -240,13 +246,7 @@ TEST(TraceRouting, MapsASmallTraceOntoABiggerModelDeterministically) {
 // cache-sim --streams: N sequences decoding together acquire, per layer and token, the union of
 // what each would acquire alone, each walking the trace from its own place.
 TEST(TraceRouting, StreamsDecodingTogetherAcquireTheUnionOfTheirRoutes) {
-    SyntheticRouting spec = published_routing_preset();
-    spec.layers = 3;
-    spec.experts = 16;
-    spec.top_k = 2;
-    spec.tokens = 40;
-    spec.seed = 5;
-    auto trace = generate_routes(spec);
+    auto trace = generate_routes(preset_on(3, 16, 2, 40, 5));
     ASSERT_TRUE(trace) << trace.error().message;
     // One sequence: sequence 0 starts at the first pass, so the trace comes back step by step.
     auto alone = batched_route_trace(*trace, 1);
@@ -353,14 +353,7 @@ std::vector<RouteStep> skewed_fixed(int layers, int experts, int k, size_t token
 }
 
 // The calibrated preset on a small shape: 12 layers x 32 experts, top-4, 400 tokens.
-SyntheticRouting small_preset() {
-    SyntheticRouting r = published_routing_preset();
-    r.layers = 12;
-    r.experts = 32;
-    r.top_k = 4;
-    r.tokens = 400;
-    return r;
-}
+SyntheticRouting small_preset() { return preset_on(12, 32, 4, 400, published_routing_preset().seed); }
 
 TEST(AdaptiveEviction, FollowsTheBetterOfItsCandidatesOnWanderingAndOnFixedRoutes) {
     auto wandering = generate_routes(small_preset());
