@@ -21,6 +21,8 @@ const { values: o } = parseArgs({
     'max-growth': { type: 'string', default: '64' },
     seed: { type: 'string', default: '1' },
     compare: { type: 'string', default: '2000' },
+    // More `stormo serve` options for both servers, space-separated (e.g. '--parallel 4 --speculate auto').
+    'serve-args': { type: 'string', default: '' },
   },
 });
 const durationS = Number(o.duration);
@@ -45,7 +47,7 @@ try {
 // Small limits so the oversized requests are cheap to make; a queue long enough that good
 // requests are not refused by it (they may be, and are then counted as such).
 const SERVER_ARGS = ['--ctx', '256', '--max-body', '64KiB', '--tokenize-budget', '256KiB', '--header-timeout', '2',
-  '--timeout', '10', '--max-queue', '64'];
+  '--timeout', '10', '--max-queue', '64', ...o['serve-args'].split(/\s+/).filter(Boolean)];
 
 function startServer() {
   const child = spawn(o.stormo, ['serve', '--model', o.model, '--port', '0', ...SERVER_ARGS], {
@@ -125,6 +127,12 @@ function record(key, text) {
 
 const counts = { served: 0, cancelled: 0, refused: new Map(), unexpected: [] };
 const refused = (kind) => counts.refused.set(kind, (counts.refused.get(kind) ?? 0) + 1);
+// What a connection error hides: the socket's own error (a reset, a refusal), when there is one.
+function causeOf(e) {
+  const c = e.cause;
+  return c ? ` (cause: ${c.code ?? ''} ${c.message ?? c}${c.cause ? `; ${c.cause.code ?? ''} ${c.cause.message ?? ''}` : ''})` : '';
+}
+
 function unexpected(what, detail) {
   counts.unexpected.push(`${what}: ${detail}`);
 }
@@ -183,7 +191,7 @@ async function generation(openai, stream) {
     record(key, text);
   } catch (e) {
     if (e.status === 429) refused(`429 ${e.code ?? e.error?.code ?? ''}`.trim());
-    else unexpected(stream ? 'streamed generation' : 'generation', `${e.status ?? ''} ${e.message}`);
+    else unexpected(stream ? 'streamed generation' : 'generation', `${e.status ?? ''} ${e.message}${causeOf(e)}`);
   }
 }
 
@@ -203,7 +211,7 @@ async function cancelled(openai, base) {
   } catch (e) {
     if (e.name === 'APIUserAbortError' || e.name === 'AbortError' || /abort/i.test(e.message)) ++counts.cancelled;
     else if (e.status === 429) refused(`429 ${e.code ?? ''}`.trim());
-    else unexpected('cancelled generation', `${e.status ?? ''} ${e.message}`);
+    else unexpected('cancelled generation', `${e.status ?? ''} ${e.message}${causeOf(e)}`);
   }
 }
 

@@ -7,7 +7,8 @@
 # DURATION is seconds or minutes with a suffix (90, 90s, 30m; default 30m); MODEL_DIR defaults to
 # models/gpt-oss-demo. Options after `--`: --clients N (default 6), --max-growth MiB (default 64),
 # --compare N (requests replayed on the fresh server, default 2000), --seed N, --stormo PATH
-# (default build/bin/stormo). The openai package comes from
+# (default build/bin/stormo), --serve-args 'OPTIONS' (more serve options for both servers, e.g.
+# '--parallel 4 --speculate auto --cache-dir DIR'). The openai package comes from
 # STORMO_NODE_MODULES, else build/serve-node/node_modules (ctest's serve.NpmCi fixture installs it).
 #
 # The load, from N clients at once: chats and text completions streamed and not (greedy, and
