@@ -233,7 +233,7 @@ async function badRequest(base) {
     if (r.status !== status) unexpected(what, `${r.status} ${r.text.slice(0, 200)}`);
     else refused(`${r.status} ${r.code ?? what}`);
   } catch (e) {
-    unexpected(what, e.message);
+    unexpected(what, `${e.message}${causeOf(e)}`);
   }
 }
 
@@ -270,7 +270,7 @@ async function tokenizeRoundTrip(base) {
     if (d.status !== 200 || JSON.parse(d.text).content !== text) return unexpected('detokenize', d.text.slice(0, 200));
     counts.served += 2;
   } catch (e) {
-    unexpected('tokenize', e.message);
+    unexpected('tokenize', `${e.message}${causeOf(e)}`);
   }
 }
 
@@ -281,7 +281,7 @@ async function health(base) {
     if (r.status !== 200) unexpected('health', String(r.status));
     else ++counts.served;
   } catch (e) {
-    unexpected('health', e.message);
+    unexpected('health', `${e.message}${causeOf(e)}`);
   }
 }
 
