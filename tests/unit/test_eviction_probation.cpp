@@ -87,6 +87,26 @@ TEST(EvictionProbation, ANewcomerNotHotEnoughTakesAPlaceOnProbation) {
     EXPECT_TRUE(held->on_probation);
 }
 
+TEST(EvictionProbation, AGuessTakesOnlyAPlaceOnProbation) {
+    TableEviction table;
+    table.heat = {5.0, 9.0, 3.0, 7.0, 1.0};
+    for (bool displaces : {true, false}) {
+        table.newcomer_displaces = displaces;
+        VictimChoice with_probation(table);
+        with_probation.offer(10, 0, 0, false);
+        with_probation.offer(12, 0, 2, false);  // the coldest cached: a use earned its place
+        with_probation.offer(13, 0, 3, true);
+        const auto place = with_probation.choose(0, 4, /*read_ahead=*/true);
+        ASSERT_TRUE(place);
+        EXPECT_EQ(place->slot, 13u) << "displaces " << displaces;
+        EXPECT_TRUE(place->on_probation);
+        VictimChoice all_earned(table);
+        all_earned.offer(10, 0, 0, false);
+        all_earned.offer(12, 0, 2, false);
+        EXPECT_FALSE(all_earned.choose(0, 4, /*read_ahead=*/true)) << "displaces " << displaces << ": the guess is not read";
+    }
+}
+
 TEST(EvictionProbation, WithNoneOnProbationTheColdestCachedLeavesEitherWay) {
     TableEviction table;
     table.heat = {5.0, 2.0, 1.0};

@@ -28,8 +28,8 @@ struct CacheSimulation {
 // Replays a trace through `slots` slots with the given policy, choosing places with the store's
 // VictimChoice. With `prefetch`, each step's recorded prediction (RouteStep::predicted) is read
 // ahead as the store does it: after the step before has pinned its experts, at most the slots it
-// leaves unpinned, never evicting another unused prefetch, a guess taking a cached expert's place
-// only when the policy says it displaces it. A prefetched expert acquired later is a hit.
+// leaves unpinned, never evicting another unused prefetch, a guess taking only an empty place or
+// one on probation. A prefetched expert acquired later is a hit.
 CacheSimulation simulate_cache(std::span<const RouteStep> trace, size_t slots, const EvictionSettings& settings,
                                int n_layers, int n_experts, bool prefetch = false);
 

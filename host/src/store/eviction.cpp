@@ -197,10 +197,17 @@ void VictimChoice::offer(size_t slot, int layer, int expert, bool on_probation) 
 }
 
 std::optional<VictimChoice::Placement> VictimChoice::choose(int layer, int expert, bool read_ahead) const {
+    // A guess takes no place a use earned: where it displaced cached experts, the store read a
+    // third more bytes a token under the cap for the same or less speed (docs/expert_store.md,
+    // "Guesses take no earned place").
+    if (read_ahead) {
+        if (coldest_on_probation_) return Placement{coldest_on_probation_->slot, true};
+        return std::nullopt;
+    }
     if (coldest_cached_ && eviction_.displaces(layer, expert, coldest_cached_->layer, coldest_cached_->expert))
         return Placement{coldest_cached_->slot, false};
     if (coldest_on_probation_) return Placement{coldest_on_probation_->slot, true};
-    if (coldest_cached_ && !read_ahead) return Placement{coldest_cached_->slot, true};
+    if (coldest_cached_) return Placement{coldest_cached_->slot, true};
     return std::nullopt;
 }
 

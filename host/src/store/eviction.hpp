@@ -53,8 +53,8 @@ struct EvictionSettings {
 
 // Where a newly read expert goes, chosen among the unpinned cached experts offered: the place of the
 // coldest cached one when it displaces it, else the place of the coldest one on probation (the
-// newcomer is then on probation too), else the coldest cached one's (on probation). The streaming
-// store and the cache simulation choose with this one rule.
+// newcomer is then on probation too), else the coldest cached one's (on probation); a guess only
+// the coldest on probation's. The streaming store and the cache simulation choose with this one rule.
 class VictimChoice {
 public:
     explicit VictimChoice(const Eviction& eviction) : eviction_(eviction) {}
@@ -63,8 +63,8 @@ public:
         size_t slot = 0;
         bool on_probation = false;  // the newcomer's standing in that slot
     };
-    // `read_ahead`: the newcomer is a prefetch, a guess; it never takes a cached expert's place
-    // unless it displaces it (no place then: the guess is not read).
+    // `read_ahead`: the newcomer is a prefetch, a guess; it takes only the place of one on
+    // probation, never one a use earned (no place then: the guess is not read).
     std::optional<Placement> choose(int layer, int expert, bool read_ahead = false) const;
 
 private:

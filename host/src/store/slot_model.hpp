@@ -7,8 +7,8 @@
 // The rules (streaming_store.cpp's): a step's experts are acquired together and stay pinned
 // until the step ends, so none of them evicts another; every miss is read into a slot (unless
 // the step alone has more experts than there are slots); the place is VictimChoice's among the
-// unpinned slots; a read ahead never evicts another unused one and takes a cached expert's place
-// only when the policy says it displaces it. Timing is not modelled: a read in flight is as good
+// unpinned slots; a read ahead never evicts another unused one and takes only an empty place or
+// one on probation. Timing is not modelled: a read in flight is as good
 // as a slot that holds the expert.
 #include <cstddef>
 #include <cstdint>
