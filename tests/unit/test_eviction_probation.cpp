@@ -92,18 +92,18 @@ TEST(EvictionProbation, AGuessTakesOnlyAPlaceOnProbation) {
     table.heat = {5.0, 9.0, 3.0, 7.0, 1.0};
     for (bool displaces : {true, false}) {
         table.newcomer_displaces = displaces;
-        VictimChoice with_probation(table);
+        VictimChoice with_probation(table, /*read_ahead=*/true);
         with_probation.offer(10, 0, 0, false);
         with_probation.offer(12, 0, 2, false);  // the coldest cached: a use earned its place
         with_probation.offer(13, 0, 3, true);
-        const auto place = with_probation.choose(0, 4, /*read_ahead=*/true);
+        const auto place = with_probation.choose(0, 4);
         ASSERT_TRUE(place);
         EXPECT_EQ(place->slot, 13u) << "displaces " << displaces;
         EXPECT_TRUE(place->on_probation);
-        VictimChoice all_earned(table);
+        VictimChoice all_earned(table, /*read_ahead=*/true);
         all_earned.offer(10, 0, 0, false);
         all_earned.offer(12, 0, 2, false);
-        EXPECT_FALSE(all_earned.choose(0, 4, /*read_ahead=*/true)) << "displaces " << displaces << ": the guess is not read";
+        EXPECT_FALSE(all_earned.choose(0, 4)) << "displaces " << displaces << ": the guess is not read";
     }
 }
 

@@ -192,18 +192,15 @@ std::optional<double> hotness_margin_from_text(std::string_view text) {
 }
 
 void VictimChoice::offer(size_t slot, int layer, int expert, bool on_probation) {
+    if (read_ahead_ && !on_probation) return;  // a guess never takes its place
     std::optional<Candidate>& coldest = on_probation ? coldest_on_probation_ : coldest_cached_;
     if (!coldest || eviction_.colder(layer, expert, coldest->layer, coldest->expert)) coldest = Candidate{slot, layer, expert};
 }
 
-std::optional<VictimChoice::Placement> VictimChoice::choose(int layer, int expert, bool read_ahead) const {
-    // A guess takes no place a use earned: where it displaced cached experts, the store read a
-    // third more bytes a token under the cap for the same or less speed (docs/expert_store.md,
-    // "Guesses take no earned place").
-    if (read_ahead) {
-        if (coldest_on_probation_) return Placement{coldest_on_probation_->slot, true};
-        return std::nullopt;
-    }
+std::optional<VictimChoice::Placement> VictimChoice::choose(int layer, int expert) const {
+    // A guess takes no place a use earned (offer keeps none for it): where it displaced cached
+    // experts, the store read a third more bytes a token under the cap for the same or less speed
+    // (docs/expert_store.md, "Guesses take no earned place").
     if (coldest_cached_ && eviction_.displaces(layer, expert, coldest_cached_->layer, coldest_cached_->expert))
         return Placement{coldest_cached_->slot, false};
     if (coldest_on_probation_) return Placement{coldest_on_probation_->slot, true};

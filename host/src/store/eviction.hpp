@@ -57,15 +57,16 @@ struct EvictionSettings {
 // the coldest on probation's. The streaming store and the cache simulation choose with this one rule.
 class VictimChoice {
 public:
-    explicit VictimChoice(const Eviction& eviction) : eviction_(eviction) {}
+    // `read_ahead`: the newcomer is a prefetch, a guess; it takes only the place of one on
+    // probation, never one a use earned (no place then: the guess is not read), so the cached
+    // experts offered are not even ranked.
+    explicit VictimChoice(const Eviction& eviction, bool read_ahead = false) : eviction_(eviction), read_ahead_(read_ahead) {}
     void offer(size_t slot, int layer, int expert, bool on_probation);
     struct Placement {
         size_t slot = 0;
         bool on_probation = false;  // the newcomer's standing in that slot
     };
-    // `read_ahead`: the newcomer is a prefetch, a guess; it takes only the place of one on
-    // probation, never one a use earned (no place then: the guess is not read).
-    std::optional<Placement> choose(int layer, int expert, bool read_ahead = false) const;
+    std::optional<Placement> choose(int layer, int expert) const;
 
 private:
     struct Candidate {
@@ -74,6 +75,7 @@ private:
         int expert;
     };
     const Eviction& eviction_;
+    bool read_ahead_;
     std::optional<Candidate> coldest_cached_, coldest_on_probation_;
 };
 

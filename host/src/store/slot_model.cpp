@@ -48,13 +48,13 @@ std::optional<VictimChoice::Placement> SlotModel::choose_place(const Eviction& e
         empty_.pop_back();
         return VictimChoice::Placement{s, false};
     }
-    VictimChoice choice(eviction);
+    VictimChoice choice(eviction, read_ahead);
     for (size_t s = 0; s < slots_.size(); ++s) {
         const Slot& slot = slots_[s];
         if (pinned_[s] || (read_ahead && slot.read_ahead_unused)) continue;
         choice.offer(s, slot.layer, slot.expert, slot.on_probation);
     }
-    return choice.choose(layer, expert, read_ahead);
+    return choice.choose(layer, expert);
 }
 
 void SlotModel::place(size_t s, int layer, int expert, bool on_probation) {

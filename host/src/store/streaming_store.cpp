@@ -244,7 +244,7 @@ private:
     Expected<VictimChoice::Placement> take_victim(std::unique_lock<std::mutex>& lock, bool for_prefetch, int layer_index,
                                                   int expert) {
         for (;;) {
-            VictimChoice choice(*eviction_);
+            VictimChoice choice(*eviction_, for_prefetch);
             bool loading_unpinned = false;
             for (size_t s = 0; s < slots_.size(); ++s) {
                 const Slot& slot = slots_[s];
@@ -257,7 +257,7 @@ private:
                 if (for_prefetch && slot.prefetched_unused) continue;
                 choice.offer(s, slot.layer_index, slot.expert, slot.on_probation);
             }
-            if (auto place = choice.choose(layer_index, expert, for_prefetch)) {
+            if (auto place = choice.choose(layer_index, expert)) {
                 evict(place->slot);
                 return *place;
             }
