@@ -111,7 +111,7 @@ stormo::MpiThreads mpi_threads_of(int argc, char** argv) {
 int run_as_rank(int argc, char** argv) {
     auto world = stormo::RankWorld::join(argc, argv, mpi_threads_of(argc, argv));
     if (!world) {
-        std::cerr << "stormo: " << world.error().message << std::endl;
+        std::cerr << ("stormo: " + world.error().message + "\n") << std::flush;
         return kExitFailure;
     }
     const stormo::RankPlace place = (*world)->place();

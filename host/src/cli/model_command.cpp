@@ -124,9 +124,11 @@ Expected<LoadedEngine> open_engine_with(const CommonOptions& options, std::share
     const size_t context = engine->memory().context;
     LoadedEngine loaded{std::move(config), std::move(engine), context, eo.context_origin};
     if (place.ranks > 1) {
-        // The weighted split's figures, one line per rank, so a run says where its experts went.
+        // The weighted split's figures, one line per rank, so a run says where its experts went. Each
+        // line is composed first and written once: the other ranks print at the same moment, and a
+        // line written in pieces came out with another rank's line inside it.
         if (place.rank == 0)
-            for (const std::string& line : describe_shares(*shares)) std::cerr << "stormo: " << line << "\n";
+            for (const std::string& line : describe_shares(*shares)) std::cerr << ("stormo: " + line + "\n");
         STORMO_TRY(join_ranks(loaded, place, shares->split, eo.rank_timeout_seconds, options.verbose));
     }
     return loaded;

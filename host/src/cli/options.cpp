@@ -241,13 +241,13 @@ tl::unexpected<Error> out_of_range(const std::string& option, int64_t value, int
 
 int report_error(const std::string& command, const Error& error) {
     if (error.kind == ErrorKind::invalid_argument) return report_usage_error(command, error);
-    std::cerr << "stormo: " << command << ": " << one_line(error.message) << std::endl;
+    std::cerr << ("stormo: " + command + ": " + one_line(error.message) + "\n") << std::flush;
     return kExitFailure;
 }
 
 int report_usage_error(const std::string& command, const Error& error) {
-    std::cerr << "stormo: " << command << ": " << one_line(error.message) << " (see 'stormo " << command
-              << " --help')" << std::endl;
+    std::cerr << ("stormo: " + command + ": " + one_line(error.message) + " (see 'stormo " + command + " --help')\n")
+              << std::flush;
     return kExitUsage;
 }
 

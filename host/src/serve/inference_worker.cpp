@@ -301,7 +301,7 @@ ApiError InferenceWorker::answer_for(const Error& e) {
 
 void InferenceWorker::note(const std::string& message) const {
     if (ctx_.log != nullptr) ctx_.log->note(message, "warning");
-    else std::cerr << "stormo: " << message << std::endl;
+    else std::cerr << ("stormo: " + message + "\n") << std::flush;
 }
 
 void InferenceWorker::step() {
