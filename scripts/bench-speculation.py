@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
 """Plain against speculative decoding on a demo's public problems, both sides in the same run.
 
-For every problem of the chosen tasks in the demo's reference/eval.json, `stormo generate` runs
-once with `--speculate off` and once with the mode under test, in alternating order, `--repeats`
-times; each run's decode seconds and tokens come from its `--stats` file (the prompt's prefill is
-the same on both sides and left out). Prints, per side, the decode tokens per second over all
-runs, the ratio speculative / plain (per problem, the median of the pairs' ratios, and over all
-runs), the gate's choices and the acceptance by source, and checks that both sides produced the
-same token ids (exactness: a mismatch is an error, exit 1).
+Every problem of the chosen tasks in the demo's reference/eval.json is answered with `--speculate
+off` and with the mode under test, in alternating order, `--repeats` times, and both sides must
+produce the same token ids (exactness: a mismatch is an error, exit 1). The prompt's prefill is the
+same on both sides and left out. Prints, per side, the decode tokens per second over all runs, the
+ratio speculative / plain (the median of the pairs' ratios, and over all runs), the gate's choices
+and the acceptance by source.
+
+Two ways to run a side:
+- `--process pipe` (default): one `stormo pipe` per side for the whole run, a TURN per problem, as
+  a server or an editor plug-in would use the engine; a turn's decode time is from its first TOKEN
+  line to its DONE line, measured here (the first token comes from the prefill). The gate learns
+  the step costs across turns. The counts come from each side's `--stats` file at the end.
+- `--process fresh`: one `stormo generate` per problem and side, decode seconds from its `--stats`
+  file. Each answer of 5-9 tokens then also pays the first run of the speculation code in a new
+  process (its code and data not yet in any cache: 50-80 us on this machine, about a tenth of such
+  an answer's decode), which a long-lived process pays once.
 
     scripts/bench-speculation.py --stormo build/bin/stormo --model models/glm-moe-dsa-demo \\
         --tasks copy,rev,sort --mode auto --repeats 3
@@ -19,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def run(stormo, model, ids, mode, draft_max, extra, stats_path):
@@ -35,6 +45,54 @@ def run(stormo, model, ids, mode, draft_max, extra, stats_path):
     return tokens, stats
 
 
+def count_speculation(spec, choices, drafted, accepted):
+    for k, n in spec.get("gate_choices", {}).items():
+        choices[int(k)] = choices.get(int(k), 0) + n
+    for src, s in spec.get("by_source", {}).items():
+        drafted[src] = drafted.get(src, 0) + s["drafted"]
+        accepted[src] = accepted.get(src, 0) + s["accepted"]
+
+
+class Pipe:
+    """One `stormo pipe` process: a TURN per problem, timed from its first TOKEN to its DONE."""
+
+    def __init__(self, stormo, model, mode, draft_max, extra, stats_path):
+        cmd = [stormo, "pipe", "--model", model, "--speculate", mode, "--stats", stats_path] + extra
+        if mode != "off":
+            cmd += ["--draft-max", str(draft_max)]
+        self.cmd = cmd
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        ready = self.proc.stdout.readline().split()
+        if not ready or ready[0] != "READY":
+            sys.exit(f"bench-speculation: {' '.join(cmd)} did not start: {' '.join(ready)}")
+
+    def turn(self, ids, temperature):
+        self.proc.stdin.write(f"TURN 64 0 {temperature} 1 0 {len(ids)} {' '.join(map(str, ids))}\n")
+        self.proc.stdin.flush()
+        tokens, first = [], None
+        while True:
+            line = self.proc.stdout.readline()
+            now = time.perf_counter()
+            fields = line.split()
+            if not fields:
+                sys.exit(f"bench-speculation: {' '.join(self.cmd)} stopped")
+            if fields[0] == "TOKEN":
+                tokens.append(int(fields[1]))
+                if first is None:
+                    first = now
+            elif fields[0] == "DONE":
+                # The first token comes from the prefill: the decode made the rest.
+                return tokens, (now - first) if first is not None else 0.0, max(0, len(tokens) - 1)
+            else:
+                sys.exit(f"bench-speculation: {' '.join(self.cmd)}: {line.strip()}")
+
+    def close(self):
+        self.proc.stdin.write("SHUTDOWN\n")
+        self.proc.stdin.close()
+        if self.proc.wait() != 0:
+            sys.exit(f"bench-speculation: {' '.join(self.cmd)} failed")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stormo", default="build/bin/stormo")
@@ -43,7 +101,11 @@ def main():
     ap.add_argument("--mode", default="auto", help="the --speculate mode set against off")
     ap.add_argument("--draft-max", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--extra", default="", help="more generate options, space-separated (e.g. '--temperature 0.8 --seed 3')")
+    ap.add_argument("--process", choices=["pipe", "fresh"], default="pipe",
+                    help="one stormo pipe per side for the whole run (default), or a stormo generate per answer")
+    ap.add_argument("--extra", default="",
+                    help="more engine options, space-separated (e.g. '--threads 1'); with --process fresh any generate option "
+                         "(e.g. '--temperature 0.8 --seed 3')")
     args = ap.parse_args()
 
     with open(os.path.join(args.model, "reference", "eval.json")) as f:
@@ -59,6 +121,11 @@ def main():
     choices, drafted, accepted = {}, {}, {}
     mismatches = 0
     with tempfile.TemporaryDirectory() as tmp:
+        pipes = {}
+        if args.process == "pipe":
+            for side in ("off", "spec"):
+                mode = "off" if side == "off" else args.mode
+                pipes[side] = Pipe(args.stormo, args.model, mode, args.draft_max, extra, os.path.join(tmp, side + ".json"))
         stats_path = os.path.join(tmp, "stats.json")
         for r in range(args.repeats):
             for p in problems:
@@ -66,28 +133,33 @@ def main():
                 seen = {}
                 for side in order:
                     mode = "off" if side == "off" else args.mode
-                    tokens, stats = run(args.stormo, args.model, p["prompt_ids"], mode, args.draft_max, extra, stats_path)
-                    seen[side] = (tokens, stats)
-                    totals[side][0] += stats["generated_tokens"]
-                    totals[side][1] += stats["decode_seconds"]
+                    if pipes:
+                        tokens, seconds, decoded = pipes[side].turn(p["prompt_ids"], 0)
+                    else:
+                        tokens, stats = run(args.stormo, args.model, p["prompt_ids"], mode, args.draft_max, extra, stats_path)
+                        seconds, decoded = stats["decode_seconds"], stats["generated_tokens"]
+                        if side == "spec":
+                            count_speculation(stats.get("speculation", {}), choices, drafted, accepted)
+                    seen[side] = (tokens, seconds)
+                    totals[side][0] += decoded
+                    totals[side][1] += seconds
                 if seen["off"][0] != seen["spec"][0]:
                     mismatches += 1
                     print(f"MISMATCH problem {p['index']} ({p['prompt']}): off {seen['off'][0]} vs {args.mode} {seen['spec'][0]}")
-                t_off, t_spec = seen["off"][1]["decode_seconds"], seen["spec"][1]["decode_seconds"]
+                t_off, t_spec = seen["off"][1], seen["spec"][1]
                 if t_off > 0 and t_spec > 0:
                     pair_ratios.append(t_off / t_spec)
-                spec = seen["spec"][1].get("speculation", {})
-                for k, n in spec.get("gate_choices", {}).items():
-                    choices[int(k)] = choices.get(int(k), 0) + n
-                for src, s in spec.get("by_source", {}).items():
-                    drafted[src] = drafted.get(src, 0) + s["drafted"]
-                    accepted[src] = accepted.get(src, 0) + s["accepted"]
+        for side, pipe in pipes.items():
+            pipe.close()
+            if side == "spec":
+                with open(os.path.join(tmp, "spec.json")) as f:
+                    count_speculation(json.load(f).get("speculation", {}), choices, drafted, accepted)
 
     def rate(side):
         return totals[side][0] / totals[side][1] if totals[side][1] > 0 else float("nan")
 
     print(f"model {args.model}, tasks {args.tasks}: {len(problems)} problems x {args.repeats} repeats, "
-          f"--speculate {args.mode} --draft-max {args.draft_max} {args.extra}".rstrip())
+          f"--speculate {args.mode} --draft-max {args.draft_max}, --process {args.process} {args.extra}".rstrip())
     print(f"plain       {totals['off'][0]:6d} tokens {totals['off'][1]:9.4f} s decode  {rate('off'):10.1f} tok/s")
     print(f"speculative {totals['spec'][0]:6d} tokens {totals['spec'][1]:9.4f} s decode  {rate('spec'):10.1f} tok/s")
     print(f"ratio speculative/plain: {rate('spec') / rate('off'):.3f} over all runs, "

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -238,6 +239,52 @@ TEST(CliPipe, ALoadIntoAStreamingStoreReadsAheadItsExpertsAndStatsSaySo) {
         else EXPECT_EQ(issued, 0u) << *text;
         EXPECT_EQ(slots > 0, streaming) << *text;
     }
+}
+
+// Speculating turns give the ids of `generate` without speculation, and --stats counts the drafts
+// of every turn: with prompt lookup alone (no gate, so each turn drafts what it drafts in a
+// process of its own) the sums of `generate --speculate context` over the same two problems.
+TEST(CliPipe, SpeculatingTurnsGivePlainIdsAndStatsCountEveryTurnsDrafts) {
+    stormo::test::TempDir tmp;
+    const std::string stats = tmp.file("stats.json"), one = tmp.file("one.json");
+    const std::vector<std::string> problems = {"12,24,25,34,44,32,15,11,14,34,45", "12,24,25,34,44,20,16,32,18,26,24,45"};
+    PipeProcess p({"--model", demo_dir(), "--speculate", "context", "--stats", stats, "--threads", "1"});
+    ASSERT_TRUE(p.line().starts_with("READY"));
+    uint64_t drafted = 0, accepted = 0, verify_steps = 0;
+    for (const std::string& ids : problems) {
+        const size_t n = static_cast<size_t>(std::count(ids.begin(), ids.end(), ',')) + 1;
+        std::string spaced = ids;
+        std::replace(spaced.begin(), spaced.end(), ',', ' ');
+        p.send("TURN 12 0 0 1 0 " + std::to_string(n) + " " + spaced);
+        const auto answer = p.answer();
+        ASSERT_TRUE(answer.back().starts_with("DONE STOP")) << answer.back();
+        EXPECT_EQ(tokens_of(answer), generate_tokens(ids, "--max-tokens 12"));
+        const auto r = stormo::test::run_cli("generate --model " + demo_dir() + " --ids " + ids +
+                                             " --max-tokens 12 --speculate context --threads 1 --stats " + one);
+        ASSERT_EQ(r.status, 0) << r.err;
+        auto text = stormo::read_file(one);
+        ASSERT_TRUE(text.has_value());
+        auto json = simdjson::padded_string(*text);
+        simdjson::ondemand::parser parser;
+        auto doc = parser.iterate(json);
+        auto spec = doc["speculation"];
+        drafted += spec["drafted"].get_uint64().value();
+        accepted += spec["accepted"].get_uint64().value();
+        verify_steps += spec["verify_steps"].get_uint64().value();
+    }
+    ASSERT_GT(accepted, 0u) << "the copy problems must draft something right for this test to count";
+    p.send("SHUTDOWN");
+    EXPECT_EQ(p.wait_exit(), 0);
+    auto text = stormo::read_file(stats);
+    ASSERT_TRUE(text.has_value());
+    auto json = simdjson::padded_string(*text);
+    simdjson::ondemand::parser parser;
+    auto doc = parser.iterate(json);
+    auto spec = doc["speculation"];
+    EXPECT_EQ(std::string_view(spec["mode"].get_string().value()), "context") << *text;
+    EXPECT_EQ(spec["drafted"].get_uint64().value(), drafted) << *text;
+    EXPECT_EQ(spec["accepted"].get_uint64().value(), accepted) << *text;
+    EXPECT_EQ(spec["verify_steps"].get_uint64().value(), verify_steps) << *text;
 }
 
 TEST(CliPipe, AModelThatCannotLoadSaysSoOnTheProtocolAndExitsOne) {

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/model_command.hpp"
+#include "cli/speculation_json.hpp"
 #include "cli/store_stats_json.hpp"
 #include "pipe/pipe_server.hpp"
 #include "runtime/engine_identity.hpp"
@@ -82,7 +83,12 @@ int run_pipe(int argc, char** argv) {
     if (stats) {
         JsonWriter json;
         json.begin_object();
-        store_stats_fields(json, engine.store().stats()).end_object();
+        const ExpertStoreStats store = engine.store().stats();
+        store_stats_fields(json, store);
+        const SpeculationStats& spec = server.speculation();
+        write_speculation(json, spec, engine.speculation().mode, server.generated(),
+                          gigabytes_read(engine, spec.verify_steps + spec.plain_steps, store.hits + store.misses));
+        json.end_object();
         if (auto w = write_file(*stats, json.str() + "\n"); !w) return report_error("pipe", with_context(w.error(), "--stats"));
     }
     return 0;

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "runtime/generation.hpp"
+#include "runtime/sequence_generation.hpp"
 #include "runtime/session_file.hpp"
 #include "store/read_ahead.hpp"
 
@@ -30,7 +31,12 @@ LineRead read_line(std::istream& in, std::string& line, size_t cap) {
 
 PipeServer::PipeServer(Pipeline& pipeline, std::unique_ptr<Session> session, PipeModel model, std::ostream& out,
                        PipeSessionFiles files)
-    : pipeline_(&pipeline), session_(std::move(session)), model_(std::move(model)), out_(&out), files_(std::move(files)) {}
+    : pipeline_(&pipeline),
+      session_(std::move(session)),
+      model_(std::move(model)),
+      out_(&out),
+      files_(std::move(files)),
+      step_costs_(std::make_shared<StepCostModel>(moe_shape_of(pipeline.model()))) {}
 
 void PipeServer::write(const std::string& line) { *out_ << line << '\n' << std::flush; }
 
@@ -61,6 +67,7 @@ void PipeServer::turn(const TurnCommand& command) {
     request.sampling.seed = model_.seed;
     request.stop_ids = model_.stop_ids;
     request.speculation = model_.speculation;
+    request.step_costs = step_costs_;
     session_->rewind(command.keep);
     size_t n_out = 0;
     auto result = generate(*pipeline_, *session_, request, [&](int32_t id) {
@@ -77,6 +84,8 @@ void PipeServer::turn(const TurnCommand& command) {
                                 result.error().message + " (the session is back at position " +
                                     std::to_string(session_->position()) + ")"));
     }
+    speculation_.add(result->speculation);
+    generated_ += result->tokens.size();
     DoneReason reason = DoneReason::max_tokens;
     if (result->reason == StopReason::stop)
         reason = DoneReason::stop;

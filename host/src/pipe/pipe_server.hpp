@@ -16,6 +16,7 @@
 #include "runtime/forward.hpp"
 #include "runtime/session.hpp"
 #include "runtime/speculation.hpp"
+#include "runtime/speculation_gate.hpp"
 
 namespace stormo::pipe {
 
@@ -56,6 +57,9 @@ public:
     // The error that ended serve() early, after its fatal ERROR line: a lost rank under mpirun
     // (docs/distributed.md), after which no turn could be answered.
     const std::optional<Error>& fatal() const { return fatal_; }
+    // Over every turn answered so far: speculation's counts (--stats) and the tokens generated.
+    const SpeculationStats& speculation() const { return speculation_; }
+    uint64_t generated() const { return generated_; }
 
 private:
     void turn(const TurnCommand& command);
@@ -74,6 +78,11 @@ private:
     PipeSessionFiles files_;
     std::optional<EngineIdentity> identity_;
     std::optional<Error> fatal_;
+    // The speculation gate's step costs, learned across turns as serve and chat learn them across
+    // requests: a turn of a few tokens would otherwise start from the prompt's prior every time.
+    std::shared_ptr<StepCostModel> step_costs_;
+    SpeculationStats speculation_;
+    uint64_t generated_ = 0;
 };
 
 }  // namespace stormo::pipe
