@@ -126,7 +126,8 @@ size_t SpeculationGate::choose(std::string_view source, size_t limit) {
     // t[n - 1]: the predicted seconds of a step of n rows.
     const std::vector<double> t = costs_->predict_up_to(1 + limit);
     size_t best = 0;
-    double best_rate = 1.0 / std::max(t[0], 1e-12);
+    const double plain_rate = 1.0 / std::max(t[0], 1e-12);
+    double best_rate = plain_rate;
     for (size_t k = 1; k <= limit; ++k) {
         const double rate = expected_tokens(p, k) / std::max(t[k], 1e-12);
         if (rate > best_rate * (1.0 + 1e-9)) {
@@ -134,6 +135,9 @@ size_t SpeculationGate::choose(std::string_view source, size_t limit) {
             best_rate = rate;
         }
     }
+    // A draft must promise a clear gain: near break-even the estimates' own noise decides, and a
+    // wrong guess there loses while a right one gains next to nothing.
+    if (best_rate < plain_rate * kLeastDraftGain) best = 0;
     exploring_ = false;
     if (best > 0) {
         since_verify_ = 0;

@@ -86,6 +86,11 @@ private:
     static constexpr double kDecay = 0.98;
     static constexpr size_t kOpeningExploreInterval = 2, kFirstExploreInterval = 16, kLastExploreInterval = 512;
     static constexpr double kLeastExploreGain = 1.1;  // what a right draft must gain for a try
+    // The predicted tokens per second over plain decoding below which the gate does not draft. On
+    // the gpt-oss-120b shape streamed under an 8 GiB cap, drafts right about 58% of the time (a
+    // replay at P = 0.5) and a 2-row verify at 1.57 plain steps predicted about 1% more; the gate
+    // drafted on 105 of 146 steps and decoded at 0.962x of plain (median of 9 rounds).
+    static constexpr double kLeastDraftGain = 1.05;
     size_t draft_max_;
     StepCostModel* costs_;
     std::map<std::string, Counts, std::less<>> counts_;
