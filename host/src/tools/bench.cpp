@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "runtime/generation.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/replay_draft_source.hpp"
+#include "runtime/sequence_generation.hpp"
+#include "runtime/speculation_gate.hpp"
 
 namespace stormo {
 namespace {
@@ -109,11 +112,13 @@ struct DecodeRound {
 };
 
 Expected<DecodeRound> run_round(Engine& engine, const GenerationRequest& plain, const BenchRequest& request,
-                                const std::vector<int32_t>& plain_tokens, bool speculating) {
+                                const std::vector<int32_t>& plain_tokens, bool speculating,
+                                const std::shared_ptr<StepCostModel>& step_costs) {
     GenerationRequest gen = plain;
     gen.on_prefill_block = nullptr;
     if (speculating) {
         gen.speculation = request.speculation;
+        gen.step_costs = step_costs;
         if (gen.speculation.mode == SpeculateMode::off) gen.speculation.mode = SpeculateMode::context;
         if (request.replay_acceptance)
             gen.draft_source = std::make_shared<ReplayDraftSource>(plain_tokens, *request.replay_acceptance, request.seed,
@@ -149,9 +154,13 @@ Expected<SpeculativeBenchRun> run_speculative(Engine& engine, const GenerationRe
     SpeculativeBenchRun out;
     out.replay_acceptance = request.replay_acceptance;
     out.same_tokens = true;
+    // The gate's step costs carry from round to round, as a server's carry from request to request
+    // (docs/speculation.md): each round is one short request, and a gate that met every round
+    // knowing only the prompt's rows measured its first guesses, not its choices.
+    const auto step_costs = std::make_shared<StepCostModel>(moe_shape_of(engine.model()));
     for (size_t round = 0; round < request.speculation_rounds; ++round) {
         for (const bool speculating : {round % 2 == 1, round % 2 == 0}) {
-            STORMO_TRY_ASSIGN(const DecodeRound r, run_round(engine, plain, request, plain_tokens, speculating));
+            STORMO_TRY_ASSIGN(const DecodeRound r, run_round(engine, plain, request, plain_tokens, speculating, step_costs));
             if (!speculating) {
                 out.plain_round_seconds.push_back(r.seconds);
                 out.plain_acquired += r.acquired;
