@@ -168,6 +168,24 @@ TEST(SpeculationGate, ADraftNearBreakEvenIsNotTakenAClearGainIs) {
     EXPECT_EQ(clear.choose("context", 1), 1u);
 }
 
+TEST(SpeculationGate, AnUntriedPositionIsExpectedToDoAsTheOneBeforeIt) {
+    // Every draft of one token right, a second row at 0.59 of a step (gpt-oss-20b in RAM: a 2-row
+    // verify at 1.59 steps): position 2 was never tried, and it is priced like position 1, so the
+    // gate drafts further. With a prior of 1/2 for it, k = 3 (2.73 tokens for 2.77 steps) never
+    // beat k = 1 (1.99 tokens for 1.59) and the gate stayed at one draft for good.
+    StepCostModel model = costs(1.0, 0.59);
+    SpeculationGate gate(8, model);
+    for (int i = 0; i < 50; ++i) gate.record("context", 1, 1);
+    EXPECT_GT(gate.acceptance("context", 1), 0.95);
+    EXPECT_NEAR(gate.acceptance("context", 2), gate.acceptance("context", 1), 0.01);
+    EXPECT_GT(gate.choose("context", 8), 1u);
+    // Where position 2 was tried and failed, it counts for itself.
+    SpeculationGate tried(8, model);
+    for (int i = 0; i < 50; ++i) tried.record("context", 2, 1);
+    EXPECT_LT(tried.acceptance("context", 2), 0.1);
+    EXPECT_EQ(tried.choose("context", 8), 1u);
+}
+
 TEST(SpeculationGate, ExpectedTokensAreOnePlusTheRunsOfAcceptance) {
     EXPECT_DOUBLE_EQ(SpeculationGate::expected_tokens({0.5, 0.5}, 0), 1.0);
     EXPECT_DOUBLE_EQ(SpeculationGate::expected_tokens({0.5, 0.5}, 2), 1.0 + 0.5 + 0.25);

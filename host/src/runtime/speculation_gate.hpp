@@ -3,7 +3,8 @@
 // picks the draft length k (0: plain decoding) that maximises the expected tokens per second,
 //     rate(k) = E[tokens | k] / t(1 + k),   E[tokens | k] = 1 + sum_{i=1..k} prod_{j<=i} p_j,
 // with p_j the acceptance of draft position j given the ones before it, measured online per
-// source (a Beta prior, decayed counts), and t(n) the seconds of a step of n rows learned from
+// source (a Beta prior, decayed counts; an untried position's prior is the position before it),
+// and t(n) the seconds of a step of n rows learned from
 // this run's steps (StepCostModel), the prompt's included. When k = 0 wins it still tries k = 1
 // now and then, so a source whose text turns repetitive recovers: once early (a short answer
 // would otherwise end before the first try, and the cost model has seen no verify yet), then at
@@ -82,7 +83,8 @@ private:
     struct Counts {
         std::vector<double> accepted, tried;  // per draft position, decayed
     };
-    static constexpr double kPriorAccepted = 0.5, kPriorTried = 1.0;  // a prior mean of 1/2 worth one try
+    // Position 1's prior: a mean of 1/2 worth one try; position j's: position j - 1's estimate.
+    static constexpr double kPriorMean = 0.5, kPriorTried = 1.0;
     static constexpr double kDecay = 0.98;
     static constexpr size_t kOpeningExploreInterval = 2, kFirstExploreInterval = 16, kLastExploreInterval = 512;
     static constexpr double kLeastExploreGain = 1.1;  // what a right draft must gain for a try
