@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <simdjson.h>
@@ -37,6 +38,26 @@ std::vector<std::string> generate_tokens(const std::string& ids, const std::stri
 
 std::vector<std::string> tokens_of(const std::vector<std::string>& answer) {
     return {answer.begin(), answer.end() - 1};
+}
+
+// A field of a --stats file, by JSON pointer ("/speculation/drafted"); the file's text on failure.
+template <typename T>
+T stats_field(const std::string& path, std::string_view pointer) {
+    auto text = stormo::read_file(path);
+    EXPECT_TRUE(text.has_value()) << path;
+    if (!text) return T{};
+    auto json = simdjson::padded_string(*text);
+    simdjson::ondemand::parser parser;
+    auto doc = parser.iterate(json);
+    T value{};
+    if constexpr (std::is_same_v<T, std::string>) {
+        std::string_view view;
+        EXPECT_EQ(doc.at_pointer(pointer).get_string().get(view), simdjson::SUCCESS) << pointer << " in " << *text;
+        value = std::string(view);
+    } else {
+        EXPECT_EQ(doc.at_pointer(pointer).get_uint64().get(value), simdjson::SUCCESS) << pointer << " in " << *text;
+    }
+    return value;
 }
 
 TEST(CliPipe, GreetsThenAnswersATurnAsGenerateDoes) {
@@ -227,17 +248,12 @@ TEST(CliPipe, ALoadIntoAStreamingStoreReadsAheadItsExpertsAndStatsSaySo) {
         EXPECT_EQ(p.answer(), resident) << (streaming ? "streaming" : "resident");
         p.send("SHUTDOWN");
         EXPECT_EQ(p.wait_exit(), 0);
-        auto text = stormo::read_file(stats);
-        ASSERT_TRUE(text.has_value());
-        auto json = simdjson::padded_string(*text);
-        simdjson::ondemand::parser parser;
-        auto doc = parser.iterate(json);
-        const uint64_t issued = doc["prefetch_issued"].get_uint64().value();
-        const uint64_t slots = doc["expert_slots"].get_uint64().value();
+        const auto issued = stats_field<uint64_t>(stats, "/prefetch_issued");
+        const auto slots = stats_field<uint64_t>(stats, "/expert_slots");
         // Streaming: at least the read-ahead's (the last step's row: top_k experts a MoE layer).
-        if (streaming) EXPECT_GE(issued, 2u * 4u) << *text;
-        else EXPECT_EQ(issued, 0u) << *text;
-        EXPECT_EQ(slots > 0, streaming) << *text;
+        if (streaming) EXPECT_GE(issued, 2u * 4u);
+        else EXPECT_EQ(issued, 0u);
+        EXPECT_EQ(slots > 0, streaming) << "slots " << slots;
     }
 }
 
@@ -262,29 +278,17 @@ TEST(CliPipe, SpeculatingTurnsGivePlainIdsAndStatsCountEveryTurnsDrafts) {
         const auto r = stormo::test::run_cli("generate --model " + demo_dir() + " --ids " + ids +
                                              " --max-tokens 12 --speculate context --threads 1 --stats " + one);
         ASSERT_EQ(r.status, 0) << r.err;
-        auto text = stormo::read_file(one);
-        ASSERT_TRUE(text.has_value());
-        auto json = simdjson::padded_string(*text);
-        simdjson::ondemand::parser parser;
-        auto doc = parser.iterate(json);
-        auto spec = doc["speculation"];
-        drafted += spec["drafted"].get_uint64().value();
-        accepted += spec["accepted"].get_uint64().value();
-        verify_steps += spec["verify_steps"].get_uint64().value();
+        drafted += stats_field<uint64_t>(one, "/speculation/drafted");
+        accepted += stats_field<uint64_t>(one, "/speculation/accepted");
+        verify_steps += stats_field<uint64_t>(one, "/speculation/verify_steps");
     }
     ASSERT_GT(accepted, 0u) << "the copy problems must draft something right for this test to count";
     p.send("SHUTDOWN");
     EXPECT_EQ(p.wait_exit(), 0);
-    auto text = stormo::read_file(stats);
-    ASSERT_TRUE(text.has_value());
-    auto json = simdjson::padded_string(*text);
-    simdjson::ondemand::parser parser;
-    auto doc = parser.iterate(json);
-    auto spec = doc["speculation"];
-    EXPECT_EQ(std::string_view(spec["mode"].get_string().value()), "context") << *text;
-    EXPECT_EQ(spec["drafted"].get_uint64().value(), drafted) << *text;
-    EXPECT_EQ(spec["accepted"].get_uint64().value(), accepted) << *text;
-    EXPECT_EQ(spec["verify_steps"].get_uint64().value(), verify_steps) << *text;
+    EXPECT_EQ(stats_field<std::string>(stats, "/speculation/mode"), "context");
+    EXPECT_EQ(stats_field<uint64_t>(stats, "/speculation/drafted"), drafted);
+    EXPECT_EQ(stats_field<uint64_t>(stats, "/speculation/accepted"), accepted);
+    EXPECT_EQ(stats_field<uint64_t>(stats, "/speculation/verify_steps"), verify_steps);
 }
 
 TEST(CliPipe, AModelThatCannotLoadSaysSoOnTheProtocolAndExitsOne) {
