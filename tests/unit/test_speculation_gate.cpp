@@ -186,6 +186,25 @@ TEST(SpeculationGate, AnUntriedPositionIsExpectedToDoAsTheOneBeforeIt) {
     EXPECT_EQ(tried.choose("context", 8), 1u);
 }
 
+TEST(SpeculationGate, ARequestStartsFromTheRunsAcceptanceWorthAFewTries) {
+    // Rows at 0.65 of a step (gpt-oss-20b in RAM): on its prior of one half a new request's gate
+    // does not draft, so each short request of a run paid its own ramp-up. Seeded from what the
+    // run's earlier requests saw (every draft right), it drafts long at its first step.
+    StepCostModel model = costs(1.0, 0.65);
+    AcceptanceHistory history;
+    SpeculationGate fresh(8, model);
+    EXPECT_EQ(fresh.choose("context", 8), 0u);
+    {
+        SpeculationGate earlier(8, model, &history);
+        for (int i = 0; i < 100; ++i) earlier.record("context", 8, 8);
+    }
+    SpeculationGate next(8, model, &history);
+    EXPECT_GT(next.choose("context", 8), 2u);
+    // Worth a few tries only: this request's own rejections soon outweigh it.
+    for (int i = 0; i < 6; ++i) next.record("context", 1, 0);
+    EXPECT_LT(next.acceptance("context", 1), 0.5);
+}
+
 TEST(SpeculationGate, ExpectedTokensAreOnePlusTheRunsOfAcceptance) {
     EXPECT_DOUBLE_EQ(SpeculationGate::expected_tokens({0.5, 0.5}, 0), 1.0);
     EXPECT_DOUBLE_EQ(SpeculationGate::expected_tokens({0.5, 0.5}, 2), 1.0 + 0.5 + 0.25);

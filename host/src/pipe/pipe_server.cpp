@@ -68,6 +68,7 @@ void PipeServer::turn(const TurnCommand& command) {
     request.stop_ids = model_.stop_ids;
     request.speculation = model_.speculation;
     request.step_costs = step_costs_;
+    request.acceptance_history = acceptance_history_;
     session_->rewind(command.keep);
     size_t n_out = 0;
     auto result = generate(*pipeline_, *session_, request, [&](int32_t id) {

@@ -78,9 +78,10 @@ private:
     PipeSessionFiles files_;
     std::optional<EngineIdentity> identity_;
     std::optional<Error> fatal_;
-    // The speculation gate's step costs, learned across turns as serve and chat learn them across
-    // requests: a turn of a few tokens would otherwise start from the prompt's prior every time.
+    // The speculation gate's step costs and acceptance, learned across turns as serve and chat
+    // learn them across requests: a turn of a few tokens would otherwise start from the priors.
     std::shared_ptr<StepCostModel> step_costs_;
+    std::shared_ptr<AcceptanceHistory> acceptance_history_ = std::make_shared<AcceptanceHistory>();
     SpeculationStats speculation_;
     uint64_t generated_ = 0;
 };

@@ -120,6 +120,7 @@ Expected<TurnResult> Conversation::ask(const std::string& user_text,
     if (settings_.answer_constraint) request.constraint = settings_.answer_constraint();
     request.speculation = settings_.speculation;
     request.step_costs = settings_.step_costs;
+    request.acceptance_history = settings_.acceptance_history;
 
     text::ReplyParser parser(*tokenizer_, format_);
     Error parse_error;

@@ -28,9 +28,11 @@ struct ChatSettings {
     std::function<void(size_t done, size_t total)> on_prefill_block;
     // Structured output: a fresh constraint for each answer (run --json-schema, --grammar).
     std::function<std::shared_ptr<TokenConstraint>()> answer_constraint;
-    // Speculative decoding for every answer, and the step costs its gate learns across turns.
+    // Speculative decoding for every answer, and the step costs and acceptance its gate learns
+    // across turns.
     SpeculationSettings speculation;
     std::shared_ptr<StepCostModel> step_costs;
+    std::shared_ptr<AcceptanceHistory> acceptance_history;
     // What a person can do when the context is full, in the refusal of a turn that does not fit
     // and in TurnResult's note ("/reset starts over" only where there is a /reset).
     std::string context_advice = "--context raises it";

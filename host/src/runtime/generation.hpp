@@ -47,6 +47,9 @@ struct GenerationRequest {
     // The run's step costs, shared by its requests (the gate of SpeculateMode::automatic learns
     // from them); null: the request learns its own.
     std::shared_ptr<StepCostModel> step_costs;
+    // The run's acceptance by source, shared likewise: the gate starts from it (worth a few tries)
+    // and adds its verifies to it; null: the request starts from the prior.
+    std::shared_ptr<AcceptanceHistory> acceptance_history;
 };
 
 enum class StopReason { stop, max_tokens, cancelled };

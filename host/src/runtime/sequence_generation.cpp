@@ -70,7 +70,7 @@ Expected<SequenceGeneration> SequenceGeneration::begin(Session& session, const G
                                                                                          mtp, session.capacity()));
         if (g.source_ && spec.mode == SpeculateMode::automatic) {
             g.costs_ = request.step_costs ? request.step_costs : std::make_shared<StepCostModel>(shape);
-            g.gate_.emplace(spec.draft_max, *g.costs_);
+            g.gate_.emplace(spec.draft_max, *g.costs_, request.acceptance_history.get());
         }
     }
     g.started_ = Clock::now();

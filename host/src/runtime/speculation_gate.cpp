@@ -162,25 +162,54 @@ size_t SpeculationGate::choose(std::string_view source, size_t limit) {
     return 0;
 }
 
-void SpeculationGate::record(std::string_view source, size_t drafted, size_t accepted) {
-    if (drafted == 0) return;
-    auto it = counts_.find(source);
-    if (it == counts_.end()) it = counts_.emplace(std::string(source), Counts{}).first;
-    Counts& c = it->second;
-    if (c.tried.size() < drafted) {
-        c.tried.resize(drafted, 0.0);
-        c.accepted.resize(drafted, 0.0);
+void AcceptanceCounts::record(size_t drafted, size_t accepted_drafts) {
+    if (tried.size() < drafted) {
+        tried.resize(drafted, 0.0);
+        accepted.resize(drafted, 0.0);
     }
-    for (size_t j = 0; j < c.tried.size(); ++j) {
-        c.tried[j] *= kDecay;
-        c.accepted[j] *= kDecay;
+    for (size_t j = 0; j < tried.size(); ++j) {
+        tried[j] *= kDecay;
+        accepted[j] *= kDecay;
     }
     // Positions 1..accepted were right given the ones before; accepted + 1 was tried and wrong;
     // the ones after it were not tried (their rows saw a wrong token before them).
-    for (size_t j = 0; j < std::min(drafted, accepted + 1); ++j) {
-        c.tried[j] += 1.0;
-        if (j < accepted) c.accepted[j] += 1.0;
+    for (size_t j = 0; j < std::min(drafted, accepted_drafts + 1); ++j) {
+        tried[j] += 1.0;
+        if (j < accepted_drafts) accepted[j] += 1.0;
     }
+}
+
+namespace {
+
+void record_into(std::map<std::string, AcceptanceCounts, std::less<>>& counts, std::string_view source, size_t drafted,
+                 size_t accepted) {
+    auto it = counts.find(source);
+    if (it == counts.end()) it = counts.emplace(std::string(source), AcceptanceCounts{}).first;
+    it->second.record(drafted, accepted);
+}
+
+}  // namespace
+
+void AcceptanceHistory::record(std::string_view source, size_t drafted, size_t accepted) {
+    if (drafted > 0) record_into(counts_, source, drafted, accepted);
+}
+
+std::map<std::string, AcceptanceCounts, std::less<>> AcceptanceHistory::carried() const {
+    std::map<std::string, AcceptanceCounts, std::less<>> out = counts_;
+    for (auto& [source, c] : out) {
+        const double first = c.tried.empty() ? 0.0 : c.tried.front();
+        if (first <= kCarriedTries) continue;
+        const double scale = kCarriedTries / first;
+        for (double& v : c.tried) v *= scale;
+        for (double& v : c.accepted) v *= scale;
+    }
+    return out;
+}
+
+void SpeculationGate::record(std::string_view source, size_t drafted, size_t accepted) {
+    if (drafted == 0) return;
+    record_into(counts_, source, drafted, accepted);
+    if (history_ != nullptr) history_->record(source, drafted, accepted);
     if (exploring_)
         explore_interval_ =
             accepted > 0 ? kFirstExploreInterval : std::clamp(explore_interval_ * 2, kFirstExploreInterval, kLastExploreInterval);

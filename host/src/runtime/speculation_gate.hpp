@@ -68,9 +68,37 @@ private:
     std::optional<double> prompt_row_seconds_;
 };
 
+// Acceptance counts per draft position, decayed by kDecay a verify step: what one source's drafts
+// did, for a gate (one request) or for a run's requests together (AcceptanceHistory).
+struct AcceptanceCounts {
+    static constexpr double kDecay = 0.98;
+    std::vector<double> accepted, tried;  // per draft position
+    // A verify step of `drafted` drafts kept the first `accepted`.
+    void record(size_t drafted, size_t accepted_drafts);
+};
+
+// What a run's requests saw of each source's acceptance, carried from request to request as the
+// step costs are (serve, chat, pipe, bench's rounds): a new request's gate starts from it, worth
+// at most a few tries, where it would start from the prior alone. Texts differ between requests,
+// so it weighs little: the request's own verifies outweigh it after a few steps.
+class AcceptanceHistory {
+public:
+    static constexpr double kCarriedTries = 4.0;  // the weight of the history at position 1
+    void record(std::string_view source, size_t drafted, size_t accepted);
+    // The history's counts for a new request: scaled so position 1 weighs at most kCarriedTries.
+    std::map<std::string, AcceptanceCounts, std::less<>> carried() const;
+
+private:
+    std::map<std::string, AcceptanceCounts, std::less<>> counts_;
+};
+
 class SpeculationGate {
 public:
-    SpeculationGate(size_t draft_max, StepCostModel& costs) : draft_max_(draft_max), costs_(&costs) {}
+    // `history`, when given, seeds the counts and receives every record.
+    SpeculationGate(size_t draft_max, StepCostModel& costs, AcceptanceHistory* history = nullptr)
+        : draft_max_(draft_max), costs_(&costs), history_(history) {
+        if (history_ != nullptr) counts_ = history_->carried();
+    }
     // The draft length for the next step, at most `limit`.
     size_t choose(std::string_view source, size_t limit);
     // A verify step of `drafted` drafts from `source` kept the first `accepted`.
@@ -80,12 +108,8 @@ public:
     static double expected_tokens(const std::vector<double>& p, size_t k);
 
 private:
-    struct Counts {
-        std::vector<double> accepted, tried;  // per draft position, decayed
-    };
     // Position 1's prior: a mean of 1/2 worth one try; position j's: position j - 1's estimate.
     static constexpr double kPriorMean = 0.5, kPriorTried = 1.0;
-    static constexpr double kDecay = 0.98;
     static constexpr size_t kOpeningExploreInterval = 2, kFirstExploreInterval = 16, kLastExploreInterval = 512;
     static constexpr double kLeastExploreGain = 1.1;  // what a right draft must gain for a try
     // The predicted tokens per second over plain decoding below which the gate does not draft. On
@@ -95,7 +119,8 @@ private:
     static constexpr double kLeastDraftGain = 1.05;
     size_t draft_max_;
     StepCostModel* costs_;
-    std::map<std::string, Counts, std::less<>> counts_;
+    AcceptanceHistory* history_;
+    std::map<std::string, AcceptanceCounts, std::less<>> counts_;
     size_t since_verify_ = 0;
     size_t explore_interval_ = kOpeningExploreInterval;
     bool exploring_ = false;

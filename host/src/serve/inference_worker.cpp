@@ -196,6 +196,7 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
         a->begin_error = Error{ErrorKind::invalid_argument, usable.error().message};  // the client's: a 400
     if (peer_lost_) a->begin_error = *peer_lost_;
     g.step_costs = step_costs_;
+    g.acceptance_history = acceptance_history_;
     if (!req.ignore_eos) g.stop_ids = ctx_.stop_ids;
     g.whole_context = true;
     g.cancel = &j.halt();
