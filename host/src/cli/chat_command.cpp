@@ -120,8 +120,7 @@ Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, cons
     STORMO_TRY_ASSIGN(settings.stop_ids, stop_ids_of(engine.source()));
     if (progress) settings.on_prefill_block = print_prefill_progress;
     settings.speculation = engine.speculation();
-    settings.step_costs = std::make_shared<StepCostModel>(moe_shape_of(engine.model()));
-    settings.acceptance_history = std::make_shared<AcceptanceHistory>();
+    settings.speculation_memory = std::make_shared<SpeculationMemory>(moe_shape_of(engine.model()));
     stack->conversation = std::make_unique<Conversation>(engine.pipeline(), *stack->session, *stack->tokenizer,
                                                          *stack->chat_template, std::move(settings));
     if (options.system) stack->conversation->set_system(*options.system);

@@ -36,7 +36,7 @@ PipeServer::PipeServer(Pipeline& pipeline, std::unique_ptr<Session> session, Pip
       model_(std::move(model)),
       out_(&out),
       files_(std::move(files)),
-      step_costs_(std::make_shared<StepCostModel>(moe_shape_of(pipeline.model()))) {}
+      speculation_memory_(std::make_shared<SpeculationMemory>(moe_shape_of(pipeline.model()))) {}
 
 void PipeServer::write(const std::string& line) { *out_ << line << '\n' << std::flush; }
 
@@ -67,8 +67,7 @@ void PipeServer::turn(const TurnCommand& command) {
     request.sampling.seed = model_.seed;
     request.stop_ids = model_.stop_ids;
     request.speculation = model_.speculation;
-    request.step_costs = step_costs_;
-    request.acceptance_history = acceptance_history_;
+    request.speculation_memory = speculation_memory_;
     session_->rewind(command.keep);
     size_t n_out = 0;
     auto result = generate(*pipeline_, *session_, request, [&](int32_t id) {

@@ -80,8 +80,7 @@ private:
     std::optional<Error> fatal_;
     // The speculation gate's step costs and acceptance, learned across turns as serve and chat
     // learn them across requests: a turn of a few tokens would otherwise start from the priors.
-    std::shared_ptr<StepCostModel> step_costs_;
-    std::shared_ptr<AcceptanceHistory> acceptance_history_ = std::make_shared<AcceptanceHistory>();
+    std::shared_ptr<SpeculationMemory> speculation_memory_;
     SpeculationStats speculation_;
     uint64_t generated_ = 0;
 };

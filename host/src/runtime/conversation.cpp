@@ -119,8 +119,7 @@ Expected<TurnResult> Conversation::ask(const std::string& user_text,
     request.on_prefill_block = settings_.on_prefill_block;
     if (settings_.answer_constraint) request.constraint = settings_.answer_constraint();
     request.speculation = settings_.speculation;
-    request.step_costs = settings_.step_costs;
-    request.acceptance_history = settings_.acceptance_history;
+    request.speculation_memory = settings_.speculation_memory;
 
     text::ReplyParser parser(*tokenizer_, format_);
     Error parse_error;

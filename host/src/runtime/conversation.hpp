@@ -31,8 +31,7 @@ struct ChatSettings {
     // Speculative decoding for every answer, and the step costs and acceptance its gate learns
     // across turns.
     SpeculationSettings speculation;
-    std::shared_ptr<StepCostModel> step_costs;
-    std::shared_ptr<AcceptanceHistory> acceptance_history;
+    std::shared_ptr<SpeculationMemory> speculation_memory;
     // What a person can do when the context is full, in the refusal of a turn that does not fit
     // and in TurnResult's note ("/reset starts over" only where there is a /reset).
     std::string context_advice = "--context raises it";

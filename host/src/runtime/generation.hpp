@@ -44,12 +44,10 @@ struct GenerationRequest {
     SpeculationSettings speculation;
     // Replaces the mode's source (tests, bench's replayed drafts); the request's own.
     std::shared_ptr<DraftSource> draft_source;
-    // The run's step costs, shared by its requests (the gate of SpeculateMode::automatic learns
-    // from them); null: the request learns its own.
-    std::shared_ptr<StepCostModel> step_costs;
-    // The run's acceptance by source, shared likewise: the gate starts from it (worth a few tries)
-    // and adds its verifies to it; null: the request starts from the prior.
-    std::shared_ptr<AcceptanceHistory> acceptance_history;
+    // What the run's gates learned, shared by its requests: the gate of SpeculateMode::automatic
+    // learns the step costs from them and starts from their acceptance (worth a few tries); null:
+    // the request learns its own, from the priors.
+    std::shared_ptr<SpeculationMemory> speculation_memory;
 };
 
 enum class StopReason { stop, max_tokens, cancelled };

@@ -69,8 +69,8 @@ Expected<SequenceGeneration> SequenceGeneration::begin(Session& session, const G
                                          : std::shared_ptr<DraftSource>(draft_source_for(spec.mode, request.constraint != nullptr,
                                                                                          mtp, session.capacity()));
         if (g.source_ && spec.mode == SpeculateMode::automatic) {
-            g.costs_ = request.step_costs ? request.step_costs : std::make_shared<StepCostModel>(shape);
-            g.gate_.emplace(spec.draft_max, *g.costs_, request.acceptance_history.get());
+            g.memory_ = request.speculation_memory ? request.speculation_memory : std::make_shared<SpeculationMemory>(shape);
+            g.gate_.emplace(spec.draft_max, g.memory_->costs, &g.memory_->acceptance);
         }
     }
     g.started_ = Clock::now();
@@ -122,7 +122,7 @@ void SequenceGeneration::observe_step(size_t rows, double seconds, uint64_t acqu
     // The prompt's rows are the first steps of several rows this run times: they price a row
     // before any verify has run (a prior alone would say a row costs a whole step).
     if (prefilling()) {
-        if (costs_) costs_->observe(rows, acquired, misses, seconds, StepCostModel::StepKind::prompt);
+        if (memory_) memory_->costs.observe(rows, acquired, misses, seconds, StepCostModel::StepKind::prompt);
         return;
     }
     SpeculationStats& stats = result_.speculation;
@@ -131,7 +131,7 @@ void SequenceGeneration::observe_step(size_t rows, double seconds, uint64_t acqu
         ++stats.plain_steps;
         stats.plain_seconds += seconds;
     }
-    if (costs_) costs_->observe(rows, acquired, misses, seconds);
+    if (memory_) memory_->costs.observe(rows, acquired, misses, seconds);
 }
 
 std::span<const int32_t> SequenceGeneration::next_tokens(size_t limit) const {

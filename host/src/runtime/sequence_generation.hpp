@@ -30,7 +30,7 @@ public:
     // changes; a whole-context request then rewinds the session to the prefix it keeps.
     // `on_token` sees each token as it is chosen.
     // `shape` prices a step's expert reads for the speculation gate when the request brings no
-    // step_costs of its own (moe_shape_of(model)).
+    // speculation_memory of its own (moe_shape_of(model)).
     // `mtp`: the engine's loaded MTP layer (the mtp and auto modes draft from it), or null.
     static Expected<SequenceGeneration> begin(Session& session, const GenerationRequest& request,
                                               std::function<void(int32_t)> on_token = {}, MoeShape shape = {},
@@ -106,7 +106,7 @@ private:
     // Speculation: the source (null: plain decoding), the gate (auto only), the step's block
     // [last token, drafts...], the final-normed row that chose the last token.
     std::shared_ptr<DraftSource> source_;
-    std::shared_ptr<StepCostModel> costs_;
+    std::shared_ptr<SpeculationMemory> memory_;
     std::optional<SpeculationGate> gate_;
     std::vector<int32_t> block_;
     std::vector<int32_t> sequence_tokens_;  // the session's tokens and the last one, for the source

@@ -11,9 +11,7 @@ namespace {
 // gate's per-source acceptance (0 without a gate).
 double expected_gain(const SpeculationGate* gate, std::string_view source, size_t limit) {
     if (gate == nullptr) return 0.0;
-    std::vector<double> p;
-    for (size_t j = 1; j <= limit; ++j) p.push_back(gate->acceptance(source, j));
-    return SpeculationGate::expected_tokens(p, limit) - 1.0;
+    return SpeculationGate::expected_tokens(gate->acceptances(source, limit), limit) - 1.0;
 }
 
 // Auto: a grammar's forced tokens when it has some; else prompt lookup, or the MTP layer when the

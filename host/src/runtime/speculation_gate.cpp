@@ -100,22 +100,27 @@ std::vector<double> StepCostModel::predict_up_to(size_t max_rows) const {
     return t;
 }
 
-double SpeculationGate::acceptance(std::string_view source, size_t j) const {
+std::vector<double> SpeculationGate::acceptances(std::string_view source, size_t limit) const {
     // Position 1's prior is one half; position j's is position j - 1's estimate: a position the
     // gate has not tried (it never drafted that far) is expected to do as the one before it did.
     // With a prior of one half for every position, a source right on every draft of one kept
     // k = 1 for good on gpt-oss-20b in RAM (1.22x), where longer drafts paid more.
     const auto it = counts_.find(source);
-    double p = kPriorMean;
-    for (size_t i = 1; i <= j; ++i) {
+    std::vector<double> p(limit);
+    double prior = kPriorMean;
+    for (size_t i = 0; i < limit; ++i) {
         double accepted = 0.0, tried = 0.0;
-        if (it != counts_.end() && i <= it->second.tried.size()) {
-            accepted = it->second.accepted[i - 1];
-            tried = it->second.tried[i - 1];
+        if (it != counts_.end() && i < it->second.tried.size()) {
+            accepted = it->second.accepted[i];
+            tried = it->second.tried[i];
         }
-        p = (accepted + kPriorTried * p) / (tried + kPriorTried);
+        p[i] = prior = (accepted + kPriorTried * prior) / (tried + kPriorTried);
     }
     return p;
+}
+
+double SpeculationGate::acceptance(std::string_view source, size_t j) const {
+    return j == 0 ? kPriorMean : acceptances(source, j).back();
 }
 
 double SpeculationGate::expected_tokens(const std::vector<double>& p, size_t k) {
@@ -130,8 +135,7 @@ double SpeculationGate::expected_tokens(const std::vector<double>& p, size_t k) 
 size_t SpeculationGate::choose(std::string_view source, size_t limit) {
     limit = std::min(limit, draft_max_);
     if (limit == 0 || !costs_->ready()) return 0;
-    std::vector<double> p(limit);
-    for (size_t j = 1; j <= limit; ++j) p[j - 1] = acceptance(source, j);
+    const std::vector<double> p = acceptances(source, limit);
     // t[n - 1]: the predicted seconds of a step of n rows.
     const std::vector<double> t = costs_->predict_up_to(1 + limit);
     size_t best = 0;
@@ -179,23 +183,18 @@ void AcceptanceCounts::record(size_t drafted, size_t accepted_drafts) {
     }
 }
 
-namespace {
-
-void record_into(std::map<std::string, AcceptanceCounts, std::less<>>& counts, std::string_view source, size_t drafted,
-                 size_t accepted) {
+void record_acceptance(AcceptanceBySource& counts, std::string_view source, size_t drafted, size_t accepted) {
     auto it = counts.find(source);
     if (it == counts.end()) it = counts.emplace(std::string(source), AcceptanceCounts{}).first;
     it->second.record(drafted, accepted);
 }
 
-}  // namespace
-
 void AcceptanceHistory::record(std::string_view source, size_t drafted, size_t accepted) {
-    if (drafted > 0) record_into(counts_, source, drafted, accepted);
+    if (drafted > 0) record_acceptance(counts_, source, drafted, accepted);
 }
 
-std::map<std::string, AcceptanceCounts, std::less<>> AcceptanceHistory::carried() const {
-    std::map<std::string, AcceptanceCounts, std::less<>> out = counts_;
+AcceptanceBySource AcceptanceHistory::carried() const {
+    AcceptanceBySource out = counts_;
     for (auto& [source, c] : out) {
         const double first = c.tried.empty() ? 0.0 : c.tried.front();
         if (first <= kCarriedTries) continue;
@@ -208,7 +207,7 @@ std::map<std::string, AcceptanceCounts, std::less<>> AcceptanceHistory::carried(
 
 void SpeculationGate::record(std::string_view source, size_t drafted, size_t accepted) {
     if (drafted == 0) return;
-    record_into(counts_, source, drafted, accepted);
+    record_acceptance(counts_, source, drafted, accepted);
     if (history_ != nullptr) history_->record(source, drafted, accepted);
     if (exploring_)
         explore_interval_ =

@@ -76,6 +76,9 @@ struct AcceptanceCounts {
     // A verify step of `drafted` drafts kept the first `accepted`.
     void record(size_t drafted, size_t accepted_drafts);
 };
+using AcceptanceBySource = std::map<std::string, AcceptanceCounts, std::less<>>;
+// Adds a verify step of `source` to its counts (created at the first).
+void record_acceptance(AcceptanceBySource& counts, std::string_view source, size_t drafted, size_t accepted);
 
 // What a run's requests saw of each source's acceptance, carried from request to request as the
 // step costs are (serve, chat, pipe, bench's rounds): a new request's gate starts from it, worth
@@ -86,10 +89,10 @@ public:
     static constexpr double kCarriedTries = 4.0;  // the weight of the history at position 1
     void record(std::string_view source, size_t drafted, size_t accepted);
     // The history's counts for a new request: scaled so position 1 weighs at most kCarriedTries.
-    std::map<std::string, AcceptanceCounts, std::less<>> carried() const;
+    AcceptanceBySource carried() const;
 
 private:
-    std::map<std::string, AcceptanceCounts, std::less<>> counts_;
+    AcceptanceBySource counts_;
 };
 
 class SpeculationGate {
@@ -105,6 +108,8 @@ public:
     void record(std::string_view source, size_t drafted, size_t accepted);
     // The acceptance estimate of draft position j (1-based) given the ones before it.
     double acceptance(std::string_view source, size_t j) const;
+    // acceptance(source, 1) .. acceptance(source, limit), in one pass.
+    std::vector<double> acceptances(std::string_view source, size_t limit) const;
     static double expected_tokens(const std::vector<double>& p, size_t k);
 
 private:
@@ -120,10 +125,18 @@ private:
     size_t draft_max_;
     StepCostModel* costs_;
     AcceptanceHistory* history_;
-    std::map<std::string, AcceptanceCounts, std::less<>> counts_;
+    AcceptanceBySource counts_;
     size_t since_verify_ = 0;
     size_t explore_interval_ = kOpeningExploreInterval;
     bool exploring_ = false;
+};
+
+// What a run's gates learn, shared by its requests (a server's requests, a chat's or a pipe's
+// turns, bench's rounds or batch): the step costs and the acceptance by source.
+struct SpeculationMemory {
+    explicit SpeculationMemory(MoeShape shape) : costs(shape) {}
+    StepCostModel costs;
+    AcceptanceHistory acceptance;
 };
 
 }  // namespace stormo

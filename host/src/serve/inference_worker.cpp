@@ -114,7 +114,7 @@ InferenceWorker::InferenceWorker(WorkerContext context)
       ledger_(kv_buffers(ctx_.engine->model()), ctx_.rewind_slack, ctx_.engine->memory().kv_bytes),
       scheduler_(ctx_.engine->pipeline(), batch_settings(ctx_)),
       slots_(ctx_.sessions.size()),
-      step_costs_(std::make_shared<StepCostModel>(moe_shape_of(ctx_.engine->model()))) {
+      speculation_memory_(std::make_shared<SpeculationMemory>(moe_shape_of(ctx_.engine->model()))) {
     const MoeShape shape = moe_shape_of(ctx_.engine->model());
     const double experts = static_cast<double>(shape.moe_layers * shape.experts);
     if (ctx_.metrics)
@@ -195,8 +195,7 @@ void InferenceWorker::begin(std::shared_ptr<Job> job) {
         !usable)
         a->begin_error = Error{ErrorKind::invalid_argument, usable.error().message};  // the client's: a 400
     if (peer_lost_) a->begin_error = *peer_lost_;
-    g.step_costs = step_costs_;
-    g.acceptance_history = acceptance_history_;
+    g.speculation_memory = speculation_memory_;
     if (!req.ignore_eos) g.stop_ids = ctx_.stop_ids;
     g.whole_context = true;
     g.cancel = &j.halt();

@@ -93,8 +93,7 @@ private:
     BatchScheduler scheduler_;
     std::vector<std::unique_ptr<Active>> active_;
     std::vector<SlotState> slots_;  // per slot: busy, and when it was last taken (held is read at the choice)
-    std::shared_ptr<StepCostModel> step_costs_;  // the speculation gate's step costs, learned across requests
-    std::shared_ptr<AcceptanceHistory> acceptance_history_ = std::make_shared<AcceptanceHistory>();  // and its acceptance
+    std::shared_ptr<SpeculationMemory> speculation_memory_;  // what the speculation gates learned across requests
     uint64_t admissions_ = 0;
     size_t generated_in_step_ = 0;
     std::thread thread_;

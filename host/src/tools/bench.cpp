@@ -113,14 +113,12 @@ struct DecodeRound {
 
 Expected<DecodeRound> run_round(Engine& engine, const GenerationRequest& plain, const BenchRequest& request,
                                 const std::vector<int32_t>& plain_tokens, bool speculating,
-                                const std::shared_ptr<StepCostModel>& step_costs,
-                                const std::shared_ptr<AcceptanceHistory>& acceptance) {
+                                const std::shared_ptr<SpeculationMemory>& memory) {
     GenerationRequest gen = plain;
     gen.on_prefill_block = nullptr;
     if (speculating) {
         gen.speculation = request.speculation;
-        gen.step_costs = step_costs;
-        gen.acceptance_history = acceptance;
+        gen.speculation_memory = memory;
         if (gen.speculation.mode == SpeculateMode::off) gen.speculation.mode = SpeculateMode::context;
         if (request.replay_acceptance)
             gen.draft_source = std::make_shared<ReplayDraftSource>(plain_tokens, *request.replay_acceptance, request.seed,
@@ -159,11 +157,10 @@ Expected<SpeculativeBenchRun> run_speculative(Engine& engine, const GenerationRe
     // The gate's step costs and acceptance carry from round to round, as a server's carry from
     // request to request (docs/speculation.md): each round is one short request, and a gate that
     // met every round knowing only the prompt's rows measured its first guesses, not its choices.
-    const auto step_costs = std::make_shared<StepCostModel>(moe_shape_of(engine.model()));
-    const auto acceptance = std::make_shared<AcceptanceHistory>();
+    const auto memory = std::make_shared<SpeculationMemory>(moe_shape_of(engine.model()));
     for (size_t round = 0; round < request.speculation_rounds; ++round) {
         for (const bool speculating : {round % 2 == 1, round % 2 == 0}) {
-            STORMO_TRY_ASSIGN(const DecodeRound r, run_round(engine, plain, request, plain_tokens, speculating, step_costs, acceptance));
+            STORMO_TRY_ASSIGN(const DecodeRound r, run_round(engine, plain, request, plain_tokens, speculating, memory));
             if (!speculating) {
                 out.plain_round_seconds.push_back(r.seconds);
                 out.plain_acquired += r.acquired;

@@ -55,8 +55,7 @@ Expected<Batch> begin_batch(Engine& engine, std::vector<std::vector<int32_t>> pr
                             const std::function<void(size_t sequence, int32_t token)>& on_token) {
     Batch batch;
     batch.requests.resize(prompts.size());  // never resized again: each sequence holds its request
-    const auto costs = std::make_shared<StepCostModel>(moe_shape_of(engine.model()));
-    const auto acceptance = std::make_shared<AcceptanceHistory>();
+    const auto memory = std::make_shared<SpeculationMemory>(moe_shape_of(engine.model()));
     for (size_t i = 0; i < prompts.size(); ++i) {
         STORMO_TRY_ASSIGN(auto session, engine.new_session(prompts[i].size() + max_tokens));
         batch.sessions.push_back(std::move(session));
@@ -64,8 +63,7 @@ Expected<Batch> begin_batch(Engine& engine, std::vector<std::vector<int32_t>> pr
         batch.requests[i].max_tokens = max_tokens;  // greedy (default sampling), no stop ids
         // --speculate: the same ids; the gate's step costs learned over the whole batch.
         batch.requests[i].speculation = engine.speculation();
-        batch.requests[i].step_costs = costs;
-        batch.requests[i].acceptance_history = acceptance;
+        batch.requests[i].speculation_memory = memory;
     }
     batch.sequences.reserve(prompts.size());
     for (size_t i = 0; i < prompts.size(); ++i) {
