@@ -1,7 +1,7 @@
 // The speculation gate's decisions on synthetic step costs and acceptance (decisions, not
 // timing): it converges to plain decoding when drafts are never accepted, explores now and then
 // with a growing interval and recovers when drafts start to be accepted, drafts long when rows
-// are cheap and acceptance high, never (not even to explore) when a row costs a whole step, and
+// are cheap and acceptance high, seldom (to explore) when a row costs a whole step, and
 // drafts shorter when the extra rows' experts must be read from disk.
 #include <gtest/gtest.h>
 
@@ -60,13 +60,33 @@ TEST(SpeculationGate, ThePromptPricesARowBeforeAnyVerify) {
     // A short answer still gets its try: the opening exploration comes at the second step.
     EXPECT_EQ(cautious.choose("context", 8), 1u);
 
-    // A prompt whose rows cost a whole step each (a tiny model, compute-bound): even a draft sure
-    // to be right could not gain, so there is no try either.
+    // A prompt whose rows cost a whole step each (a tiny model, compute-bound): no draft is
+    // planned, but the prompt is only a prior, so the opening try still comes. Once a verify has
+    // measured a second row at a whole step too, tries come only at the longest interval.
     StepCostModel dear(kShape);
     dear.observe(20, 0, 0, 20.0, StepCostModel::StepKind::prompt);
     dear.observe(1, 0, 0, 1.0);
-    SpeculationGate never(8, dear);
-    for (int step = 0; step < 100; ++step) EXPECT_EQ(never.choose("context", 8), 0u) << "step " << step;
+    SpeculationGate tiny(8, dear);
+    EXPECT_EQ(tiny.choose("context", 8), 0u);
+    EXPECT_EQ(tiny.choose("context", 8), 1u);
+    dear.observe(2, 0, 0, 2.0);
+    tiny.record("context", 1, 1);
+    size_t tries = 0;
+    for (int step = 0; step < 1000; ++step) tries += tiny.choose("context", 8);
+    EXPECT_EQ(tries, 1000u / 512u);
+}
+
+TEST(SpeculationGate, ASlowFirstDecodeStepDoesNotPriceEveryRowAtAWholeStep) {
+    // The prompt's 20 rows took 1.95 steps (0.0975 a row); the first decode step took three steps' time (a
+    // cold start, a busy machine), the others one. The prior prices the second row by the
+    // prompt, whatever that first step took: the gate drafts.
+    StepCostModel model(kShape);
+    model.observe(20, 0, 0, 1.95, StepCostModel::StepKind::prompt);
+    model.observe(1, 0, 0, 3.0);
+    for (int i = 0; i < 10; ++i) model.observe(1, 0, 0, 1.0);
+    EXPECT_NEAR(model.predict(2) - model.predict(1), 0.0975, 1e-6);
+    SpeculationGate gate(8, model);
+    EXPECT_GT(gate.choose("context", 8), 0u);
 }
 
 TEST(SpeculationGate, VerifyStepsOutweighWhatThePromptSaid) {

@@ -65,11 +65,13 @@ void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, dou
         }
     };
     if (!decode_seen_) {
-        // The prior, worth one step and decayed like them: a step of two rows costs this one's
-        // plus a prompt row's when a prompt was timed, else plus a whole step (no gain expected).
+        // The prior on the slope alone, worth one step and decayed like them: a second row costs
+        // a prompt row when a prompt was timed, else a whole step (no gain expected). On the
+        // slope, not on a point of two rows: a point's height carries this first step's own time,
+        // and a first step slowed twofold (a cold start, a busy machine) priced every further row
+        // at a whole step for the run, the decode steps of one row being unable to correct it.
         decode_seen_ = true;
-        const double step = seconds / static_cast<double>(rows);
-        add({1.0, 1.0, 0.0}, step + prompt_row_seconds_.value_or(step));
+        add({0.0, 1.0, 0.0}, prompt_row_seconds_.value_or(seconds / static_cast<double>(rows)));
     }
     add({1.0, static_cast<double>(rows - 1), static_cast<double>(misses)}, seconds);
     if (rows > 1) multi_row_seen_ = true;
@@ -156,9 +158,13 @@ size_t SpeculationGate::choose(std::string_view source, size_t limit) {
         since_verify_ = 0;
         return best;
     }
-    // A try can pay only if a right draft could: two tokens from one step of two rows.
-    const bool hopeless = costs_->rows_priced() && 2.0 * t[0] <= kLeastExploreGain * t[1];
-    if (!hopeless && ++since_verify_ >= explore_interval_) {
+    // A try can pay only if a right draft could: two tokens from one step of two rows. Where
+    // verify steps measured that it cannot (a tiny model, whose every row costs a whole step),
+    // tries come only at the longest interval; where the prompt or the prior alone said so, the
+    // opening try still comes, so that one slow step timed on a busy machine cannot end
+    // speculation for the run before any verify was timed.
+    const bool hopeless = costs_->verify_priced() && 2.0 * t[0] <= kLeastExploreGain * t[1];
+    if (++since_verify_ >= (hopeless ? kLastExploreInterval : explore_interval_)) {
         since_verify_ = 0;
         exploring_ = true;
         return 1;

@@ -8,9 +8,9 @@
 // this run's steps (StepCostModel), the prompt's included. When k = 0 wins it still tries k = 1
 // now and then, so a source whose text turns repetitive recovers: once early (a short answer
 // would otherwise end before the first try, and the cost model has seen no verify yet), then at
-// an interval that doubles while the tries fail. It does not try where the measured costs say
-// that even a draft sure to be right could not gain a tenth: t(2) >= 2 t(1) / 1.1 (a tiny model,
-// whose every row costs a whole step).
+// an interval that doubles while the tries fail. Where timed verify steps say that even a draft
+// sure to be right could not gain a tenth, t(2) >= 2 t(1) / 1.1 (a tiny model, whose every row
+// costs a whole step), it tries only at the longest interval.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -34,9 +34,9 @@ struct MoeShape {
 //     m(n) = moe_layers * E (1 - (1 - K/E)^n) * (1 - h),
 // the expected union of n rows' top-K of E experts per layer times the share h of acquired
 // experts found resident (the store's hits over hits + misses, decayed likewise). The first
-// decode step seen adds a prior, worth one observation and decayed like them, that a second row
-// costs what a prompt row cost (when the prompt's step was timed) or else a whole step (b = a:
-// no gain expected); the verify steps then soon outweigh it.
+// decode step seen adds a prior on the slope b, worth one observation and decayed like them:
+// a second row costs what a prompt row cost (when the prompt's step was timed) or else a whole
+// step (no gain expected); the verify steps then soon outweigh it.
 class StepCostModel {
 public:
     explicit StepCostModel(MoeShape shape) : shape_(shape) {}
@@ -46,8 +46,8 @@ public:
     void observe(size_t rows, uint64_t acquired, uint64_t misses, double seconds, StepKind kind = StepKind::decode);
     // A decode step has been seen: the fit has its constant term.
     bool ready() const { return decode_seen_; }
-    // A second row has a measured price: a prompt's rows or a step of several decode rows.
-    bool rows_priced() const { return prompt_row_seconds_.has_value() || multi_row_seen_; }
+    // A step of several decode rows (a verify) has been timed.
+    bool verify_priced() const { return multi_row_seen_; }
     double predict(size_t rows) const;
     // predict(1) .. predict(max_rows), from one fit.
     std::vector<double> predict_up_to(size_t max_rows) const;
