@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "runtime/speculation_gate.hpp"
 
@@ -91,7 +92,9 @@ TEST(SpeculationGate, ASlowFirstDecodeStepDoesNotPriceEveryRowAtAWholeStep) {
 
 TEST(SpeculationGate, VerifyStepsOutweighWhatThePromptSaid) {
     // The prompt's rows looked cheap (5% of a step), but a verify of two rows costs 1.7 steps
-    // (gpt-oss-20b in RAM: 1.69): at an acceptance of one half k = 1 loses, and the gate stops.
+    // (gpt-oss-20b in RAM: 1.69): at an acceptance of one half k = 1 loses. A wider verify, priced
+    // hopefully at the prompt's rows, may be tried, once per width; timed on the line too, the
+    // gate stops.
     StepCostModel model(kShape);
     model.observe(200, 0, 0, 1.0 + 199 * 0.05, StepCostModel::StepKind::prompt);
     model.observe(1, 0, 0, 1.0);
@@ -103,7 +106,58 @@ TEST(SpeculationGate, VerifyStepsOutweighWhatThePromptSaid) {
         gate.record("context", 1, static_cast<size_t>(i % 2));
     }
     EXPECT_NEAR(model.predict(2), 1.7, 0.1);
-    EXPECT_EQ(gate.choose("context", 8), 0u);
+    size_t tries = 0, k = gate.choose("context", 8);
+    for (; k > 0 && tries < 8; k = gate.choose("context", 8), ++tries) {
+        EXPECT_GT(1 + k, model.widest_timed()) << "only a width never timed is tried on hope";
+        model.observe(1 + k, 0, 0, 1.0 + 0.7 * static_cast<double>(k));
+        gate.record("context", k, k / 2);
+    }
+    EXPECT_LT(tries, 8u);
+    EXPECT_EQ(k, 0u);
+}
+
+// A prompt row at 0.45 of a step, 2-row verifies timed at 1.8 steps, drafts right 9 times in 10:
+// the best timed length is k = 1 (1.9 tokens for 1.8 steps), and the line through the timed steps
+// prices a 9-row verify at 7.4 steps. Priced at the prompt's rows past two, a wider verify pays
+// more: it is tried. Where its rows really cost less (0.3 of a step past two, about what
+// gpt-oss-20b in RAM measured: 9 rows 3.97 steps), the gate goes on drafting long; where they cost
+// what the line said, it goes back to short drafts.
+TEST(SpeculationGate, AVerifyWiderThanAnyTimedIsTriedWhereAPromptRowSaysItCouldPay) {
+    for (const double row_past_two : {0.3, 0.8}) {
+        StepCostModel model(kShape);
+        model.observe(32, 0, 0, 32 * 0.45, StepCostModel::StepKind::prompt);
+        SpeculationGate gate(8, model);
+        for (int i = 0; i < 40; ++i) {
+            model.observe(1, 0, 0, 1.0);
+            model.observe(2, 0, 0, 1.8);
+            gate.record("context", 1, i % 10 == 0 ? 0 : 1);
+        }
+        EXPECT_NEAR(model.predict(9), 7.4, 0.05);
+        const auto verify_seconds = [&](size_t k) { return 1.8 + row_past_two * static_cast<double>(k - 1); };
+        std::mt19937 draws(7);  // each draft right with probability 0.9, given the ones before it
+        const auto accepted_of = [&](size_t k) {
+            for (size_t j = 0; j < k; ++j)
+                if (draws() % 10 == 0) return j;
+            return k;
+        };
+        const size_t tried = gate.choose("context", 8);
+        ASSERT_GT(tried, 1u) << row_past_two;
+        model.observe(1 + tried, 0, 0, verify_seconds(tried));
+        gate.record("context", tried, accepted_of(tried));
+        size_t longest_late = 0;
+        for (int i = 0; i < 30; ++i) {
+            const size_t k = gate.choose("context", 8);
+            if (i >= 20) longest_late = std::max(longest_late, k);
+            if (k == 0) continue;
+            model.observe(1 + k, 0, 0, verify_seconds(k));
+            gate.record("context", k, accepted_of(k));
+        }
+        if (row_past_two < 0.5) {
+            EXPECT_GE(longest_late, 4u) << "the wide verify was cheap: the gate drafts long";
+        } else {
+            EXPECT_LE(longest_late, 2u) << "the wide verifies cost what the line said: the gate went back to short drafts";
+        }
+    }
 }
 
 TEST(SpeculationGate, DraftsNeverAcceptedConvergeToPlainDecodingAndExplorationBacksOff) {

@@ -75,6 +75,7 @@ void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, dou
     }
     add({1.0, static_cast<double>(rows - 1), static_cast<double>(misses)}, seconds);
     if (rows > 1) multi_row_seen_ = true;
+    widest_ = std::max(widest_, rows);
 }
 
 std::vector<double> StepCostModel::coefficients() const {
@@ -99,6 +100,16 @@ std::vector<double> StepCostModel::predict_up_to(size_t max_rows) const {
     const std::vector<double> c = coefficients();
     std::vector<double> t(max_rows);
     for (size_t rows = 1; rows <= max_rows; ++rows) t[rows - 1] = predict_with(c, rows);
+    return t;
+}
+
+std::vector<double> StepCostModel::hopeful_up_to(size_t max_rows) const {
+    std::vector<double> t = predict_up_to(max_rows);
+    if (!prompt_row_seconds_ || widest_ == 0) return t;
+    const double saving = coefficients()[1] - *prompt_row_seconds_;
+    if (saving <= 0.0) return t;
+    for (size_t rows = widest_ + 1; rows <= max_rows; ++rows)
+        t[rows - 1] -= saving * static_cast<double>(rows - widest_);
     return t;
 }
 
@@ -152,8 +163,17 @@ size_t SpeculationGate::choose(std::string_view source, size_t limit) {
     }
     // A draft must promise a clear gain: near break-even the estimates' own noise decides, and a
     // wrong guess there loses while a right one gains next to nothing.
-    if (best_rate < plain_rate * kLeastDraftGain) best = 0;
+    if (best_rate < plain_rate * kLeastDraftGain) {
+        best = 0;
+        best_rate = plain_rate;
+    }
     exploring_ = false;
+    // A verify wider than any step timed is priced by the fit's line through the narrower ones,
+    // which a verify's rows can undercut as they grow: on gpt-oss-20b in RAM the line through
+    // 2-row verifies (1.81 plain steps) priced a 9-row one at about 7 steps, and it cost 3.97.
+    // Where a prompt row (the price of a row among many) says a wider verify could pay more than
+    // the best timed length, it is tried: its verify is then timed, and the fit knows.
+    if (const size_t wider = wider_try(p, limit, best_rate); wider > 0) best = wider;
     if (best > 0) {
         since_verify_ = 0;
         return best;
@@ -170,6 +190,22 @@ size_t SpeculationGate::choose(std::string_view source, size_t limit) {
         return 1;
     }
     return 0;
+}
+
+size_t SpeculationGate::wider_try(const std::vector<double>& p, size_t limit, double best_rate) const {
+    if (costs_->widest_timed() >= 1 + limit) return 0;
+    const std::vector<double> t = costs_->hopeful_up_to(1 + limit);
+    size_t wider = 0;
+    double wider_rate = best_rate * kLeastDraftGain;
+    for (size_t k = costs_->widest_timed(); k <= limit; ++k) {
+        if (k == 0) continue;
+        const double rate = expected_tokens(p, k) / std::max(t[k], 1e-12);
+        if (rate > wider_rate) {
+            wider = k;
+            wider_rate = rate;
+        }
+    }
+    return wider;
 }
 
 void AcceptanceCounts::record(size_t drafted, size_t accepted_drafts) {

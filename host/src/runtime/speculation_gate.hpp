@@ -51,6 +51,12 @@ public:
     double predict(size_t rows) const;
     // predict(1) .. predict(max_rows), from one fit.
     std::vector<double> predict_up_to(size_t max_rows) const;
+    // The widest decode step timed (0: none).
+    size_t widest_timed() const { return widest_; }
+    // predict_up_to(max_rows), but a step wider than any timed priced at most as the widest timed
+    // one plus a prompt row per further row (what a row costs when many share a step): the price
+    // of a try, where the fit can only extend its line (unchanged without a timed prompt).
+    std::vector<double> hopeful_up_to(size_t max_rows) const;
     double expected_misses(size_t rows) const;
     // The fitted coefficients (a, b, c), for the statistics.
     std::vector<double> coefficients() const;
@@ -65,6 +71,7 @@ private:
     double hits_ = 0.0, acquired_ = 0.0;
     bool decode_seen_ = false;
     bool multi_row_seen_ = false;
+    size_t widest_ = 0;
     std::optional<double> prompt_row_seconds_;
 };
 
@@ -122,6 +129,9 @@ private:
     // replay at P = 0.5) and a 2-row verify at 1.57 plain steps predicted about 1% more; the gate
     // drafted on 105 of 146 steps and decoded at 0.962x of plain (median of 9 rounds).
     static constexpr double kLeastDraftGain = 1.05;
+    // The length that would pay most if the steps wider than any timed cost what hopeful_up_to
+    // says, when that beats `best_rate` by the margin; else 0.
+    size_t wider_try(const std::vector<double>& p, size_t limit, double best_rate) const;
     size_t draft_max_;
     StepCostModel* costs_;
     AcceptanceHistory* history_;
