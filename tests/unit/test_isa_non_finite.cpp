@@ -182,7 +182,7 @@ void check_matmul_activations(const KernelTable& isa, const std::string& plugin)
             testing::TestMatrix m = testing::random_matrix(f, l, rows, cols, rng);
             for (bool int8 : {false, true}) {
                 if (int8 && l != Layout::out_in) continue;
-                for (size_t n_x : {1, 4, 9}) {
+                for (size_t n_x : {1, 3, 4, 7, 9}) {
                     const std::vector<float> x = n_x == 1 ? [&] {
                         std::vector<float> one = testing::random_floats(cols, rng);
                         one[cols / 2 + 3] = kNaN;
@@ -272,7 +272,7 @@ void check_matmul_weights(const KernelTable& isa, const std::string& plugin) {
                 }
                 for (bool int8 : {false, true}) {
                     if (int8 && l != Layout::out_in) continue;
-                    for (size_t n_x : {1, 5}) {
+                    for (size_t n_x : {1, 3, 5}) {
                         const std::vector<float> x = testing::random_floats(n_x * cols, rng, 0.25f, 1.0f);
                         std::vector<float> y_ref(n_x * rows), y_isa(n_x * rows);
                         matmul(Compute{&ref, &pool, int8}, m.view(), x.data(), n_x, y_ref.data());

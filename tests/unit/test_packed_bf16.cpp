@@ -158,7 +158,7 @@ TEST(PackedBf16, EveryKernelTableGivesTheBf16Bits) {
             WorkerPool pool(1);
             const std::optional<packed_bf16::Packed> p = packed_bf16::pack(m.view(), &pool, 100.0);
             ASSERT_TRUE(p);
-            for (size_t n_x : {1, 2, 5}) {
+            for (size_t n_x : {1, 2, 3, 4, 5, 7, 9}) {
                 const std::vector<float> x = testing::random_floats(n_x * cols, rng);
                 for (size_t k = 0; k < hc.computes.size(); ++k) {
                     const Compute& c = hc.computes[k];

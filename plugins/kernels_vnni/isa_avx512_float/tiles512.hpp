@@ -19,15 +19,16 @@ constexpr int quad_outputs() {
     else return 0;
 }
 
-// Outputs [o_begin, o_end) for the rows r and r + 1 (R = 2) or row r (R = 1): tiles of 4 outputs
-// (K::kRowOutputs for a lone row, then 4 when that is more than 4), single outputs for the rest.
+// Outputs [o_begin, o_end) for the R rows from r (R = 1 to 4): tiles of 4 outputs (K::kRowOutputs
+// for a lone row, K::kQuadOutputs for three or four rows, then 4 when that is more than 4), single
+// outputs for the rest.
 template <class K, int R>
 void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys, size_t o_begin, size_t o_end) {
     size_t o = o_begin;
-    constexpr int kWide = R == 1 ? K::kRowOutputs : R == 4 ? quad_outputs<K>() : 4;
-    if constexpr (kWide > 4)
+    constexpr int kWide = R == 1 ? K::kRowOutputs : R >= 3 ? quad_outputs<K>() : 4;
+    if constexpr (kWide > 1)
         for (; o + kWide <= o_end; o += kWide) K::template tile<kWide, R>(w, o, x, xs, y, ys);
-    if constexpr (kWide >= 4)
+    if constexpr (kWide > 4)
         for (; o + 4 <= o_end; o += 4) K::template tile<4, R>(w, o, x, xs, y, ys);
     for (; o < o_end; ++o) K::template tile<1, R>(w, o, x, xs, y, ys);
 }
@@ -47,7 +48,8 @@ void outputs(const WeightView& w, const float* x, size_t xs, float* y, size_t ys
 constexpr size_t kOutputChunk = 32;
 
 // Row blocks outermost (about 256 KiB of x, in L2), then chunks of 32 outputs, then quads of rows
-// for a kernel that gives kQuadOutputs (MXFP4), pairs of rows (a lone last row), then tiles of 4
+// for a kernel that gives kQuadOutputs (MXFP4, FP8, the GGUF blocks; three rows left go in one
+// tile too), pairs of rows (a lone last row), then tiles of 4
 // outputs x 2 rows (x 4 rows for quads). A tile's input loads serve 4 outputs and
 // its weight decodes 2 rows; a row pair stays in L1 while the chunk's tiles read it, and the
 // chunk's weights stay in L2 while every pair reads them, so the matrix is read from RAM once per
@@ -63,8 +65,16 @@ void drive(const WeightView& w, const float* x, size_t n_x, size_t xs, float* y,
         for (size_t c0 = o_begin; c0 < o_end; c0 += kOutputChunk) {
             const size_t c1 = c0 + kOutputChunk < o_end ? c0 + kOutputChunk : o_end;
             size_t r = r0;
-            if constexpr (quad_outputs<K>() > 0)
+            if constexpr (quad_outputs<K>() > 0) {
                 for (; r + 4 <= r_end; r += 4) outputs<K, 4>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
+                // Three rows left (a verify of two drafts, an expert three rows chose): one pass
+                // decoding the weights, not a pair's and then a lone row's (MXFP4 3 rows x 5760 x
+                // 2880 on 2 threads: 0.57-0.61 ms -> 0.39-0.42; docs/kernels.md).
+                if (r + 3 == r_end) {
+                    outputs<K, 3>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
+                    r += 3;
+                }
+            }
             for (; r + 2 <= r_end; r += 2) outputs<K, 2>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
             if (r < r_end) outputs<K, 1>(w, x + r * xs, xs, y + r * ys, ys, c0, c1);
         }
