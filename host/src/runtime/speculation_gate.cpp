@@ -74,7 +74,6 @@ void StepCostModel::observe(size_t rows, uint64_t acquired, uint64_t misses, dou
         add({0.0, 1.0, 0.0}, prompt_row_seconds_.value_or(seconds / static_cast<double>(rows)));
     }
     add({1.0, static_cast<double>(rows - 1), static_cast<double>(misses)}, seconds);
-    if (rows > 1) multi_row_seen_ = true;
     widest_ = std::max(widest_, rows);
 }
 
@@ -104,12 +103,14 @@ std::vector<double> StepCostModel::predict_up_to(size_t max_rows) const {
 }
 
 std::vector<double> StepCostModel::hopeful_up_to(size_t max_rows) const {
-    std::vector<double> t = predict_up_to(max_rows);
-    if (!prompt_row_seconds_ || widest_ == 0) return t;
-    const double saving = coefficients()[1] - *prompt_row_seconds_;
-    if (saving <= 0.0) return t;
-    for (size_t rows = widest_ + 1; rows <= max_rows; ++rows)
-        t[rows - 1] -= saving * static_cast<double>(rows - widest_);
+    const std::vector<double> c = coefficients();
+    // Below the widest step timed, and without a timed prompt, the fit's line as it is.
+    const double saving = prompt_row_seconds_ ? c[1] - *prompt_row_seconds_ : 0.0;
+    std::vector<double> t(max_rows);
+    for (size_t rows = 1; rows <= max_rows; ++rows) {
+        t[rows - 1] = predict_with(c, rows);
+        if (saving > 0.0 && widest_ > 0 && rows > widest_) t[rows - 1] -= saving * static_cast<double>(rows - widest_);
+    }
     return t;
 }
 
@@ -197,8 +198,7 @@ size_t SpeculationGate::wider_try(const std::vector<double>& p, size_t limit, do
     const std::vector<double> t = costs_->hopeful_up_to(1 + limit);
     size_t wider = 0;
     double wider_rate = best_rate * kLeastDraftGain;
-    for (size_t k = costs_->widest_timed(); k <= limit; ++k) {
-        if (k == 0) continue;
+    for (size_t k = std::max<size_t>(1, costs_->widest_timed()); k <= limit; ++k) {
         const double rate = expected_tokens(p, k) / std::max(t[k], 1e-12);
         if (rate > wider_rate) {
             wider = k;

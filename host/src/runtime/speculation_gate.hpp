@@ -47,7 +47,7 @@ public:
     // A decode step has been seen: the fit has its constant term.
     bool ready() const { return decode_seen_; }
     // A step of several decode rows (a verify) has been timed.
-    bool verify_priced() const { return multi_row_seen_; }
+    bool verify_priced() const { return widest_ > 1; }
     double predict(size_t rows) const;
     // predict(1) .. predict(max_rows), from one fit.
     std::vector<double> predict_up_to(size_t max_rows) const;
@@ -70,8 +70,7 @@ private:
     double xy_[3] = {};
     double hits_ = 0.0, acquired_ = 0.0;
     bool decode_seen_ = false;
-    bool multi_row_seen_ = false;
-    size_t widest_ = 0;
+    size_t widest_ = 0;  // the most rows of a decode step timed
     std::optional<double> prompt_row_seconds_;
 };
 
