@@ -10,11 +10,14 @@
 // A row of cols values is cut into groups of 64 (the last padded with zeros); with G = groups(cols),
 // row o starts at data + o * row_bytes(cols) and holds
 //   [G x 64 low bytes][G x 32 code bytes][16-byte table][zeros to a multiple of 16 bytes].
-// Within a group, value j sits in slot slot_of(j), in the order 128-bit byte unpacks (punpcklbw /
-// punpckhbw) of the low bytes with the looked-up high bytes produce it in: the slots a 128-bit lane
-// holds at 0-7 come out as 8 consecutive values of the first half, those at 8-15 of the second. A
-// slot s < 32 has its code in the low nibble of the group's code byte s, a slot s >= 32 in the high
-// nibble of code byte s - 32, so one shift and one mask give the slots' codes in order.
+// Within a group, value j sits in slot slot_of(j), in the order two levels of 128-bit unpacks
+// produce it in: byte unpacks (punpcklbw / punpckhbw) of the low bytes with the looked-up high
+// bytes give BF16 words, and word unpacks of those under zeros (punpcklwd / punpckhwd) put each
+// word in the high half of a dword, which is the value as a float. Slot 16l + 4k + e (lane l,
+// e < 4) holds value 16k + 4l + e, so the k-th word unpack of a 512-bit group is values
+// 16k..16k+15 in order, and of a 256-bit half h values 16k+8h..16k+8h+7. A slot s < 32 has its
+// code in the low nibble of the group's code byte s, a slot s >= 32 in the high nibble of code
+// byte s - 32, so one shift and one mask give the slots' codes in order.
 #include <cstddef>
 #include <cstdint>
 
@@ -37,10 +40,8 @@ static constexpr size_t row_bytes(size_t cols) {
     return (table_offset(cols) + kTable + kRowAlign - 1) / kRowAlign * kRowAlign;
 }
 
-// The slot of value j (0..63) of a group.
-static constexpr size_t slot_of(size_t j) {
-    return j < 32 ? 16 * (j / 8) + j % 8 : 16 * ((j - 32) / 8) + 8 + (j - 32) % 8;
-}
+// The slot of value j (0..63) of a group: j's bits 2-3 and 4-5 swapped.
+static constexpr size_t slot_of(size_t j) { return (j & 0x03u) | (j & 0x0Cu) << 2 | (j & 0x30u) >> 2; }
 
 // A patch: the value at `column` of its row has high byte `high`.
 static constexpr uint32_t make_patch(size_t column, uint8_t high) { return static_cast<uint32_t>(column) << 8 | high; }

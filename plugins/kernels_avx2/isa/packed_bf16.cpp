@@ -1,8 +1,9 @@
-// BF16_PACKED on AVX2 (stormo/packed_bf16_layout.hpp), decoded inside the tile: per group of 64
-// values, the 32 code bytes split into the low and high nibbles (the codes of slots 0-31 and
-// 32-63), a byte shuffle looks each code up in the row's 16-byte table (copied into both 128-bit
-// lanes), and byte unpacks of the low bytes with those high bytes give the BF16 values in order;
-// each 8 of them widen to floats as the BF16 kernel widens them.
+// BF16_PACKED on AVX2 (stormo/packed_bf16_layout.hpp), decoded inside the tile, a group of 64
+// values in its two halves of 32 slots: per half, the code bytes' low or high nibbles (the codes of
+// slots 0-31 or 32-63), a byte shuffle looks each code up in the row's 16-byte table (copied into
+// both 128-bit lanes), two byte unpacks of the low bytes with those high bytes give BF16 words,
+// and four word unpacks of those under zeros give floats: half h's k-th is values 16k + 8h + 0-7,
+// in order (the layout's slot order is chosen so that these in-lane unpacks are the widening).
 //
 // The tile adds exactly what this plugin's BF16 tile adds, in its order: per 16 values, the
 // products of the first 8 into accumulator a and of the next 8 into b; over the last group, its
@@ -27,8 +28,9 @@ inline __m256i row_table(const uint8_t* row, size_t cols) {
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + packed_bf16::table_offset(cols))));
 }
 
-// BF16 bits of group g, in order: out[0] values 0-15, out[1] 16-31, out[2] 32-47, out[3] 48-63.
-inline void group_bf16(const uint8_t* row, size_t cols, __m256i table, size_t g, __m256i out[4]) {
+// BF16 words of group g in slot order: words[2h] holds half h's slots 0-7 and 16-23 (its lanes'
+// first eight), words[2h + 1] its slots 8-15 and 24-31.
+inline void group_words(const uint8_t* row, size_t cols, __m256i table, size_t g, __m256i words[4]) {
     const __m256i nibble = _mm256_set1_epi8(0x0F);
     const __m256i c =
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + packed_bf16::codes_offset(cols) + g * 32));
@@ -36,35 +38,43 @@ inline void group_bf16(const uint8_t* row, size_t cols, __m256i table, size_t g,
     const __m256i high_b = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(c, 4), nibble));
     const __m256i low_a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + g * kGroup));
     const __m256i low_b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + g * kGroup + 32));
-    out[0] = _mm256_unpacklo_epi8(low_a, high_a);
-    out[1] = _mm256_unpacklo_epi8(low_b, high_b);
-    out[2] = _mm256_unpackhi_epi8(low_a, high_a);
-    out[3] = _mm256_unpackhi_epi8(low_b, high_b);
+    words[0] = _mm256_unpacklo_epi8(low_a, high_a);
+    words[1] = _mm256_unpackhi_epi8(low_a, high_a);
+    words[2] = _mm256_unpacklo_epi8(low_b, high_b);
+    words[3] = _mm256_unpackhi_epi8(low_b, high_b);
 }
 
-inline __m256 widen(__m128i bf16) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bf16), 16));
-}
-
-// Group g of a row as eight vectors of 8 floats (values 0-7, 8-15, ..., 56-63).
+// Group g of a row as eight vectors of 8 floats (values 0-7, 8-15, ..., 56-63): each word
+// unpacked under a zero word is the high half of a dword, the float the BF16 value widens to.
 inline void group_floats(const uint8_t* row, size_t cols, __m256i table, size_t g, __m256 v[8]) {
-    __m256i h[4];
-    group_bf16(row, cols, table, g, h);
-    for (int q = 0; q < 4; ++q) {
-        v[2 * q] = widen(_mm256_castsi256_si128(h[q]));
-        v[2 * q + 1] = widen(_mm256_extracti128_si256(h[q], 1));
+    __m256i words[4];
+    group_words(row, cols, table, g, words);
+    const __m256i zero = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+        v[h] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, words[2 * h]));
+        v[2 + h] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, words[2 * h]));
+        v[4 + h] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, words[2 * h + 1]));
+        v[6 + h] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, words[2 * h + 1]));
     }
 }
 
-// The group decoder decode_packed_bf16_row runs for a patched tile's rows.
+// The group decoder decode_packed_bf16_row runs for a patched tile's rows. words[2h] holds, as
+// 64-bit quarters, values 8h + 0-3, 16 + 8h + 0-3, 8h + 4-7, 16 + 8h + 4-7 (words[2h + 1] the same
+// plus 32): quarters 0, 2, 1, 3 are two runs of 8 values in order.
 void decode_groups(const uint8_t* row, size_t groups, uint16_t* out) {
     const size_t cols = groups * kGroup;
     const __m256i table = row_table(row, cols);
     for (size_t g = 0; g < groups; ++g) {
-        __m256i h[4];
-        group_bf16(row, cols, table, g, h);
-        auto* o = reinterpret_cast<__m256i*>(out + g * kGroup);
-        for (int q = 0; q < 4; ++q) _mm256_storeu_si256(o + q, h[q]);
+        __m256i words[4];
+        group_words(row, cols, table, g, words);
+        uint16_t* o = out + g * kGroup;
+        for (int h = 0; h < 2; ++h)
+            for (int q = 0; q < 2; ++q) {
+                const __m256i runs = _mm256_permute4x64_epi64(words[2 * h + q], 0xD8);  // quarters 0, 2, 1, 3
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 32 * q + 8 * h), _mm256_castsi256_si128(runs));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 32 * q + 16 + 8 * h),
+                                 _mm256_extracti128_si256(runs, 1));
+            }
     }
 }
 

@@ -1,8 +1,9 @@
 // BF16_PACKED on 512-bit registers (stormo/packed_bf16_layout.hpp), decoded inside the tile: a
 // group of 64 values is one byte shuffle of its 64 codes through the row's table (copied into the
-// four 128-bit lanes) and two byte unpacks with its 64 low bytes, which give the BF16 values 0-31
-// and 32-63 in order; each 16 of them widen to floats as the BF16 kernel widens them. AVX512BW
-// only (no VBMI): the 16-entry table fits a lane.
+// four 128-bit lanes), two byte unpacks with its 64 low bytes, which give the BF16 words in slot
+// order, and four word unpacks of those under zeros, which give the floats of values 0-15, 16-31,
+// 32-47 and 48-63 in order: the layout's slot order is chosen so that these in-lane unpacks are
+// the whole widening. AVX512BW only (no VBMI): the 16-entry table fits a lane.
 //
 // The tile adds exactly what dense_tile<bf16> adds, in its order: per 64 values, the products of
 // values 0-15 into accumulator a, 16-31 into b, 32-47 into a, 48-63 into b (two of its 32-steps),
@@ -38,41 +39,38 @@ inline __m512i group_codes(const uint8_t* codes) {
     return _mm512_and_si512(_mm512_srlv_epi16(both, shift), _mm512_set1_epi8(0x0F));
 }
 
-// BF16 bits of group g: values 0-31 in lo, 32-63 in hi.
-inline void group_bf16(const uint8_t* row, size_t cols, __m512i table, size_t g, __m512i& lo, __m512i& hi) {
+// BF16 words of group g in slot order: slots 16l + 0-7 of each lane l in lo, 16l + 8-15 in hi.
+inline void group_words(const uint8_t* row, size_t cols, __m512i table, size_t g, __m512i& lo, __m512i& hi) {
     const __m512i high = _mm512_shuffle_epi8(table, group_codes(row + packed_bf16::codes_offset(cols) + g * 32));
     const __m512i low = _mm512_loadu_si512(row + g * kGroup);
     lo = _mm512_unpacklo_epi8(low, high);
     hi = _mm512_unpackhi_epi8(low, high);
 }
 
-// 16 BF16 values (the low or high half of v) widened exactly to float, as bf16x16 does.
-inline __m512 widen_low(__m512i v) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
-}
-inline __m512 widen_high(__m512i v) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
-}
-
-// Group g of a row as four vectors of 16 floats (values 0-15, 16-31, 32-47, 48-63).
+// Group g of a row as four vectors of 16 floats (values 0-15, 16-31, 32-47, 48-63): each word
+// unpacked under a zero word is the high half of a dword, the float the BF16 value widens to.
 inline void group_floats(const uint8_t* row, size_t cols, __m512i table, size_t g, __m512 v[4]) {
     __m512i lo, hi;
-    group_bf16(row, cols, table, g, lo, hi);
-    v[0] = widen_low(lo);
-    v[1] = widen_high(lo);
-    v[2] = widen_low(hi);
-    v[3] = widen_high(hi);
+    group_words(row, cols, table, g, lo, hi);
+    const __m512i zero = _mm512_setzero_si512();
+    v[0] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, lo));
+    v[1] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, lo));
+    v[2] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, hi));
+    v[3] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, hi));
 }
 
-// The group decoder decode_packed_bf16_row runs for a patched tile's rows.
+// The group decoder decode_packed_bf16_row runs for a patched tile's rows. In lo, lane l holds
+// values 4l + 0-3 and 16 + 4l + 0-3 (in hi the same plus 32) as 64-bit quarters: gathering the
+// even quarters, then the odd ones, puts the values in order.
 void decode_groups(const uint8_t* row, size_t groups, uint16_t* out) {
     const size_t cols = groups * kGroup;
     const __m512i table = row_table(row, cols);
+    const __m512i in_order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
     for (size_t g = 0; g < groups; ++g) {
         __m512i lo, hi;
-        group_bf16(row, cols, table, g, lo, hi);
-        _mm512_storeu_si512(out + g * kGroup, lo);
-        _mm512_storeu_si512(out + g * kGroup + 32, hi);
+        group_words(row, cols, table, g, lo, hi);
+        _mm512_storeu_si512(out + g * kGroup, _mm512_permutexvar_epi64(in_order, lo));
+        _mm512_storeu_si512(out + g * kGroup + 32, _mm512_permutexvar_epi64(in_order, hi));
     }
 }
 
