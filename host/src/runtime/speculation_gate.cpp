@@ -95,22 +95,22 @@ double StepCostModel::predict_with(const std::vector<double>& c, size_t rows) co
 
 double StepCostModel::predict(size_t rows) const { return predict_with(coefficients(), rows); }
 
-std::vector<double> StepCostModel::predict_up_to(size_t max_rows) const {
-    const std::vector<double> c = coefficients();
+std::vector<double> StepCostModel::line_up_to(const std::vector<double>& c, size_t max_rows) const {
     std::vector<double> t(max_rows);
     for (size_t rows = 1; rows <= max_rows; ++rows) t[rows - 1] = predict_with(c, rows);
     return t;
 }
 
+std::vector<double> StepCostModel::predict_up_to(size_t max_rows) const { return line_up_to(coefficients(), max_rows); }
+
 std::vector<double> StepCostModel::hopeful_up_to(size_t max_rows) const {
     const std::vector<double> c = coefficients();
+    std::vector<double> t = line_up_to(c, max_rows);
     // Below the widest step timed, and without a timed prompt, the fit's line as it is.
-    const double saving = prompt_row_seconds_ ? c[1] - *prompt_row_seconds_ : 0.0;
-    std::vector<double> t(max_rows);
-    for (size_t rows = 1; rows <= max_rows; ++rows) {
-        t[rows - 1] = predict_with(c, rows);
-        if (saving > 0.0 && widest_ > 0 && rows > widest_) t[rows - 1] -= saving * static_cast<double>(rows - widest_);
-    }
+    if (!prompt_row_seconds_ || widest_ == 0) return t;
+    const double saving = c[1] - *prompt_row_seconds_;
+    if (saving <= 0.0) return t;
+    for (size_t rows = widest_ + 1; rows <= max_rows; ++rows) t[rows - 1] -= saving * static_cast<double>(rows - widest_);
     return t;
 }
 

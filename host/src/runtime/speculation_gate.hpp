@@ -63,6 +63,8 @@ public:
 
 private:
     double predict_with(const std::vector<double>& coefficients, size_t rows) const;
+    // predict_with(coefficients, 1 .. max_rows).
+    std::vector<double> line_up_to(const std::vector<double>& coefficients, size_t max_rows) const;
     MoeShape shape_;
     static constexpr double kDecay = 0.97;
     // Decayed normal equations over features (1, n - 1, m) and their targets.
