@@ -37,7 +37,9 @@
 #
 # The figures (scripts/serve-streams.mjs defines them): aggregate decode tok/s (every token after
 # each stream's first, over the time from the first stream's first token to the last stream's
-# last), its ratio stormo / llama-server, time to first token (mean and max), the worst request's
+# last), decode tok/s while all N streams decode (after the last first token, until the first last
+# token), end-to-end tok/s, each with its ratio stormo / llama-server, time to first token (mean
+# and max), the worst request's
 # latency over N times the engine's own latency at N=1 (the issue's aim: at most 1), and for stormo
 # the expert bytes read from disk per generated token (its /metrics, prefill included) and their
 # ratio to N=1. EXPERT_METRIC=NAME takes that column from another `*_total` counter of stormo's
@@ -151,6 +153,11 @@ med = statistics.median
 def load(engine, n, r): return json.load(open(f"{out}/{engine}.{n}.{r}.json"))
 def runs(engine, n): return [load(engine, n, r) for r in range(1, repeats + 1)]
 def fig(engine, n, key): return med(x[key] for x in runs(engine, n))
+# A figure some runs may lack (an older serve-streams.mjs, or no window with every stream decoding).
+def fig_or_none(engine, n, key):
+    values = [x.get(key) for x in runs(engine, n)]
+    return None if any(v is None for v in values) else med(values)
+def ratio_of(s, l): return f(s / l) + "x" if s and l else ""
 def worst_latency(engine, n): return med(max(q["latency_ms"] for q in x["requests"]) for x in runs(engine, n))
 def alone(engine): return fig(engine, 1, "latency_ms_mean") if 1 in ns else None
 def expert_bytes(n):
@@ -169,25 +176,31 @@ print(f"stormo serve against {label}, prompt ~{pp} tokens, {tg} generated per st
 if not os.environ.get("HAS_PARALLEL") and max(ns) > 1:
     print("stormo serve had no --parallel: its streams were served one after another")
 what = f"{metric} per token" if metric else "expert bytes read per token"
-print(f"| N | engine | decode tok/s (aggregate) | stormo / llama | TTFT mean ms | TTFT max ms | worst latency / (N x alone) | {what} | vs N=1 |")
-print("|---|---|---|---|---|---|---|---|---|")
+print(f"| N | engine | decode tok/s (aggregate) | stormo / llama | decode tok/s, all streams decoding | stormo / llama "
+      f"| end-to-end tok/s | stormo / llama | TTFT mean ms | TTFT max ms | worst latency / (N x alone) | {what} | vs N=1 |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 base_bytes = expert_bytes(1) if 1 in ns else None
 for n in ns:
     s, l = fig("stormo", n, "decode_tokens_per_s"), fig("llama", n, "decode_tokens_per_s")
-    for engine, tps in (("stormo", s), ("llama-server", l)):
+    sa, la = fig_or_none("stormo", n, "all_decoding_tokens_per_s"), fig_or_none("llama", n, "all_decoding_tokens_per_s")
+    se, le = fig("stormo", n, "generated_tokens_per_s"), fig("llama", n, "generated_tokens_per_s")
+    for engine, tps, all_tps, e2e in (("stormo", s, sa, se), ("llama-server", l, la, le)):
         key = "stormo" if engine == "stormo" else "llama"
         a = alone(key)
         lat = f(worst_latency(key, n) / (n * a)) if a else "n/a"
-        ratio = f(s / l) + "x" if engine == "stormo" and s and l else ""
+        mine = engine == "stormo"
+        ratio, all_ratio, e2e_ratio = (ratio_of(s, l), ratio_of(sa, la), ratio_of(se, le)) if mine else ("", "", "")
         if engine == "stormo":
             b = expert_bytes(n)
             bytes_col = "n/a" if b is None else f"{b / 1e6:.1f} MB" if not metric else f"{b:.4g}"
             vs = f(b / base_bytes) if b is not None and base_bytes else "n/a"
         else:
             bytes_col, vs = "", ""
-        print(f"| {n} | {engine} | {f(tps)} | {ratio} | {f(fig(key, n, 'ttft_ms_mean'), 1)} | "
+        print(f"| {n} | {engine} | {f(tps)} | {ratio} | {f(all_tps)} | {all_ratio} | {f(e2e)} | {e2e_ratio} | "
+              f"{f(fig(key, n, 'ttft_ms_mean'), 1)} | "
               f"{f(fig(key, n, 'ttft_ms_max'), 1)} | {lat} | {bytes_col} | {vs} |")
-print("each run (round, N, engine): decode tok/s; end-to-end tok/s; each request's first token / latency in ms")
+print("each run (round, N, engine): decode tok/s; decode tok/s with all streams decoding (text chunks a token); "
+      "end-to-end tok/s; each request's first token / latency in ms")
 for r in range(1, repeats + 1):
     for n in ns:
         for key in ("stormo", "llama"):
@@ -200,9 +213,12 @@ for r in range(1, repeats + 1):
                 extra = f"; expert bytes read per decode token {'n/a' if d is None else f'{d / 1e6:.1f} MB'}"
                 extra += "".join(f"; {k} {v:.4g}/token" for k, v in sorted(m["per_token"].items())
                                  if k != "stormo_expert_bytes_read_total" and v is not None)
+            if x.get("final_parse_failures"):
+                extra += f"; {x['final_parse_failures']} stream(s) failed by the server mid-answer, counted to their last text chunk"
             cg = f"{out}/{key}.{n}.{r}.cgroup"
             if os.path.exists(cg):
                 peak, fails = open(cg).read().split()
                 extra += f"; cgroup peak {int(peak) / 2**30:.2f} GiB, failcnt {fails}"
-            print(f"  {r}, {n}, {key}: {x['decode_tokens_per_s']}; {x['generated_tokens_per_s']}; {reqs}{extra}")
+            steady = f"{x.get('all_decoding_tokens_per_s')} ({x.get('chunks_per_token')})"
+            print(f"  {r}, {n}, {key}: {x['decode_tokens_per_s']}; {steady}; {x['generated_tokens_per_s']}; {reqs}{extra}")
 PY
