@@ -190,7 +190,7 @@ for n in ns:
         lat = f(worst_latency(key, n) / (n * a)) if a else "n/a"
         mine = engine == "stormo"
         ratio, all_ratio, e2e_ratio = (ratio_of(s, l), ratio_of(sa, la), ratio_of(se, le)) if mine else ("", "", "")
-        if engine == "stormo":
+        if mine:
             b = expert_bytes(n)
             bytes_col = "n/a" if b is None else f"{b / 1e6:.1f} MB" if not metric else f"{b:.4g}"
             vs = f(b / base_bytes) if b is not None and base_bytes else "n/a"

@@ -237,8 +237,9 @@ async function stream(text, maxTokens, start, onFirst) {
         if (chunk.error) throw new Error(`the stream carried an error: ${JSON.stringify(chunk.error).slice(0, 300)}`);
         const now = performance.now() - start;
         const finished = chunk.choices?.[0]?.finish_reason;
-        if (chunkText(chunk) !== '' || finished) {
-          if (chunkText(chunk) !== '') r.chunk_ms.push(now);
+        const hasText = chunkText(chunk) !== '';
+        if (hasText || finished) {
+          if (hasText) r.chunk_ms.push(now);
           if (r.ttft_ms === null) {
             r.ttft_ms = now;
             onFirst?.();
