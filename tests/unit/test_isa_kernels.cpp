@@ -1167,7 +1167,7 @@ void check_q8_gguf(const KernelTable& table, const char* name) {
         const size_t xblock = q8_block_values(f);
         for (size_t blocks : {1, 2, 7, 8, 9, 17})
             for (size_t rows : {1, 5, 17})
-                for (size_t n_x : {1, 2, 3, 5}) {
+                for (size_t n_x : {1, 2, 3, 5, 6}) {  // 6: the lane tiles' 4 + 2 rows
                     const size_t cols = blocks * wblock;
                     const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, rows, cols, rng);
                     std::vector<int16_t> sums;

@@ -3,7 +3,8 @@
 // (17, 18 or 34 bytes), so a quad is four 16-byte loads put into lanes rather than one load, and
 // the eight weight scales of a group are gathered from their blocks. The 256-bit kernels of
 // q8_gguf.hpp handle two blocks a register and spend most of their time on horizontal sums and
-// scalar scale conversions, which this shape amortises over four blocks.
+// scalar scale conversions, which this shape amortises over four blocks. From three rows on, the
+// lane tiles of block_lanes512.hpp.
 //
 // In a GGUF block, elements 0-15 sit in the low nibbles (Q4_0, MXFP4) or first 16 bytes (Q8_0)
 // and elements 16-31 in the high nibbles or last 16 bytes, so activations split into halves.
@@ -13,7 +14,7 @@
 #include "avx512_intrinsics.hpp"
 
 #include "int8_kernels.hpp"
-#include "quads512.hpp"
+#include "block_lanes512.hpp"
 
 namespace stormo::simd {
 namespace avx512 {
@@ -170,7 +171,7 @@ void run_gguf(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t 
     if (!fits(x, y, ys, o_begin, o_end)) return;
     const size_t nb = w.cols / 32;
     const GgufWeights<B> weights{static_cast<const uint8_t*>(w.data), nb * B::kBytes};
-    run(weights, nb, x, y, ys, o_begin, o_end);
+    run_by_rows(weights, nb, x, y, ys, o_begin, o_end);
 }
 
 }  // namespace q8w

@@ -3,14 +3,15 @@
 // vector (two blocks per register: nibble split, lookups, dot steps, horizontal adds), which kept a
 // core below the RAM stream. Here (quads512.hpp) a register holds four blocks, one per 128-bit
 // lane, which is where pshufb looks up and where a block's 16 weight bytes sit in memory: the
-// weights need no shuffling at all.
+// weights need no shuffling at all. From three rows on, block_lanes512.hpp's tiles transpose four
+// outputs' quads once and so drop the per-row horizontal sums.
 //
 // Bit-exact against reference::matmul_q8_mxfp4_out_in: quads512.hpp's block sums and q8_mxfp4.hpp's
 // float steps; weights biased by 12 as there, half_scales for 2^(s-128) (docs/kernels.md).
 #include "avx512_intrinsics.hpp"
 
 #include "int8_kernels.hpp"
-#include "quads512.hpp"
+#include "block_lanes512.hpp"
 
 namespace stormo::simd {
 // Named for the ISA: the build test (IsaKernelsBuild) finds AVX-512 code by namespace.
@@ -68,7 +69,7 @@ void matmul_q8_mxfp4_avx512_vnni(const WeightView& w, const Q8Rows& x, float* y,
                                  size_t o_end) {
     const size_t nb = w.cols / 32;
     const avx512::q8w::Mxfp4Weights weights{static_cast<const uint8_t*>(w.data), w.scales, nb};
-    avx512::q8w::run(weights, nb, x, y, ys, o_begin, o_end);
+    avx512::q8w::run_by_rows(weights, nb, x, y, ys, o_begin, o_end);
 }
 
 }  // namespace stormo::simd
