@@ -215,16 +215,18 @@ struct SuperQ6K {
     }
 };
 
-// A lone activation row (decode) against four outputs at a time: each output's super-block is
-// decoded as matmul_super does, its sums left in their lanes, and the four outputs' sums reduced
-// together (one transpose-and-add tree instead of four horizontal sums), after which the float
-// steps run four outputs to a vector, each lane the reference's scalar steps: term, lane b % 8,
-// the final lane reduction. Bits are those of matmul_super.
-template <class S>
+// Rows r0 .. r0 + R - 1 of activations (R = 1 to 4) against four outputs at a time: each
+// output's super-block is decoded once, as matmul_super does, and used by every row; its sums
+// stay in their lanes, and each row's four outputs are reduced together (one transpose-and-add
+// tree instead of four horizontal sums), after which the float steps run four outputs to a
+// vector, each lane the reference's scalar steps: term, lane b % 8, the final lane reduction.
+// Bits are those of matmul_super, whatever R is.
+template <class S, int R>
 void tile4(const uint8_t* data, size_t row_bytes, size_t nb, const int8_t* q, const Q8Rows& x, const int16_t* pair_sums,
-           float* y, size_t o) {
-    __m128 lanes[8];
-    for (__m128& l : lanes) l = _mm_setzero_ps();
+           float* y, size_t ys, size_t o, size_t r0) {
+    __m128 lanes[R][8];
+    for (auto& row : lanes)
+        for (__m128& l : row) l = _mm_setzero_ps();
     // The tile's four rows are contiguous, and so are the next tile's: while super-block b of these
     // rows is read, the next tile's bytes are asked for in L2 in a straight sweep, a quarter row a step.
     const uint8_t* next = data + (o + 4) * row_bytes;
@@ -233,32 +235,47 @@ void tile4(const uint8_t* data, size_t row_bytes, size_t nb, const int8_t* q, co
 #pragma GCC unroll 16
         for (size_t off = 0; off < kSweep; off += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b * kSweep + off), _MM_HINT_T1);
         const uint8_t* blocks[4];
-        __m512i s[4];
-        decltype(S{}.min_tile(nullptr, nullptr)) m[4];
+        __m512i s[R][4];
+        decltype(S{}.min_tile(nullptr, nullptr)) m[R][4];
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
             blocks[k] = data + (o + static_cast<size_t>(k)) * row_bytes + b * S::kBytes;
             S blk;
             blk.decode(blocks[k]);
-            s[k] = blk.sum_lanes(q + b * 256);
-            m[k] = blk.min_tile(x.sums + b * 16, pair_sums + b * 8);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const size_t rb = (r0 + static_cast<size_t>(r)) * nb + b;
+                s[r][k] = blk.sum_lanes(q + rb * 256);
+                m[r][k] = blk.min_tile(x.sums + rb * 16, pair_sums + rb * 8);
+            }
         }
         __m128 d4, dmin4;
         S::half_scales(blocks, d4, dmin4);
-        const __m128 t = S::terms(sums4(s[0], s[1], s[2], s[3]), sums4(m[0], m[1], m[2], m[3]), x.scales[b], d4, dmin4);
-        lanes[b % 8] = _mm_add_ps(lanes[b % 8], t);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const size_t rb = (r0 + static_cast<size_t>(r)) * nb + b;
+            const __m128 t = S::terms(sums4(s[r][0], s[r][1], s[r][2], s[r][3]), sums4(m[r][0], m[r][1], m[r][2], m[r][3]),
+                                      x.scales[rb], d4, dmin4);
+            lanes[r][b % 8] = _mm_add_ps(lanes[r][b % 8], t);
+        }
     }
-    const __m128 a = _mm_add_ps(lanes[0], lanes[4]), bb = _mm_add_ps(lanes[2], lanes[6]);
-    const __m128 c = _mm_add_ps(lanes[1], lanes[5]), e = _mm_add_ps(lanes[3], lanes[7]);
-    _mm_storeu_ps(y + o, _mm_add_ps(_mm_add_ps(a, bb), _mm_add_ps(c, e)));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+        const __m128* l = lanes[r];
+        const __m128 a = _mm_add_ps(l[0], l[4]), bb = _mm_add_ps(l[2], l[6]);
+        const __m128 c = _mm_add_ps(l[1], l[5]), e = _mm_add_ps(l[3], l[7]);
+        _mm_storeu_ps(y + (r0 + static_cast<size_t>(r)) * ys + o, _mm_add_ps(_mm_add_ps(a, bb), _mm_add_ps(c, e)));
+    }
 }
 
-// matmul_super with tile4 for a lone row of activations quantized for the K-quants; any other
-// case (several rows, the last outputs, rows quantized for another format) is matmul_super's.
+// tile4 over every row of activations quantized for the K-quants, 4 rows a tile (the last 1-3
+// together), for the outputs in fours; any other case (the last outputs, rows quantized for
+// another format) is matmul_super's. Several rows used to go through matmul_super one output at
+// a time with a horizontal sum per row and super-block: 2 rows cost 2.75x one in cache.
 template <class S>
 void matmul_k(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {
     size_t o = o_begin;
-    if (x.n_x == 1 && x.block == kQ8KBlock && x.sums != nullptr) {
+    if (x.n_x > 0 && x.block == kQ8KBlock && x.sums != nullptr && o + 4 <= o_end) {
         const size_t nb = w.cols / 256;
         const int8_t* q = x.q;
         Scratch<int8_t> reordered;
@@ -266,15 +283,25 @@ void matmul_k(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t 
             S::reorder(x, reordered);
             q = reordered.data();
         }
-        // Per super-block, the sums of each 32 activations (two of the per-16 sums; at most 32 * 128).
+        // Per row and super-block, the sums of each 32 activations (two of the per-16 sums; at most 32 * 128).
         Scratch<int16_t> pair_sums;
         if constexpr (S::kPairSums) {
-            pair_sums.resize(nb * 8);
-            for (size_t i = 0; i < nb * 8; ++i)
+            pair_sums.resize(x.n_x * nb * 8);
+            for (size_t i = 0; i < x.n_x * nb * 8; ++i)
                 pair_sums.data()[i] = static_cast<int16_t>(x.sums[2 * i] + x.sums[2 * i + 1]);
         }
-        for (; o + 4 <= o_end; o += 4)
-            tile4<S>(static_cast<const uint8_t*>(w.data), nb * S::kBytes, nb, q, x, pair_sums.data(), y, o);
+        const uint8_t* data = static_cast<const uint8_t*>(w.data);
+        const size_t row_bytes = nb * S::kBytes;
+        for (; o + 4 <= o_end; o += 4) {
+            size_t r = 0;
+            for (; r + 4 <= x.n_x; r += 4) tile4<S, 4>(data, row_bytes, nb, q, x, pair_sums.data(), y, ys, o, r);
+            switch (x.n_x - r) {
+                case 3: tile4<S, 3>(data, row_bytes, nb, q, x, pair_sums.data(), y, ys, o, r); break;
+                case 2: tile4<S, 2>(data, row_bytes, nb, q, x, pair_sums.data(), y, ys, o, r); break;
+                case 1: tile4<S, 1>(data, row_bytes, nb, q, x, pair_sums.data(), y, ys, o, r); break;
+                default: break;
+            }
+        }
     }
     if (o < o_end) q8g::matmul_super<Avx512Vnni, S>(w, x, y, ys, o, o_end);
 }
