@@ -29,6 +29,7 @@
 #include <cstring>
 
 #include "scratch.hpp"
+#include "row_tiles.hpp"
 #include "stormo/kernels.hpp"
 
 namespace stormo::simd {
@@ -303,14 +304,9 @@ void matmul_q8_mxfp4(const WeightView& w, const Q8Rows& x, float* y, size_t ys, 
         for (size_t o = o_begin; o < o_end; ++o) {
             const uint8_t* blocks = data + o * nb * 16;
             const uint8_t* scales = w.scales + o * nb;
-            size_t r = r0;
-            for (; r + 4 <= r1; r += 4) output_tile<Dot, 4>(blocks, scales, nb, p, r - r0, y + r * ys + o, ys);
-            switch (r1 - r) {
-                case 3: output_tile<Dot, 3>(blocks, scales, nb, p, r - r0, y + r * ys + o, ys); break;
-                case 2: output_tile<Dot, 2>(blocks, scales, nb, p, r - r0, y + r * ys + o, ys); break;
-                case 1: output_tile<Dot, 1>(blocks, scales, nb, p, r - r0, y + r * ys + o, ys); break;
-                default: break;
-            }
+            row_tiles(r0, r1, [&]<int R>(size_t r) {
+                output_tile<Dot, R>(blocks, scales, nb, p, r - r0, y + r * ys + o, ys);
+            });
         }
     }
 }

@@ -166,14 +166,7 @@ void run_lanes(const W& w, size_t nb, const Q8Rows& x, float* y, size_t ys, size
         const size_t r1 = r0 + pass < x.n_x ? r0 + pass : x.n_x;
         prepare_lanes<W>(x, r0, r1, p);
         for (size_t o = o_begin; o < o_lanes; o += 4) {
-            size_t r = r0;
-            for (; r + 4 <= r1; r += 4) lane_tile<W, 4>(w, nb, o, p, r - r0, y + r * ys + o, ys);
-            switch (r1 - r) {
-                case 3: lane_tile<W, 3>(w, nb, o, p, r - r0, y + r * ys + o, ys); break;
-                case 2: lane_tile<W, 2>(w, nb, o, p, r - r0, y + r * ys + o, ys); break;
-                case 1: lane_tile<W, 1>(w, nb, o, p, r - r0, y + r * ys + o, ys); break;
-                default: break;
-            }
+            row_tiles(r0, r1, [&]<int R>(size_t r) { lane_tile<W, R>(w, nb, o, p, r - r0, y + r * ys + o, ys); });
         }
     }
     if (o_lanes < o_end) run(w, nb, x, y, ys, o_lanes, o_end);

@@ -19,6 +19,7 @@
 #include "gguf_decode.hpp"  // gguf::f16, gguf::scales_mins_k4_vec
 #include "int8_kernels.hpp"
 #include "q8_gguf.hpp"  // q8g::matmul_super, hsum_i32, load32
+#include "row_tiles.hpp"
 
 namespace stormo::simd {
 namespace avx512 {
@@ -292,16 +293,8 @@ void matmul_k(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t 
         }
         const uint8_t* data = static_cast<const uint8_t*>(w.data);
         const size_t row_bytes = nb * S::kBytes;
-        for (; o + 4 <= o_end; o += 4) {
-            size_t r = 0;
-            for (; r + 4 <= x.n_x; r += 4) tile4<S, 4>(data, row_bytes, nb, q, x, pair_sums.data(), y, ys, o, r);
-            switch (x.n_x - r) {
-                case 3: tile4<S, 3>(data, row_bytes, nb, q, x, pair_sums.data(), y, ys, o, r); break;
-                case 2: tile4<S, 2>(data, row_bytes, nb, q, x, pair_sums.data(), y, ys, o, r); break;
-                case 1: tile4<S, 1>(data, row_bytes, nb, q, x, pair_sums.data(), y, ys, o, r); break;
-                default: break;
-            }
-        }
+        for (; o + 4 <= o_end; o += 4)
+            row_tiles(0, x.n_x, [&]<int R>(size_t r) { tile4<S, R>(data, row_bytes, nb, q, x, pair_sums.data(), y, ys, o, r); });
     }
     if (o < o_end) q8g::matmul_super<Avx512Vnni, S>(w, x, y, ys, o, o_end);
 }
