@@ -4,9 +4,9 @@
 // unpacks, two adds and a permute per 8 blocks, per output and per row, to fold four partial sums
 // a block). The four outputs' decoded quads (W::quad: four blocks, one per 128-bit lane) are
 // transposed once, dwords within 128-bit lanes, so lane (block b, output k) of the k-th vector
-// holds output k's dword of block b; every row then runs 8 vpdpbusd against activations
-// prepared once per call with each block's dword repeated over its 128-bit lane, starting from
-// -kOffset * sum(q) so the lane ends on the exact block sum. The float work stays the
+// holds output k's dword of block b; every row then runs 8 vpdpbusd, each against one in-lane
+// shuffle of the row's prepared halves that spreads each block's matching dword over its 128-bit
+// lane, starting from -kOffset * sum(q) so the lane ends on the exact block sum. The float work stays the
 // reference's, lane for lane: term = float(isum) * (d * 2^(s-128)), lane b % 8 from +0 in
 // ascending blocks (blocks 0-3 of a group of 8 in one accumulator, 4-7 in the other), then
 // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). So every (output, row) value has the bits of
@@ -14,7 +14,10 @@
 // road").
 //
 // The decode and the transposition are paid once per tile and shared by its rows; a row costs
-// 8 vpdpbusd and 4 float operations per 16 (output, block) pairs against about 30 in output_tile.
+// 8 vpdpbusd, 8 shuffles and about 5 other operations per 16 (output, block) pairs against about
+// 30 operations in output_tile. (Prepared step vectors, one per vpdpbusd, saved the shuffles but
+// made a row 640 bytes a quad instead of 256, and 4 rows no longer fit L1 beside the weights:
+// 1.6x slower than output_tile.)
 #include "quads512.hpp"
 
 namespace stormo::simd {

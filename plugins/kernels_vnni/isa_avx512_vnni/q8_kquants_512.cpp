@@ -247,7 +247,7 @@ void tile4(const uint8_t* data, size_t row_bytes, size_t nb, const int8_t* q, co
             for (int r = 0; r < R; ++r) {
                 const size_t rb = (r0 + static_cast<size_t>(r)) * nb + b;
                 s[r][k] = blk.sum_lanes(q + rb * 256);
-                m[r][k] = blk.min_tile(x.sums + rb * 16, pair_sums + rb * 8);
+                m[r][k] = blk.min_tile(x.sums + rb * 16, S::kPairSums ? pair_sums + rb * 8 : nullptr);
             }
         }
         __m128 d4, dmin4;
