@@ -282,14 +282,14 @@ void output_tile(const uint8_t* blocks, const uint8_t* scales, size_t nb, const 
     else output_tile<Dot, R, false>(blocks, scales, nb, p, row0, y, ys);
 }
 
-// Rows prepared per pass: about 256 KiB of rearranged activations, so they stay in L2 while
-// every output of the range reads them; a multiple of 4 (the row-tile size).
-inline size_t rows_per_pass(size_t blocks, size_t n_x) {
-    const size_t per_row = blocks * 40 + 64;
+// Rows prepared per pass when a row takes `per_row` bytes prepared: about 256 KiB of them, so
+// they stay in L2 while every output of the range reads them; a multiple of 4 (the row-tile size).
+inline size_t rows_fitting_a_pass(size_t per_row, size_t n_x) {
     size_t rows = (size_t{256} << 10) / per_row;
     rows = rows < 4 ? 4 : rows - rows % 4;
     return rows < n_x ? rows : n_x;
 }
+inline size_t rows_per_pass(size_t blocks, size_t n_x) { return rows_fitting_a_pass(blocks * 40 + 64, n_x); }
 
 template <class Dot>
 void matmul_q8_mxfp4(const WeightView& w, const Q8Rows& x, float* y, size_t ys, size_t o_begin, size_t o_end) {

@@ -28,7 +28,10 @@ namespace q8w {
 // Per row and quad: the activations as quads512.hpp's Prepared holds them ([low halves of blocks
 // A-D | high halves], 128 bytes), then -kOffset * sum(q) (int32) and the row's block scale
 // (float), each repeated over the block's 128-bit lane. Zeros past the last block. A step's
-// vector (each block's dword k over its lane) is one in-lane shuffle of the halves.
+// vector (each block's dword k over its lane) is one in-lane shuffle of the halves. Not
+// quads512.hpp's Prepared itself: its per-block sums and scales would need a permute each per
+// row and quad on the hot path to reach their lanes, and a row's four vectors here are one
+// 256-byte run.
 struct LanePrepared {
     static constexpr size_t kQuadBytes = 256;
     static constexpr size_t kBias = 128;
@@ -39,12 +42,8 @@ struct LanePrepared {
     const int8_t* quad(size_t r, size_t q) const { return bytes.data() + (r * quads + q) * kQuadBytes; }
 };
 
-// Rows a pass so that the pass's prepared rows stay in about 256 KiB of L2, a multiple of 4.
 inline size_t lane_rows_per_pass(size_t blocks, size_t n_x) {
-    const size_t per_row = (blocks + 3) / 4 * LanePrepared::kQuadBytes;
-    size_t rows = (size_t{256} << 10) / per_row;
-    rows = rows < 4 ? 4 : rows - rows % 4;
-    return rows < n_x ? rows : n_x;
+    return q8::rows_fitting_a_pass((blocks + 3) / 4 * LanePrepared::kQuadBytes, n_x);
 }
 
 template <class W>
