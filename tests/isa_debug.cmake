@@ -10,6 +10,7 @@ file(GLOB STORMO_DEBUG_AVX2_SOURCES CONFIGURE_DEPENDS ${STORMO_ISA_DIR}/*.cpp)
 file(GLOB STORMO_DEBUG_AVX_VNNI_SOURCES CONFIGURE_DEPENDS ${STORMO_VNNI_DIR}/isa_avx_vnni/*.cpp)
 file(GLOB STORMO_DEBUG_AVX512_VNNI_SOURCES CONFIGURE_DEPENDS ${STORMO_VNNI_DIR}/isa_avx512_vnni/*.cpp)
 file(GLOB STORMO_DEBUG_AVX512_FLOAT_SOURCES CONFIGURE_DEPENDS ${STORMO_VNNI_DIR}/isa_avx512_float/*.cpp)
+file(GLOB STORMO_DEBUG_AVX512_BF16_SOURCES CONFIGURE_DEPENDS ${STORMO_VNNI_DIR}/isa_avx512_bf16/*.cpp)
 
 function(stormo_isa_debug_objects target flags)
   add_library(${target} OBJECT ${ARGN})
@@ -24,10 +25,11 @@ stormo_isa_debug_objects(stormo-isa-debug-avx2 "${STORMO_AVX2_FLAGS};-ffp-contra
 stormo_isa_debug_objects(stormo-isa-debug-avx-vnni "${STORMO_VNNI_FLAGS}" ${STORMO_DEBUG_AVX_VNNI_SOURCES})
 stormo_isa_debug_objects(stormo-isa-debug-avx512-vnni "${STORMO_AVX512_VNNI_FLAGS}" ${STORMO_DEBUG_AVX512_VNNI_SOURCES})
 stormo_isa_debug_objects(stormo-isa-debug-avx512-float "${STORMO_AVX512_FLOAT_FLAGS}" ${STORMO_DEBUG_AVX512_FLOAT_SOURCES})
+stormo_isa_debug_objects(stormo-isa-debug-avx512-bf16 "${STORMO_AVX512_BF16_FLAGS}" ${STORMO_DEBUG_AVX512_BF16_SOURCES})
 
 set(STORMO_ISA_DEBUG_LIST ${CMAKE_CURRENT_BINARY_DIR}/isa-debug-objects.txt)
 file(GENERATE OUTPUT ${STORMO_ISA_DEBUG_LIST} CONTENT
-  "$<JOIN:$<TARGET_OBJECTS:stormo-isa-debug-avx2>;$<TARGET_OBJECTS:stormo-isa-debug-avx-vnni>;$<TARGET_OBJECTS:stormo-isa-debug-avx512-vnni>;$<TARGET_OBJECTS:stormo-isa-debug-avx512-float>,\n>\n")
+  "$<JOIN:$<TARGET_OBJECTS:stormo-isa-debug-avx2>;$<TARGET_OBJECTS:stormo-isa-debug-avx-vnni>;$<TARGET_OBJECTS:stormo-isa-debug-avx512-vnni>;$<TARGET_OBJECTS:stormo-isa-debug-avx512-float>;$<TARGET_OBJECTS:stormo-isa-debug-avx512-bf16>,\n>\n")
 add_test(NAME IsaKernelsBuild.DebugObjectsDefineNoWeakSymbols
   COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} -DLIST=${STORMO_ISA_DEBUG_LIST}
           -P ${CMAKE_CURRENT_SOURCE_DIR}/isa_weak_symbols.cmake)

@@ -41,7 +41,7 @@ void DecoderModel::norm(NormSite site, int layer, const Rows& in, Rows out) cons
 }
 
 void DecoderModel::head(const Rows& normed, Rows logits) const {
-    matmul(compute_, embedding_.head, normed.data, normed.n, logits.data);
+    build_head(compute_, embedding_.head, normed, logits);
 }
 
 }  // namespace stormo::toolkit

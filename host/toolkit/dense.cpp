@@ -35,6 +35,13 @@ void build_norm(const Compute& c, const DecoderNorms& norms, Model::NormSite sit
     rms_norm_rows(c, weight, norms.eps, in, out);
 }
 
+void build_head(const Compute& c, const WeightView& head, const Rows& normed, Rows logits) {
+    const size_t f = static_cast<size_t>(head.format);
+    Compute road = c;
+    if (c.table == nullptr || f >= kWeightFormatCount || c.table->matmul_q8[f] == nullptr) road.int8_activations = false;
+    matmul(road, head, normed.data, normed.n, logits.data);
+}
+
 void build_swiglu_mlp(const Compute& c, const SwigluMlp& w, const Rows& in, Rows out) {
     const size_t n = in.n, inter = w.gate.rows;
     std::vector<float> gate(n * inter), up(n * inter);

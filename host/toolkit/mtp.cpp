@@ -57,7 +57,7 @@ public:
     }
     Expected<void> dense_ffn(int layer, const Rows& in, Rows out) const override { return body_->dense_ffn(layer, in, out); }
     void head(const Rows& normed, Rows logits) const override {
-        if (own_head_) matmul(compute_, *own_head_, normed.data, normed.n, logits.data);
+        if (own_head_) build_head(compute_, *own_head_, normed, logits);
         else main_.head(normed, logits);
     }
     const WeightView* head_weight() const override { return own_head_ ? &*own_head_ : main_.head_weight(); }

@@ -2,7 +2,8 @@
 // formats) on VPDPBUSD, in two flavours picked at run time by CPUID: AVX-VNNI (Alder Lake, Zen 5
 // and later) or AVX512-VNNI with AVX512VL/BW (Ice Lake, Zen 4 and later). Baseline code: discovery calls describe and
 // score on any CPU. Where the CPU has AVX-512 (F, BW, VL), 512-bit float kernels replace the avx2
-// ones for the out_in matrix layouts, whichever flavour runs the integer road.
+// ones for the out_in matrix layouts, whichever flavour runs the integer road; where it also has
+// AVX512-BF16, the integer road multiplies BF16 matrices by BF16 activations (vdpbf16ps).
 //
 // The description's cpu_features is the list of the flavour this machine can run (or of
 // AVX-VNNI when it can run neither), so the host's own CPUID check, `stormo plugins` and the
@@ -14,6 +15,7 @@
 
 #include "cpu_requirements.hpp"
 #include "float_kernels.hpp"
+#include "isa_avx512_bf16/bf16_pair_kernels.hpp"
 #include "isa_avx512_float/avx512_float_kernels.hpp"
 #include "stormo/kernels_plugin.hpp"
 #include "vnni_variant.hpp"
@@ -43,18 +45,20 @@ const stormo::PluginDescription& description() {
 
 class VnniKernels final : public stormo::KernelsPlugin {
 public:
-    VnniKernels(const stormo::simd::VnniVariant& variant, bool wide_float)
-        : variant_(variant), wide_float_(wide_float) {}
+    VnniKernels(const stormo::simd::VnniVariant& variant, bool wide_float, bool bf16_pairs)
+        : variant_(variant), wide_float_(wide_float), bf16_pairs_(bf16_pairs) {}
 
     void install(stormo::KernelTable& table) const override {
         stormo::simd::install_float_kernels(table);
         if (wide_float_) stormo::simd::avx512::install_float_kernels(table);
         stormo::simd::install_vnni_variant(variant_, table);
+        if (bf16_pairs_) stormo::simd::avx512::install_bf16_pair_kernels(table);
     }
 
 private:
     const stormo::simd::VnniVariant& variant_;
     bool wide_float_;
+    bool bf16_pairs_;  // the integer road's BF16 activations (AVX512-BF16)
 };
 
 }  // namespace
@@ -94,7 +98,8 @@ STORMO_PLUGIN_EXPORT stormo::PluginObject* stormo_plugin_create(stormo::Error* e
                                        "this CPU has neither"};
             return nullptr;
         }
-        return new VnniKernels(*variant, stormo::simd::features_available(stormo::simd::avx512::kFloatFeatures, cpu));
+        return new VnniKernels(*variant, stormo::simd::features_available(stormo::simd::avx512::kFloatFeatures, cpu),
+                               stormo::simd::features_available(stormo::simd::avx512::kBf16PairFeatures, cpu));
     } catch (const std::bad_alloc&) {
         if (error != nullptr) *error = stormo::Error{stormo::ErrorKind::resource, "vnni kernels: out of memory"};
         return nullptr;

@@ -32,6 +32,10 @@
 #include "stormo/json.hpp"
 #include "stormo/kernels.hpp"
 #include "stormo/kernels_plugin.hpp"
+#include "stormo/bf16_activations.hpp"
+#include "stormo/dtype.hpp"
+#include "stormo/packed_bf16.hpp"
+#include "stormo/toolkit/dense.hpp"
 
 // SIMDe last, with its native aliases: the plugins' kernel templates are written with the x86
 // intrinsic names, which then resolve to SIMDe's portable versions in this baseline-compiled file
@@ -802,6 +806,110 @@ TEST(IsaKernelsVnni, FloatKernelsMatchTheReference) {
     check_many_forms(table);
     check_thread_counts(table);
     report(worst, "vnni");
+}
+
+bool bf16_pairs_usable() { return avx512_vnni_usable() && cpu_has_all({CpuFeature::avx512_bf16}); }
+constexpr const char* kNoBf16 = "this CPU lacks avx512_bf16: the vnni plugin installs no BF16 pair kernels here "
+                                "(the integer road keeps BF16 matrices on the float road)";
+
+// The integer road's BF16 activations (matmul_bf16a) against the reference's definition, on odd
+// shapes and tails around the 32-value steps and 64-value groups, packed rows with patches among
+// them (random_matrix's outliers); with the row-independence contract of every matrix kernel.
+TEST(IsaKernelsVnni, Bf16PairsMatchTheReference) {
+    if (!bf16_pairs_usable()) GTEST_SKIP() << kNoBf16;
+    const InstalledVnni vnni = install_vnni();
+    ASSERT_TRUE(vnni.installed) << vnni.why;
+    const KernelTable& ref = reference_kernels();
+    std::mt19937 rng(2027);
+    Worst worst;
+    for (WeightFormat f : {WeightFormat::BF16, WeightFormat::BF16_PACKED}) {
+        const size_t i = static_cast<size_t>(f);
+        const MatmulFn isa = vnni.table.matmul_bf16a[i];
+        ASSERT_NE(isa, nullptr) << weight_format_name(f);
+        ASSERT_NE(isa, ref.matmul_bf16a[i]) << weight_format_name(f) << ": the plugin installed no pair kernel";
+        for (size_t rows : {1, 5, 8, 17, 40})
+            for (size_t cols : {1, 3, 31, 32, 33, 63, 64, 65, 100, 257})
+                for (size_t n_x : {1, 2, 3, 4, 5, 9}) {
+                    const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, rows, cols, rng);
+                    const std::vector<float> x = testing::random_floats(n_x * cols, rng);
+                    check_matmul(isa, ref.matmul_bf16a[i], m, x, n_x,
+                                 std::string("pairs ") + weight_format_name(f) + " " + std::to_string(rows) + "x" +
+                                     std::to_string(cols) + " n_x " + std::to_string(n_x),
+                                 worst, rng);
+                }
+    }
+    for (const auto& [kernel, w] : worst.by_kernel)
+        std::printf("[ measured ] vnni BF16 pairs %s: worst |plugin - reference| / sum|w*x| = %g (%s)\n", kernel.c_str(),
+                    w.first, w.second.c_str());
+    EXPECT_EQ(worst.by_kernel.size(), 2u);
+}
+
+// Each activation as the pair kernels round it, read back exactly: against the identity (W[o][o] =
+// 1, zeros elsewhere) output o of a row holding only x[o] is 1 * bf16(x[o]) plus products of zeros
+// (so an infinity stays one, and a NaN a NaN).
+// The values: random magnitudes, exact ties with even and odd last bits, subnormals, the edge of the
+// normals, the largest floats (which round to infinity), infinities and NaNs.
+TEST(IsaKernelsVnni, Bf16PairsRoundAsTheReference) {
+    if (!bf16_pairs_usable()) GTEST_SKIP() << kNoBf16;
+    const InstalledVnni vnni = install_vnni();
+    ASSERT_TRUE(vnni.installed) << vnni.why;
+    std::mt19937 rng(9);
+    std::vector<uint32_t> values = {0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x007FFFFFu, 0x00800000u,
+                                    0x00808000u, 0x00818000u, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F7F8000u, 0x7F7F7FFFu,
+                                    0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7F800001u, 0xFFFFFFFFu, 0x3F808000u,
+                                    0x3F818000u, 0x3F808001u, 0x3F807FFFu, 0xBF818000u};
+    std::uniform_int_distribution<uint32_t> bits;
+    for (int i = 0; i < 300; ++i) values.push_back(bits(rng));                           // any pattern
+    for (int i = 0; i < 100; ++i) values.push_back((bits(rng) & 0xFFFF0000u) | 0x8000u);  // ties
+    const size_t n = 64;
+    testing::TestMatrix eye;
+    eye.format = WeightFormat::BF16;
+    eye.rows = eye.cols = n;
+    eye.data.assign(n * n * 2, 0);
+    for (size_t o = 0; o < n; ++o) eye.data[(o * n + o) * 2 + 1] = 0x3F, eye.data[(o * n + o) * 2] = 0x80;
+    testing::TestMatrix packed = eye;
+    packed.format = WeightFormat::BF16_PACKED;
+    const auto p = packed_bf16::pack(eye.view(), nullptr, 100.0);
+    ASSERT_TRUE(p.has_value());
+    packed.data.assign(reinterpret_cast<const uint8_t*>(p->storage->data()),
+                       reinterpret_cast<const uint8_t*>(p->storage->data()) + p->storage->size());
+    std::vector<float> x(values.size() * n, 0.0f), y(values.size() * n);
+    for (size_t r = 0; r < values.size(); ++r) x[r * n + r % n] = std::bit_cast<float>(values[r]);
+    for (const testing::TestMatrix* m : {&eye, &packed}) {
+        vnni.table.matmul_bf16a[static_cast<size_t>(m->format)](m->view(), x.data(), values.size(), n, y.data(), n, 0, n);
+        for (size_t r = 0; r < values.size(); ++r) {
+            const float want = bf16_to_f32(bf16_activations::round_bits(values[r]));
+            const float got = y[r * n + r % n];
+            // A zero of either sign matches a zero: the sum from +0 keeps no -0.
+            EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : got == want)
+                << weight_format_name(m->format) << ": x bits " << std::hex << values[r] << " gave " << got << ", round_bits " << want;
+        }
+    }
+}
+
+// matmul runs the plugin's pairs for BF16 matrices on the integer road only, and a head keeps the
+// float road there (the bounded head proves its token against the float kernel's logits).
+TEST(IsaKernelsVnni, Bf16PairsRunOnTheIntegerRoadOnlyAndNeverForTheHead) {
+    if (!bf16_pairs_usable()) GTEST_SKIP() << kNoBf16;
+    const InstalledVnni vnni = install_vnni();
+    ASSERT_TRUE(vnni.installed) << vnni.why;
+    WorkerPool pool(2);
+    std::mt19937 rng(5);
+    for (WeightFormat f : {WeightFormat::BF16, WeightFormat::BF16_PACKED}) {
+        const size_t i = static_cast<size_t>(f), rows = 300, cols = 200, n_x = 3;
+        const testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, rows, cols, rng);
+        std::vector<float> x = testing::random_floats(n_x * cols, rng);
+        std::vector<float> pairs(n_x * rows), floats(n_x * rows), road(n_x * rows), off(n_x * rows), head(n_x * rows);
+        vnni.table.matmul_bf16a[i](m.view(), x.data(), n_x, cols, pairs.data(), rows, 0, rows);
+        vnni.table.matmul[i][static_cast<size_t>(Layout::out_in)](m.view(), x.data(), n_x, cols, floats.data(), rows, 0, rows);
+        matmul(Compute{&vnni.table, &pool, true}, m.view(), x.data(), n_x, road.data());
+        matmul(Compute{&vnni.table, &pool, false}, m.view(), x.data(), n_x, off.data());
+        toolkit::build_head(Compute{&vnni.table, &pool, true}, m.view(), Rows{x.data(), n_x, cols}, Rows{head.data(), n_x, rows});
+        EXPECT_EQ(road, pairs) << weight_format_name(f);
+        EXPECT_EQ(off, floats) << weight_format_name(f);
+        EXPECT_EQ(head, floats) << weight_format_name(f);
+        EXPECT_NE(pairs, floats) << weight_format_name(f) << ": the pairs round the activations";
+    }
 }
 
 // Inputs for the int8 dot: sizes around every block and tail boundary, random bytes, the

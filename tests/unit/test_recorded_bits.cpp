@@ -29,10 +29,13 @@ std::string case_key(const BitsCase& c) { return c.model + "/" + c.kernels + "/"
 // The recorded entry a case must match on this CPU. The vnni plugin installs its 512-bit float
 // kernels only where the CPU has AVX-512 F/BW/VL ("vnni" entries, recorded on such a CPU);
 // elsewhere it runs the avx2 float kernels, and its integer road is bit-exact with every other,
-// so its bits are the avx2 plugin's.
+// so its bits are the avx2 plugin's. Where the CPU also has AVX512-BF16, its integer road
+// multiplies BF16 matrices by BF16 activations ("vnni-bf16" entries, recorded on such a CPU).
 std::string recorded_key(const BitsCase& c) {
     const bool wide_float = cpu_has_all({CpuFeature::avx512f, CpuFeature::avx512bw, CpuFeature::avx512vl});
     if (c.kernels == "vnni" && !wide_float) return c.model + "/avx2/" + road_name(c.road);
+    if (c.kernels == "vnni" && c.road == ActivationRoad::int8 && cpu_has_all({CpuFeature::avx512_bf16}))
+        return c.model + "/vnni-bf16/" + road_name(c.road);
     return case_key(c);
 }
 
@@ -77,7 +80,7 @@ TEST_P(RecordedBits, LogitsAreTheRecordedBits) {
     ASSERT_TRUE(digest.has_value());
 
     if (const char* out = std::getenv("STORMO_RECORD_BITS")) {
-        std::ofstream(out, std::ios::app) << case_key(c) << " " << *digest << "\n";
+        std::ofstream(out, std::ios::app) << recorded_key(c) << " " << *digest << "\n";
         return;
     }
     std::ifstream in(recorded_path());

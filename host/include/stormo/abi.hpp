@@ -128,6 +128,7 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(KernelTable, dot_rows_i8);
     STORMO_ABI_FIELD(KernelTable, xor_reduce);
     STORMO_ABI_FIELD(KernelTable, dot_rows_q8);
+    STORMO_ABI_FIELD(KernelTable, matmul_bf16a);
     h = mix_type<Compute>(h);
     STORMO_ABI_FIELD(Compute, table);
     STORMO_ABI_FIELD(Compute, pool);

@@ -182,6 +182,14 @@ struct KernelTable {
     XorReduceFn xor_reduce = nullptr;
     // The host runs the head's cheap pass on this where a table has it, else on dot_rows_i8.
     DotRowsQ8Fn dot_rows_q8 = nullptr;
+    // The integer road's BF16 activations (docs/kernels.md): for BF16 and BF16_PACKED out_in
+    // matrices, y = W . bf16(x), x rounded by bf16_activations::round_bits and subnormal weights
+    // read as zeros (reference::matmul_bf16_pairs_out_in is the definition; an ISA version sums in
+    // its own fixed order, one per (row, output) whatever n_x and the output range are). The
+    // reference table's entries are the definition; stormo::matmul runs an entry only where a
+    // kernels plugin replaced it (pairs of BF16 products an instruction, as AVX512-BF16's
+    // vdpbf16ps), and elsewhere keeps those matrices on the float road.
+    std::array<MatmulFn, kWeightFormatCount> matmul_bf16a{};
 };
 
 // The scalar reference: the definition every ISA plugin is tested against.
@@ -209,7 +217,8 @@ struct Compute {
 
 // Matrix x rows over the pool: y [n_x, w.rows] = x [n_x, w.cols] * W^T. With int8_activations
 // set and a matmul_q8 entry for the format (out_in), x is quantized once and the integer kernel
-// runs; otherwise the float kernel. A (format, layout) no kernel exists for (MXFP4 in_out, which
+// runs; with int8_activations set and a plugin's matmul_bf16a entry (BF16, BF16_PACKED out_in),
+// that kernel runs on x as it is (it rounds to BF16 itself); otherwise the float kernel. A (format, layout) no kernel exists for (MXFP4 in_out, which
 // no loader builds) fills y with NaN: this call has no error channel, and NaN fails every check.
 STORMO_API void matmul(const Compute& c, const WeightView& w, const float* x, size_t n_x, float* y);
 

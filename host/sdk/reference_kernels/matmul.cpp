@@ -30,6 +30,12 @@ MatmulFn find_kernel(const Compute& c, const WeightView& w) {
     const size_t f = static_cast<size_t>(w.format);
     const size_t l = static_cast<size_t>(w.layout);
     if (f >= kWeightFormatCount || l >= kLayoutCount) return nullptr;
+    // The integer road's BF16 activations, where a plugin has them (the reference's entry is
+    // only the definition: run as a kernel it would be far slower than the float road).
+    if (c.table != nullptr && c.int8_activations && w.layout == Layout::out_in) {
+        const MatmulFn pairs = c.table->matmul_bf16a[f];
+        if (pairs != nullptr && pairs != reference_kernels().matmul_bf16a[f]) return pairs;
+    }
     if (c.table != nullptr && c.table->matmul[f][l] != nullptr) return c.table->matmul[f][l];
     return reference_kernels().matmul[f][l];
 }

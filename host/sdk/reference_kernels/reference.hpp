@@ -26,6 +26,13 @@ void matmul_gguf_out_in(const WeightView& w, const float* x, size_t n_x, size_t 
 // BF16_PACKED: rows decoded by row_bf16_packed (the BF16 values), then the same dot.
 void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                                size_t y_stride, size_t o_begin, size_t o_end);
+// The integer road's BF16 activations (KernelTable::matmul_bf16a) for BF16 and BF16_PACKED
+// (w.format says which): each x rounded by bf16_activations::round_bits, each weight read through
+// bf16_activations::weight_bits, then the same dot (the products are exact). The definition the
+// ISA versions are tested against; stormo::matmul runs a table's entry only when a plugin
+// replaced this one (docs/kernels.md says why).
+void matmul_bf16_pairs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                              size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                        size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_bf16_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,

@@ -54,6 +54,10 @@ KernelTable make_reference_table() {
     t.matmul_q8[idx(WeightFormat::GGUF_Q5_K)] = reference::matmul_q8_gguf_q5_k;
     t.matmul_q8[idx(WeightFormat::GGUF_Q6_K)] = reference::matmul_q8_gguf_q6_k;
     t.matmul_q8[idx(WeightFormat::GGUF_MXFP4)] = reference::matmul_q8_gguf_mxfp4;
+    // BF16 activations on the integer road: the definition, which stormo::matmul never runs itself
+    // (a scalar pass would cost a plugin without the road far more than the float road).
+    t.matmul_bf16a[idx(WeightFormat::BF16)] = reference::matmul_bf16_pairs_out_in;
+    t.matmul_bf16a[idx(WeightFormat::BF16_PACKED)] = reference::matmul_bf16_pairs_out_in;
     t.dot_rows_i8 = reference::dot_rows_i8;
     t.xor_reduce = reference::xor_reduce;
     t.dot_rows_q8 = reference::dot_rows_q8;

@@ -48,6 +48,14 @@ std::vector<KernelEntry> kernel_providers(const KernelTable& table, const Kernel
         out.push_back({"matmul_q8 " + format_name(f) + " out_in" + (int8_activations ? "" : " (int8 road off)"),
                        provider_of(table.matmul_q8[f], ref.matmul_q8[f], selection)});
     }
+    for (size_t f = 0; f < kWeightFormatCount; ++f) {
+        if (table.matmul_bf16a[f] == nullptr) continue;
+        // The reference's entry is the definition only: matmul never runs it (stormo/kernels.hpp).
+        const bool runs = table.matmul_bf16a[f] != ref.matmul_bf16a[f];
+        out.push_back({"matmul_bf16a " + format_name(f) + " out_in" +
+                           (!runs ? " (the float road runs)" : int8_activations ? "" : " (int8 road off)"),
+                       provider_of(table.matmul_bf16a[f], ref.matmul_bf16a[f], selection)});
+    }
     return out;
 }
 

@@ -192,7 +192,14 @@ Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const Kern
     return set;
 }
 
-bool has_q8(const KernelTable& t, WeightFormat f) { return t.matmul_q8[static_cast<size_t>(f)] != nullptr; }
+// Whether the integer road runs format f differently from the float road: integer kernels, or a
+// plugin's BF16 activations (the reference's matmul_bf16a entry never runs).
+bool has_int8_road(const KernelTable& t, WeightFormat f, Layout l) {
+    const size_t i = static_cast<size_t>(f);
+    if (l != Layout::out_in) return false;
+    return t.matmul_q8[i] != nullptr ||
+           (t.matmul_bf16a[i] != nullptr && t.matmul_bf16a[i] != reference_kernels().matmul_bf16a[i]);
+}
 
 // Times calls over the set, round-robin from `next`, in `windows` windows of at least
 // min_seconds / windows and one call each.
@@ -268,7 +275,7 @@ Expected<KernelBenchReport> run_kernel_bench(const std::vector<BenchKernels>& ke
         STORMO_TRY_ASSIGN(auto set, make_set(c, o, rng));
         size_t next = 0;
         for (const BenchKernels& k : kernels) {
-            if (k.int8_activations && !has_q8(*k.table, c.format)) continue;
+            if (k.int8_activations && !has_int8_road(*k.table, c.format, c.layout)) continue;
             for (size_t n_x : o.n_x)
                 for (size_t t : o.threads) {
                     KernelBenchRow row = measure(k, *pools[t], set, next, n_x, x, y, o);

@@ -1,7 +1,6 @@
 // BF16_PACKED on 512-bit registers (stormo/packed_bf16_layout.hpp), decoded inside the tile: a
-// group of 64 values is one byte shuffle of its 64 codes through the row's table (copied into the
-// four 128-bit lanes), two byte unpacks with its 64 low bytes, which give the BF16 words in slot
-// order, and four word unpacks of those under zeros, which give the floats of values 0-15, 16-31,
+// group of 64 values is its BF16 words in slot order (packed_bf16_words512.hpp: one byte shuffle,
+// two byte unpacks), then four word unpacks of those under zeros, which give the floats of values 0-15, 16-31,
 // 32-47 and 48-63 in order: the layout's slot order is chosen so that these in-lane unpacks are
 // the whole widening. AVX512BW only (no VBMI): the 16-entry table fits a lane.
 //
@@ -12,6 +11,7 @@
 // row decoder into BF16 and runs dense_tile itself over them.
 #include "avx512_float_kernels.hpp"
 #include "dense_tile512.hpp"  // dense_tile
+#include "packed_bf16_words512.hpp"  // row_table, group_words, decode_groups
 #include "scratch.hpp"
 #include "simd.hpp"  // Dense, prefetch_l2
 #include "simd512.hpp"
@@ -23,30 +23,6 @@ namespace {
 
 constexpr size_t kGroup = packed_bf16::kGroup;
 
-// The codes' byte shuffle table of a row, in all four lanes. The masked forms here and below:
-// GCC 12's plain ones start from an "undefined" register it warns about.
-inline __m512i row_table(const uint8_t* row, size_t cols) {
-    return _mm512_maskz_broadcast_i32x4(
-        0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + packed_bf16::table_offset(cols))));
-}
-
-// The 32 code bytes of a group in both halves, shifted by 0 (slots 0-31: low nibbles) and 4
-// (slots 32-63: high nibbles), masked: the 64 slots' codes in order.
-inline __m512i group_codes(const uint8_t* codes) {
-    const __m512i shift = _mm512_set_epi64(0x0004000400040004LL, 0x0004000400040004LL, 0x0004000400040004LL,
-                                           0x0004000400040004LL, 0, 0, 0, 0);
-    const __m512i both = _mm512_maskz_broadcast_i64x4(0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)));
-    return _mm512_and_si512(_mm512_srlv_epi16(both, shift), _mm512_set1_epi8(0x0F));
-}
-
-// BF16 words of group g in slot order: slots 16l + 0-7 of each lane l in lo, 16l + 8-15 in hi.
-inline void group_words(const uint8_t* row, size_t cols, __m512i table, size_t g, __m512i& lo, __m512i& hi) {
-    const __m512i high = _mm512_shuffle_epi8(table, group_codes(row + packed_bf16::codes_offset(cols) + g * 32));
-    const __m512i low = _mm512_loadu_si512(row + g * kGroup);
-    lo = _mm512_unpacklo_epi8(low, high);
-    hi = _mm512_unpackhi_epi8(low, high);
-}
-
 // Group g of a row as four vectors of 16 floats (values 0-15, 16-31, 32-47, 48-63): each word
 // unpacked under a zero word is the high half of a dword, the float the BF16 value widens to.
 inline void group_floats(const uint8_t* row, size_t cols, __m512i table, size_t g, __m512 v[4]) {
@@ -57,21 +33,6 @@ inline void group_floats(const uint8_t* row, size_t cols, __m512i table, size_t 
     v[1] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, lo));
     v[2] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, hi));
     v[3] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, hi));
-}
-
-// The group decoder decode_packed_bf16_row runs for a patched tile's rows. In lo, lane l holds
-// values 4l + 0-3 and 16 + 4l + 0-3 (in hi the same plus 32) as 64-bit quarters: gathering the
-// even quarters, then the odd ones, puts the values in order.
-void decode_groups(const uint8_t* row, size_t groups, uint16_t* out) {
-    const size_t cols = groups * kGroup;
-    const __m512i table = row_table(row, cols);
-    const __m512i in_order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
-    for (size_t g = 0; g < groups; ++g) {
-        __m512i lo, hi;
-        group_words(row, cols, table, g, lo, hi);
-        _mm512_storeu_si512(out + g * kGroup, _mm512_permutexvar_epi64(in_order, lo));
-        _mm512_storeu_si512(out + g * kGroup + 32, _mm512_permutexvar_epi64(in_order, hi));
-    }
 }
 
 // A tile whose rows hold patches: the rows decoded into BF16, then the BF16 tile over them.

@@ -30,6 +30,12 @@ struct DecoderNorms {
 // Model::norm for a pre-norm decoder: the site picks the weight.
 void build_norm(const Compute& c, const DecoderNorms& norms, Model::NormSite site, int layer, const Rows& in, Rows out);
 
+// logits[r] = head . normed[r]. A head the integer road has no kernel for (matmul_q8: BF16 and
+// other float formats) keeps float activations even where the road rounds other BF16 matrices'
+// to BF16 (matmul_bf16a): the host's bounded head proves its token against the float kernel's
+// logits, so these must be those logits.
+void build_head(const Compute& c, const WeightView& head, const Rows& normed, Rows logits);
+
 // down(silu(gate x) * up x): gate and up [inter, hidden], down [hidden, inter] (nn.Linear layout).
 struct SwigluMlp {
     WeightView gate, up, down;
