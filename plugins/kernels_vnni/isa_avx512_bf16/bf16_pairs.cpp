@@ -157,11 +157,7 @@ void packed_tile(const WeightView& w, size_t o, const Rows16& x, size_t row0, fl
         for (int r = 0; r < R; ++r) acc[0][k][r] = acc[1][k][r] = _mm512_setzero_ps();
     }
     for (size_t g = 0; g < groups; ++g) {
-#pragma GCC unroll 8
-        for (int k = 0; k < O; ++k) {
-            prefetch_l2(row[k], O * row_bytes + g * 96);
-            prefetch_l2(row[k], O * row_bytes + g * 96 + 64);
-        }
+        prefetch_next_rows<O>(row, row_bytes, g);
 #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) {
             __m512i lo, hi;

@@ -11,7 +11,7 @@
 // row decoder into BF16 and runs dense_tile itself over them.
 #include "avx512_float_kernels.hpp"
 #include "dense_tile512.hpp"  // dense_tile
-#include "packed_bf16_words512.hpp"  // row_table, group_words, decode_groups
+#include "packed_bf16_words512.hpp"  // row_table, group_words, decode_groups, prefetch_next_rows
 #include "scratch.hpp"
 #include "simd.hpp"  // Dense, prefetch_l2
 #include "simd512.hpp"
@@ -91,12 +91,7 @@ void packed_tile(const WeightView& w, size_t o, const float* x, size_t xs, float
     }
     for (size_t g = 0; g < full; ++g) {
         const size_t i = g * kGroup;
-        // The next tile's rows, 96 bytes a group, as dense_tile asks for its next rows.
-        #pragma GCC unroll 8
-        for (int k = 0; k < O; ++k) {
-            prefetch_l2(row[k], O * row_bytes + g * 96);
-            prefetch_l2(row[k], O * row_bytes + g * 96 + 64);
-        }
+        prefetch_next_rows<O>(row, row_bytes, g);
         #pragma GCC unroll 8
         for (int k = 0; k < O; ++k) {
             __m512 v[4];

@@ -38,6 +38,17 @@ inline void group_words(const uint8_t* row, size_t cols, __m512i table, size_t g
     hi = _mm512_unpackhi_epi8(low, high);
 }
 
+// Asks for the next tile's rows (O rows on from each of `row`), group g's 96 bytes of each, in
+// L2, as dense_tile asks for its next rows.
+template <int O>
+[[gnu::always_inline]] inline void prefetch_next_rows(const uint8_t* const (&row)[O], size_t row_bytes, size_t g) {
+#pragma GCC unroll 8
+    for (int k = 0; k < O; ++k) {
+        _mm_prefetch(reinterpret_cast<const char*>(row[k] + O * row_bytes + g * 96), _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(row[k] + O * row_bytes + g * 96 + 64), _MM_HINT_T1);
+    }
+}
+
 // The group decoder decode_packed_bf16_row runs for a patched tile's rows. In lo, lane l holds
 // values 4l + 0-3 and 16 + 4l + 0-3 (in hi the same plus 32) as 64-bit quarters: gathering the
 // even quarters, then the odd ones, puts the values in order.
