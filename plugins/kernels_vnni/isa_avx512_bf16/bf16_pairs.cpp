@@ -1,13 +1,14 @@
 // The integer road's BF16 activations (bf16_pair_kernels.hpp) on vdpbf16ps: a step takes 32 BF16
 // weights of an output and the 32 BF16 activations of a row at the same positions, and adds to
-// each of 16 float lanes the products of one pair of them (odd position first, then even, each
-// add rounded; subnormal inputs read as zeros and subnormal results flushed, whatever MXCSR says).
+// each of 16 float lanes the products of one pair of them (each add rounded, in the order the
+// instruction takes them; subnormal inputs read as zeros and subnormal results flushed, whatever
+// MXCSR says).
 // The float road's FMA multiplies 16 values an instruction, so a tile of several rows (decode of
 // several sequences, a verify, a prompt) does half as many multiply instructions; one row is bound
 // by reading the weights either way.
 //
-// The activations are rounded once per call (bf16_activations::round_bits, the reference's
-// rounding) into BF16 words laid out as the weights' words come: in order for BF16, and for
+// The activations are rounded once per call (vcvtne2ps2bf16, which rounds as the reference's
+// bf16_activations::round_bits) into BF16 words laid out as the weights' words come: in order for BF16, and for
 // BF16_PACKED in each group's slot order, as packed_bf16_words512.hpp's unpacks give the weights
 // (no widening at all: the words go to vdpbf16ps as they are). A packed tile holding a row with
 // patches decodes its rows through the SDK's row decoder and puts each group's words back in slot
