@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "compute/kernel_table.hpp"
 #include "kernel_test_support.hpp"
 #include "oracle_support.hpp"
 #include "runtime/generation.hpp"
@@ -29,10 +30,8 @@ std::unique_ptr<Engine> open_road(const std::string& dir, ActivationRoad road, c
 // Whether the engine's integer road multiplies BF16 matrices by BF16 activations (a plugin's pair
 // kernels; the reference table's entry is only the definition).
 bool runs_bf16_pairs(const Engine& engine) {
-    const size_t f = static_cast<size_t>(WeightFormat::BF16_PACKED);
     const KernelTable* t = engine.compute().table;
-    return engine.int8_activations() && t != nullptr && t->matmul_bf16a[f] != nullptr &&
-           t->matmul_bf16a[f] != reference_kernels().matmul_bf16a[f];
+    return engine.int8_activations() && t != nullptr && stormo::runs_bf16_pairs(*t, WeightFormat::BF16_PACKED);
 }
 
 struct FixtureData {

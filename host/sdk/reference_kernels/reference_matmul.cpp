@@ -94,32 +94,40 @@ void matmul_bf16_packed_out_in(const WeightView& w, const float* x, size_t n_x, 
     matmul_out_in(row_bf16_packed, w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 
+namespace {
+
+// A BF16 row as the pair road's products read it: decoded, each subnormal weight a zero of its sign.
+void flush_subnormal_weights(float* out, size_t cols) {
+    for (size_t i = 0; i < cols; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, out + i, sizeof bits);
+        out[i] = bf16_to_f32(bf16_activations::weight_bits(static_cast<uint16_t>(bits >> 16)));
+    }
+}
+void row_bf16_pairs(const WeightView& w, size_t row, float* out) {
+    row_bf16(w, row, out);
+    flush_subnormal_weights(out, w.cols);
+}
+void row_bf16_packed_pairs(const WeightView& w, size_t row, float* out) {
+    row_bf16_packed(w, row, out);
+    flush_subnormal_weights(out, w.cols);
+}
+
+}  // namespace
+
+// The rows rounded once, then the float reference's dot over the flushed weights: the road's
+// operands are BF16 values, whose products a float holds exactly, so only the adds round.
 void matmul_bf16_pairs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                               size_t y_stride, size_t o_begin, size_t o_end) {
-    const RowDecoder decode = w.format == WeightFormat::BF16_PACKED ? row_bf16_packed : row_bf16;
-    // The road's operands are BF16 values, whose products a float holds exactly: only the adds round.
-    auto bf16_value = [](float v) {
-        uint32_t bits;
-        std::memcpy(&bits, &v, sizeof bits);
-        return static_cast<uint16_t>(bits >> 16);  // a decoded BF16 weight's bits
-    };
-    std::vector<float> xr(w.cols);
-    std::vector<float> row(w.cols);
-    for (size_t r = 0; r < n_x; ++r) {
-        const float* xs = x + r * x_stride;
+    std::vector<float> rounded(n_x * w.cols);
+    for (size_t r = 0; r < n_x; ++r)
         for (size_t i = 0; i < w.cols; ++i) {
             uint32_t bits;
-            std::memcpy(&bits, xs + i, sizeof bits);
-            xr[i] = bf16_to_f32(bf16_activations::round_bits(bits));
+            std::memcpy(&bits, x + r * x_stride + i, sizeof bits);
+            rounded[r * w.cols + i] = bf16_to_f32(bf16_activations::round_bits(bits));
         }
-        for (size_t o = o_begin; o < o_end; ++o) {
-            decode(w, o, row.data());
-            float acc = 0.0f;
-            for (size_t i = 0; i < w.cols; ++i)
-                acc += bf16_to_f32(bf16_activations::weight_bits(bf16_value(row[i]))) * xr[i];
-            y[r * y_stride + o] = acc;
-        }
-    }
+    matmul_out_in(w.format == WeightFormat::BF16_PACKED ? row_bf16_packed_pairs : row_bf16_pairs, w, rounded.data(),
+                  n_x, w.cols, y, y_stride, o_begin, o_end);
 }
 
 void matmul_f32_in_out(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,

@@ -50,8 +50,7 @@ std::vector<KernelEntry> kernel_providers(const KernelTable& table, const Kernel
     }
     for (size_t f = 0; f < kWeightFormatCount; ++f) {
         if (table.matmul_bf16a[f] == nullptr) continue;
-        // The reference's entry is the definition only: matmul never runs it (stormo/kernels.hpp).
-        const bool runs = table.matmul_bf16a[f] != ref.matmul_bf16a[f];
+        const bool runs = runs_bf16_pairs(table, static_cast<WeightFormat>(f));
         out.push_back({"matmul_bf16a " + format_name(f) + " out_in" +
                            (!runs ? " (the float road runs)" : int8_activations ? "" : " (int8 road off)"),
                        provider_of(table.matmul_bf16a[f], ref.matmul_bf16a[f], selection)});

@@ -14,6 +14,13 @@ namespace stormo {
 // while the table is used.
 STORMO_API KernelTable build_kernel_table(const KernelsSelection& selection);
 
+// Whether the integer road runs the pair kernels of `t` for format f (BF16 activations): the
+// entry is a plugin's (the reference's is only the definition; stormo::matmul never runs it).
+inline bool runs_bf16_pairs(const KernelTable& t, WeightFormat f) {
+    const size_t i = static_cast<size_t>(f);
+    return i < kWeightFormatCount && t.matmul_bf16a[i] != nullptr && t.matmul_bf16a[i] != reference_kernels().matmul_bf16a[i];
+}
+
 // One row of "which kernel does what".
 struct KernelEntry {
     std::string operation;  // "matmul BF16 out_in", "rmsnorm", ...

@@ -2,6 +2,7 @@
 // pseudo-random values (identical pages could be merged by the hypervisor and then served from
 // cache), and read round-robin; the RAM probe runs first, with the same pools, so both figures
 // come from the same machine state.
+#include "compute/kernel_table.hpp"
 #include "compute/matrix_bytes.hpp"
 #include "compute/worker_pool.hpp"
 #include "stormo/fp8_codes.hpp"
@@ -195,10 +196,7 @@ Expected<std::vector<BenchMatrix>> make_set(const BenchMatrixCase& c, const Kern
 // Whether the integer road runs format f differently from the float road: integer kernels, or a
 // plugin's BF16 activations (the reference's matmul_bf16a entry never runs).
 bool has_int8_road(const KernelTable& t, WeightFormat f, Layout l) {
-    const size_t i = static_cast<size_t>(f);
-    if (l != Layout::out_in) return false;
-    return t.matmul_q8[i] != nullptr ||
-           (t.matmul_bf16a[i] != nullptr && t.matmul_bf16a[i] != reference_kernels().matmul_bf16a[i]);
+    return l == Layout::out_in && (t.matmul_q8[static_cast<size_t>(f)] != nullptr || runs_bf16_pairs(t, f));
 }
 
 // Times calls over the set, round-robin from `next`, in `windows` windows of at least

@@ -189,12 +189,14 @@ void packed_tile(const WeightView& w, size_t o, const Rows16& x, size_t row0, fl
 }
 
 struct Plain {
+    static void prepare(const float* x, size_t n_x, size_t xs, size_t cols, Rows16& p) { prepare_in_order(x, n_x, xs, cols, p); }
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const Rows16& x, size_t row0, float* y, size_t ys) {
         plain_tile<O, R>(w, o, x, row0, y, ys);
     }
 };
 struct Packed {
+    static void prepare(const float* x, size_t n_x, size_t xs, size_t cols, Rows16& p) { prepare_in_slots(x, n_x, xs, cols, p); }
     template <int O, int R>
     static void tile(const WeightView& w, size_t o, const Rows16& x, size_t row0, float* y, size_t ys) {
         packed_tile<O, R>(w, o, x, row0, y, ys);
@@ -226,22 +228,25 @@ void drive(const WeightView& w, const Rows16& x, size_t n_x, float* y, size_t ys
     }
 }
 
+// The rows rounded once per call, laid out as K's weights come, then the tiles.
+template <class K>
+void run(const WeightView& w, const float* x, size_t n_x, size_t xs, float* y, size_t ys, size_t o_begin, size_t o_end) {
+    if (n_x == 0 || o_begin >= o_end) return;
+    Rows16 words;
+    K::prepare(x, n_x, xs, w.cols, words);
+    drive<K>(w, words, n_x, y, ys, o_begin, o_end);
+}
+
 }  // namespace
 
 void matmul_bf16_pairs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                               size_t y_stride, size_t o_begin, size_t o_end) {
-    if (n_x == 0 || o_begin >= o_end) return;
-    Rows16 words;
-    prepare_in_order(x, n_x, x_stride, w.cols, words);
-    drive<Plain>(w, words, n_x, y, y_stride, o_begin, o_end);
+    run<Plain>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 
 void matmul_bf16_packed_pairs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                                      size_t y_stride, size_t o_begin, size_t o_end) {
-    if (n_x == 0 || o_begin >= o_end) return;
-    Rows16 words;
-    prepare_in_slots(x, n_x, x_stride, w.cols, words);
-    drive<Packed>(w, words, n_x, y, y_stride, o_begin, o_end);
+    run<Packed>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 
 }  // namespace stormo::simd::avx512
