@@ -101,8 +101,10 @@ def main():
     ap.add_argument("--mode", default="auto", help="the --speculate mode set against off")
     ap.add_argument("--draft-max", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--process", choices=["pipe", "fresh"], default="pipe",
-                    help="one stormo pipe per side for the whole run (default), or a stormo generate per answer")
+    ap.add_argument("--process", choices=["pipe", "serial", "fresh"], default="pipe",
+                    help="one stormo pipe per side for the whole run (default); serial: one pipe at a time, a "
+                         "side's pipe per repeat answering every problem, the sides' order alternating (for a "
+                         "model of which RAM holds one copy only); or a stormo generate per answer")
     ap.add_argument("--extra", default="",
                     help="more engine options, space-separated (e.g. '--threads 1'); with --process fresh any generate option "
                          "(e.g. '--temperature 0.8 --seed 3')")
@@ -128,12 +130,26 @@ def main():
                 pipes[side] = Pipe(args.stormo, args.model, mode, args.draft_max, extra, os.path.join(tmp, side + ".json"))
         stats_path = os.path.join(tmp, "stats.json")
         for r in range(args.repeats):
-            for p in problems:
+            answers = {}
+            if args.process == "serial":
+                # Each side answers every problem in a pipe of its own, one pipe alive at a time.
+                for side in (["off", "spec"] if r % 2 == 0 else ["spec", "off"]):
+                    mode = "off" if side == "off" else args.mode
+                    spec_stats = os.path.join(tmp, side + ".json")
+                    pipe = Pipe(args.stormo, args.model, mode, args.draft_max, extra, spec_stats)
+                    answers[side] = [pipe.turn(p["prompt_ids"], 0) for p in problems]
+                    pipe.close()
+                    if side == "spec":
+                        with open(spec_stats) as f:
+                            count_speculation(json.load(f).get("speculation", {}), choices, drafted, accepted)
+            for i, p in enumerate(problems):
                 order = ["off", "spec"] if (r + p["index"]) % 2 == 0 else ["spec", "off"]
                 seen = {}
                 for side in order:
                     mode = "off" if side == "off" else args.mode
-                    if pipes:
+                    if answers:
+                        tokens, seconds, decoded = answers[side][i]
+                    elif pipes:
                         tokens, seconds, decoded = pipes[side].turn(p["prompt_ids"], 0)
                     else:
                         tokens, stats = run(args.stormo, args.model, p["prompt_ids"], mode, args.draft_max, extra, stats_path)
