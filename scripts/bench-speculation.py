@@ -17,6 +17,10 @@ Two ways to run a side:
   file. Each answer of 5-9 tokens then also pays the first run of the speculation code in a new
   process (its code and data not yet in any cache: 50-80 us on this machine, about a tenth of such
   an answer's decode), which a long-lived process pays once.
+- `--process serial`: pipes as above, but one alive at a time: per repeat each side's pipe answers
+  every problem and stops, the sides' order alternating from repeat to repeat; for a model of which
+  RAM holds one copy only (scripts/inflate-demo.py's). The gate then learns over one repeat's
+  problems.
 
     scripts/bench-speculation.py --stormo build/bin/stormo --model models/glm-moe-dsa-demo \\
         --tasks copy,rev,sort --mode auto --repeats 3
