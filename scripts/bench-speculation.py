@@ -126,37 +126,40 @@ def main():
     pair_ratios = []
     choices, drafted, accepted = {}, {}, {}
     mismatches = 0
+    modes = {"off": "off", "spec": args.mode}
     with tempfile.TemporaryDirectory() as tmp:
-        pipes = {}
-        if args.process == "pipe":
-            for side in ("off", "spec"):
-                mode = "off" if side == "off" else args.mode
-                pipes[side] = Pipe(args.stormo, args.model, mode, args.draft_max, extra, os.path.join(tmp, side + ".json"))
+
+        def open_pipe(side):
+            return Pipe(args.stormo, args.model, modes[side], args.draft_max, extra, os.path.join(tmp, side + ".json"))
+
+        def close_pipe(side, pipe):
+            # The speculating side's statistics, summed over its turns, come from its --stats file.
+            pipe.close()
+            if side == "spec":
+                with open(os.path.join(tmp, side + ".json")) as f:
+                    count_speculation(json.load(f).get("speculation", {}), choices, drafted, accepted)
+
+        pipes = {side: open_pipe(side) for side in modes} if args.process == "pipe" else {}
         stats_path = os.path.join(tmp, "stats.json")
         for r in range(args.repeats):
             answers = {}
             if args.process == "serial":
                 # Each side answers every problem in a pipe of its own, one pipe alive at a time.
                 for side in (["off", "spec"] if r % 2 == 0 else ["spec", "off"]):
-                    mode = "off" if side == "off" else args.mode
-                    spec_stats = os.path.join(tmp, side + ".json")
-                    pipe = Pipe(args.stormo, args.model, mode, args.draft_max, extra, spec_stats)
+                    pipe = open_pipe(side)
                     answers[side] = [pipe.turn(p["prompt_ids"], 0) for p in problems]
-                    pipe.close()
-                    if side == "spec":
-                        with open(spec_stats) as f:
-                            count_speculation(json.load(f).get("speculation", {}), choices, drafted, accepted)
+                    close_pipe(side, pipe)
             for i, p in enumerate(problems):
                 order = ["off", "spec"] if (r + p["index"]) % 2 == 0 else ["spec", "off"]
                 seen = {}
                 for side in order:
-                    mode = "off" if side == "off" else args.mode
                     if answers:
                         tokens, seconds, decoded = answers[side][i]
                     elif pipes:
                         tokens, seconds, decoded = pipes[side].turn(p["prompt_ids"], 0)
                     else:
-                        tokens, stats = run(args.stormo, args.model, p["prompt_ids"], mode, args.draft_max, extra, stats_path)
+                        tokens, stats = run(args.stormo, args.model, p["prompt_ids"], modes[side], args.draft_max, extra,
+                                            stats_path)
                         seconds, decoded = stats["decode_seconds"], stats["generated_tokens"]
                         if side == "spec":
                             count_speculation(stats.get("speculation", {}), choices, drafted, accepted)
@@ -170,10 +173,7 @@ def main():
                 if t_off > 0 and t_spec > 0:
                     pair_ratios.append(t_off / t_spec)
         for side, pipe in pipes.items():
-            pipe.close()
-            if side == "spec":
-                with open(os.path.join(tmp, "spec.json")) as f:
-                    count_speculation(json.load(f).get("speculation", {}), choices, drafted, accepted)
+            close_pipe(side, pipe)
 
     def rate(side):
         return totals[side][0] / totals[side][1] if totals[side][1] > 0 else float("nan")
