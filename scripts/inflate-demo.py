@@ -158,13 +158,18 @@ def main():
     group = HEADS // KV_HEADS
     if dh % dkv or dkv > KV_HEADS or dh // dkv > group or dl > LAYERS or de > EXPERTS or d > H or di > I:
         raise SystemExit(f"inflate-demo: {args.demo}'s shape does not fit inside the target's")
+    if H % 32 or I % 32:
+        raise SystemExit(f"inflate-demo: --hidden {H} and --intermediate {I} must be multiples of 32 (MXFP4 blocks)")
     # Demo head h reads KV head h // (dh / dkv); placed at the same slot of KV head's group here.
     head_at = [(h // (dh // dkv)) * group + h % (dh // dkv) for h in range(dh)]
     w = read_safetensors(os.path.join(args.demo, "model.safetensors"))
     rng = np.random.default_rng(args.seed)
     norm_scale = math.sqrt(d / H)
 
-    os.makedirs(args.out, exist_ok=False)
+    # config.json is written last: a run that stops early leaves a directory no engine loads.
+    if os.path.exists(args.out):
+        raise SystemExit(f"inflate-demo: {args.out} exists; give a new directory")
+    os.makedirs(args.out)
     shards = 4
     writer = Writer(args.out, shards)
     vocab = w["model.embed_tokens.weight"].shape[0]
