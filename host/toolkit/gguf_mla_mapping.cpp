@@ -160,6 +160,12 @@ Expected<void> map_mla_moe_tensors(const GgufView& model, MappedModel& m, const 
         if (extra) STORMO_TRY(extra(l));
         STORMO_TRY(map_moe_ffn(model, m, d, l));
     }
+    // The multi-token-prediction blocks after the decoder's, known and left out.
+    for (uint64_t b = d.layers; b < d.blocks; ++b) {
+        const std::string prefix = "blk." + std::to_string(b) + ".";
+        for (const GgufTensorInfo* t : model.tensors())
+            if (t->name.starts_with(prefix)) m.left_out.push_back(t->name);
+    }
     return {};
 }
 

@@ -16,10 +16,12 @@ namespace {
 using ::testing::HasSubstr;
 
 // A family that claims "toy" and maps it with the toolkit: the embedding as the file holds it, or,
-// when `stray` is set, one tensor whose range runs past the file's tensor.
+// when `stray` is set, one tensor whose range runs past the file's tensor. The file's other
+// tensors it leaves out on purpose, unless `forget` is set.
 class ToyClaim final : public Family {
 public:
     bool stray = false;
+    bool forget = false;
     Expected<ModelSummary> summarize(const ModelConfig&) const override { return ModelSummary{}; }
     TensorRole classify(std::string_view) const override { return TensorRole::other; }
     Expected<std::unique_ptr<Model>> load(LoadContext&) const override { return fail(ErrorKind::unsupported, "no"); }
@@ -29,6 +31,8 @@ public:
         m.config_json = "{\"model_type\": \"toy\"}";
         STORMO_TRY(toolkit::gguf::copy_tensor(file, m, "token_embd.weight", "model.embed_tokens.weight", {16, test::kToyVocab}));
         if (stray) m.tensors.back().slice_bytes += 4;
+        for (const GgufTensorInfo* t : file.tensors())
+            if (t->name != "token_embd.weight" && !(forget && t->name == "output_norm.weight")) m.left_out.push_back(t->name);
         return m;
     }
 };
@@ -73,6 +77,23 @@ TEST(GgufFamilyClaims, AMappingsRangeOutsideItsTensorIsRefused) {
     EXPECT_EQ(source.error().kind, ErrorKind::internal);
     EXPECT_THAT(source.error().message,
                 HasSubstr("toy.gguf: the toy mapping's tensor \"model.embed_tokens.weight\" runs past the bytes of \"token_embd.weight\""));
+}
+
+// A tensor of the file the mapping neither maps nor leaves out on purpose (a block past the block
+// count, a part the metadata turns off) is refused, naming the file and the tensor: the model would
+// run without it and answer with exit 0.
+TEST(GgufFamilyClaims, ATensorTheMappingDoesNotAccountForIsRefused) {
+    test::TempDir dir;
+    test::write_toy_gguf(dir.file("toy.gguf"));
+    ToyClaim toy;
+    toy.forget = true;
+    const std::vector<const Family*> families = {&toy};
+    auto source = stormo::open_gguf_source(dir.file("toy.gguf"), families);
+    ASSERT_FALSE(source);
+    EXPECT_EQ(source.error().kind, ErrorKind::format);
+    EXPECT_THAT(source.error().message,
+                HasSubstr("toy.gguf: 1 of the file's 20 tensors are not part of the toy model its metadata describes "
+                          "(\"output_norm.weight\")"));
 }
 
 }  // namespace

@@ -110,3 +110,47 @@ TEST(HardeningCounts, GgufBlockCountMustHaveItsLastBlock) {
                        name);
     }
 }
+
+// A config.json counting less than its checkpoint holds ran the model on part of its weights and
+// answered with exit 0 (one layer fewer: other tokens; the shared experts turned off: logits moved
+// by up to 12). Every tensor of the checkpoint must be one the model uses.
+TEST(HardeningCounts, TensorsTheConfigLeavesOutAreRefused) {
+    struct Case {
+        const char* demo;
+        const char* field;
+        const char* value;
+        const char* named;
+    };
+    const Case cases[] = {
+        {"qwen3-moe-demo", "num_hidden_layers", "3", "\"model.layers.3."},
+        {"deepseek-v3-demo", "n_shared_experts", "0", ".mlp.shared_experts."},
+        {"glm-moe-dsa-demo", "n_shared_experts", "0", ".mlp.shared_experts."},
+    };
+    for (const Case& c : cases) {
+        TempDir dir;
+        write_config_variant(dir, c.demo, c.field, c.value);
+        const CommandResult r = generate_capped(dir.path());
+        expect_refused(r, "tensors are not part of the model config.json describes", std::string(c.demo) + " " + c.field);
+        EXPECT_NE(r.err.find(c.named), std::string::npos) << c.demo << ": " << r.err;
+    }
+}
+
+// The same in a GGUF file: a block count one below the blocks it holds.
+TEST(HardeningCounts, GgufTensorsPastTheBlockCountAreRefused) {
+    for (const std::string name : {"gpt_oss-f16.gguf", "qwen3_moe-f16.gguf", "glm_moe_dsa-f16.gguf"}) {
+        std::string bytes = read_bytes(kGguf + name);
+        const size_t key = bytes.find(".block_count");
+        ASSERT_NE(key, std::string::npos) << name;
+        const size_t value_at = key + std::strlen(".block_count") + 4;
+        uint32_t blocks = 0;
+        std::memcpy(&blocks, bytes.data() + value_at, sizeof blocks);
+        ASSERT_GT(blocks, 1u) << name;
+        const uint32_t fewer = blocks - 1;
+        std::memcpy(bytes.data() + value_at, &fewer, sizeof fewer);
+        TempDir dir;
+        std::ofstream(dir.file(name), std::ios::binary) << bytes;
+        const CommandResult r = generate_capped(dir.file(name));
+        expect_refused(r, "tensors are not part of the", name);
+        EXPECT_NE(r.err.find("\"blk." + std::to_string(fewer) + "."), std::string::npos) << name << ": " << r.err;
+    }
+}

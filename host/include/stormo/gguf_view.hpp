@@ -110,6 +110,11 @@ struct GgufMappedModel {
     std::string config_json;
     std::optional<std::string> generation_config_json;
     std::vector<GgufMappedTensor> tensors;
+    // The file's tensors the mapping knows and leaves out on purpose (the multi-token-prediction
+    // blocks, which the families do not load from a GGUF file). The host refuses a file holding a
+    // tensor that is neither mapped, read through GgufView::bytes, nor listed here: metadata that
+    // describes fewer blocks or experts than the file holds would run part of the model.
+    std::vector<std::string> left_out;
 };
 
 }  // namespace stormo

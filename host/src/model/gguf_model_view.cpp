@@ -28,7 +28,9 @@ const std::string& GgufModelView::file_of(const GgufTensorInfo& t) const {
 
 std::span<const std::byte> GgufModelView::bytes(const GgufTensorInfo& t) const {
     const GgufTensorRef* own = ref(&t);
-    return own != nullptr ? own->bytes() : std::span<const std::byte>();
+    if (own == nullptr) return {};
+    read_.insert(own->info->name);
+    return own->bytes();
 }
 
 }  // namespace stormo

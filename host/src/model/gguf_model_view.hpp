@@ -1,6 +1,7 @@
 #pragma once
 // A GGUF model (model/gguf_split.hpp) as the SDK's GgufView, which the family claiming its
 // general.architecture maps (stormo/gguf_view.hpp). It refers to the model: the model outlives it.
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,11 +27,14 @@ public:
     const GgufModel& model() const { return model_; }
     // The model's record of a tensor the view handed out, or nullptr for one that is not the model's.
     const GgufTensorRef* ref(const GgufTensorInfo* t) const;
+    // The tensors whose bytes the family read through bytes() (decoded or reordered by its mapping).
+    const std::set<std::string, std::less<>>& read_tensors() const { return read_; }
 
 private:
     const GgufModel& model_;
     std::string architecture_;
     std::vector<const GgufTensorInfo*> tensors_;
+    mutable std::set<std::string, std::less<>> read_;
 };
 
 }  // namespace stormo

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "model/gguf_model_view.hpp"
 #include "stormo/family.hpp"
 #include "stormo/quote.hpp"
 #include "util/file.hpp"
+#include "util/quoted_list.hpp"
 
 namespace stormo {
 namespace {
@@ -137,6 +139,32 @@ Expected<std::vector<FamilyTensor>> checked_tensors(const GgufModelView& view, s
     return out;
 }
 
+// Every tensor of the file is the mapping's: handed on as bytes, read to be decoded, or left out on
+// purpose (GgufMappedModel::left_out). Any other (a block past the metadata's block count, a part
+// the metadata turns off) means metadata and tensors disagree, and the model would answer from
+// part of its weights with exit 0.
+using NameSet = std::set<std::string, std::less<>>;
+
+NameSet mapped_names(const GgufModelView& view, const GgufMappedModel& mapped) {
+    NameSet used = view.read_tensors();
+    for (const GgufMappedTensor& t : mapped.tensors)
+        if (t.in_file != nullptr) used.insert(t.in_file->name);
+    used.insert(mapped.left_out.begin(), mapped.left_out.end());
+    return used;
+}
+
+Expected<void> check_every_tensor_mapped(const GgufModelView& view, const NameSet& used) {
+    std::vector<std::string> unused;
+    for (const GgufTensorInfo* t : view.tensors())
+        if (!used.contains(t->name)) unused.push_back(t->name);
+    if (unused.empty()) return {};
+    return fail(ErrorKind::format, view.path() + ": " + std::to_string(unused.size()) + " of the file's " +
+                                       std::to_string(view.tensors().size()) + " tensors are not part of the " +
+                                       view.architecture() + " model its metadata describes (" +
+                                       quoted_list(unused) + "): the metadata (block count, expert counts) and the "
+                                       "tensors disagree");
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path, std::span<const Family* const> families) {
@@ -146,7 +174,10 @@ Expected<std::unique_ptr<ModelSource>> open_gguf_source(const std::string& path,
     STORMO_TRY_ASSIGN(const Family* family, claiming_family(h, arch, families));
     const GgufModelView view(model, arch);
     STORMO_TRY_ASSIGN(GgufMappedModel mapped, family->map_gguf(view));
+    // The mapping's own faults first (an internal error), then the file's.
+    const NameSet used = mapped_names(view, mapped);
     STORMO_TRY_ASSIGN(std::vector<FamilyTensor> tensors, checked_tensors(view, std::move(mapped.tensors)));
+    STORMO_TRY(check_every_tensor_mapped(view, used));
     // The synthesized texts are named after the file, so a family's error about a field points
     // at the GGUF file it came from.
     STORMO_TRY_ASSIGN(auto config, ModelConfig::parse(mapped.config_json, h.path + " (metadata as config.json)"));

@@ -73,6 +73,11 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     if (!experts_only) {
         STORMO_TRY(engine->load_draft_layer(options, context));
     }
+    {
+        STORMO_TRY_ASSIGN(const ModelSummary summary, family.family->summarize(engine->source().config()));
+        STORMO_TRY(check_every_tensor_used(engine->source(), context.used_tensors(), summary.draft_layers,
+                                           options.setup.model_dir));
+    }
     for (const auto& t : context.loaded()) {
         engine->dense_bytes_ += t.nbytes;
         engine->unread_dense_bytes_ += t.unread;
@@ -283,7 +288,7 @@ Expected<std::unique_ptr<Session>> Engine::new_session(size_t capacity, size_t m
         if (capacity > static_cast<size_t>(max_positions))
             return fail(ErrorKind::resource, "a context of " + std::to_string(capacity) +
                                                  " positions exceeds the model's max_position_embeddings (" +
-                                                 std::to_string(max_positions) + ")");
+                                                 std::to_string(max_positions) + ", " + config.source() + ")");
     }
     std::lock_guard lock(*page_pool_mutex_);
     auto session = std::make_unique<Session>(*model_, capacity, max_block, rewind_slack_, page_pool_);

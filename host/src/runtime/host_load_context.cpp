@@ -2,12 +2,14 @@
 
 #include "model/checked_tensor.hpp"
 #include "model/placeholder_tensor.hpp"
+#include "util/quoted_list.hpp"
 
 namespace stormo {
 
 Expected<Tensor> HostLoadContext::load(const TensorDecl& decl) {
     STORMO_TRY_ASSIGN(auto found, checked_tensor(source_, decl.name, decl.dtypes, decl.shape));
     const TensorInfo* t = found;
+    used_.insert(t->name);
     if (dense_ == DenseWeights::placeholders) {
         loaded_.push_back({decl.name, decl.role, 0, false, t->nbytes});
         return placeholder_tensor(*t);
@@ -47,8 +49,28 @@ std::optional<packed_bf16::Packed> HostLoadContext::pack_bf16(const std::string&
 Expected<void> HostLoadContext::declare_experts(int layer, const std::vector<ExpertPartDecl>& parts,
                                                 int n_experts) {
     STORMO_TRY_ASSIGN(auto layout, resolve_expert_layout(source_, layer, parts, n_experts));
+    for (const auto& expert : layout.locations)
+        for (const ExpertPartLocation& part : expert)
+            if (part.tensor != nullptr) used_.insert(part.tensor->name);
     expert_layouts_.push_back(std::move(layout));
     return {};
+}
+
+Expected<void> check_every_tensor_used(const ModelSource& source, const std::set<std::string, std::less<>>& used,
+                                       const std::vector<std::string>& draft_layers, const std::string& model_dir) {
+    std::vector<std::string> unused;
+    for (const TensorInfo& t : source.tensors()) {
+        if (used.contains(t.name) || t.name.ends_with(".rotary_emb.inv_freq")) continue;
+        bool draft = false;
+        for (const std::string& prefix : draft_layers) draft = draft || t.name.starts_with(prefix);
+        if (!draft) unused.push_back(t.name);
+    }
+    if (unused.empty()) return {};
+    return fail(ErrorKind::format, model_dir + ": " + std::to_string(unused.size()) + " of the checkpoint's " +
+                                       std::to_string(source.tensors().size()) +
+                                       " tensors are not part of the model config.json describes (" + quoted_list(unused) +
+                                       "): config.json (num_hidden_layers, expert counts, shared experts) and the weights "
+                                       "disagree");
 }
 
 }  // namespace stormo

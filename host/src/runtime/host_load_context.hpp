@@ -2,6 +2,7 @@
 // The LoadContext the host gives a family: dense tensors are checked against the declaration and
 // read into RAM (or, for a process that computes experts only, given as placeholders); expert
 // declarations are resolved and handed to the expert store.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,8 @@ public:
     std::optional<packed_bf16::Packed> pack_bf16(const std::string& name, const WeightView& bf16) override;
 
     const std::vector<LoadedTensorRecord>& loaded() const { return loaded_; }
+    // Every checkpoint tensor the family loaded or declared as an expert part.
+    const std::set<std::string, std::less<>>& used_tensors() const { return used_; }
     // The experts every layer declared, resolved against the checkpoint; the engine hands them to
     // the store it chooses once it knows their size.
     std::vector<ExpertLayerLayout>& expert_layouts() { return expert_layouts_; }
@@ -56,6 +59,14 @@ private:
     LoadMeter* meter_ = nullptr;
     DenseWeights dense_ = DenseWeights::read;
     std::vector<LoadedTensorRecord> loaded_;
+    std::set<std::string, std::less<>> used_;
 };
+
+// Every checkpoint tensor is one the family used (a draft layer's, loaded or not, excepted, and
+// the rotary inverse frequencies old checkpoints carry, which the families compute): one left
+// over means config.json and the weights disagree (layers past num_hidden_layers, a shared expert
+// the config turns off), and the model would answer from part of its weights with exit 0.
+Expected<void> check_every_tensor_used(const ModelSource& source, const std::set<std::string, std::less<>>& used,
+                                       const std::vector<std::string>& draft_layers, const std::string& model_dir);
 
 }  // namespace stormo
