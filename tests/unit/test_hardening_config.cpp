@@ -70,6 +70,27 @@ TEST(HardeningConfig, StopIdsMustBeInTheVocabulary) {
                  "generation_config.json: field \"eos_token_id\" holds -5, outside the vocabulary [0, 64)");
 }
 
+// run, chat and serve read the stop ids without the vocabulary's bound: an eos_token_id of 999
+// never ended an answer (exit 0), and -1 was refused against a bound of 2147483647.
+TEST(HardeningConfig, RunRefusesStopIdsOutsideTheVocabularyToo) {
+    for (const std::string eos : {"999", "-1"}) {
+        TempDir dir;
+        write_variant(dir, "eos_token_id", eos);
+        for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
+            fs::create_symlink(kDemo + "/" + f, dir.file(f));
+        expect_error(run_cli("run --model " + dir.path() + " 12+34= --max-tokens 4"),
+                     "config.json: field \"eos_token_id\" holds " + eos + ", outside the vocabulary [0, 64)");
+    }
+}
+
+// A count of positions that is none: refused naming the file and the field, before any context is.
+TEST(HardeningConfig, MaxPositionEmbeddingsMustBePositive) {
+    TempDir dir;
+    write_variant(dir, "max_position_embeddings", "0");
+    expect_error(run_cli("generate --model " + dir.path() + " --ids 1,2"),
+                 "config.json: field \"max_position_embeddings\" holds 0, not a number of positions");
+}
+
 TEST(HardeningConfig, AHugeContextIsBlamedOnTheContext) {
     const std::string want = "--context 1000000000: more positions than the model's max_position_embeddings (131072";
     expect_error(run_cli("generate --model " + kDemo + " --ids 1,2 --context 1000000000"), want);

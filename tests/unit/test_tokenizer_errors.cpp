@@ -202,3 +202,32 @@ TEST(TokenizerStream, HoldsBackASplitCharacter) {
 }
 
 }  // namespace
+
+// Two tokens on one id were accepted: one of them could never be decoded, and an end-of-text id
+// whose token another one took failed only when an answer ended on it.
+TEST_F(TokenizerErrors, TwoTokensOnOneIdAreRefused) {
+    std::string vocab_twice = tokenizer_json();
+    vocab_twice.replace(vocab_twice.find("\"b\": 1"), 6, "\"b\": 0");
+    expect_refused(vocab_twice, ErrorKind::format, "vocab[\"b\"]: id 0 is already the id of \"a\"");
+    std::string added_on_vocab = tokenizer_json();
+    added_on_vocab.replace(added_on_vocab.find("\"id\": 6"), 7, "\"id\": 3");
+    expect_refused(added_on_vocab, ErrorKind::format, "added_tokens[0]: \"<|end|>\" takes id 3, already the id of \"ab\"");
+    // An added token repeating the vocabulary's own token on its id is fine (tokenizers often do).
+    std::string repeated = tokenizer_json();
+    repeated.replace(repeated.find("\"content\": \"<|end|>\""), 20, "\"content\": \"Ġ\"");
+    repeated.replace(repeated.find("\"id\": 6"), 7, "\"id\": 5");
+    EXPECT_TRUE(load(repeated)) << load(repeated).error().message;
+}
+
+TEST_F(TokenizerErrors, StopIdsMustHaveATokenEach) {
+    std::string gap = tokenizer_json();
+    gap.replace(gap.find("\"id\": 6"), 7, "\"id\": 9");  // ids 6-8 now have no token
+    auto t = load(gap);
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_TRUE(t->check_stop_ids(std::vector<int32_t>{9, 4}));
+    auto missing = t->check_stop_ids(std::vector<int32_t>{9, 7});
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().message.find("tokenizer.json: the model's end-of-text id 7 (eos_token_id) has no token"),
+              std::string::npos)
+        << missing.error().message;
+}

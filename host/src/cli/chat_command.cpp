@@ -117,7 +117,8 @@ Expected<std::unique_ptr<ChatStack>> open_chat(const CommonOptions& common, cons
     STORMO_TRY(stack->tokenizer->check_fits(engine.model().vocab_size()));
     STORMO_TRY_ASSIGN(stack->session, engine.new_session(stack->loaded.context));
 
-    STORMO_TRY_ASSIGN(settings.stop_ids, stop_ids_of(engine.source()));
+    STORMO_TRY_ASSIGN(settings.stop_ids, stop_ids_of(engine.source(), engine.model().vocab_size()));
+    STORMO_TRY(stack->tokenizer->check_stop_ids(settings.stop_ids));
     if (progress) settings.on_prefill_block = print_prefill_progress;
     settings.speculation = engine.speculation();
     settings.speculation_memory = std::make_shared<SpeculationMemory>(moe_shape_of(engine.model()));

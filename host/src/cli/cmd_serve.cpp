@@ -197,7 +197,9 @@ Expected<void> load_model(const CommonOptions& common, const ServeOptions& optio
         slots.push_back(session.get());
         sessions.push_back(std::move(session));
     }
-    STORMO_TRY_ASSIGN(std::vector<int32_t> stop_ids, stop_ids_of(loaded.engine->source()));
+    STORMO_TRY_ASSIGN(std::vector<int32_t> stop_ids,
+                      stop_ids_of(loaded.engine->source(), loaded.engine->model().vocab_size()));
+    STORMO_TRY(tokenizer.check_stop_ids(stop_ids));
     if (cache_options) {
         STORMO_TRY_ASSIGN(cache, open_prompt_cache(*cache_options, *loaded.engine, *sessions.front(), log));
     }

@@ -159,7 +159,10 @@ Expected<void> check_context_fits(uint64_t context, const std::string& origin, c
                                   uint64_t kv_bytes, const AvailableMemory& available) {
     if (config.has("max_position_embeddings")) {
         STORMO_TRY_ASSIGN(const int64_t max_positions, config.integer("max_position_embeddings"));
-        if (max_positions > 0 && context > static_cast<uint64_t>(max_positions))
+        if (max_positions <= 0)
+            return fail(ErrorKind::format, config.source() + ": field \"max_position_embeddings\" holds " +
+                                               std::to_string(max_positions) + ", not a number of positions");
+        if (context > static_cast<uint64_t>(max_positions))
             return fail(ErrorKind::invalid_argument, origin + " " + std::to_string(context) +
                                                          ": more positions than the model's max_position_embeddings (" +
                                                          std::to_string(max_positions) + ", " + config.source() + ")");

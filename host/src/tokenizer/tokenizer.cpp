@@ -152,6 +152,14 @@ Expected<void> Tokenizer::check_fits(size_t model_vocab) const {
                                          " ids, the model " + std::to_string(model_vocab));
 }
 
+Expected<void> Tokenizer::check_stop_ids(std::span<const int32_t> stop_ids) const {
+    for (const int32_t id : stop_ids)
+        if (!token_bytes(id))
+            return fail(ErrorKind::mismatch, file().string() + ": the model's end-of-text id " + std::to_string(id) +
+                                                 " (eos_token_id) has no token in this tokenizer");
+    return {};
+}
+
 const std::filesystem::path& Tokenizer::file() const { return impl_->data->file; }
 
 }  // namespace stormo::text

@@ -51,6 +51,9 @@ public:
     // Refuses a tokenizer with ids the model has no embedding row for, naming the highest such
     // token and both sizes (the reference would index past the embedding with it).
     Expected<void> check_fits(size_t model_vocab) const;
+    // Refuses an id generation stops at (eos_token_id) that no token of the tokenizer stands for:
+    // an answer would end on it and fail to decode only then.
+    Expected<void> check_stop_ids(std::span<const int32_t> stop_ids) const;
     const std::filesystem::path& file() const;
 
 private:

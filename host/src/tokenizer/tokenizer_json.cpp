@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "stormo/quote.hpp"
 #include "tokenizer/tokenizer_impl.hpp"
 
 namespace stormo::text {
@@ -253,12 +254,23 @@ Expected<Bpe> read_model(const Reader& r, dom::element e) {
     STORMO_TRY_ASSIGN(auto vocab_el, r.required(o, "vocab", path));
     STORMO_TRY_ASSIGN(auto vocab, r.object(vocab_el, path + ".vocab"));
     config.id_to_token.reserve(vocab.size());
+    std::vector<bool> given;  // ids a token of the vocabulary already took
     for (auto [key, value] : vocab) {
         int64_t id = -1;
+        const std::string where = path + ".vocab[" + in_quotes(key) + "]";
         if (value.get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX)
-            return r.error(ErrorKind::format, path + ".vocab[\"" + std::string(key) + "\"]", "expected an id (a non-negative integer)");
-        if (static_cast<size_t>(id) >= config.id_to_token.size()) config.id_to_token.resize(static_cast<size_t>(id) + 1);
-        config.id_to_token[static_cast<size_t>(id)] = std::string(key);
+            return r.error(ErrorKind::format, where, "expected an id (a non-negative integer)");
+        const auto at = static_cast<size_t>(id);
+        if (at >= config.id_to_token.size()) {
+            config.id_to_token.resize(at + 1);
+            given.resize(at + 1, false);
+        }
+        // Two tokens on one id: one of them could never be decoded, and text would come out wrong.
+        if (given[at])
+            return r.error(ErrorKind::format, where, "id " + std::to_string(id) + " is already the id of " +
+                                                         in_quotes(config.id_to_token[at]));
+        given[at] = true;
+        config.id_to_token[at] = std::string(key);
     }
     if (const auto merges_el = Reader::optional(o, "merges")) {
         STORMO_TRY_ASSIGN(config.merges, read_merges(r, *merges_el, path + ".merges"));
@@ -300,7 +312,17 @@ Expected<std::unique_ptr<TokenizerData>> build(const Reader& r, dom::object root
     std::vector<AddedToken> raw, normalized;
     if (const auto e = Reader::optional(root, "added_tokens")) {
         STORMO_TRY_ASSIGN(auto tokens, read_added_tokens(r, *e));
-        for (AddedToken& t : tokens) {
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            AddedToken& t = tokens[i];
+            // An added token on an id the vocabulary or another added token holds with other text:
+            // ids would decode to the wrong text, and the token whose id was taken to none.
+            const std::string_view model_token = impl->model.token(t.id);
+            const auto added = impl->added_by_id.find(t.id);
+            const std::string other = added != impl->added_by_id.end() ? added->second.content : std::string(model_token);
+            if (!other.empty() && other != t.content)
+                return r.error(ErrorKind::format, "added_tokens[" + std::to_string(i) + "]",
+                               in_quotes(t.content) + " takes id " + std::to_string(t.id) + ", already the id of " +
+                                   in_quotes(other));
             impl->size = std::max(impl->size, static_cast<size_t>(t.id) + 1);
             impl->added_by_content.emplace(t.content, t.id);
             impl->added_by_id.emplace(t.id, t);
