@@ -451,6 +451,29 @@ TEST_F(ConvertCli, AManifestThatLiesIsRefusedNamingTheField) {
     ContainerManifest wrong_shape = *manifest;
     wrong_shape.tensors.front().shape.back() += 1;
     refused(wrong_shape, "do not hold a");
+    // Pieces of two tensors on the same bytes ran the model on another tensor's bytes; only the
+    // hashes of inspect --check noticed.
+    ASSERT_GE(manifest->tensors.size(), 2u);
+    ContainerManifest overlapping = *manifest;
+    overlapping.tensors[1].pieces.front().offset = first.pieces.front().offset;
+    refused(overlapping, "both hold bytes at offset " + std::to_string(first.pieces.front().offset) + " of the data");
+    // The experts list: each expert once, its range exactly its pieces, every piece of the
+    // routed experts in one.
+    ASSERT_GE(manifest->experts.size(), 2u);
+    ContainerManifest repeated = *manifest;
+    repeated.experts.push_back(repeated.experts.front());
+    refused(repeated, "(layer " + std::to_string(repeated.experts.front().layer) + ", expert " +
+                          std::to_string(repeated.experts.front().expert) + ") is listed twice");
+    ContainerManifest forgotten = *manifest;
+    forgotten.experts.pop_back();
+    refused(forgotten, "lies in no expert of the experts list");
+    ContainerManifest grown = *manifest;  // one alignment more, in front of its first piece
+    grown.experts.front().offset -= grown.alignment;
+    grown.experts.front().nbytes += grown.alignment;
+    refused(grown, "are not its pieces' range");
+    ContainerManifest moved = *manifest;
+    moved.experts[1].offset = moved.experts[0].offset;
+    refused(moved, "overlaps");
 }
 
 }  // namespace

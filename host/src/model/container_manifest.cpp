@@ -1,6 +1,7 @@
 // The container manifest read, parsed, checked and written: see container_manifest.hpp.
 #include "model/container_manifest.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -103,6 +104,73 @@ Expected<ContainerTensor> parse_tensor(const Json& v, const std::string& where, 
     return t;
 }
 
+// No two pieces share a byte (the safetensors and GGUF readers refuse overlapping tensors too): a
+// manifest damaged or edited so would hand a tensor another's bytes, which only the hashes of
+// inspect --check would notice.
+Expected<void> check_pieces_apart(const ContainerManifest& m, const std::string& path) {
+    struct Span {
+        uint64_t begin, end;
+        size_t tensor;
+    };
+    std::vector<Span> spans;
+    for (size_t i = 0; i < m.tensors.size(); ++i)
+        for (const ContainerPiece& p : m.tensors[i].pieces)
+            if (p.nbytes > 0) spans.push_back({p.offset, p.offset + p.nbytes, i});
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    for (size_t i = 1; i < spans.size(); ++i)
+        if (spans[i].begin < spans[i - 1].end)
+            return fail(ErrorKind::format, path + ": tensors " + in_quotes(m.tensors[spans[i - 1].tensor].name) + " and " +
+                                               in_quotes(m.tensors[spans[i].tensor].name) + " both hold bytes at offset " +
+                                               std::to_string(spans[i].begin) + " of the data");
+    return {};
+}
+
+// The experts list names each (layer, expert) once, its ranges lie apart inside the data, and each
+// range is exactly its expert's pieces: from the first piece it holds to the aligned end of the
+// last, every piece of a tensor of routed experts in one of them (convert writes them so).
+Expected<void> check_expert_ranges(const ContainerManifest& m, const std::string& path) {
+    std::vector<size_t> order(m.experts.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return m.experts[a].offset < m.experts[b].offset; });
+    std::set<std::pair<int, int>> named;
+    auto where = [&](size_t i) {
+        return path + ": experts[" + std::to_string(i) + "] (layer " + std::to_string(m.experts[i].layer) + ", expert " +
+               std::to_string(m.experts[i].expert) + ")";
+    };
+    for (size_t k = 0; k < order.size(); ++k) {
+        const ContainerExpert& e = m.experts[order[k]];
+        if (!named.insert({e.layer, e.expert}).second) return fail(ErrorKind::format, where(order[k]) + " is listed twice");
+        if (e.offset > m.data_bytes || e.nbytes > m.data_bytes - e.offset)
+            return fail(ErrorKind::format, where(order[k]) + " runs past the data's " + std::to_string(m.data_bytes) + " bytes");
+        if (k > 0 && e.offset < m.experts[order[k - 1]].offset + m.experts[order[k - 1]].nbytes)
+            return fail(ErrorKind::format, where(order[k]) + " overlaps " + where(order[k - 1]));
+    }
+    // Per range (in offset order): the first piece's offset and the aligned end of the last.
+    std::vector<uint64_t> first(order.size(), UINT64_MAX), last_end(order.size(), 0);
+    for (const ContainerTensor& t : m.tensors) {
+        if (t.role != "experts") continue;
+        for (const ContainerPiece& p : t.pieces) {
+            const auto it = std::upper_bound(order.begin(), order.end(), p.offset,
+                                             [&](uint64_t offset, size_t i) { return offset < m.experts[i].offset; });
+            const size_t k = static_cast<size_t>(it - order.begin());
+            const ContainerExpert* e = k > 0 ? &m.experts[order[k - 1]] : nullptr;
+            if (e == nullptr || p.offset + p.nbytes > e->offset + e->nbytes)
+                return fail(ErrorKind::format, path + ": tensor " + in_quotes(t.name) + ": the piece at offset " +
+                                                   std::to_string(p.offset) + " lies in no expert of the experts list");
+            first[k - 1] = std::min(first[k - 1], p.offset);
+            const uint64_t end = p.offset + p.nbytes;
+            last_end[k - 1] = std::max(last_end[k - 1], (end + m.alignment - 1) / m.alignment * m.alignment);
+        }
+    }
+    for (size_t k = 0; k < order.size(); ++k) {
+        const ContainerExpert& e = m.experts[order[k]];
+        if (first[k] != e.offset || last_end[k] != e.offset + e.nbytes)
+            return fail(ErrorKind::format, where(order[k]) + ": its " + std::to_string(e.nbytes) + " bytes at offset " +
+                                               std::to_string(e.offset) + " are not its pieces' range");
+    }
+    return {};
+}
+
 }  // namespace
 
 uint64_t ContainerTensor::nbytes() const {
@@ -180,6 +248,8 @@ Expected<ContainerManifest> parse_container_manifest(std::string_view text, cons
         STORMO_TRY_ASSIGN(e.nbytes, f.count("bytes"));
         m.experts.push_back(e);
     }
+    STORMO_TRY(check_pieces_apart(m, path));
+    STORMO_TRY(check_expert_ranges(m, path));
     return m;
 }
 
