@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
 #include <optional>
 #include <string>
 
@@ -16,6 +18,7 @@
 #include "plugin_loading/plugin_loader.hpp"
 #include "plugin_loading/plugin_registry.hpp"
 #include "runtime/host_load_context.hpp"
+#include "safetensors_writer.hpp"  // TempDir
 #include "stormo/family_plugin.hpp"
 #include "stormo/kernels_plugin.hpp"
 
@@ -319,3 +322,27 @@ TEST(PluginLifetime, AModelKeepsItsFamilysLibraryLoaded) {
 
 }  // namespace
 }  // namespace stormo
+
+// A library cut short (a copy or a download that stopped) crashed every command with SIGBUS: dlopen
+// mapped segments past the file's end. A FIFO named like a plugin made every command wait forever.
+// Both are refused now, naming what is wrong, and the search goes on.
+TEST(PluginLoader, RefusesALibraryCutShortAndAFileThatIsNoFile) {
+    stormo::test::TempDir dir;
+    const fs::path whole = fs::path(kBuildPlugins) / "libstormo-kernels-avx2.so";
+    for (const uintmax_t cut : {uintmax_t{5000}, fs::file_size(whole) / 2}) {
+        const std::string name = "libstormo-kernels-cut" + std::to_string(cut) + ".so";
+        std::ifstream in(whole, std::ios::binary);
+        std::string bytes(static_cast<size_t>(cut), '\0');
+        in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        std::ofstream(dir.file(name), std::ios::binary) << bytes;
+    }
+    ASSERT_EQ(mkfifo(dir.file("libstormo-kernels-fifo.so").c_str(), 0600), 0);
+    const PluginRegistry r = discover(only({dir.path()}));
+    EXPECT_TRUE(r.plugins().empty());
+    ASSERT_EQ(r.rejected().size(), 3u);
+    const RejectedPlugin* fifo = rejected_named(r, "libstormo-kernels-fifo.so");
+    ASSERT_NE(fifo, nullptr);
+    EXPECT_EQ(fifo->reason, "cannot load the library: not a regular file");
+    for (const RejectedPlugin& p : r.rejected())
+        if (&p != fifo) EXPECT_NE(p.reason.find("cannot load the library: the file is cut short ("), std::string::npos) << p.reason;
+}

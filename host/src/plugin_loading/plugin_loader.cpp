@@ -3,7 +3,12 @@
 #include "plugin_loading/plugin_loader.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/dll/shared_library.hpp>
 #include <cstring>
@@ -21,7 +26,52 @@ using Library = std::shared_ptr<dll::shared_library>;
 constexpr std::string_view kFilePrefix = "libstormo-";
 constexpr std::string_view kFileSuffix = ".so";
 
+// dlopen maps a library's segments where its program headers say: in a file cut short (a copy or
+// a download that stopped) they run past the end, and the loader's first touch of such a page
+// kills the process with SIGBUS. Opening a FIFO would wait for a writer forever. So before
+// dlopen: a regular file, and a 64-bit ELF file's headers and loaded segments inside it (other
+// files are left to dlopen, which refuses them with its own message).
+Expected<void> check_library_file(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        return fail(ErrorKind::plugin, std::string("cannot load the library: ") + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) return fail(ErrorKind::plugin, "cannot load the library: not a regular file");
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(ErrorKind::plugin, std::string("cannot load the library: ") + std::strerror(errno));
+    const auto size = static_cast<uint64_t>(st.st_size);
+    auto read_at = [fd](void* dst, size_t n, uint64_t offset) {
+        return ::pread(fd, dst, n, static_cast<off_t>(offset)) == static_cast<ssize_t>(n);
+    };
+    auto cut_short = [&](const std::string& what, uint64_t end) {
+        return fail(ErrorKind::plugin, "cannot load the library: the file is cut short (" + what + " ends at byte " +
+                                           std::to_string(end) + ", the file has " + std::to_string(size) + ")");
+    };
+    Expected<void> result;
+    Elf64_Ehdr eh{};
+    if (read_at(&eh, sizeof eh, 0) && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+        eh.e_phentsize == sizeof(Elf64_Phdr)) {
+        const uint64_t ph_end = eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr);
+        if (eh.e_phoff > size || ph_end > size) {
+            result = cut_short("its program headers", ph_end);
+        } else {
+            for (unsigned i = 0; i < eh.e_phnum && result; ++i) {
+                Elf64_Phdr ph{};
+                if (!read_at(&ph, sizeof ph, eh.e_phoff + uint64_t{i} * sizeof ph)) {
+                    result = cut_short("its program headers", ph_end);
+                } else if (ph.p_type == PT_LOAD || ph.p_type == PT_DYNAMIC) {
+                    const uint64_t end = ph.p_offset + ph.p_filesz;
+                    if (ph.p_offset > size || end > size || end < ph.p_offset)
+                        result = cut_short("segment " + std::to_string(i), end);
+                }
+            }
+        }
+    }
+    ::close(fd);
+    return result;
+}
+
 Expected<Library> open_library(const std::string& path) {
+    STORMO_TRY(check_library_file(path));
     auto lib = std::make_shared<dll::shared_library>();
     dll::fs::error_code ec;
     dlerror();  // clear a stale message so the one read below is this load's
