@@ -125,6 +125,21 @@ TEST(ServeRequest, CompletionTakesAPromptStringOrOneStringList) {
     }
 }
 
+// echo, suffix and best_of were ignored: 200 with another text than asked for. Refused by name
+// now, their neutral values still accepted.
+TEST(ServeRequest, CompletionFieldsTheServerDoesNotServeAreRefused) {
+    for (const char* extra : {R"("echo": true)", R"("suffix": "end")", R"("best_of": 3)", R"("suffix": 5)"}) {
+        auto r = parse_completion_request(std::string(R"({"prompt": "1+1=", )") + extra + "}");
+        ASSERT_FALSE(r) << extra;
+        const std::string key = std::string(extra).substr(1, std::string(extra).find('"', 1) - 1);
+        EXPECT_EQ(r.error().param.value_or(""), key) << extra;
+    }
+    for (const char* extra : {R"("echo": false)", R"("suffix": null)", R"("suffix": "")", R"("best_of": 1)"}) {
+        auto r = parse_completion_request(std::string(R"({"prompt": "1+1=", )") + extra + "}");
+        EXPECT_TRUE(r) << extra << ": " << r.error().message;
+    }
+}
+
 TEST(ServeRequest, TokenizeAndDetokenizeBodies) {
     auto t = parse_tokenize_request(R"({"content": "12+3=", "add_special": true})");
     ASSERT_TRUE(t);
@@ -144,6 +159,14 @@ TEST(ServeRequest, ErrorBodyHasOpenAIsShape) {
               R"({"error": {"message": "too long", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})");
     EXPECT_EQ(error_body(bad_request("bad").value()),
               R"({"error": {"message": "bad", "type": "invalid_request_error", "param": null, "code": null}})");
+}
+
+// A message quoting bytes of the request (GET /v1/models/%ff%fe decodes to them) stayed invalid
+// UTF-8 inside the body, which then was no JSON; each invalid sequence becomes U+FFFD.
+TEST(ServeRequest, ErrorBodyIsValidUtf8WhateverTheRequestHeld) {
+    EXPECT_EQ(error_body(bad_request("The model '\xff\xfe' does not exist", "x\xc3").value()),
+              "{\"error\": {\"message\": \"The model '\xef\xbf\xbd\xef\xbf\xbd' does not exist\", "
+              "\"type\": \"invalid_request_error\", \"param\": \"x\xef\xbf\xbd\", \"code\": null}}");
 }
 
 TEST(ServeRequest, LogprobsOnBothEndpointsWithTheirRanges) {

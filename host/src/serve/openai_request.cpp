@@ -272,6 +272,26 @@ ApiExpected<CompletionRequest> parse_chat_request(std::string_view body_text) {
     return out;
 }
 
+namespace {
+
+// OpenAI's text completions fields this server does not serve, refused rather than ignored (an
+// ignored echo or suffix answers 200 with another text than asked for); their neutral values pass.
+ApiExpected<void> refuse_unserved_completion_fields(const Value& body) {
+    auto echo = boolean(body, "echo");
+    if (!echo) return tl::unexpected(echo.error());
+    if (*echo && **echo) return bad_request("'echo' is not supported: the answer never repeats the prompt", "echo");
+    if (const Value* suffix = field(body, "suffix"); suffix && !suffix->is_null()) {
+        if (!suffix->is_string()) return wrong_type("suffix", "a string or null", *suffix);
+        if (!suffix->as_string().empty()) return bad_request("'suffix' is not supported (no insertion mode)", "suffix");
+    }
+    auto best_of = integer(body, "best_of", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (!best_of) return tl::unexpected(best_of.error());
+    if (*best_of && **best_of != 1) return bad_request("'best_of' must be 1: this server generates one choice per request", "best_of");
+    return {};
+}
+
+}  // namespace
+
 ApiExpected<CompletionRequest> parse_completion_request(std::string_view body_text) {
     auto body = parse_body(body_text);
     if (!body) return tl::unexpected(body.error());
@@ -289,6 +309,7 @@ ApiExpected<CompletionRequest> parse_completion_request(std::string_view body_te
     if (out.prompt.empty()) return bad_request("'prompt' must not be empty", "prompt");
     if (auto ok = read_common(*body, out); !ok) return tl::unexpected(ok.error());
     if (auto ok = read_completion_logprobs(*body, out); !ok) return tl::unexpected(ok.error());
+    if (auto ok = refuse_unserved_completion_fields(*body); !ok) return tl::unexpected(ok.error());
     return out;
 }
 
