@@ -38,6 +38,13 @@ TEST(PipeProtocol, SpacesTabsAndACarriageReturnSeparateWords) {
     EXPECT_FLOAT_EQ(t.sampling.temperature, 0.0f);
 }
 
+// A tiny value is a number, not "not a finite number": it rounds to zero or a subnormal float.
+TEST(PipeProtocol, TinyRealsRoundInsteadOfBeingRefused) {
+    EXPECT_FLOAT_EQ(turn_of("TURN 5 0 1e-300 1 0 1 7").sampling.temperature, 0.0f);
+    EXPECT_GT(turn_of("TURN 5 0 1e-40 1 0 1 7").sampling.temperature, 0.0f);
+    EXPECT_NE(error_of("TURN 5 0 1e99 1 0 1 7").message.find("temp 1e99 is beyond the range of a float"), std::string::npos);
+}
+
 TEST(PipeProtocol, ResetAndShutdownTakeNoArguments) {
     EXPECT_TRUE(std::holds_alternative<ResetCommand>(std::get<Command>(parse_line("RESET"))));
     EXPECT_TRUE(std::holds_alternative<ShutdownCommand>(std::get<Command>(parse_line("SHUTDOWN"))));

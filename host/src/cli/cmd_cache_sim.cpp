@@ -169,7 +169,11 @@ int run_cache_sim(int argc, char** argv) {
         if (!read) return report_error("cache-sim", read.error());
         trace = std::move(*read);
     }
-    if (trace.empty()) return report_error("cache-sim", Error{ErrorKind::invalid_argument, "--trace: no route steps"});
+    if (trace.empty()) {
+        std::string files;
+        for (const std::string& t : traces) files += (files.empty() ? "" : ", ") + t;
+        return report_error("cache-sim", Error{ErrorKind::invalid_argument, "--trace " + files + ": no route steps"});
+    }
     // The locality figures are the one-row trace's, measured before any batching.
     std::optional<RouteFigures> own_figures;
     if (figures) own_figures = measure_routes(trace, shape_of(trace).experts, kFigureWindow);

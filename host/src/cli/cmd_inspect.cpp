@@ -378,7 +378,7 @@ int run_inspect(int argc, char** argv) {
     CommonOptions common;
     bool json = false;
     bool check = false;
-    int ranks = 0;
+    int ranks = -1;  // -1: not asked for
     po::options_description own("Options of stormo inspect");
     own.add_options()("json", po::bool_switch(&json), "print one JSON object instead of text")
         ("check", po::bool_switch(&check),
@@ -400,7 +400,8 @@ int run_inspect(int argc, char** argv) {
     if (!parsed) return report_usage_error("inspect", parsed.error());
     if (*parsed == ParseResult::help_shown) return 0;
     if (!common.model) return report_usage_error("inspect", Error{ErrorKind::invalid_argument, kModelRequired});
-    if (ranks < 0 || ranks > 65536) return report_usage_error("inspect", out_of_range("--ranks", ranks, 1, 65536).value());
+    if (ranks != -1 && (ranks < 1 || ranks > 65536))
+        return report_usage_error("inspect", out_of_range("--ranks", ranks, 1, 65536).value());
 
     auto setup = open_model_setup(common);
     if (!setup) return report_error("inspect", setup.error());

@@ -37,11 +37,15 @@ std::variant<uint64_t, LineError> whole_number(std::string_view word, const char
     return value;
 }
 
+// Read as a double: a float parse refuses 1e-300 as out of range, where it is a fine tiny value
+// (it rounds to zero or a subnormal); one beyond the float range is refused as such.
 std::variant<float, LineError> real_number(std::string_view word, const char* field) {
-    float value = 0;
+    double value = 0;
     if (!parse_number(word, value) || !std::isfinite(value))
         return bad(std::string(field) + " must be a finite number, got '" + std::string(word) + "'");
-    return value;
+    if (std::fabs(value) > std::numeric_limits<float>::max())
+        return bad(std::string(field) + " " + std::string(word) + " is beyond the range of a float");
+    return static_cast<float>(value);
 }
 
 constexpr uint64_t kMaxCount = std::numeric_limits<int32_t>::max();
