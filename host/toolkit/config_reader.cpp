@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "stormo/quote.hpp"
+
 namespace stormo::toolkit {
 namespace {
 
@@ -182,6 +184,13 @@ std::optional<ModelConfig> ConfigReader::optional_object(std::string_view key) {
 }
 
 RopeParams ConfigReader::rope() { return take(read_rope(config_), RopeParams{}); }
+
+void ConfigReader::silu_activation() {
+    if (!ok() || !config_.has("hidden_act")) return;
+    const std::string act = string("hidden_act");
+    require(!ok() || act == "silu",
+            "field \"hidden_act\" is " + in_quotes(act) + ": only \"silu\" (SwiGLU) is supported", ErrorKind::unsupported);
+}
 
 void ConfigReader::require(bool ok_now, const std::string& what, ErrorKind kind) {
     if (!ok_now) fail_with(Error{kind, config_.source() + ": " + what});

@@ -70,6 +70,7 @@ inline Expected<DeepseekV3Config> parse_deepseek_v3_config(const ModelConfig& c)
     // default guessed here would route differently from the checkpoint's training.
     d.hidden_size = r.positive("hidden_size");
     d.n_layers = r.positive("num_hidden_layers");
+    r.silu_activation();
     d.n_heads = r.positive("num_attention_heads");
     d.n_kv_heads = r.integer_or("num_key_value_heads", 0, 1);
     d.vocab_size = r.positive("vocab_size");

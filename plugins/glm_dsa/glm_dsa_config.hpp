@@ -84,6 +84,7 @@ inline Expected<GlmDsaConfig> parse_glm_dsa_config(const ModelConfig& c) {
     // In the order `inspect` prints them.
     g.hidden_size = r.positive("hidden_size");
     g.n_layers = r.positive("num_hidden_layers");
+    r.silu_activation();
     g.n_heads = r.positive("num_attention_heads");
     g.n_kv_heads = r.integer_or("num_key_value_heads", 0, 1);
     g.vocab_size = r.positive("vocab_size");

@@ -62,6 +62,7 @@ inline Expected<Qwen3MoeConfig> parse_qwen3_moe_config(const ModelConfig& c) {
     Qwen3MoeConfig q;
     q.hidden_size = r.positive("hidden_size");
     q.n_layers = r.positive("num_hidden_layers");
+    r.silu_activation();
     q.n_heads = r.positive("num_attention_heads");
     q.n_kv_heads = r.positive("num_key_value_heads");
     q.head_dim = r.positive("head_dim");

@@ -154,3 +154,13 @@ TEST(HardeningCounts, GgufTensorsPastTheBlockCountAreRefused) {
         EXPECT_NE(r.err.find("\"blk." + std::to_string(fewer) + "."), std::string::npos) << name << ": " << r.err;
     }
 }
+
+// transformers applies ACT2FN[hidden_act] in these families' MLPs and experts; stormo computes SiLU
+// only, and another activation was ignored: the same logits bits, exit 0.
+TEST(HardeningCounts, AnActivationOtherThanSiluIsRefused) {
+    for (const char* demo : {"qwen3-moe-demo", "glm-moe-dsa-demo", "deepseek-v3-demo"}) {
+        TempDir dir;
+        write_config_variant(dir, demo, "hidden_act", "\"gelu\"");
+        expect_refused(generate_capped(dir.path()), "field \"hidden_act\" is \"gelu\": only \"silu\" (SwiGLU) is supported", demo);
+    }
+}

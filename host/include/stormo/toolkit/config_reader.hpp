@@ -52,6 +52,11 @@ public:
     // hub's top-level `rope_theta` with `rope_scaling`. Kinds: default, linear, yarn.
     RopeParams rope();
 
+    // hidden_act, when given, must be "silu": the families whose transformers code applies
+    // ACT2FN[hidden_act] in their MLPs and experts compute SiLU (SwiGLU) only, and another
+    // activation would be ignored with exit 0.
+    void silu_activation();
+
     // A rule between fields; `what` completes "<file>: ".
     void require(bool ok, const std::string& what, ErrorKind kind = ErrorKind::mismatch);
     void fail_with(Error e);
