@@ -132,6 +132,13 @@ TEST(HardeningCounts, TensorsTheConfigLeavesOutAreRefused) {
         const CommandResult r = generate_capped(dir.path());
         expect_refused(r, "tensors are not part of the model config.json describes", std::string(c.demo) + " " + c.field);
         EXPECT_NE(r.err.find(c.named), std::string::npos) << c.demo << ": " << r.err;
+        // inspect counted such a checkpoint without a word; convert wrote the rest as experts
+        // no list names.
+        const std::string cli = "'" + std::string(STORMO_CLI) + "' ";
+        expect_refused(run_command(cli + "inspect '" + dir.path() + "'"), "tensors are not part of the model", c.demo);
+        expect_refused(run_command(cli + "convert --model '" + dir.path() + "' --out '" + dir.file("container") + "'"),
+                       "tensors are not part of the model", c.demo);
+        EXPECT_FALSE(fs::exists(dir.file("container"))) << c.demo;
     }
 }
 

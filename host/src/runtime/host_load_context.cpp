@@ -49,11 +49,15 @@ std::optional<packed_bf16::Packed> HostLoadContext::pack_bf16(const std::string&
 Expected<void> HostLoadContext::declare_experts(int layer, const std::vector<ExpertPartDecl>& parts,
                                                 int n_experts) {
     STORMO_TRY_ASSIGN(auto layout, resolve_expert_layout(source_, layer, parts, n_experts));
-    for (const auto& expert : layout.locations)
-        for (const ExpertPartLocation& part : expert)
-            if (part.tensor != nullptr) used_.insert(part.tensor->name);
+    note_expert_tensors(layout, used_);
     expert_layouts_.push_back(std::move(layout));
     return {};
+}
+
+void note_expert_tensors(const ExpertLayerLayout& layout, std::set<std::string, std::less<>>& used) {
+    for (const auto& expert : layout.locations)
+        for (const ExpertPartLocation& part : expert)
+            if (part.tensor != nullptr) used.insert(part.tensor->name);
 }
 
 Expected<void> check_every_tensor_used(const ModelSource& source, const std::set<std::string, std::less<>>& used,

@@ -62,6 +62,9 @@ private:
     std::set<std::string, std::less<>> used_;
 };
 
+// Adds the checkpoint tensors a layer's expert declarations resolved to.
+void note_expert_tensors(const ExpertLayerLayout& layout, std::set<std::string, std::less<>>& used);
+
 // Every checkpoint tensor is one the family used (a draft layer's, loaded or not, excepted, and
 // the rotary inverse frequencies old checkpoints carry, which the families compute): one left
 // over means config.json and the weights disagree (layers past num_hidden_layers, a shared expert
