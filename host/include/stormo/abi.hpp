@@ -225,6 +225,7 @@ constexpr uint64_t sdk_layout_hash() {
     STORMO_ABI_FIELD(GgufMappedModel, config_json);
     STORMO_ABI_FIELD(GgufMappedModel, generation_config_json);
     STORMO_ABI_FIELD(GgufMappedModel, tensors);
+    STORMO_ABI_FIELD(GgufMappedModel, left_out);
     h = mix_type<SynthFillSpec>(h);
     STORMO_ABI_FIELD(SynthFillSpec, kind);
     STORMO_ABI_FIELD(SynthFillSpec, center);
