@@ -6,9 +6,7 @@
 #include <cerrno>
 #include <dlfcn.h>
 #include <elf.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <boost/dll/shared_library.hpp>
 #include <cstring>
@@ -16,6 +14,8 @@
 #include <memory>
 #include <type_traits>
 #include <vector>
+
+#include "util/file.hpp"  // FileDescriptor, pread_exact
 
 namespace stormo {
 namespace {
@@ -36,38 +36,28 @@ Expected<void> check_library_file(const std::string& path) {
     if (::stat(path.c_str(), &st) != 0)
         return fail(ErrorKind::plugin, std::string("cannot load the library: ") + std::strerror(errno));
     if (!S_ISREG(st.st_mode)) return fail(ErrorKind::plugin, "cannot load the library: not a regular file");
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(ErrorKind::plugin, std::string("cannot load the library: ") + std::strerror(errno));
+    auto file = FileDescriptor::open_read(path);
+    if (!file) return fail(ErrorKind::plugin, "cannot load the library: " + file.error().message);
     const auto size = static_cast<uint64_t>(st.st_size);
-    auto read_at = [fd](void* dst, size_t n, uint64_t offset) {
-        return ::pread(fd, dst, n, static_cast<off_t>(offset)) == static_cast<ssize_t>(n);
-    };
+    auto read_at = [&](void* dst, size_t n, uint64_t offset) { return pread_exact(file->get(), dst, n, offset, path).has_value(); };
     auto cut_short = [&](const std::string& what, uint64_t end) {
         return fail(ErrorKind::plugin, "cannot load the library: the file is cut short (" + what + " ends at byte " +
                                            std::to_string(end) + ", the file has " + std::to_string(size) + ")");
     };
-    Expected<void> result;
     Elf64_Ehdr eh{};
-    if (read_at(&eh, sizeof eh, 0) && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-        eh.e_phentsize == sizeof(Elf64_Phdr)) {
-        const uint64_t ph_end = eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr);
-        if (eh.e_phoff > size || ph_end > size) {
-            result = cut_short("its program headers", ph_end);
-        } else {
-            for (unsigned i = 0; i < eh.e_phnum && result; ++i) {
-                Elf64_Phdr ph{};
-                if (!read_at(&ph, sizeof ph, eh.e_phoff + uint64_t{i} * sizeof ph)) {
-                    result = cut_short("its program headers", ph_end);
-                } else if (ph.p_type == PT_LOAD || ph.p_type == PT_DYNAMIC) {
-                    const uint64_t end = ph.p_offset + ph.p_filesz;
-                    if (ph.p_offset > size || end > size || end < ph.p_offset)
-                        result = cut_short("segment " + std::to_string(i), end);
-                }
-            }
-        }
+    if (!read_at(&eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_phentsize != sizeof(Elf64_Phdr))
+        return {};
+    const uint64_t ph_end = eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr);
+    if (eh.e_phoff > size || ph_end > size) return cut_short("its program headers", ph_end);
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph{};
+        if (!read_at(&ph, sizeof ph, eh.e_phoff + uint64_t{i} * sizeof ph)) return cut_short("its program headers", ph_end);
+        if (ph.p_type != PT_LOAD && ph.p_type != PT_DYNAMIC) continue;
+        const uint64_t end = ph.p_offset + ph.p_filesz;
+        if (ph.p_offset > size || end > size || end < ph.p_offset) return cut_short("segment " + std::to_string(i), end);
     }
-    ::close(fd);
-    return result;
+    return {};
 }
 
 Expected<Library> open_library(const std::string& path) {
