@@ -188,8 +188,9 @@ RopeParams ConfigReader::rope() { return take(read_rope(config_), RopeParams{});
 void ConfigReader::silu_activation() {
     if (!ok() || !config_.has("hidden_act")) return;
     const std::string act = string("hidden_act");
-    require(!ok() || act == "silu",
-            "field \"hidden_act\" is " + in_quotes(act) + ": only \"silu\" (SwiGLU) is supported", ErrorKind::unsupported);
+    if (!ok()) return;  // not a string: string() kept that error
+    require(act == "silu", "field \"hidden_act\" is " + in_quotes(act) + ": only \"silu\" (SwiGLU) is supported",
+            ErrorKind::unsupported);
 }
 
 void ConfigReader::require(bool ok_now, const std::string& what, ErrorKind kind) {
