@@ -8,8 +8,10 @@ numpy (Debian's python3-numpy). For each type, one file <TYPE>.ref holds N block
 GGUF file stores them, then the N * block_values float32 values gguf.quants.dequantize gives for
 them (little-endian): N = size / (block_bytes + 4 * block_values). Blocks come from
 gguf.quants.quantize on random data where gguf-py can quantize the type; for the types it cannot
-(Q4_K, Q5_K, Q6_K) they are built byte-wise: random bytes with finite f16 scales. Extra blocks
-cover the edges: zero and subnormal scales, and for MXFP4 every exponent byte 0..255.
+(Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL) they are built byte-wise: random bytes with finite f16 scales. Extra
+blocks cover the edges: zero and subnormal scales, and for MXFP4 every exponent byte 0..255. The
+types added later (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL) come last, so the random draws of the files
+written before them, and so those files, stay as they were.
 """
 import sys
 from pathlib import Path
@@ -53,8 +55,11 @@ def k_blocks(qtype, n):
     if qtype in (T.Q4_K, T.Q5_K):  # d, dmin at the front
         raw[:, 0:2] = random_f16_scales(n)
         raw[:, 2:4] = random_f16_scales(n)[rng.permutation(n)]
-    elif qtype == T.Q6_K:  # d at the end
+    elif qtype in (T.Q6_K, T.Q3_K):  # d at the end
         raw[:, -2:] = random_f16_scales(n)
+    elif qtype == T.Q2_K:  # d, dmin at the end
+        raw[:, -4:-2] = random_f16_scales(n)
+        raw[:, -2:] = random_f16_scales(n)[rng.permutation(n)]
     return raw
 
 
@@ -86,3 +91,18 @@ for qtype, n in ((T.F32, 256), (T.F16, 256), (T.BF16, 256), (T.Q8_0, 48), (T.Q4_
     write(qtype, q)
 for qtype in (T.Q4_K, T.Q5_K, T.Q6_K):
     write(qtype, k_blocks(qtype, 12))
+for qtype, n in ((T.Q4_1, 48), (T.Q5_0, 48), (T.Q5_1, 48)):
+    block_values, block_bytes = GGML_QUANT_SIZES[qtype]
+    x = random_values(n, block_values).reshape(-1)
+    q = np.ascontiguousarray(quants.quantize(x.reshape(1, -1), qtype)).view(np.uint8).reshape(-1, block_bytes)
+    # byte-wise blocks too, with scales (and offsets) the quantizer never makes
+    raw = rng.integers(0, 256, size=(16, block_bytes), dtype=np.uint8)
+    raw[:, 0:2] = random_f16_scales(16)
+    if qtype != T.Q5_0:
+        raw[:, 2:4] = random_f16_scales(16)[rng.permutation(16)]
+    write(qtype, np.concatenate([q, raw]))
+for qtype in (T.Q2_K, T.Q3_K):
+    write(qtype, k_blocks(qtype, 12))
+iq4_nl = rng.integers(0, 256, size=(48, GGML_QUANT_SIZES[T.IQ4_NL][1]), dtype=np.uint8)
+iq4_nl[:, 0:2] = random_f16_scales(48)
+write(T.IQ4_NL, iq4_nl)

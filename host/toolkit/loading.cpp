@@ -9,8 +9,9 @@
 namespace stormo::toolkit {
 
 const std::vector<DType>& gguf_block_dtypes() {
-    static const std::vector<DType> kBlocks = {DType::GGUF_Q8_0, DType::GGUF_Q4_0, DType::GGUF_Q4_K,
-                                               DType::GGUF_Q5_K, DType::GGUF_Q6_K, DType::GGUF_MXFP4};
+    static const std::vector<DType> kBlocks = {DType::GGUF_Q8_0, DType::GGUF_Q4_0, DType::GGUF_Q4_K, DType::GGUF_Q5_K,
+                                               DType::GGUF_Q6_K, DType::GGUF_MXFP4, DType::GGUF_Q4_1, DType::GGUF_Q5_0,
+                                               DType::GGUF_Q5_1, DType::GGUF_Q2_K, DType::GGUF_Q3_K, DType::GGUF_IQ4_NL};
     return kBlocks;
 }
 

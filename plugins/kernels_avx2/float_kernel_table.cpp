@@ -24,6 +24,12 @@ void install_float_kernels(KernelTable& t) {
     set_matmul(t, WeightFormat::GGUF_Q5_K, Layout::out_in, matmul_gguf_q5_k_out_in);
     set_matmul(t, WeightFormat::GGUF_Q6_K, Layout::out_in, matmul_gguf_q6_k_out_in);
     set_matmul(t, WeightFormat::GGUF_MXFP4, Layout::out_in, matmul_gguf_mxfp4_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q4_1, Layout::out_in, matmul_gguf_q4_1_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q5_0, Layout::out_in, matmul_gguf_q5_0_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q5_1, Layout::out_in, matmul_gguf_q5_1_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q2_K, Layout::out_in, matmul_gguf_q2_k_out_in);
+    set_matmul(t, WeightFormat::GGUF_Q3_K, Layout::out_in, matmul_gguf_q3_k_out_in);
+    set_matmul(t, WeightFormat::GGUF_IQ4_NL, Layout::out_in, matmul_gguf_iq4_nl_out_in);
     set_matmul(t, WeightFormat::F32, Layout::in_out, matmul_f32_in_out);
     set_matmul(t, WeightFormat::BF16, Layout::in_out, matmul_bf16_in_out);
     set_matmul(t, WeightFormat::F16, Layout::in_out, matmul_f16_in_out);
@@ -38,6 +44,12 @@ void install_float_kernels(KernelTable& t) {
     t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q5_K)] = row_gguf_q5_k;
     t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q6_K)] = row_gguf_q6_k;
     t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_MXFP4)] = row_gguf_mxfp4;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q4_1)] = row_gguf_q4_1;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q5_0)] = row_gguf_q5_0;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q5_1)] = row_gguf_q5_1;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q2_K)] = row_gguf_q2_k;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q3_K)] = row_gguf_q3_k;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ4_NL)] = row_gguf_iq4_nl;
 
     // silu keeps the reference (one activation vector per token); softmax runs over every visible
     // key of every head, so it gets a vector exp.

@@ -36,7 +36,7 @@ const stormo::PluginDescription& description() {
         stormo::PluginKind::kernels,
         "0.2.0",
         "AVX-VNNI or AVX512-VNNI (+VL, BW), picked at run time: the avx2 float kernels (512-bit ones "
-        "where AVX-512 is usable), and the integer road (u8 x s8 dot, MXFP4 and GGUF blocks x int8) on VPDPBUSD",
+        "where AVX-512 is usable), and the integer road (u8 x s8 dot, MXFP4 and GGUF Q8_0/Q4_0/Q4_K/Q5_K/Q6_K/MXFP4 x int8) on VPDPBUSD",
         "",
         stormo::simd::vnni_description_features(stormo::detect_cpu_features()),
     };

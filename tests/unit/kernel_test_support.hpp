@@ -83,6 +83,16 @@ inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = 
     return v;
 }
 
+// Every GGUF block format, and those of them the integer road has kernels for (the others stay on
+// floats).
+inline constexpr WeightFormat kGgufFormats[] = {
+    WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_1, WeightFormat::GGUF_Q5_0,
+    WeightFormat::GGUF_Q5_1, WeightFormat::GGUF_Q2_K, WeightFormat::GGUF_Q3_K, WeightFormat::GGUF_Q4_K,
+    WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_IQ4_NL, WeightFormat::GGUF_MXFP4};
+inline constexpr WeightFormat kGgufInt8Formats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0,
+                                                    WeightFormat::GGUF_Q4_K, WeightFormat::GGUF_Q5_K,
+                                                    WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4};
+
 // GGUF blocks (cols a whole number of blocks): random bytes, with every f16 scale a normal value
 // in [2^-8, 2^-1) (random sign for Q8_0, Q4_0 and Q6_K's d) and MXFP4 exponents 118..130.
 inline void fill_gguf_blocks(TestMatrix& m, std::mt19937& rng) {
@@ -100,10 +110,16 @@ inline void fill_gguf_blocks(TestMatrix& m, std::mt19937& rng) {
         uint8_t* blk = m.data.data() + k * b.bytes;
         switch (m.format) {
             case WeightFormat::GGUF_Q8_0:
-            case WeightFormat::GGUF_Q4_0: f16(blk, true); break;
+            case WeightFormat::GGUF_Q4_0:
+            case WeightFormat::GGUF_Q5_0:
+            case WeightFormat::GGUF_IQ4_NL: f16(blk, true); break;
+            case WeightFormat::GGUF_Q4_1:
+            case WeightFormat::GGUF_Q5_1: f16(blk, true), f16(blk + 2, true); break;
             case WeightFormat::GGUF_Q4_K:
             case WeightFormat::GGUF_Q5_K: f16(blk, false), f16(blk + 2, false); break;
             case WeightFormat::GGUF_Q6_K: f16(blk + 208, true); break;
+            case WeightFormat::GGUF_Q2_K: f16(blk + 80, false), f16(blk + 82, false); break;
+            case WeightFormat::GGUF_Q3_K: f16(blk + 108, true); break;
             case WeightFormat::GGUF_MXFP4: blk[0] = static_cast<uint8_t>(118 + bits(rng) % 13); break;
             default: break;
         }
@@ -197,7 +213,13 @@ inline TestMatrix random_matrix(WeightFormat format, Layout layout, size_t rows,
         case WeightFormat::GGUF_Q4_K:
         case WeightFormat::GGUF_Q5_K:
         case WeightFormat::GGUF_Q6_K:
-        case WeightFormat::GGUF_MXFP4: fill_gguf_blocks(m, rng); break;
+        case WeightFormat::GGUF_MXFP4:
+        case WeightFormat::GGUF_Q4_1:
+        case WeightFormat::GGUF_Q5_0:
+        case WeightFormat::GGUF_Q5_1:
+        case WeightFormat::GGUF_Q2_K:
+        case WeightFormat::GGUF_Q3_K:
+        case WeightFormat::GGUF_IQ4_NL: fill_gguf_blocks(m, rng); break;
         case WeightFormat::BF16_PACKED: {
             // A BF16 matrix as above, packed (its 14 high bytes need no patch).
             const TestMatrix bf16 = random_matrix(WeightFormat::BF16, Layout::out_in, rows, cols, rng);

@@ -246,14 +246,12 @@ void check_weights_exact(MatmulFn isa, const testing::TestMatrix& m, const std::
 // GGUF's block formats, with every tile shape around 1, 2, 3 and 5 blocks per row; row decoders
 // bit for bit on the same matrices; every weight the matmul decodes exactly the reference's; the
 // pooled matmul the same bits over 1, 2 and 3 threads.
-constexpr WeightFormat kGgufFormats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_K,
-                                         WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4};
 
 void check_gguf(const KernelTable& table, Worst& worst) {
     std::mt19937 rng(2026);
     const KernelTable& ref = reference_kernels();
     WorkerPool p1(1), p2(2), p3(3);
-    for (WeightFormat f : kGgufFormats) {
+    for (WeightFormat f : testing::kGgufFormats) {
         const MatmulFn isa = entry(table, f, Layout::out_in);
         ASSERT_NE(isa, entry(ref, f, Layout::out_in)) << weight_format_name(f) << ": not replaced";
         const size_t block = gguf_weight_block(f).values;
@@ -408,31 +406,41 @@ void check_fp8_edges(const KernelTable& table, Worst& worst) {
     check_weights_exact(isa, finite, bits);
 }
 
-// Q4_K and Q5_K edges: one row per (d, dmin) pair of f16 extremes (largest, smallest subnormal,
-// largest subnormal, zeros of either sign, negative, infinite, NaN), every other row with every
-// six-bit scale and min at 63, two super-blocks a row. The kernels compute a sub-block's values
-// (d * sc) * q - dmin * m with one fused multiply-subtract where the reference rounds the product
-// and the difference, which is exact only because d * sc * q never rounds (at most 22 significant
-// bits): the finite rows' weights must be the reference's, bit for bit, and the others' outputs
-// must be non-finite where the reference's are.
-void check_k_quant_edges(const KernelTable& table, Worst& worst) {
+// Edges of the formats whose kernels fuse where the reference rounds twice: Q4_K, Q5_K and Q2_K
+// compute (d * sc) * q - dmin * m, Q4_1 and Q5_1 d * q + m, with one fused multiply-subtract (add),
+// which is exact only because the product never rounds (at most 22 significant bits). One row per
+// (d, dmin or m) pair of f16 extremes (largest, smallest subnormal, largest subnormal, zeros of
+// either sign, negative, infinite, NaN), every other row of the K-quants with every scale and min
+// at its largest (63, Q2_K's 15), 512 values a row: the finite rows' weights must be the
+// reference's, bit for bit, and the others' outputs must be non-finite where the reference's are.
+void check_fused_edges(const KernelTable& table, Worst& worst) {
     std::mt19937 rng(45);
     const uint16_t pairs[][2] = {{0x7BFF, 0x7BFF}, {0x0001, 0x0001}, {0x03FF, 0x7BFF}, {0x0000, 0x3C00},
                                  {0x8000, 0x8000}, {0xFBFF, 0x0400}, {0x3C00, 0x8000}, {0x5BFF, 0xD3FF},
                                  {0x7C00, 0x3C00}, {0x7E00, 0x3C00}, {0x3C00, 0x7C00}, {0xFC00, 0x0001}};
     constexpr size_t kRows = sizeof(pairs) / sizeof(pairs[0]);
-    for (WeightFormat f : {WeightFormat::GGUF_Q4_K, WeightFormat::GGUF_Q5_K}) {
+    struct Fused {
+        WeightFormat format;
+        size_t d, m;             // byte offsets of the two halves in a block
+        size_t scales, n_scales;  // the packed scales and mins set to their largest
+    };
+    const Fused formats[] = {{WeightFormat::GGUF_Q4_K, 0, 2, 4, 12}, {WeightFormat::GGUF_Q5_K, 0, 2, 4, 12},
+                             {WeightFormat::GGUF_Q2_K, 80, 82, 0, 16}, {WeightFormat::GGUF_Q4_1, 0, 2, 0, 0},
+                             {WeightFormat::GGUF_Q5_1, 0, 2, 0, 0}};
+    for (const Fused& fused : formats) {
+        const WeightFormat f = fused.format;
         const MatmulFn isa = entry(table, f, Layout::out_in);
         const MatmulFn ref = entry(reference_kernels(), f, Layout::out_in);
         if (isa == ref) continue;
         testing::TestMatrix m = testing::random_matrix(f, Layout::out_in, kRows, 512, rng);
-        const size_t block_bytes = f == WeightFormat::GGUF_Q4_K ? 144 : 176;
+        const WeightBlock block = gguf_weight_block(f);
+        const size_t per_row = m.cols / block.values;
         for (size_t o = 0; o < kRows; ++o)
-            for (size_t b = 0; b < 2; ++b) {
-                uint8_t* block = m.data.data() + (2 * o + b) * block_bytes;
-                std::memcpy(block, &pairs[o][0], 2);
-                std::memcpy(block + 2, &pairs[o][1], 2);
-                if (o % 2 == 1) std::memset(block + 4, 0xFF, 12);  // every sc and m 63
+            for (size_t b = 0; b < per_row; ++b) {
+                uint8_t* at = m.data.data() + (per_row * o + b) * block.bytes;
+                std::memcpy(at + fused.d, &pairs[o][0], 2);
+                std::memcpy(at + fused.m, &pairs[o][1], 2);
+                if (o % 2 == 1) std::memset(at + fused.scales, 0xFF, fused.n_scales);
             }
         std::vector<float> w(m.rows * m.cols);
         for (size_t o = 0; o < m.rows; ++o)
@@ -704,7 +712,7 @@ TEST(IsaKernelsAvx2, EveryReplacedKernelMatchesTheReference) {
     check_gguf(table, worst);
     check_mxfp4_edges(table, worst);
     check_fp8_edges(table, worst);
-    check_k_quant_edges(table, worst);
+    check_fused_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);
     check_vector_ops(table, worst);
@@ -799,7 +807,7 @@ TEST(IsaKernelsVnni, FloatKernelsMatchTheReference) {
     check_gguf(table, worst);
     check_mxfp4_edges(table, worst);
     check_fp8_edges(table, worst);
-    check_k_quant_edges(table, worst);
+    check_fused_edges(table, worst);
     check_dense_edges(table, worst);
     check_rows(table);
     check_vector_ops(table, worst);
@@ -1267,7 +1275,7 @@ void check_q8_gguf(const KernelTable& table, const char* name) {
     std::mt19937 rng(80);
     size_t compared = 0;
     WorkerPool p1(1), p2(2), p3(3);
-    for (WeightFormat f : kGgufFormats) {
+    for (WeightFormat f : testing::kGgufInt8Formats) {
         const size_t fi = static_cast<size_t>(f);
         ASSERT_NE(table.matmul_q8[fi], nullptr) << weight_format_name(f);
         ASSERT_NE(table.matmul_q8[fi], ref.matmul_q8[fi]) << weight_format_name(f) << ": not replaced";

@@ -157,7 +157,9 @@ std::vector<float> poisoned_rows(size_t n_x, size_t cols, std::mt19937& rng) {
 const WeightFormat kAllFormats[] = {WeightFormat::F32,       WeightFormat::BF16,      WeightFormat::F16,
                                     WeightFormat::MXFP4,     WeightFormat::FP8_E4M3,  WeightFormat::GGUF_Q8_0,
                                     WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_K, WeightFormat::GGUF_Q5_K,
-                                    WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4, WeightFormat::BF16_PACKED};
+                                    WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4, WeightFormat::BF16_PACKED,
+                                    WeightFormat::GGUF_Q4_1, WeightFormat::GGUF_Q5_0, WeightFormat::GGUF_Q5_1,
+                                    WeightFormat::GGUF_Q2_K, WeightFormat::GGUF_Q3_K, WeightFormat::GGUF_IQ4_NL};
 
 std::string label(WeightFormat f, Layout l, bool int8) {
     return std::string(weight_format_name(f)) + (l == Layout::out_in ? " out_in" : " in_out") +
@@ -234,8 +236,14 @@ void poison_weight(testing::TestMatrix& m, size_t row, bool nan) {
         case WeightFormat::GGUF_Q8_0:
         case WeightFormat::GGUF_Q4_0:
         case WeightFormat::GGUF_Q4_K:
-        case WeightFormat::GGUF_Q5_K: std::memcpy(block, &f16, 2); return;
+        case WeightFormat::GGUF_Q5_K:
+        case WeightFormat::GGUF_Q4_1:
+        case WeightFormat::GGUF_Q5_0:
+        case WeightFormat::GGUF_Q5_1:
+        case WeightFormat::GGUF_IQ4_NL: std::memcpy(block, &f16, 2); return;
         case WeightFormat::GGUF_Q6_K: std::memcpy(block + 208, &f16, 2); return;
+        case WeightFormat::GGUF_Q2_K: std::memcpy(block + 80, &f16, 2); return;
+        case WeightFormat::GGUF_Q3_K: std::memcpy(block + 108, &f16, 2); return;
         default: FAIL() << "no poison for " << weight_format_name(m.format);
     }
 }

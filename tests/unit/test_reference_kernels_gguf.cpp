@@ -1,4 +1,5 @@
-// The reference kernels of GGUF's block formats (GGUF_Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4): on the
+// The reference kernels of GGUF's block formats (GGUF_Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K, IQ4_NL, MXFP4): on the
 // float road a GGUF matrix is exactly the F32 matrix of its dequantized values (dequantize_gguf,
 // itself bit-exact against gguf-py); on the integer road the block products are exact integers,
 // checked by hand on one super-block and against the float road within the quantization bound.
@@ -22,8 +23,6 @@ using testing::TestMatrix;
 
 const KernelTable& ref() { return reference_kernels(); }
 
-constexpr WeightFormat kFormats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_K,
-                                     WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4};
 
 GgufType gguf_type(WeightFormat f) {
     for (uint32_t id = 0; id < 64; ++id) {
@@ -51,7 +50,10 @@ TEST(RefKernelsGguf, FormatsMapToTheirGgufTypesAndBlocks) {
     const std::pair<GgufType, WeightFormat> pairs[] = {
         {GgufType::Q8_0, WeightFormat::GGUF_Q8_0}, {GgufType::Q4_0, WeightFormat::GGUF_Q4_0},
         {GgufType::Q4_K, WeightFormat::GGUF_Q4_K}, {GgufType::Q5_K, WeightFormat::GGUF_Q5_K},
-        {GgufType::Q6_K, WeightFormat::GGUF_Q6_K}, {GgufType::MXFP4, WeightFormat::GGUF_MXFP4}};
+        {GgufType::Q6_K, WeightFormat::GGUF_Q6_K}, {GgufType::MXFP4, WeightFormat::GGUF_MXFP4},
+        {GgufType::Q4_1, WeightFormat::GGUF_Q4_1}, {GgufType::Q5_0, WeightFormat::GGUF_Q5_0},
+        {GgufType::Q5_1, WeightFormat::GGUF_Q5_1}, {GgufType::Q2_K, WeightFormat::GGUF_Q2_K},
+        {GgufType::Q3_K, WeightFormat::GGUF_Q3_K}, {GgufType::IQ4_NL, WeightFormat::GGUF_IQ4_NL}};
     for (const auto& [type, format] : pairs) {
         EXPECT_EQ(gguf_weight_format(type), format) << gguf_type_name(type);
         const auto info = gguf_type_info(static_cast<uint32_t>(type));
@@ -61,7 +63,8 @@ TEST(RefKernelsGguf, FormatsMapToTheirGgufTypesAndBlocks) {
         EXPECT_EQ(std::string(weight_format_name(format)), "GGUF_" + std::string(gguf_type_name(type)));
     }
     EXPECT_EQ(gguf_weight_format(GgufType::F16), WeightFormat::F16);
-    EXPECT_FALSE(gguf_weight_format(GgufType::Q2_K).has_value());
+    EXPECT_FALSE(gguf_weight_format(GgufType::IQ2_XXS).has_value());
+    EXPECT_FALSE(gguf_weight_format(GgufType::Q8_1).has_value()) << "llama.cpp's activation type, never a weight";
     EXPECT_EQ(gguf_weight_block(WeightFormat::MXFP4).values, 0u) << "transformers' MXFP4 is not a GGUF block format";
     EXPECT_EQ(q8_block_values(WeightFormat::GGUF_Q4_K), kQ8KBlock);
     EXPECT_EQ(q8_block_values(WeightFormat::GGUF_Q6_K), kQ8KBlock);
@@ -73,7 +76,7 @@ TEST(RefKernelsGguf, FormatsMapToTheirGgufTypesAndBlocks) {
 // for bit, on 1, 2 and 3 blocks per row.
 TEST(RefKernelsGguf, MatmulIsTheF32MatmulOfTheDequantizedMatrix) {
     std::mt19937 rng(41);
-    for (WeightFormat f : kFormats) {
+    for (WeightFormat f : testing::kGgufFormats) {
         const size_t block = gguf_weight_block(f).values;
         for (size_t rows : {1, 7, 19})
             for (size_t blocks : {1, 2, 3}) {
@@ -103,7 +106,9 @@ TEST(RefKernelsGguf, MatmulIsTheF32MatmulOfTheDequantizedMatrix) {
 TEST(RefKernelsGguf, RowDecoderGivesGgufPysValuesOnItsBlocks) {
     const std::pair<WeightFormat, const char*> cases[] = {
         {WeightFormat::GGUF_Q8_0, "Q8_0"}, {WeightFormat::GGUF_Q4_0, "Q4_0"}, {WeightFormat::GGUF_Q4_K, "Q4_K"},
-        {WeightFormat::GGUF_Q5_K, "Q5_K"}, {WeightFormat::GGUF_Q6_K, "Q6_K"}, {WeightFormat::GGUF_MXFP4, "MXFP4"}};
+        {WeightFormat::GGUF_Q5_K, "Q5_K"}, {WeightFormat::GGUF_Q6_K, "Q6_K"}, {WeightFormat::GGUF_MXFP4, "MXFP4"},
+        {WeightFormat::GGUF_Q4_1, "Q4_1"}, {WeightFormat::GGUF_Q5_0, "Q5_0"}, {WeightFormat::GGUF_Q5_1, "Q5_1"},
+        {WeightFormat::GGUF_Q2_K, "Q2_K"}, {WeightFormat::GGUF_Q3_K, "Q3_K"}, {WeightFormat::GGUF_IQ4_NL, "IQ4_NL"}};
     for (const auto& [f, name] : cases) {
         const testing::GgufRefMatrix r = testing::gguf_ref_matrix(f, name);
         ASSERT_GT(r.m.rows, 0u) << name;
@@ -171,7 +176,7 @@ TEST(RefKernelsGgufQ8, Q4KSuperBlockByHand) {
 // activation makes its outputs NaN; and the result does not depend on the thread count.
 TEST(RefKernelsGgufQ8, CloseToTheFloatRoadWithinTheQuantizationBound) {
     std::mt19937 rng(43);
-    for (WeightFormat f : kFormats) {
+    for (WeightFormat f : testing::kGgufInt8Formats) {
         const size_t qblock = q8_block_values(f);
         const size_t rows = 23, cols = 2 * kQ8KBlock, n_x = 3;
         const TestMatrix m = testing::random_matrix(f, Layout::out_in, rows, cols, rng);

@@ -33,6 +33,14 @@ enum class WeightFormat : uint8_t {
     // low byte and a 4-bit code into its row's 16 most frequent high bytes, the rare others patched.
     // Built at load from BF16 out_in matrices; every kernel gives it the BF16 matrix's bits.
     BF16_PACKED,
+    // More of ggml's block layouts, appended so that the values above stay (SDK 9.2); the float
+    // road only (matmul_q8 has no entry for them: the integer road leaves them on floats).
+    GGUF_Q4_1,  // f16 d, f16 m + 16 bytes of nibbles as Q4_0's; d * q + m (20 / 32)
+    GGUF_Q5_0,  // f16 d, 4 bytes of fifth bits (bit j of the u32: element j), nibbles as Q4_0; d * (q - 16) (22 / 32)
+    GGUF_Q5_1,  // f16 d, f16 m, fifth bits and nibbles as Q5_0; d * q + m (24 / 32)
+    GGUF_Q2_K,  // 16 bytes of 4-bit scale | min << 4 per 16 values, 64 of 2-bit codes, f16 d, f16 dmin (84 / 256)
+    GGUF_Q3_K,  // 32 bytes of high-bit masks, 64 of 2-bit codes, 12 of 6-bit scales, f16 d (110 / 256)
+    GGUF_IQ4_NL,  // f16 d + nibbles as Q4_0's, each an index into ggml's kvalues_iq4nl; d * kvalues[q] (18 / 32)
     count
 };
 constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::count);

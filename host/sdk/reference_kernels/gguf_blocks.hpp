@@ -29,6 +29,12 @@ void decode_q4_k(const std::byte* b, float* y);
 void decode_q5_k(const std::byte* b, float* y);
 void decode_q6_k(const std::byte* b, float* y);
 void decode_mxfp4(const std::byte* b, float* y);
+void decode_q4_1(const std::byte* b, float* y);
+void decode_q5_0(const std::byte* b, float* y);
+void decode_q5_1(const std::byte* b, float* y);
+void decode_q2_k(const std::byte* b, float* y);
+void decode_q3_k(const std::byte* b, float* y);
+void decode_iq4_nl(const std::byte* b, float* y);
 
 // The 6-bit scales and mins of Q4_K and Q5_K: 8 of each packed in 12 bytes (ggml's get_scale_min_k4).
 void scale_min_k4(const std::byte* s, uint8_t* sc, uint8_t* m);
@@ -40,6 +46,19 @@ void unpack_nibbles_32(const std::byte* qs, uint8_t* q);
 void unpack_q4_k(const std::byte* b, uint8_t* q);
 void unpack_q5_k(const std::byte* b, uint8_t* q);
 void unpack_q6_k(const std::byte* b, uint8_t* q);
+// Q5_0's and Q5_1's 32 five-bit codes: the nibbles of qs as unpack_nibbles_32, bit 4 of element j
+// bit j of the little-endian u32 at qh.
+void unpack_q5_32(const std::byte* qh, const std::byte* qs, uint8_t* q);
+
+// Byte offsets inside a Q2_K super-block (scales, codes, d, dmin) and a Q3_K one (high-bit masks,
+// codes, scales, d).
+inline constexpr size_t kQ2KCodes = kQK_K / 16;
+inline constexpr size_t kQ2KD = kQ2KCodes + kQK_K / 4;
+inline constexpr size_t kQ3KCodes = kQK_K / 8;
+inline constexpr size_t kQ3KScales = kQ3KCodes + kQK_K / 4;
+inline constexpr size_t kQ3KD = kQ3KScales + 12;
+// Q3_K's 16 six-bit scales, each minus 32 (ggml's unpacking of its 12 bytes).
+void scales_q3_k(const std::byte* s, int8_t* sc);
 
 // Byte offsets inside a Q6_K super-block: the 16 int8 scales and the f16 d.
 inline constexpr size_t kQ6KScales = kQK_K / 2 + kQK_K / 4;
@@ -55,6 +74,9 @@ inline float e8m0_half(uint8_t e) {
 
 // Twice each E2M1 value (ggml's kvalues_mxfp4; code 8 is +0).
 inline constexpr int8_t kE2M1Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// IQ4_NL's 16 levels (ggml's kvalues_iq4nl).
+inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // Block geometry and decoder of a GGUF weight format; values == 0 for the other formats.
 struct BlockFormat {

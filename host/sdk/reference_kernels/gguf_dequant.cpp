@@ -128,6 +128,90 @@ void decode_mxfp4(const std::byte* b, float* y) {
     for (size_t j = 0; j < 32; ++j) y[j] = d * static_cast<float>(kE2M1Doubled[q[j]]);
 }
 
+// Q4_1: f16 d, f16 m, then nibbles as Q4_0's; x = (d * q) + m.
+void decode_q4_1(const std::byte* b, float* y) {
+    const float d = f16_at(b), m = f16_at(b + 2);
+    uint8_t q[32];
+    unpack_nibbles_32(b + 4, q);
+    for (size_t j = 0; j < 32; ++j) y[j] = d * static_cast<float>(q[j]) + m;
+}
+
+void unpack_q5_32(const std::byte* qh, const std::byte* qs, uint8_t* q) {
+    uint32_t high;
+    std::memcpy(&high, qh, 4);
+    unpack_nibbles_32(qs, q);
+    for (size_t j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>(q[j] | ((high >> j) & 1u) << 4);
+}
+
+// Q5_0: f16 d, 4 bytes qh, 16 bytes qs; x = d * (q - 16).
+void decode_q5_0(const std::byte* b, float* y) {
+    const float d = f16_at(b);
+    uint8_t q[32];
+    unpack_q5_32(b + 2, b + 6, q);
+    for (size_t j = 0; j < 32; ++j) y[j] = d * static_cast<float>(static_cast<int>(q[j]) - 16);
+}
+
+// Q5_1: f16 d, f16 m, 4 bytes qh, 16 bytes qs; x = (d * q) + m.
+void decode_q5_1(const std::byte* b, float* y) {
+    const float d = f16_at(b), m = f16_at(b + 2);
+    uint8_t q[32];
+    unpack_q5_32(b + 4, b + 8, q);
+    for (size_t j = 0; j < 32; ++j) y[j] = d * static_cast<float>(q[j]) + m;
+}
+
+// Q2_K: 16 bytes of scales (low nibble) and mins (high nibble), one of each per 16 values, 64 bytes
+// of codes, f16 d, f16 dmin. In each half c of 128 values, group s (32 values) takes bits 2s of
+// qs[32c + l]; x = (d * scale) * q - (dmin * min).
+void decode_q2_k(const std::byte* b, float* y) {
+    const float d = f16_at(b + kQ2KD), dmin = f16_at(b + kQ2KD + 2);
+    for (size_t c = 0; c < 2; ++c)
+        for (size_t s = 0; s < 4; ++s)
+            for (size_t l = 0; l < 32; ++l) {
+                const size_t i = 128 * c + 32 * s + l;
+                const uint8_t scale_min = byte_at(b, i / 16);
+                const float dl = d * static_cast<float>(scale_min & 0x0F);
+                const float ml = dmin * static_cast<float>(scale_min >> 4);
+                const unsigned q = (byte_at(b + kQ2KCodes, 32 * c + l) >> (2 * s)) & 0x03;
+                y[i] = dl * static_cast<float>(q) - ml;
+            }
+}
+
+// Scale k < 8 takes the low nibble of byte k, k >= 8 the high nibble of byte k - 8, and bits 4-5
+// from bits 2(k / 4) of byte 8 + k % 4.
+void scales_q3_k(const std::byte* s, int8_t* sc) {
+    for (size_t k = 0; k < 16; ++k) {
+        const unsigned low = (byte_at(s, k % 8) >> (4 * (k / 8))) & 0x0F;
+        const unsigned high = (byte_at(s, 8 + k % 4) >> (2 * (k / 4))) & 0x03;
+        sc[k] = static_cast<int8_t>(static_cast<int>(low | high << 4) - 32);
+    }
+}
+
+// Q3_K: 32 bytes hmask, 64 bytes of codes, 12 bytes of scales, f16 d. Element i = 128c + 32s + l
+// takes bits 2s of qs[32c + l] as its low two bits, and loses 4 when bit i / 32 of hmask[l] is 0;
+// x = (d * scale[i / 16]) * q, q in [-4, 3].
+void decode_q3_k(const std::byte* b, float* y) {
+    const float d = f16_at(b + kQ3KD);
+    int8_t sc[16];
+    scales_q3_k(b + kQ3KScales, sc);
+    for (size_t c = 0; c < 2; ++c)
+        for (size_t s = 0; s < 4; ++s)
+            for (size_t l = 0; l < 32; ++l) {
+                const size_t i = 128 * c + 32 * s + l;
+                const int low = (byte_at(b + kQ3KCodes, 32 * c + l) >> (2 * s)) & 0x03;
+                const int high = (byte_at(b, l) >> (i / 32)) & 0x01;
+                const float dl = d * static_cast<float>(sc[i / 16]);
+                y[i] = dl * static_cast<float>(low - 4 * (1 - high));
+            }
+}
+
+// IQ4_NL: f16 d, then nibbles as Q4_0's; x = d * kvalues[q].
+void decode_iq4_nl(const std::byte* b, float* y) {
+    const float d = f16_at(b);
+    uint8_t q[32];
+    unpack_nibbles_32(b + 2, q);
+    for (size_t j = 0; j < 32; ++j) y[j] = d * static_cast<float>(kIq4NlValues[q[j]]);
+}
+
 BlockFormat block_format(WeightFormat f) {
     switch (f) {
         case WeightFormat::GGUF_Q8_0: return {kQK, 34, decode_q8_0};
@@ -136,6 +220,12 @@ BlockFormat block_format(WeightFormat f) {
         case WeightFormat::GGUF_Q5_K: return {kQK_K, 176, decode_q5_k};
         case WeightFormat::GGUF_Q6_K: return {kQK_K, 210, decode_q6_k};
         case WeightFormat::GGUF_MXFP4: return {kQK, 17, decode_mxfp4};
+        case WeightFormat::GGUF_Q4_1: return {kQK, 20, decode_q4_1};
+        case WeightFormat::GGUF_Q5_0: return {kQK, 22, decode_q5_0};
+        case WeightFormat::GGUF_Q5_1: return {kQK, 24, decode_q5_1};
+        case WeightFormat::GGUF_Q2_K: return {kQK_K, 84, decode_q2_k};
+        case WeightFormat::GGUF_Q3_K: return {kQK_K, 110, decode_q3_k};
+        case WeightFormat::GGUF_IQ4_NL: return {kQK, 18, decode_iq4_nl};
         case WeightFormat::F32:
         case WeightFormat::BF16:
         case WeightFormat::F16:
@@ -167,6 +257,12 @@ std::optional<WeightFormat> gguf_weight_format(GgufType type) {
         case GgufType::Q5_K: return WeightFormat::GGUF_Q5_K;
         case GgufType::Q6_K: return WeightFormat::GGUF_Q6_K;
         case GgufType::MXFP4: return WeightFormat::GGUF_MXFP4;
+        case GgufType::Q4_1: return WeightFormat::GGUF_Q4_1;
+        case GgufType::Q5_0: return WeightFormat::GGUF_Q5_0;
+        case GgufType::Q5_1: return WeightFormat::GGUF_Q5_1;
+        case GgufType::Q2_K: return WeightFormat::GGUF_Q2_K;
+        case GgufType::Q3_K: return WeightFormat::GGUF_Q3_K;
+        case GgufType::IQ4_NL: return WeightFormat::GGUF_IQ4_NL;
         default: break;
     }
     return std::nullopt;
@@ -207,19 +303,12 @@ Expected<void> dequantize_gguf(GgufType type, const std::byte* blocks, size_t n_
             return {};
         default: break;
     }
-    gguf::BlockDecoder fn = nullptr;
-    switch (type) {
-        case GgufType::Q8_0: fn = gguf::decode_q8_0; break;
-        case GgufType::Q4_0: fn = gguf::decode_q4_0; break;
-        case GgufType::Q4_K: fn = gguf::decode_q4_k; break;
-        case GgufType::Q5_K: fn = gguf::decode_q5_k; break;
-        case GgufType::Q6_K: fn = gguf::decode_q6_k; break;
-        case GgufType::MXFP4: fn = gguf::decode_mxfp4; break;
-        default:
-            return fail(ErrorKind::unsupported, "dequantize: GGUF type " + std::string(info->name) +
-                                                    " has no reference dequantizer in stormo (F32, F16, BF16, Q8_0, Q4_0, "
-                                                    "Q4_K, Q5_K, Q6_K and MXFP4 have)");
-    }
+    const std::optional<WeightFormat> format = gguf_weight_format(type);
+    const gguf::BlockDecoder fn = format ? gguf::block_format(*format).decode : nullptr;
+    if (fn == nullptr)
+        return fail(ErrorKind::unsupported, "dequantize: GGUF type " + std::string(info->name) +
+                                                " has no reference dequantizer in stormo (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
+                                                "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and MXFP4 have)");
     const size_t n_blocks = n_values / info->block_values;
     for (size_t i = 0; i < n_blocks; ++i) fn(blocks + i * info->block_bytes, out + i * info->block_values);
     return {};

@@ -12,7 +12,9 @@ constexpr size_t idx(Layout l) { return static_cast<size_t>(l); }
 
 // ggml's block layouts: out_in only, like MXFP4 (blocks run along a row's inputs).
 constexpr WeightFormat kGgufFormats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_K,
-                                         WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4};
+                                         WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4,
+                                         WeightFormat::GGUF_Q4_1, WeightFormat::GGUF_Q5_0, WeightFormat::GGUF_Q5_1,
+                                         WeightFormat::GGUF_Q2_K, WeightFormat::GGUF_Q3_K, WeightFormat::GGUF_IQ4_NL};
 
 KernelTable make_reference_table() {
     KernelTable t;

@@ -18,6 +18,12 @@ const char* weight_format_name(WeightFormat f) {
         case WeightFormat::GGUF_Q5_K: return "GGUF_Q5_K";
         case WeightFormat::GGUF_Q6_K: return "GGUF_Q6_K";
         case WeightFormat::GGUF_MXFP4: return "GGUF_MXFP4";
+        case WeightFormat::GGUF_Q4_1: return "GGUF_Q4_1";
+        case WeightFormat::GGUF_Q5_0: return "GGUF_Q5_0";
+        case WeightFormat::GGUF_Q5_1: return "GGUF_Q5_1";
+        case WeightFormat::GGUF_Q2_K: return "GGUF_Q2_K";
+        case WeightFormat::GGUF_Q3_K: return "GGUF_Q3_K";
+        case WeightFormat::GGUF_IQ4_NL: return "GGUF_IQ4_NL";
         case WeightFormat::count: break;
     }
     return "unknown";
@@ -40,6 +46,13 @@ size_t q8_block_values(WeightFormat f) {
         case WeightFormat::GGUF_Q8_0:
         case WeightFormat::GGUF_Q4_0:
         case WeightFormat::GGUF_MXFP4:
+        // No integer road (q8_rows_fit is never asked): the block any row would take.
+        case WeightFormat::GGUF_Q4_1:
+        case WeightFormat::GGUF_Q5_0:
+        case WeightFormat::GGUF_Q5_1:
+        case WeightFormat::GGUF_Q2_K:
+        case WeightFormat::GGUF_Q3_K:
+        case WeightFormat::GGUF_IQ4_NL:
         case WeightFormat::count: break;
     }
     return kQ8Block;

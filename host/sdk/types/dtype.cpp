@@ -19,7 +19,7 @@ struct DTypeEntry {
 
 // One row per dtype; the element types' names are the ones safetensors headers use, the block
 // types' (ggml's layouts, as stormo/gguf_types.hpp describes them) llama.cpp's.
-constexpr std::array<DTypeEntry, 18> kDTypes{{
+constexpr std::array<DTypeEntry, 24> kDTypes{{
     {DType::F64, "F64", 1, 8},
     {DType::F32, "F32", 1, 4},
     {DType::F16, "F16", 1, 2},
@@ -38,6 +38,12 @@ constexpr std::array<DTypeEntry, 18> kDTypes{{
     {DType::GGUF_Q5_K, "Q5_K", 256, 176},
     {DType::GGUF_Q6_K, "Q6_K", 256, 210},
     {DType::GGUF_MXFP4, "MXFP4", 32, 17},
+    {DType::GGUF_Q4_1, "Q4_1", 32, 20},
+    {DType::GGUF_Q5_0, "Q5_0", 32, 22},
+    {DType::GGUF_Q5_1, "Q5_1", 32, 24},
+    {DType::GGUF_Q2_K, "Q2_K", 256, 84},
+    {DType::GGUF_Q3_K, "Q3_K", 256, 110},
+    {DType::GGUF_IQ4_NL, "IQ4_NL", 32, 18},
 }};
 
 const DTypeEntry* entry(DType t) {

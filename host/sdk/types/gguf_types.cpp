@@ -15,13 +15,13 @@ constexpr std::array<GgufTypeInfo, 35> kTypes{{
     {GgufType::F32, "F32", 1, 4, true},
     {GgufType::F16, "F16", 1, 2, true},
     {GgufType::Q4_0, "Q4_0", 32, 2 + 16, true},
-    {GgufType::Q4_1, "Q4_1", 32, 2 + 2 + 16, false},
-    {GgufType::Q5_0, "Q5_0", 32, 2 + 4 + 16, false},
-    {GgufType::Q5_1, "Q5_1", 32, 2 + 2 + 4 + 16, false},
+    {GgufType::Q4_1, "Q4_1", 32, 2 + 2 + 16, true},
+    {GgufType::Q5_0, "Q5_0", 32, 2 + 4 + 16, true},
+    {GgufType::Q5_1, "Q5_1", 32, 2 + 2 + 4 + 16, true},
     {GgufType::Q8_0, "Q8_0", 32, 2 + 32, true},
     {GgufType::Q8_1, "Q8_1", 32, 4 + 4 + 32, false},
-    {GgufType::Q2_K, "Q2_K", QK_K, 2 + 2 + QK_K / 16 + QK_K / 4, false},
-    {GgufType::Q3_K, "Q3_K", QK_K, 2 + QK_K / 4 + QK_K / 8 + 12, false},
+    {GgufType::Q2_K, "Q2_K", QK_K, 2 + 2 + QK_K / 16 + QK_K / 4, true},
+    {GgufType::Q3_K, "Q3_K", QK_K, 2 + QK_K / 4 + QK_K / 8 + 12, true},
     {GgufType::Q4_K, "Q4_K", QK_K, 2 + 2 + QK_K / 2 + 12, true},
     {GgufType::Q5_K, "Q5_K", QK_K, 2 + 2 + QK_K / 2 + QK_K / 8 + 12, true},
     {GgufType::Q6_K, "Q6_K", QK_K, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16, true},
@@ -30,7 +30,7 @@ constexpr std::array<GgufTypeInfo, 35> kTypes{{
     {GgufType::IQ2_XS, "IQ2_XS", QK_K, 2 + QK_K / 4 + QK_K / 32, false},
     {GgufType::IQ3_XXS, "IQ3_XXS", QK_K, 2 + QK_K / 4 + QK_K / 8, false},
     {GgufType::IQ1_S, "IQ1_S", QK_K, 2 + QK_K / 8 + QK_K / 16, false},
-    {GgufType::IQ4_NL, "IQ4_NL", 32, 2 + 16, false},
+    {GgufType::IQ4_NL, "IQ4_NL", 32, 2 + 16, true},
     {GgufType::IQ3_S, "IQ3_S", QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4, false},
     {GgufType::IQ2_S, "IQ2_S", QK_K, 2 + QK_K / 4 + QK_K / 16, false},
     {GgufType::IQ4_XS, "IQ4_XS", QK_K, 2 + 2 + QK_K / 2 + QK_K / 64, false},
@@ -50,7 +50,7 @@ constexpr std::array<GgufTypeInfo, 35> kTypes{{
 }};
 
 // The GGUF types a tensor dtype stands for, one to one.
-constexpr std::array<std::pair<GgufType, DType>, 9> kDtypes{{
+constexpr std::array<std::pair<GgufType, DType>, 15> kDtypes{{
     {GgufType::F32, DType::F32},
     {GgufType::F16, DType::F16},
     {GgufType::BF16, DType::BF16},
@@ -60,6 +60,12 @@ constexpr std::array<std::pair<GgufType, DType>, 9> kDtypes{{
     {GgufType::Q5_K, DType::GGUF_Q5_K},
     {GgufType::Q6_K, DType::GGUF_Q6_K},
     {GgufType::MXFP4, DType::GGUF_MXFP4},
+    {GgufType::Q4_1, DType::GGUF_Q4_1},
+    {GgufType::Q5_0, DType::GGUF_Q5_0},
+    {GgufType::Q5_1, DType::GGUF_Q5_1},
+    {GgufType::Q2_K, DType::GGUF_Q2_K},
+    {GgufType::Q3_K, DType::GGUF_Q3_K},
+    {GgufType::IQ4_NL, DType::GGUF_IQ4_NL},
 }};
 
 }  // namespace

@@ -114,7 +114,13 @@ std::vector<float> to_f32(DType dtype, const std::byte* data, size_t count) {
         case DType::GGUF_Q4_K:
         case DType::GGUF_Q5_K:
         case DType::GGUF_Q6_K:
-        case DType::GGUF_MXFP4: break;  // decoded above
+        case DType::GGUF_MXFP4:
+        case DType::GGUF_Q4_1:
+        case DType::GGUF_Q5_0:
+        case DType::GGUF_Q5_1:
+        case DType::GGUF_Q2_K:
+        case DType::GGUF_Q3_K:
+        case DType::GGUF_IQ4_NL: break;  // decoded above
     }
     return out;
 }

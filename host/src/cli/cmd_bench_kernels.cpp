@@ -85,10 +85,16 @@ Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
         else if (format == "q5_k") c.format = WeightFormat::GGUF_Q5_K;
         else if (format == "q6_k") c.format = WeightFormat::GGUF_Q6_K;
         else if (format == "gguf_mxfp4") c.format = WeightFormat::GGUF_MXFP4;
+        else if (format == "q4_1") c.format = WeightFormat::GGUF_Q4_1;
+        else if (format == "q5_0") c.format = WeightFormat::GGUF_Q5_0;
+        else if (format == "q5_1") c.format = WeightFormat::GGUF_Q5_1;
+        else if (format == "q2_k") c.format = WeightFormat::GGUF_Q2_K;
+        else if (format == "q3_k") c.format = WeightFormat::GGUF_Q3_K;
+        else if (format == "iq4_nl") c.format = WeightFormat::GGUF_IQ4_NL;
         else if (format == "fp8") c.format = WeightFormat::FP8_E4M3;
         else
             return fail(ErrorKind::invalid_argument, "--formats: unknown format '" + printable(format) +
-                                                         "' (mxfp4, bf16, bf16_packed, f16, f32, fp8, q8_0, q4_0, q4_k, q5_k, q6_k, gguf_mxfp4)");
+                                                         "' (mxfp4, bf16, bf16_packed, f16, f32, fp8, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, gguf_mxfp4)");
         if (layout == "out_in") c.layout = Layout::out_in;
         else if (layout == "in_out") c.layout = Layout::in_out;
         else return fail(ErrorKind::invalid_argument, "--formats: unknown layout '" + printable(layout) + "' (out_in, in_out)");

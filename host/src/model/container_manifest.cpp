@@ -21,7 +21,7 @@ constexpr uint64_t kManifestReadCap = uint64_t{256} << 20;
 
 // Every type by its name, the block types included (dtype_from_name knows safetensors' only).
 std::optional<DType> any_dtype_named(std::string_view name) {
-    for (int t = 0; t <= static_cast<int>(DType::GGUF_MXFP4); ++t)
+    for (int t = 0; t <= static_cast<int>(kLastDType); ++t)
         if (dtype_name(static_cast<DType>(t)) == name) return static_cast<DType>(t);
     return std::nullopt;
 }

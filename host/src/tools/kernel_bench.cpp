@@ -83,10 +83,16 @@ void fill_gguf(BenchMatrix& m, WeightFormat f, Random& rng) {
         uint8_t* blk = m.data.data() + k * b.bytes;
         switch (f) {
             case WeightFormat::GGUF_Q8_0:
-            case WeightFormat::GGUF_Q4_0: set_f16(blk); break;
+            case WeightFormat::GGUF_Q4_0:
+            case WeightFormat::GGUF_Q5_0:
+            case WeightFormat::GGUF_IQ4_NL: set_f16(blk); break;
             case WeightFormat::GGUF_Q4_K:
-            case WeightFormat::GGUF_Q5_K: set_f16(blk), set_f16(blk + 2); break;
+            case WeightFormat::GGUF_Q5_K:
+            case WeightFormat::GGUF_Q4_1:
+            case WeightFormat::GGUF_Q5_1: set_f16(blk), set_f16(blk + 2); break;
             case WeightFormat::GGUF_Q6_K: set_f16(blk + 208); break;
+            case WeightFormat::GGUF_Q2_K: set_f16(blk + 80), set_f16(blk + 82); break;
+            case WeightFormat::GGUF_Q3_K: set_f16(blk + 108); break;
             case WeightFormat::GGUF_MXFP4: blk[0] = static_cast<uint8_t>(118 + rng.next() % 13); break;
             default: break;
         }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -230,15 +231,105 @@ TEST(GgufDeepseekV3Mapping, RefusesWhatTheFamilyCannotHold) {
                 HasSubstr("no_mscale.gguf: key \"deepseek2.rope.scaling.yarn_log_multiplier\" is missing"));
 }
 
-// A deepseek2 file in llama.cpp's K-quant blocks (tests/data/gguf/README.md): the
+// Two deepseek2 files in llama.cpp's block types (tests/data/gguf/README.md): the
 // deepseek-v3-tiny synth preset cut to 3 layers (1 dense) and 8 routed experts, hidden 256 so that
 // rows of 256 hold whole K-quant blocks; its FP8 weights decoded to BF16, converted by llama.cpp's
-// converter, then quantized by llama-quantize as Q4_K_M with per-tensor overrides that put each of
-// Q4_0, Q4_K, Q5_K and Q6_K on routed experts and on dense matrices (Q4_0 also where a row of 32,
-// 64 or 128 holds no 256-value block, where Q4_K_M would fall back to Q5_0 or Q5_1, which the host
-// does not read). No transformers reference exists for it: the synth checkpoint and its own
-// dequantized weights are the references.
-const std::string kQuantFile = "deepseek_v3_tiny-q4_k_m.gguf";
+// converter, then quantized by llama-quantize with per-tensor overrides that put each block type on
+// routed experts and on dense matrices: as Q4_K_M with Q4_0, Q4_K, Q5_K and Q6_K, and as Q3_K_M
+// with Q2_K, Q3_K, Q4_1, Q5_0, Q5_1 and IQ4_NL (the types llama-quantize falls back to where a row
+// of 32, 64 or 128 holds no 256-value block, and the non-linear 4-bit type of its i-quants). No
+// transformers reference exists for them: the synth checkpoint and their own dequantized weights
+// are the references.
+struct QuantFile {
+    std::string file;
+    // The types llama-quantize chose, as its log says (README).
+    std::map<std::string, GgufType> types;
+    // The relative RMS error of a tensor of each block type against the BF16 weights it was
+    // quantized from, at most.
+    std::map<DType, double> rounding;
+};
+
+// Test names print the file, not the struct's bytes.
+void PrintTo(const QuantFile& f, std::ostream* os) { *os << f.file; }
+
+// Measured 2026-12-03 with gguf-py's dequantizer, per tensor or expert: Q4_0 at most 0.088, Q4_K
+// 0.072, Q5_K 0.036, Q6_K 0.0175.
+QuantFile q4_k_m_file() {
+    return {"deepseek_v3_tiny-q4_k_m.gguf",
+            {
+                {"token_embd.weight", GgufType::Q4_K},
+                {"output.weight", GgufType::Q6_K},
+                {"blk.0.ffn_gate.weight", GgufType::Q4_K},
+                {"blk.0.ffn_up.weight", GgufType::Q5_K},
+                {"blk.0.ffn_down.weight", GgufType::Q4_K},
+                {"blk.1.ffn_gate_exps.weight", GgufType::Q4_K},
+                {"blk.2.ffn_gate_exps.weight", GgufType::Q6_K},
+                {"blk.1.ffn_up_exps.weight", GgufType::Q5_K},
+                {"blk.2.ffn_up_exps.weight", GgufType::Q5_K},
+                {"blk.1.ffn_down_exps.weight", GgufType::Q4_0},
+                {"blk.2.ffn_down_exps.weight", GgufType::Q4_0},
+                {"blk.1.ffn_gate_shexp.weight", GgufType::Q4_K},
+                {"blk.1.ffn_up_shexp.weight", GgufType::Q4_K},
+                {"blk.1.ffn_down_shexp.weight", GgufType::Q4_0},
+                {"blk.1.ffn_gate_inp.weight", GgufType::F32},
+                {"blk.1.exp_probs_b.bias", GgufType::F32},
+                {"blk.0.attn_q_a.weight", GgufType::Q4_K},
+                {"blk.0.attn_q_b.weight", GgufType::Q4_0},
+                {"blk.0.attn_kv_a_mqa.weight", GgufType::Q6_K},
+                {"blk.0.attn_k_b.weight", GgufType::Q4_0},
+                {"blk.0.attn_v_b.weight", GgufType::Q4_0},
+                {"blk.0.attn_output.weight", GgufType::Q4_0},
+                {"blk.0.attn_norm.weight", GgufType::F32},
+            },
+            {{DType::GGUF_Q4_0, 0.1}, {DType::GGUF_Q4_K, 0.1}, {DType::GGUF_Q5_K, 0.05}, {DType::GGUF_Q6_K, 0.025}}};
+}
+
+// Measured 2026-12-06 with gguf-py's dequantizer against the BF16 file, per tensor or expert:
+// Q2_K at most 0.299, Q3_K 0.152, Q4_1 0.079, IQ4_NL 0.077, Q5_0 0.043, Q5_1 0.038 (2.6 to 6 bits a
+// weight on random normal weights).
+QuantFile q3_k_m_file() {
+    return {"deepseek_v3_tiny-q3_k_m.gguf",
+            {
+                {"token_embd.weight", GgufType::Q2_K},
+                {"output.weight", GgufType::Q3_K},
+                {"blk.0.ffn_gate.weight", GgufType::Q2_K},
+                {"blk.0.ffn_up.weight", GgufType::Q3_K},
+                {"blk.0.ffn_down.weight", GgufType::Q4_1},
+                {"blk.1.ffn_gate_exps.weight", GgufType::Q2_K},
+                {"blk.2.ffn_gate_exps.weight", GgufType::Q3_K},
+                {"blk.1.ffn_up_exps.weight", GgufType::Q4_1},
+                {"blk.2.ffn_up_exps.weight", GgufType::IQ4_NL},
+                {"blk.1.ffn_down_exps.weight", GgufType::Q5_0},
+                {"blk.2.ffn_down_exps.weight", GgufType::Q5_1},
+                {"blk.1.ffn_gate_shexp.weight", GgufType::Q2_K},
+                {"blk.1.ffn_up_shexp.weight", GgufType::Q3_K},
+                {"blk.1.ffn_down_shexp.weight", GgufType::Q5_0},
+                {"blk.1.ffn_gate_inp.weight", GgufType::F32},
+                {"blk.1.exp_probs_b.bias", GgufType::F32},
+                {"blk.0.attn_q_a.weight", GgufType::IQ4_NL},
+                {"blk.0.attn_q_b.weight", GgufType::Q5_0},
+                {"blk.0.attn_kv_a_mqa.weight", GgufType::Q3_K},
+                {"blk.0.attn_k_b.weight", GgufType::Q5_1},
+                {"blk.0.attn_v_b.weight", GgufType::Q4_1},
+                {"blk.0.attn_output.weight", GgufType::IQ4_NL},
+                {"blk.0.attn_norm.weight", GgufType::F32},
+            },
+            {{DType::GGUF_Q2_K, 0.35},
+             {DType::GGUF_Q3_K, 0.2},
+             {DType::GGUF_Q4_1, 0.1},
+             {DType::GGUF_IQ4_NL, 0.1},
+             {DType::GGUF_Q5_0, 0.05},
+             {DType::GGUF_Q5_1, 0.05}}};
+}
+
+// kv_b_proj is joined from attn_k_b and attn_v_b, in every layer of layer 0's types: the bound of
+// the coarser half.
+double kv_b_bound(const QuantFile& f) {
+    double bound = 0;
+    for (const char* half : {"blk.0.attn_k_b.weight", "blk.0.attn_v_b.weight"})
+        bound = std::max(bound, f.rounding.at(*gguf_dtype(f.types.at(half))));
+    return bound;
+}
 
 // Token ids spread over the tiny model's 1024 (any sequence does: what is compared is two roads
 // over the same weights).
@@ -288,54 +379,30 @@ std::vector<float> synth_values(const synth::SynthPlan& plan, const std::string&
     return v;
 }
 
-class GgufDeepseekV3Quants : public ::testing::Test {
+class GgufDeepseekV3Quants : public ::testing::TestWithParam<QuantFile> {
 protected:
     void SetUp() override {
-        auto opened = open_gguf_source(gguf_path(kQuantFile));
+        auto opened = open_gguf_source(gguf_path(GetParam().file));
         ASSERT_TRUE(opened) << opened.error().message;
         source_ = std::move(*opened);
     }
     std::unique_ptr<ModelSource> source_;
 };
 
-// The types llama-quantize chose, as its log says (README), read back through the host's GGUF
-// reader; each of the four block types holds at least one routed-expert matrix and at least one
-// other matrix the engine multiplies by.
-TEST_F(GgufDeepseekV3Quants, EachBlockTypeHoldsExpertsAndDenseMatrices) {
-    auto file = GgufFile::open(gguf_path(kQuantFile));
+// The types llama-quantize chose, read back through the host's GGUF reader; each block type the
+// file is made for holds at least one routed-expert matrix and at least one other matrix the
+// engine multiplies by.
+TEST_P(GgufDeepseekV3Quants, EachBlockTypeHoldsExpertsAndDenseMatrices) {
+    auto file = GgufFile::open(gguf_path(GetParam().file));
     ASSERT_TRUE(file) << file.error().message;
     std::map<std::string, GgufType> types;
     for (const GgufTensorInfo& t : file->header().tensors) types[t.name] = t.type;
-    const std::map<std::string, GgufType> want = {
-        {"token_embd.weight", GgufType::Q4_K},
-        {"output.weight", GgufType::Q6_K},
-        {"blk.0.ffn_gate.weight", GgufType::Q4_K},
-        {"blk.0.ffn_up.weight", GgufType::Q5_K},
-        {"blk.0.ffn_down.weight", GgufType::Q4_K},
-        {"blk.1.ffn_gate_exps.weight", GgufType::Q4_K},
-        {"blk.2.ffn_gate_exps.weight", GgufType::Q6_K},
-        {"blk.1.ffn_up_exps.weight", GgufType::Q5_K},
-        {"blk.2.ffn_up_exps.weight", GgufType::Q5_K},
-        {"blk.1.ffn_down_exps.weight", GgufType::Q4_0},
-        {"blk.2.ffn_down_exps.weight", GgufType::Q4_0},
-        {"blk.1.ffn_gate_shexp.weight", GgufType::Q4_K},
-        {"blk.1.ffn_up_shexp.weight", GgufType::Q4_K},
-        {"blk.1.ffn_down_shexp.weight", GgufType::Q4_0},
-        {"blk.1.ffn_gate_inp.weight", GgufType::F32},
-        {"blk.1.exp_probs_b.bias", GgufType::F32},
-        {"blk.0.attn_q_a.weight", GgufType::Q4_K},
-        {"blk.0.attn_q_b.weight", GgufType::Q4_0},
-        {"blk.0.attn_kv_a_mqa.weight", GgufType::Q6_K},
-        {"blk.0.attn_k_b.weight", GgufType::Q4_0},
-        {"blk.0.attn_v_b.weight", GgufType::Q4_0},
-        {"blk.0.attn_output.weight", GgufType::Q4_0},
-        {"blk.0.attn_norm.weight", GgufType::F32},
-    };
-    for (const auto& [name, type] : want) {
+    for (const auto& [name, type] : GetParam().types) {
         ASSERT_TRUE(types.contains(name)) << name;
         EXPECT_EQ(gguf_type_name(types[name]), gguf_type_name(type)) << name;
     }
-    for (const GgufType type : {GgufType::Q4_0, GgufType::Q4_K, GgufType::Q5_K, GgufType::Q6_K}) {
+    for (const auto& [dtype, bound] : GetParam().rounding) {
+        const GgufType type = *gguf_type_of(dtype);
         std::set<std::string> experts, dense;
         for (const auto& [name, t] : types)
             if (t == type) (name.find("_exps.") != std::string::npos ? experts : dense).insert(name);
@@ -347,7 +414,7 @@ TEST_F(GgufDeepseekV3Quants, EachBlockTypeHoldsExpertsAndDenseMatrices) {
 // The mapped config is the synth preset's, cut as the file's checkpoint was, field by field as the
 // family parses it (the multi-token-prediction layer excepted: the converter dropped it); the
 // routed experts reach the family as byte ranges of the file in their block types.
-TEST_F(GgufDeepseekV3Quants, ConfigIsThePresetsAndExpertsStayInTheirBlocks) {
+TEST_P(GgufDeepseekV3Quants, ConfigIsThePresetsAndExpertsStayInTheirBlocks) {
     auto plan = quant_file_plan();
     ASSERT_TRUE(plan) << plan.error().message;
     auto want = deepseek_v3::parse_deepseek_v3_config(*ModelConfig::parse(plan->config_json, "config.json"));
@@ -389,24 +456,25 @@ TEST_F(GgufDeepseekV3Quants, ConfigIsThePresetsAndExpertsStayInTheirBlocks) {
     EXPECT_EQ(got->rope.mscale, want->rope.mscale);
     EXPECT_EQ(got->rope.mscale_all_dim, want->rope.mscale_all_dim);
     EXPECT_EQ(deepseek_v3::softmax_scale(*got), deepseek_v3::softmax_scale(*want));
-    // llama.cpp's converter split MLA's kv_b_proj; the mapping joins it back from Q4_0 blocks, in memory.
+    // llama.cpp's converter split MLA's kv_b_proj; the mapping joins it back from its halves' blocks, in memory.
     const TensorInfo* kv_b = source_->find("model.layers.1.self_attn.kv_b_proj.weight");
     ASSERT_NE(kv_b, nullptr);
     EXPECT_TRUE(source_->in_memory(*kv_b));
-    expect_in_file(*source_, "model.layers.1.mlp.experts.5.gate_proj.weight", DType::GGUF_Q4_K);
-    expect_in_file(*source_, "model.layers.2.mlp.experts.5.gate_proj.weight", DType::GGUF_Q6_K);
-    expect_in_file(*source_, "model.layers.2.mlp.experts.5.up_proj.weight", DType::GGUF_Q5_K);
-    expect_in_file(*source_, "model.layers.2.mlp.experts.5.down_proj.weight", DType::GGUF_Q4_0);
+    for (const char* layer : {"1", "2"})
+        for (const auto& [part, gguf_part] : {std::pair{"gate_proj", "ffn_gate_exps"}, std::pair{"up_proj", "ffn_up_exps"},
+                                              std::pair{"down_proj", "ffn_down_exps"}}) {
+            const GgufType type = GetParam().types.at(std::string("blk.") + layer + "." + gguf_part + ".weight");
+            expect_in_file(*source_, std::string("model.layers.") + layer + ".mlp.experts.5." + part + ".weight",
+                           *gguf_dtype(type));
+        }
 }
 
 // Every tensor of the synth checkpoint (its MTP layer and FP8 scales aside) is in the mapped
 // model under its name and shape, its values within its block type's rounding of the BF16 weights
-// the file was quantized from: relative RMS error below 0.1 for Q4_0 and Q4_K, 0.05 for Q5_K,
-// 0.025 for Q6_K (measured 2026-12-03 with gguf-py's dequantizer, per tensor or expert: at most
-// 0.088, 0.072, 0.036, 0.0175), kv_b_proj as its Q4_0 halves; norms, the router and its bias
-// exactly (F32 in the file). A layout error (a transpose, experts or heads out of place) leaves
-// unrelated values, about 1.4.
-TEST_F(GgufDeepseekV3Quants, TensorsAreThePresetsWithinTheirBlockTypesRounding) {
+// the file was quantized from (QuantFile::rounding), kv_b_proj as its halves' (the bound of the
+// coarser); norms, the router and its bias exactly (F32 in the file). A layout error (a transpose,
+// experts or heads out of place) leaves unrelated values, about 1.4.
+TEST_P(GgufDeepseekV3Quants, TensorsAreThePresetsWithinTheirBlockTypesRounding) {
     auto plan = quant_file_plan();
     ASSERT_TRUE(plan) << plan.error().message;
     size_t compared = 0;
@@ -423,14 +491,10 @@ TEST_F(GgufDeepseekV3Quants, TensorsAreThePresetsWithinTheirBlockTypesRounding) 
             norm += static_cast<double>(expected[i]) * expected[i];
         }
         const double rel = std::sqrt(err / norm);
+        const std::map<DType, double>& rounding = GetParam().rounding;
         double bound = 0;
-        switch (got->dtype) {
-            case DType::GGUF_Q4_0:
-            case DType::GGUF_Q4_K: bound = 0.1; break;
-            case DType::GGUF_Q5_K: bound = 0.05; break;
-            case DType::GGUF_Q6_K: bound = 0.025; break;
-            default: bound = want.name.ends_with("kv_b_proj.weight") ? 0.1 : 0.0;
-        }
+        if (const auto it = rounding.find(got->dtype); it != rounding.end()) bound = it->second;
+        else if (want.name.ends_with("kv_b_proj.weight")) bound = kv_b_bound(GetParam());
         EXPECT_LE(rel, bound) << want.name << " (" << dtype_name(got->dtype) << ")";
         ++compared;
     }
@@ -439,25 +503,32 @@ TEST_F(GgufDeepseekV3Quants, TensorsAreThePresetsWithinTheirBlockTypesRounding) 
     EXPECT_EQ(compared, 3u * 9 + 3 + 2 * (2 + 24 + 3) + 3);
 }
 
-TEST_F(GgufDeepseekV3Quants, LogitsEqualASafetensorsCheckpointOfTheDequantizedWeights) {
-    expect_logits_bits_of_a_safetensors_checkpoint(*source_, kQuantFile, quant_file_ids());
+TEST_P(GgufDeepseekV3Quants, LogitsEqualASafetensorsCheckpointOfTheDequantizedWeights) {
+    expect_logits_bits_of_a_safetensors_checkpoint(*source_, GetParam().file, quant_file_ids());
 }
 
-// The logits are numbers, and greedy decoding from the file runs its course (the first two tests
-// say the file is read right; these say what is read runs).
-TEST(GgufDeepseekV3QuantsRun, LogitsAreFiniteAndGreedyDecodingRuns) {
+// The logits are numbers, and greedy decoding from the file runs its course (the first tests say
+// the file is read right; this says what is read runs).
+TEST_P(GgufDeepseekV3Quants, LogitsAreFiniteAndGreedyDecodingRuns) {
     const std::vector<int32_t> ids = quant_file_ids();
-    const std::vector<float> logits = all_logits(gguf_path(kQuantFile), ids);
+    const std::vector<float> logits = all_logits(gguf_path(GetParam().file), ids);
     ASSERT_EQ(logits.size(), ids.size() * 1024);
     EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
     const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 8);
-    const std::vector<int32_t> generated = greedy_tokens(kQuantFile, prompt, 16);
+    const std::vector<int32_t> generated = greedy_tokens(GetParam().file, prompt, 16);
     ASSERT_EQ(generated.size(), 16u);
     for (int32_t t : generated) {
         EXPECT_GE(t, 0);
         EXPECT_LT(t, 1024);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Files, GgufDeepseekV3Quants, ::testing::Values(q4_k_m_file(), q3_k_m_file()),
+                         [](const auto& p) {
+                             std::string name = p.param.file.substr(p.param.file.find('-') + 1);
+                             name = name.substr(0, name.find('.'));
+                             return name;
+                         });
 
 // `stormo inspect` on a deepseek2 file names the family that claimed it and the dimensions its
 // mapping read.

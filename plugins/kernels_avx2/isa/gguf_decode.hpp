@@ -1,6 +1,7 @@
 #pragma once
-// GGUF block formats decoded in registers, 32 values (a "unit": a Q8_0/Q4_0/MXFP4 block, a Q4_K or
-// Q5_K sub-block, two Q6_K scale groups) at a time, into four 8-float vectors in element order.
+// GGUF block formats decoded in registers, 32 values (a "unit": a Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL or MXFP4 block, a Q4_K or Q5_K sub-block, two Q2_K, Q3_K or Q6_K scale groups) at a time,
+// into four 8-float vectors in element order.
 // A block's scales are decoded once into its Header (F::header), then each unit reads them
 // (F::unit), so a tile of several rows pays for the scale unpacking once per block and output.
 // Each value is the reference's (host/sdk/reference_kernels/gguf_dequant.cpp) bit for bit: the same float
@@ -171,6 +172,137 @@ struct Q6_K {
         w[1] = _mm256_mul_ps(d0, w[1]);
         w[2] = _mm256_mul_ps(d1, w[2]);
         w[3] = _mm256_mul_ps(d1, w[3]);
+    }
+};
+
+// The 32 bits of the little-endian u32 at p as 32 bytes in element order, 0x10 where a bit is set
+// (Q5_0's and Q5_1's fifth bits, in place): byte j tests bit j % 8 of byte j / 8.
+[[gnu::always_inline]] inline __m256i fifth_bits_32(const uint8_t* p) {
+    uint32_t bits;
+    __builtin_memcpy(&bits, p, 4);
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                               _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                                2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// IQ4_NL: x = d * kvalues_iq4nl[q], the levels looked up as MXFP4's.
+struct Iq4Nl {
+    static constexpr size_t kValues = 32, kBytes = 18;
+    using Header = OneScale;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {f16(b)}; }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m256 w[4]) {
+        const __m256i lut = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+                                             -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+        bytes_to_ps<false>(_mm256_shuffle_epi8(lut, nibbles_32(b + 2)), w);
+        scale_all(w, h.d);
+    }
+};
+
+// Q4_1 and Q5_1 carry a scale and an offset per 32-value block.
+struct ScaleOffset {
+    float d;
+    float m;
+};
+
+// x = d * q + m. One rounding where the reference has two: d * q is exact (an f16 d has 11
+// significant bits, q < 32), so only the addition rounds.
+[[gnu::always_inline]] inline void scale_offset_all(__m256 w[4], const ScaleOffset& h) {
+    const __m256 d = _mm256_set1_ps(h.d), m = _mm256_set1_ps(h.m);
+    for (int k = 0; k < 4; ++k) w[k] = _mm256_fmadd_ps(d, w[k], m);
+}
+
+// Q4_1: f16 d, f16 m, nibbles as Q4_0's; x = d * q + m.
+struct Q4_1 {
+    static constexpr size_t kValues = 32, kBytes = 20;
+    using Header = ScaleOffset;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {f16(b), f16(b + 2)}; }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m256 w[4]) {
+        bytes_to_ps<true>(nibbles_32(b + 4), w);
+        scale_offset_all(w, h);
+    }
+};
+
+// Q5_0: f16 d, 4 bytes of fifth bits, nibbles; x = d * (q - 16).
+struct Q5_0 {
+    static constexpr size_t kValues = 32, kBytes = 22;
+    using Header = OneScale;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {f16(b)}; }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m256 w[4]) {
+        const __m256i q = _mm256_or_si256(nibbles_32(b + 6), fifth_bits_32(b + 2));
+        bytes_to_ps<false>(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), w);
+        scale_all(w, h.d);
+    }
+};
+
+// Q5_1: f16 d, f16 m, 4 bytes of fifth bits, nibbles; x = d * q + m.
+struct Q5_1 {
+    static constexpr size_t kValues = 32, kBytes = 24;
+    using Header = ScaleOffset;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {f16(b), f16(b + 2)}; }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m256 w[4]) {
+        bytes_to_ps<true>(_mm256_or_si256(nibbles_32(b + 8), fifth_bits_32(b + 4)), w);
+        scale_offset_all(w, h);
+    }
+};
+
+// Two bits of each byte of the 32 at p, shifted down by `shift`: a 32-value group of Q2_K's or
+// Q3_K's codes.
+[[gnu::always_inline]] inline __m256i two_bits_32(const uint8_t* p, size_t shift) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(static_cast<int>(shift))), _mm256_set1_epi8(0x03));
+}
+
+// Unit u = 32 values of half c = u / 4, group s = u % 4, scales 2u and 2u + 1 (16 values each).
+// Q2_K: 16 bytes of scale | min << 4, 64 bytes of codes, f16 d, f16 dmin; x = (d * sc) * q - dmin * m,
+// one rounding where the reference has two, as Q4_K's: (d * sc) * q is exact (at most 17 bits).
+struct Q2_K {
+    static constexpr size_t kValues = 256, kBytes = 84;
+    struct Header {
+        float dl[16];
+        float ml[16];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const float d = f16(b + 80), dmin = f16(b + 82);
+        Header h;
+        for (int k = 0; k < 16; ++k) {
+            h.dl[k] = d * static_cast<float>(b[k] & 0x0F);
+            h.ml[k] = dmin * static_cast<float>(b[k] >> 4);
+        }
+        return h;
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m256 w[4]) {
+        bytes_to_ps<true>(two_bits_32(b + 16 + 32 * (u / 4), 2 * (u % 4)), w);
+        for (int k = 0; k < 4; ++k)
+            w[k] = _mm256_fmsub_ps(_mm256_set1_ps(h.dl[2 * u + k / 2]), w[k], _mm256_set1_ps(h.ml[2 * u + k / 2]));
+    }
+};
+
+// Q3_K: 32 bytes of high-bit masks, 64 of codes, 12 of scales, f16 d. Unit u as Q2_K's; its values
+// lose 4 where bit u of their hmask byte is 0; x = (d * (sc - 32)) * q, q in [-4, 3].
+struct Q3_K {
+    static constexpr size_t kValues = 256, kBytes = 110;
+    struct Header {
+        float dl[16];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const float d = f16(b + 108);
+        const uint8_t* s = b + 96;
+        Header h;
+        for (int k = 0; k < 16; ++k) {
+            const int low = (s[k % 8] >> (4 * (k / 8))) & 0x0F;
+            const int high = (s[8 + k % 4] >> (2 * (k / 4))) & 0x03;
+            h.dl[k] = d * static_cast<float>((low | high << 4) - 32);
+        }
+        return h;
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m256 w[4]) {
+        const __m256i low = two_bits_32(b + 32 + 32 * (u / 4), 2 * (u % 4));
+        const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+        const __m256i high = _mm256_and_si256(_mm256_srl_epi16(mask, _mm_cvtsi32_si128(static_cast<int>(u))), _mm256_set1_epi8(1));
+        bytes_to_ps<false>(_mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 2)), _mm256_set1_epi8(4)), w);
+        for (int k = 0; k < 4; ++k) w[k] = _mm256_mul_ps(_mm256_set1_ps(h.dl[2 * u + k / 2]), w[k]);
     }
 };
 

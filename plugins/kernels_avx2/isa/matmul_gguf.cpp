@@ -5,8 +5,8 @@
 // tiles (out_in_tiles.hpp) share each decoded unit among up to 4 (output, row) pairs, and the
 // next tile's rows are prefetched into L2 while a tile runs. The order per (output, row) is the
 // same for every tile shape, n_x, output range and thread count. Compiled with -ffp-contract=off
-// (CMakeLists.txt): the compiler must not fuse what the reference rounds apart; the one fusion
-// (Q4_K/Q5_K's multiply-subtract, exact because the product is) and the dot's FMAs are explicit.
+// (CMakeLists.txt): the compiler must not fuse what the reference rounds apart; the fusions
+// (Q4_K/Q5_K/Q2_K's multiply-subtract and Q4_1/Q5_1's multiply-add, exact because the product is) and the dot's FMAs are explicit.
 #include "float_kernels.hpp"
 #include "gguf_decode.hpp"
 #include "out_in_tiles.hpp"
@@ -105,6 +105,30 @@ void matmul_gguf_mxfp4_out_in(const WeightView& w, const float* x, size_t n_x, s
                               size_t y_stride, size_t o_begin, size_t o_end) {
     run<gguf::Mxfp4>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
+void matmul_gguf_q4_1_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Q4_1>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q5_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Q5_0>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q5_1_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Q5_1>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q2_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Q2_K>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q3_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Q3_K>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq4_nl_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Iq4Nl>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
 
 void row_gguf_q8_0(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q8_0>(w, r, out); }
 void row_gguf_q4_0(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q4_0>(w, r, out); }
@@ -112,5 +136,11 @@ void row_gguf_q4_k(const WeightView& w, size_t r, float* out) { decode_row<gguf:
 void row_gguf_q5_k(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q5_K>(w, r, out); }
 void row_gguf_q6_k(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q6_K>(w, r, out); }
 void row_gguf_mxfp4(const WeightView& w, size_t r, float* out) { decode_row<gguf::Mxfp4>(w, r, out); }
+void row_gguf_q4_1(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q4_1>(w, r, out); }
+void row_gguf_q5_0(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q5_0>(w, r, out); }
+void row_gguf_q5_1(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q5_1>(w, r, out); }
+void row_gguf_q2_k(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q2_K>(w, r, out); }
+void row_gguf_q3_k(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q3_K>(w, r, out); }
+void row_gguf_iq4_nl(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq4Nl>(w, r, out); }
 
 }  // namespace stormo::simd
