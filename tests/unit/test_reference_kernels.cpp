@@ -273,12 +273,13 @@ TEST(RefKernelsTable, EveryEntryFilledExceptBlockFormatsInOut) {
     EXPECT_NE(ref().silu, nullptr);
     EXPECT_NE(ref().dot_u8i8, nullptr);
     EXPECT_EQ(&reference_kernels(), &ref());
-    // The integer road: MXFP4 and GGUF's block formats only (the other formats stay on floats),
-    // and off unless asked.
+    // The integer road: MXFP4 and six of GGUF's block formats only (the other formats, Q4_1, Q5_0,
+    // Q5_1, Q2_K, Q3_K and IQ4_NL among them, stay on floats), and off unless asked.
+    std::vector<bool> int8(kWeightFormatCount, false);
+    int8[static_cast<size_t>(WeightFormat::MXFP4)] = true;
+    for (WeightFormat f : testing::kGgufInt8Formats) int8[static_cast<size_t>(f)] = true;
     for (size_t f = 0; f < kWeightFormatCount; ++f)
-        EXPECT_EQ(ref().matmul_q8[f] != nullptr, f == static_cast<size_t>(WeightFormat::MXFP4) ||
-                                                     gguf_weight_block(static_cast<WeightFormat>(f)).values != 0)
-            << f;
+        EXPECT_EQ(ref().matmul_q8[f] != nullptr, int8[f]) << weight_format_name(static_cast<WeightFormat>(f));
 }
 
 // ---- The integer road ---------------------------------------------------------------------
