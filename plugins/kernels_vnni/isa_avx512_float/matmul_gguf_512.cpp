@@ -6,6 +6,10 @@
 // matmul_out_in.cpp does:
 //   MXFP4  table = doubled E2M1 (ggml's, code 8 is +0) * 2^(e-128)  per block,
 //   Q4_0   table = d * (k - 8)                                       per block,
+//   Q4_1   table = d * k + m                                         per block,
+//   IQ4_NL table = d * kvalues_iq4nl[k]                              per block,
+//   Q5_0   two tables: d * (k - 16), k = 0..31                       per block,
+//   Q5_1   two tables: d * k + m, k = 0..31                          per block,
 //   Q4_K   table = (d * sc) * k - dmin * m                           per sub-block of 32,
 //   Q5_K   the same over k = 0..31, two tables                       per sub-block of 32;
 // each entry is computed by the reference's own operations (host/sdk/reference_kernels/gguf_dequant.cpp)
@@ -23,8 +27,9 @@
 // MXFP4 and Q8_0 keep one accumulator a pair instead (tile_one), in all their tiles alike. Tiles
 // and row blocks are matmul_out_in.cpp's (tiles512.hpp).
 // Compiled with -ffp-contract=off: the compiler must not fuse a multiply and an add the reference
-// rounds apart (Q4_0's and MXFP4's tables are products only; Q4_K's and Q5_K's fusion, exact, is
-// written out in sub_table).
+// rounds apart (Q4_0's, Q5_0's, IQ4_NL's and MXFP4's tables are products only, Q4_1's and Q5_1's a
+// product and a sum as the reference's; Q4_K's and Q5_K's fusion, exact, is written out in
+// sub_table). Q2_K and Q3_K keep the avx2 library's 256-bit kernels.
 #include "avx512_float_kernels.hpp"
 #include "dense_tile512.hpp"  // dense_tile, for the prefill panels
 #include "gguf_decode.hpp"  // gguf::f16, scales_mins_k4_vec; gguf_scales.hpp's kE8m0Half
@@ -88,6 +93,85 @@ struct Q4_0 {
         const __m512i codes = u8x16(b + 2);
         v[0] = _mm512_permutexvar_ps(codes, h.table);
         v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), h.table);
+    }
+};
+
+// Q4_1: f16 d, f16 m, then nibbles as Q4_0's; x = d * q + m, each entry the reference's product
+// (exact) and sum.
+struct Q4_1 {
+    static constexpr size_t kValues = 32, kBytes = 20, kUnit = 32;
+    using Header = OneTable;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        return {_mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(gguf::f16(b)), iota16()), _mm512_set1_ps(gguf::f16(b + 2)))};
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        const __m512i codes = u8x16(b + 4);
+        v[0] = _mm512_permutexvar_ps(codes, h.table);
+        v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), h.table);
+    }
+};
+
+// IQ4_NL: f16 d, then nibbles as Q4_0's, each an index into ggml's kvalues_iq4nl; x = d * kvalues[q].
+struct Iq4Nl {
+    static constexpr size_t kValues = 32, kBytes = 18, kUnit = 32;
+    using Header = OneTable;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const __m512 levels = _mm512_setr_ps(-127.0f, -104.0f, -83.0f, -65.0f, -49.0f, -35.0f, -22.0f, -10.0f, 1.0f,
+                                             13.0f, 25.0f, 38.0f, 53.0f, 69.0f, 89.0f, 113.0f);
+        return {_mm512_mul_ps(_mm512_set1_ps(gguf::f16(b)), levels)};
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        const __m512i codes = u8x16(b + 2);
+        v[0] = _mm512_permutexvar_ps(codes, h.table);
+        v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), h.table);
+    }
+};
+
+// Q5_0 and Q5_1: a table of the 32 five-bit codes' weights in two halves (codes 0-15, 16-31), and
+// each lane's fifth bit (bit j of the u32 after the scales: element j) set as bit 4 of its index
+// by a masked or, for vpermt2ps, which reads five bits.
+struct TwoTables {
+    __m512 low;
+    __m512 high;
+};
+template <size_t kBits>
+[[gnu::always_inline]] inline void five_bit_unit(const uint8_t* b, const TwoTables& h, __m512 v[2]) {
+    uint32_t fifth;
+    __builtin_memcpy(&fifth, b + kBits, 4);
+    const __m512i codes = u8x16(b + kBits + 4);
+    const __m512i low4 = _mm512_and_si512(codes, _mm512_set1_epi32(0x0F));
+    const __m512i high4 = _mm512_srli_epi32(codes, 4);
+    const __m512i bit4 = _mm512_set1_epi32(0x10);
+    const __m512i i0 = _mm512_mask_or_epi32(low4, static_cast<__mmask16>(fifth), low4, bit4);
+    const __m512i i1 = _mm512_mask_or_epi32(high4, static_cast<__mmask16>(fifth >> 16), high4, bit4);
+    v[0] = _mm512_permutex2var_ps(h.low, i0, h.high);
+    v[1] = _mm512_permutex2var_ps(h.low, i1, h.high);
+}
+
+// Q5_0: f16 d, fifth bits, nibbles; x = d * (q - 16).
+struct Q5_0 {
+    static constexpr size_t kValues = 32, kBytes = 22, kUnit = 32;
+    using Header = TwoTables;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const __m512 d = _mm512_set1_ps(gguf::f16(b));
+        return {_mm512_mul_ps(d, _mm512_sub_ps(iota16(), _mm512_set1_ps(16.0f))), _mm512_mul_ps(d, iota16())};
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        five_bit_unit<2>(b, h, v);
+    }
+};
+
+// Q5_1: f16 d, f16 m, fifth bits, nibbles; x = d * q + m.
+struct Q5_1 {
+    static constexpr size_t kValues = 32, kBytes = 24, kUnit = 32;
+    using Header = TwoTables;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const __m512 d = _mm512_set1_ps(gguf::f16(b)), m = _mm512_set1_ps(gguf::f16(b + 2));
+        return {_mm512_add_ps(_mm512_mul_ps(d, iota16()), m),
+                _mm512_add_ps(_mm512_mul_ps(d, _mm512_add_ps(iota16(), _mm512_set1_ps(16.0f))), m)};
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
+        five_bit_unit<4>(b, h, v);
     }
 };
 
@@ -432,6 +516,22 @@ void matmul_gguf_q8_0_out_in(const WeightView& w, const float* x, size_t n_x, si
 void matmul_gguf_q4_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
     gguf512::run<gguf512::Q4_0>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q4_1_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Q4_1>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q5_0_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Q5_0>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q5_1_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Q5_1>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq4_nl_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Iq4Nl>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 void matmul_gguf_q4_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
