@@ -15,8 +15,9 @@
 // each entry is computed by the reference's own operations (host/sdk/reference_kernels/gguf_dequant.cpp)
 // on the same operands, or for Q4_K/Q5_K by one fused multiply-subtract that rounds once where
 // the reference rounds only once too (sub_table says why), so every weight picked is the
-// reference's value bit for bit. Q8_0 (256
-// values) and Q6_K (64) convert: float(q) * d and (d * sc) * float(q - 32).
+// reference's value bit for bit. Q8_0 (256 values a scale), Q6_K (64), and Q2_K and Q3_K (four or
+// eight levels a group of 16) convert: float(q) * d, (d * sc) * float(q - 32), (d * sc) * float(q) -
+// dmin * m and (d * sc) * float(q).
 //
 // The blocks' own element order is kept but for Q4_K: elements 0-15 of every 32 are one vector
 // and 16-31 the next (Q4_0's and MXFP4's low and high nibbles), so x needs no rearranging. Q4_K
@@ -29,7 +30,7 @@
 // Compiled with -ffp-contract=off: the compiler must not fuse a multiply and an add the reference
 // rounds apart (Q4_0's, Q5_0's, IQ4_NL's and MXFP4's tables are products only, Q4_1's and Q5_1's a
 // product and a sum as the reference's; Q4_K's and Q5_K's fusion, exact, is written out in
-// sub_table). Q2_K and Q3_K keep the avx2 library's 256-bit kernels.
+// sub_table; Q2_K's, likewise, in Q2_K).
 #include "avx512_float_kernels.hpp"
 #include "dense_tile512.hpp"  // dense_tile, for the prefill panels
 #include "gguf_decode.hpp"  // gguf::f16, scales_mins_k4_vec; gguf_scales.hpp's kE8m0Half
@@ -274,6 +275,77 @@ void prepare_q4_k_rows(const float* x, size_t n_x, size_t xs, size_t cols, Scrat
     rearrange_rows32(x, n_x, xs, cols, _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29),
                      _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31), out.data());
 }
+
+// Q2_K and Q3_K: unit u = 32 values of half c = u / 4 from bits 2s (s = u % 4) of the half's 32
+// code bytes, as groups 2u and 2u + 1 of 16 values with a scale each, widened and converted (four
+// levels a group: a table would cost as much).
+[[gnu::always_inline]] inline void two_bit_codes(const uint8_t* codes, size_t u, __m512i q[2]) {
+    const uint8_t* half = codes + 32 * (u / 4);
+    const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(2 * (u % 4)));
+    const __m512i three = _mm512_set1_epi32(3);
+    q[0] = _mm512_and_si512(_mm512_srl_epi32(u8x16(half), shift), three);
+    q[1] = _mm512_and_si512(_mm512_srl_epi32(u8x16(half + 16), shift), three);
+}
+
+// Q2_K: 16 bytes of scale | min << 4, 64 of codes, f16 d, f16 dmin; x = (d * sc) * q - dmin * m
+// per group of 16. The product is exact (an f16 d times sc < 16 times q < 4: at most 17 bits), so
+// one fused multiply-subtract rounds once where the reference rounds only its subtraction.
+struct Q2_K {
+    static constexpr size_t kValues = 256, kBytes = 84, kUnit = 32;
+    struct alignas(64) Header {
+        float dl[16];  // d * sc per group of 16
+        float ml[16];  // dmin * m
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const __m512i scale_min = u8x16(b);
+        Header h;
+        _mm512_store_ps(h.dl, _mm512_mul_ps(_mm512_set1_ps(gguf::f16(b + 80)),
+                                            _mm512_cvtepi32_ps(_mm512_and_si512(scale_min, _mm512_set1_epi32(0x0F)))));
+        _mm512_store_ps(h.ml, _mm512_mul_ps(_mm512_set1_ps(gguf::f16(b + 82)), _mm512_cvtepi32_ps(_mm512_srli_epi32(scale_min, 4))));
+        return h;
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m512 v[2]) {
+        __m512i q[2];
+        two_bit_codes(b + 16, u, q);
+        for (int k = 0; k < 2; ++k)
+            v[k] = _mm512_fmsub_ps(_mm512_set1_ps(h.dl[2 * u + k]), _mm512_cvtepi32_ps(q[k]), _mm512_set1_ps(h.ml[2 * u + k]));
+    }
+};
+
+// Q3_K: 32 bytes of high-bit masks, 64 of codes, 12 of scales, f16 d; a value loses 4 where bit u
+// of its hmask byte is 0; x = (d * (sc - 32)) * q, q in [-4, 3]. Scale k is the low (k < 8) or high
+// nibble of byte k % 8 with bits 2(k / 4) of byte 8 + k % 4 as bits 4-5, unpacked in dword lanes.
+struct Q3_K {
+    static constexpr size_t kValues = 256, kBytes = 110, kUnit = 32;
+    struct alignas(64) Header {
+        float dl[16];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        uint32_t last;
+        __builtin_memcpy(&last, b + 104, 4);  // bytes 8-11 of the scales: a 16-byte load would leave the block
+        const __m128i s = _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 96)), static_cast<int>(last), 2);
+        const __m512i low = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7)));
+        const __m512i high = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(s, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11)));
+        const __m512i nibble = _mm512_and_si512(_mm512_srlv_epi32(low, _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4)),
+                                                _mm512_set1_epi32(0x0F));
+        const __m512i top = _mm512_and_si512(_mm512_srlv_epi32(high, _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)),
+                                             _mm512_set1_epi32(0x03));
+        const __m512i sc = _mm512_sub_epi32(_mm512_or_si512(nibble, _mm512_slli_epi32(top, 4)), _mm512_set1_epi32(32));
+        Header h;
+        _mm512_store_ps(h.dl, _mm512_mul_ps(_mm512_set1_ps(gguf::f16(b + 108)), _mm512_cvtepi32_ps(sc)));
+        return h;
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m512 v[2]) {
+        __m512i q[2];
+        two_bit_codes(b + 32, u, q);
+        const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(u));
+        for (int k = 0; k < 2; ++k) {
+            const __m512i high = _mm512_and_si512(_mm512_srl_epi32(u8x16(b + 16 * k), shift), _mm512_set1_epi32(1));
+            const __m512i code = _mm512_sub_epi32(_mm512_or_si512(q[k], _mm512_slli_epi32(high, 2)), _mm512_set1_epi32(4));
+            v[k] = _mm512_mul_ps(_mm512_set1_ps(h.dl[2 * u + k]), _mm512_cvtepi32_ps(code));
+        }
+    }
+};
 
 // Q6_K: ql[128], qh[64], 16 int8 scales, f16 d. Unit u (64 consecutive values) = half c = u / 2,
 // groups 2h and 2h + 1 (h = u % 2): the low (h = 0) or high nibbles of the half's 64 ql bytes, and
@@ -532,6 +604,14 @@ void matmul_gguf_q5_1_out_in(const WeightView& w, const float* x, size_t n_x, si
 void matmul_gguf_iq4_nl_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
     gguf512::run<gguf512::Iq4Nl>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q2_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Q2_K>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_q3_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                             size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Q3_K>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 void matmul_gguf_q4_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
