@@ -52,6 +52,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=2, help="problems answered at once (one thread each)")
     ap.add_argument("--drift-against", metavar="BASE", help="a model to compare teacher-forced logits with")
     ap.add_argument("--drift-every", type=int, default=5, help="every Nth problem for the drift")
+    ap.add_argument("--end-id", type=int, metavar="ID",
+                    help="cut each answer after this id: for a file that names no end token (a GGUF converted "
+                         "without a tokenizer), the eval's own end id (eval.json's generation line)")
     ap.add_argument("extra", nargs="*", help="engine options, after --")
     a = ap.parse_args()
 
@@ -59,6 +62,8 @@ def main():
         problems = json.load(f)["problems"]
     with ThreadPoolExecutor(a.jobs) as ex:
         answers = list(ex.map(lambda p: generate(a.stormo, a.model, p["prompt_ids"], a.extra), problems))
+    if a.end_id is not None:
+        answers = [got[:got.index(a.end_id) + 1] if a.end_id in got else got for got in answers]
 
     tasks = {}
     for p, got in zip(problems, answers):
