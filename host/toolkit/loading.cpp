@@ -9,9 +9,12 @@
 namespace stormo::toolkit {
 
 const std::vector<DType>& gguf_block_dtypes() {
-    static const std::vector<DType> kBlocks = {DType::GGUF_Q8_0, DType::GGUF_Q4_0, DType::GGUF_Q4_K, DType::GGUF_Q5_K,
-                                               DType::GGUF_Q6_K, DType::GGUF_MXFP4, DType::GGUF_Q4_1, DType::GGUF_Q5_0,
-                                               DType::GGUF_Q5_1, DType::GGUF_Q2_K, DType::GGUF_Q3_K, DType::GGUF_IQ4_NL};
+    static const std::vector<DType> kBlocks = [] {
+        std::vector<DType> blocks;
+        for (int t = 0; t <= static_cast<int>(kLastDType); ++t)
+            if (is_block_dtype(static_cast<DType>(t)) && gguf_type_of(static_cast<DType>(t))) blocks.push_back(static_cast<DType>(t));
+        return blocks;
+    }();
     return kBlocks;
 }
 

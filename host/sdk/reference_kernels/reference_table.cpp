@@ -10,11 +10,9 @@ namespace {
 constexpr size_t idx(WeightFormat f) { return static_cast<size_t>(f); }
 constexpr size_t idx(Layout l) { return static_cast<size_t>(l); }
 
-// ggml's block layouts: out_in only, like MXFP4 (blocks run along a row's inputs).
-constexpr WeightFormat kGgufFormats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_K,
-                                         WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4,
-                                         WeightFormat::GGUF_Q4_1, WeightFormat::GGUF_Q5_0, WeightFormat::GGUF_Q5_1,
-                                         WeightFormat::GGUF_Q2_K, WeightFormat::GGUF_Q3_K, WeightFormat::GGUF_IQ4_NL};
+// ggml's block layouts (the formats with a GGUF block): out_in only, like MXFP4 (blocks run along
+// a row's inputs).
+bool is_gguf_block(WeightFormat f) { return gguf_weight_block(f).values != 0; }
 
 KernelTable make_reference_table() {
     KernelTable t;
@@ -25,7 +23,8 @@ KernelTable make_reference_table() {
     set(WeightFormat::MXFP4, Layout::out_in, reference::matmul_mxfp4_out_in);
     set(WeightFormat::FP8_E4M3, Layout::out_in, reference::matmul_fp8_e4m3_out_in);
     set(WeightFormat::BF16_PACKED, Layout::out_in, reference::matmul_bf16_packed_out_in);
-    for (WeightFormat f : kGgufFormats) set(f, Layout::out_in, reference::matmul_gguf_out_in);
+    for (size_t f = 0; f < kWeightFormatCount; ++f)
+        if (is_gguf_block(static_cast<WeightFormat>(f))) t.matmul[f][idx(Layout::out_in)] = reference::matmul_gguf_out_in;
     set(WeightFormat::F32, Layout::in_out, reference::matmul_f32_in_out);
     set(WeightFormat::BF16, Layout::in_out, reference::matmul_bf16_in_out);
     set(WeightFormat::F16, Layout::in_out, reference::matmul_f16_in_out);
@@ -36,7 +35,8 @@ KernelTable make_reference_table() {
     t.row_to_f32[idx(WeightFormat::MXFP4)] = reference::row_mxfp4;
     t.row_to_f32[idx(WeightFormat::FP8_E4M3)] = reference::row_fp8_e4m3;
     t.row_to_f32[idx(WeightFormat::BF16_PACKED)] = reference::row_bf16_packed;
-    for (WeightFormat f : kGgufFormats) t.row_to_f32[idx(f)] = reference::row_gguf;
+    for (size_t f = 0; f < kWeightFormatCount; ++f)
+        if (is_gguf_block(static_cast<WeightFormat>(f))) t.row_to_f32[f] = reference::row_gguf;
 
     t.rmsnorm = reference::rmsnorm;
     t.softmax = reference::softmax;
