@@ -8,9 +8,9 @@ numpy (Debian's python3-numpy). For each type, one file <TYPE>.ref holds N block
 GGUF file stores them, then the N * block_values float32 values gguf.quants.dequantize gives for
 them (little-endian): N = size / (block_bytes + 4 * block_values). Blocks come from
 gguf.quants.quantize on random data where gguf-py can quantize the type; for the types it cannot
-(Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL) they are built byte-wise: random bytes with finite f16 scales. Extra
+(Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) they are built byte-wise: random bytes with finite f16 scales. Extra
 blocks cover the edges: zero and subnormal scales, and for MXFP4 every exponent byte 0..255. The
-types added later (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL) come last, so the random draws of the files
+types added later (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS) come last, so the random draws of the files
 written before them, and so those files, stay as they were.
 """
 import sys
@@ -106,3 +106,6 @@ for qtype in (T.Q2_K, T.Q3_K):
 iq4_nl = rng.integers(0, 256, size=(48, GGML_QUANT_SIZES[T.IQ4_NL][1]), dtype=np.uint8)
 iq4_nl[:, 0:2] = random_f16_scales(48)
 write(T.IQ4_NL, iq4_nl)
+iq4_xs = rng.integers(0, 256, size=(12, GGML_QUANT_SIZES[T.IQ4_XS][1]), dtype=np.uint8)
+iq4_xs[:, 0:2] = random_f16_scales(12)
+write(T.IQ4_XS, iq4_xs)

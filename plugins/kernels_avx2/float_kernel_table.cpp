@@ -30,6 +30,7 @@ void install_float_kernels(KernelTable& t) {
     set_matmul(t, WeightFormat::GGUF_Q2_K, Layout::out_in, matmul_gguf_q2_k_out_in);
     set_matmul(t, WeightFormat::GGUF_Q3_K, Layout::out_in, matmul_gguf_q3_k_out_in);
     set_matmul(t, WeightFormat::GGUF_IQ4_NL, Layout::out_in, matmul_gguf_iq4_nl_out_in);
+    set_matmul(t, WeightFormat::GGUF_IQ4_XS, Layout::out_in, matmul_gguf_iq4_xs_out_in);
     set_matmul(t, WeightFormat::F32, Layout::in_out, matmul_f32_in_out);
     set_matmul(t, WeightFormat::BF16, Layout::in_out, matmul_bf16_in_out);
     set_matmul(t, WeightFormat::F16, Layout::in_out, matmul_f16_in_out);
@@ -50,6 +51,7 @@ void install_float_kernels(KernelTable& t) {
     t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q2_K)] = row_gguf_q2_k;
     t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q3_K)] = row_gguf_q3_k;
     t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ4_NL)] = row_gguf_iq4_nl;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ4_XS)] = row_gguf_iq4_xs;
 
     // silu keeps the reference (one activation vector per token); softmax runs over every visible
     // key of every head, so it gets a vector exp.

@@ -22,6 +22,7 @@ void install_float_kernels(KernelTable& t) {
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q5_0)][out_in] = matmul_gguf_q5_0_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q5_1)][out_in] = matmul_gguf_q5_1_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ4_NL)][out_in] = matmul_gguf_iq4_nl_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ4_XS)][out_in] = matmul_gguf_iq4_xs_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q2_K)][out_in] = matmul_gguf_q2_k_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q3_K)][out_in] = matmul_gguf_q3_k_out_in;
     t.dot_many = dot_many;

@@ -88,7 +88,8 @@ inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = 
 inline constexpr WeightFormat kGgufFormats[] = {
     WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_1, WeightFormat::GGUF_Q5_0,
     WeightFormat::GGUF_Q5_1, WeightFormat::GGUF_Q2_K, WeightFormat::GGUF_Q3_K, WeightFormat::GGUF_Q4_K,
-    WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_IQ4_NL, WeightFormat::GGUF_MXFP4};
+    WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_IQ4_NL, WeightFormat::GGUF_IQ4_XS,
+    WeightFormat::GGUF_MXFP4};
 inline constexpr WeightFormat kGgufInt8Formats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0,
                                                     WeightFormat::GGUF_Q4_K, WeightFormat::GGUF_Q5_K,
                                                     WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4};
@@ -112,7 +113,8 @@ inline void fill_gguf_blocks(TestMatrix& m, std::mt19937& rng) {
             case WeightFormat::GGUF_Q8_0:
             case WeightFormat::GGUF_Q4_0:
             case WeightFormat::GGUF_Q5_0:
-            case WeightFormat::GGUF_IQ4_NL: f16(blk, true); break;
+            case WeightFormat::GGUF_IQ4_NL:
+            case WeightFormat::GGUF_IQ4_XS: f16(blk, true); break;
             case WeightFormat::GGUF_Q4_1:
             case WeightFormat::GGUF_Q5_1: f16(blk, true), f16(blk + 2, true); break;
             case WeightFormat::GGUF_Q4_K:
@@ -219,7 +221,8 @@ inline TestMatrix random_matrix(WeightFormat format, Layout layout, size_t rows,
         case WeightFormat::GGUF_Q5_1:
         case WeightFormat::GGUF_Q2_K:
         case WeightFormat::GGUF_Q3_K:
-        case WeightFormat::GGUF_IQ4_NL: fill_gguf_blocks(m, rng); break;
+        case WeightFormat::GGUF_IQ4_NL:
+        case WeightFormat::GGUF_IQ4_XS: fill_gguf_blocks(m, rng); break;
         case WeightFormat::BF16_PACKED: {
             // A BF16 matrix as above, packed (its 14 high bytes need no patch).
             const TestMatrix bf16 = random_matrix(WeightFormat::BF16, Layout::out_in, rows, cols, rng);

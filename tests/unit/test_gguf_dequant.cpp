@@ -59,7 +59,7 @@ INSTANTIATE_TEST_SUITE_P(Types, GgufDequant,
                          ::testing::Values(GgufType::F32, GgufType::F16, GgufType::BF16, GgufType::Q8_0, GgufType::Q4_0,
                                            GgufType::Q4_1, GgufType::Q5_0, GgufType::Q5_1, GgufType::Q2_K, GgufType::Q3_K,
                                            GgufType::Q4_K, GgufType::Q5_K, GgufType::Q6_K, GgufType::IQ4_NL,
-                                           GgufType::MXFP4),
+                                           GgufType::IQ4_XS, GgufType::MXFP4),
                          [](const auto& p) { return std::string(gguf_type_name(p.param)); });
 
 TEST(GgufDequantErrors, RefusesPartialBlocksAndTypesWithoutADequantizer) {

@@ -1,5 +1,5 @@
 // The reference kernels of GGUF's block formats (GGUF_Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_NL, MXFP4): on the
+// Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4): on the
 // float road a GGUF matrix is exactly the F32 matrix of its dequantized values (dequantize_gguf,
 // itself bit-exact against gguf-py); on the integer road the block products are exact integers,
 // checked by hand on one super-block and against the float road within the quantization bound.
@@ -53,7 +53,8 @@ TEST(RefKernelsGguf, FormatsMapToTheirGgufTypesAndBlocks) {
         {GgufType::Q6_K, WeightFormat::GGUF_Q6_K}, {GgufType::MXFP4, WeightFormat::GGUF_MXFP4},
         {GgufType::Q4_1, WeightFormat::GGUF_Q4_1}, {GgufType::Q5_0, WeightFormat::GGUF_Q5_0},
         {GgufType::Q5_1, WeightFormat::GGUF_Q5_1}, {GgufType::Q2_K, WeightFormat::GGUF_Q2_K},
-        {GgufType::Q3_K, WeightFormat::GGUF_Q3_K}, {GgufType::IQ4_NL, WeightFormat::GGUF_IQ4_NL}};
+        {GgufType::Q3_K, WeightFormat::GGUF_Q3_K}, {GgufType::IQ4_NL, WeightFormat::GGUF_IQ4_NL},
+        {GgufType::IQ4_XS, WeightFormat::GGUF_IQ4_XS}};
     for (const auto& [type, format] : pairs) {
         EXPECT_EQ(gguf_weight_format(type), format) << gguf_type_name(type);
         const auto info = gguf_type_info(static_cast<uint32_t>(type));
@@ -108,7 +109,8 @@ TEST(RefKernelsGguf, RowDecoderGivesGgufPysValuesOnItsBlocks) {
         {WeightFormat::GGUF_Q8_0, "Q8_0"}, {WeightFormat::GGUF_Q4_0, "Q4_0"}, {WeightFormat::GGUF_Q4_K, "Q4_K"},
         {WeightFormat::GGUF_Q5_K, "Q5_K"}, {WeightFormat::GGUF_Q6_K, "Q6_K"}, {WeightFormat::GGUF_MXFP4, "MXFP4"},
         {WeightFormat::GGUF_Q4_1, "Q4_1"}, {WeightFormat::GGUF_Q5_0, "Q5_0"}, {WeightFormat::GGUF_Q5_1, "Q5_1"},
-        {WeightFormat::GGUF_Q2_K, "Q2_K"}, {WeightFormat::GGUF_Q3_K, "Q3_K"}, {WeightFormat::GGUF_IQ4_NL, "IQ4_NL"}};
+        {WeightFormat::GGUF_Q2_K, "Q2_K"}, {WeightFormat::GGUF_Q3_K, "Q3_K"}, {WeightFormat::GGUF_IQ4_NL, "IQ4_NL"},
+        {WeightFormat::GGUF_IQ4_XS, "IQ4_XS"}};
     for (const auto& [f, name] : cases) {
         const testing::GgufRefMatrix r = testing::gguf_ref_matrix(f, name);
         ASSERT_GT(r.m.rows, 0u) << name;

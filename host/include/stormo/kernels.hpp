@@ -41,6 +41,7 @@ enum class WeightFormat : uint8_t {
     GGUF_Q2_K,  // 16 bytes of 4-bit scale | min << 4 per 16 values, 64 of 2-bit codes, f16 d, f16 dmin (84 / 256)
     GGUF_Q3_K,  // 32 bytes of high-bit masks, 64 of 2-bit codes, 12 of 6-bit scales, f16 d (110 / 256)
     GGUF_IQ4_NL,  // f16 d + nibbles as Q4_0's, each an index into ggml's kvalues_iq4nl; d * kvalues[q] (18 / 32)
+    GGUF_IQ4_XS,  // f16 d, 2 + 4 bytes of 6-bit scales, 8 x 16 bytes of IQ4_NL's nibbles; (d * (sc - 32)) * kvalues[q] per 32 (136 / 256)
     count
 };
 constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::count);

@@ -212,6 +212,22 @@ void decode_iq4_nl(const std::byte* b, float* y) {
     for (size_t j = 0; j < 32; ++j) y[j] = d * static_cast<float>(kIq4NlValues[q[j]]);
 }
 
+// IQ4_XS: f16 d, u16 scales_h, 4 bytes scales_l, then 8 sub-blocks of 32 as IQ4_NL's 16 bytes of
+// nibbles. Sub-block j's scale is nibble j % 2 of scales_l[j / 2] with bits 2j of scales_h as bits
+// 4-5, minus 32; x = (d * scale) * kvalues[q].
+void decode_iq4_xs(const std::byte* b, float* y) {
+    const float d = f16_at(b);
+    const unsigned high = static_cast<unsigned>(byte_at(b, 2)) | static_cast<unsigned>(byte_at(b, 3)) << 8;
+    for (size_t j = 0; j < 8; ++j) {
+        const unsigned low = (byte_at(b + 4, j / 2) >> (4 * (j % 2))) & 0x0F;
+        const int scale = static_cast<int>(low | ((high >> (2 * j)) & 0x03) << 4) - 32;
+        const float dl = d * static_cast<float>(scale);
+        uint8_t q[32];
+        unpack_nibbles_32(b + 8 + 16 * j, q);
+        for (size_t l = 0; l < 32; ++l) y[32 * j + l] = dl * static_cast<float>(kIq4NlValues[q[l]]);
+    }
+}
+
 BlockFormat block_format(WeightFormat f) {
     switch (f) {
         case WeightFormat::GGUF_Q8_0: return {kQK, 34, decode_q8_0};
@@ -226,6 +242,7 @@ BlockFormat block_format(WeightFormat f) {
         case WeightFormat::GGUF_Q2_K: return {kQK_K, 84, decode_q2_k};
         case WeightFormat::GGUF_Q3_K: return {kQK_K, 110, decode_q3_k};
         case WeightFormat::GGUF_IQ4_NL: return {kQK, 18, decode_iq4_nl};
+        case WeightFormat::GGUF_IQ4_XS: return {kQK_K, 136, decode_iq4_xs};
         case WeightFormat::F32:
         case WeightFormat::BF16:
         case WeightFormat::F16:
@@ -263,6 +280,7 @@ std::optional<WeightFormat> gguf_weight_format(GgufType type) {
         case GgufType::Q2_K: return WeightFormat::GGUF_Q2_K;
         case GgufType::Q3_K: return WeightFormat::GGUF_Q3_K;
         case GgufType::IQ4_NL: return WeightFormat::GGUF_IQ4_NL;
+        case GgufType::IQ4_XS: return WeightFormat::GGUF_IQ4_XS;
         default: break;
     }
     return std::nullopt;
@@ -308,7 +326,7 @@ Expected<void> dequantize_gguf(GgufType type, const std::byte* blocks, size_t n_
     if (fn == nullptr)
         return fail(ErrorKind::unsupported, "dequantize: GGUF type " + std::string(info->name) +
                                                 " has no reference dequantizer in stormo (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
-                                                "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and MXFP4 have)");
+                                                "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4 have)");
     const size_t n_blocks = n_values / info->block_values;
     for (size_t i = 0; i < n_blocks; ++i) fn(blocks + i * info->block_bytes, out + i * info->block_values);
     return {};

@@ -24,6 +24,7 @@ const char* weight_format_name(WeightFormat f) {
         case WeightFormat::GGUF_Q2_K: return "GGUF_Q2_K";
         case WeightFormat::GGUF_Q3_K: return "GGUF_Q3_K";
         case WeightFormat::GGUF_IQ4_NL: return "GGUF_IQ4_NL";
+        case WeightFormat::GGUF_IQ4_XS: return "GGUF_IQ4_XS";
         case WeightFormat::count: break;
     }
     return "unknown";
@@ -53,6 +54,7 @@ size_t q8_block_values(WeightFormat f) {
         case WeightFormat::GGUF_Q2_K:
         case WeightFormat::GGUF_Q3_K:
         case WeightFormat::GGUF_IQ4_NL:
+        case WeightFormat::GGUF_IQ4_XS:
         case WeightFormat::count: break;
     }
     return kQ8Block;

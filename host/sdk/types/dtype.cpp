@@ -19,7 +19,7 @@ struct DTypeEntry {
 
 // One row per dtype; the element types' names are the ones safetensors headers use, the block
 // types' (ggml's layouts, as stormo/gguf_types.hpp describes them) llama.cpp's.
-constexpr std::array<DTypeEntry, 24> kDTypes{{
+constexpr std::array<DTypeEntry, 25> kDTypes{{
     {DType::F64, "F64", 1, 8},
     {DType::F32, "F32", 1, 4},
     {DType::F16, "F16", 1, 2},
@@ -44,6 +44,7 @@ constexpr std::array<DTypeEntry, 24> kDTypes{{
     {DType::GGUF_Q2_K, "Q2_K", 256, 84},
     {DType::GGUF_Q3_K, "Q3_K", 256, 110},
     {DType::GGUF_IQ4_NL, "IQ4_NL", 32, 18},
+    {DType::GGUF_IQ4_XS, "IQ4_XS", 256, 136},
 }};
 
 const DTypeEntry* entry(DType t) {

@@ -33,7 +33,7 @@ constexpr std::array<GgufTypeInfo, 35> kTypes{{
     {GgufType::IQ4_NL, "IQ4_NL", 32, 2 + 16, true},
     {GgufType::IQ3_S, "IQ3_S", QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4, false},
     {GgufType::IQ2_S, "IQ2_S", QK_K, 2 + QK_K / 4 + QK_K / 16, false},
-    {GgufType::IQ4_XS, "IQ4_XS", QK_K, 2 + 2 + QK_K / 2 + QK_K / 64, false},
+    {GgufType::IQ4_XS, "IQ4_XS", QK_K, 2 + 2 + QK_K / 2 + QK_K / 64, true},
     {GgufType::I8, "I8", 1, 1, false},
     {GgufType::I16, "I16", 1, 2, false},
     {GgufType::I32, "I32", 1, 4, false},
@@ -50,7 +50,7 @@ constexpr std::array<GgufTypeInfo, 35> kTypes{{
 }};
 
 // The GGUF types a tensor dtype stands for, one to one.
-constexpr std::array<std::pair<GgufType, DType>, 15> kDtypes{{
+constexpr std::array<std::pair<GgufType, DType>, 16> kDtypes{{
     {GgufType::F32, DType::F32},
     {GgufType::F16, DType::F16},
     {GgufType::BF16, DType::BF16},
@@ -66,6 +66,7 @@ constexpr std::array<std::pair<GgufType, DType>, 15> kDtypes{{
     {GgufType::Q2_K, DType::GGUF_Q2_K},
     {GgufType::Q3_K, DType::GGUF_Q3_K},
     {GgufType::IQ4_NL, DType::GGUF_IQ4_NL},
+    {GgufType::IQ4_XS, DType::GGUF_IQ4_XS},
 }};
 
 }  // namespace

@@ -120,7 +120,8 @@ std::vector<float> to_f32(DType dtype, const std::byte* data, size_t count) {
         case DType::GGUF_Q5_1:
         case DType::GGUF_Q2_K:
         case DType::GGUF_Q3_K:
-        case DType::GGUF_IQ4_NL: break;  // decoded above
+        case DType::GGUF_IQ4_NL:
+        case DType::GGUF_IQ4_XS: break;  // decoded above
     }
     return out;
 }

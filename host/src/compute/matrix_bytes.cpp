@@ -25,7 +25,8 @@ uint64_t matrix_bytes(WeightFormat f, size_t rows, size_t cols) {
         case WeightFormat::GGUF_Q5_1:
         case WeightFormat::GGUF_Q2_K:
         case WeightFormat::GGUF_Q3_K:
-        case WeightFormat::GGUF_IQ4_NL: {
+        case WeightFormat::GGUF_IQ4_NL:
+        case WeightFormat::GGUF_IQ4_XS: {
             const WeightBlock b = gguf_weight_block(f);
             return cols % b.values == 0 ? rows * (cols / b.values) * b.bytes : 0;
         }

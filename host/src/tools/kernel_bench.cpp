@@ -85,7 +85,8 @@ void fill_gguf(BenchMatrix& m, WeightFormat f, Random& rng) {
             case WeightFormat::GGUF_Q8_0:
             case WeightFormat::GGUF_Q4_0:
             case WeightFormat::GGUF_Q5_0:
-            case WeightFormat::GGUF_IQ4_NL: set_f16(blk); break;
+            case WeightFormat::GGUF_IQ4_NL:
+            case WeightFormat::GGUF_IQ4_XS: set_f16(blk); break;
             case WeightFormat::GGUF_Q4_K:
             case WeightFormat::GGUF_Q5_K:
             case WeightFormat::GGUF_Q4_1:

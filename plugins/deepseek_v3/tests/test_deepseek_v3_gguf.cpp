@@ -231,15 +231,15 @@ TEST(GgufDeepseekV3Mapping, RefusesWhatTheFamilyCannotHold) {
                 HasSubstr("no_mscale.gguf: key \"deepseek2.rope.scaling.yarn_log_multiplier\" is missing"));
 }
 
-// Two deepseek2 files in llama.cpp's block types (tests/data/gguf/README.md): the
+// Three deepseek2 files in llama.cpp's block types (tests/data/gguf/README.md): the
 // deepseek-v3-tiny synth preset cut to 3 layers (1 dense) and 8 routed experts, hidden 256 so that
 // rows of 256 hold whole K-quant blocks; its FP8 weights decoded to BF16, converted by llama.cpp's
 // converter, then quantized by llama-quantize with per-tensor overrides that put each block type on
 // routed experts and on dense matrices: as Q4_K_M with Q4_0, Q4_K, Q5_K and Q6_K, and as Q3_K_M
 // with Q2_K, Q3_K, Q4_1, Q5_0, Q5_1 and IQ4_NL (the types llama-quantize falls back to where a row
-// of 32, 64 or 128 holds no 256-value block, and the non-linear 4-bit type of its i-quants). No
-// transformers reference exists for them: the synth checkpoint and their own dequantized weights
-// are the references.
+// of 32, 64 or 128 holds no 256-value block, and the non-linear 4-bit type of its i-quants); and
+// plainly as IQ4_XS. No transformers reference exists for them: the synth checkpoint and their own
+// dequantized weights are the references.
 struct QuantFile {
     std::string file;
     // The types llama-quantize chose, as its log says (README).
@@ -247,6 +247,8 @@ struct QuantFile {
     // The relative RMS error of a tensor of each block type against the BF16 weights it was
     // quantized from, at most.
     std::map<DType, double> rounding;
+    // The block types the file is made for: each holds routed experts and other matrices.
+    std::vector<GgufType> spread;
 };
 
 // Test names print the file, not the struct's bytes.
@@ -281,7 +283,8 @@ QuantFile q4_k_m_file() {
                 {"blk.0.attn_output.weight", GgufType::Q4_0},
                 {"blk.0.attn_norm.weight", GgufType::F32},
             },
-            {{DType::GGUF_Q4_0, 0.1}, {DType::GGUF_Q4_K, 0.1}, {DType::GGUF_Q5_K, 0.05}, {DType::GGUF_Q6_K, 0.025}}};
+            {{DType::GGUF_Q4_0, 0.1}, {DType::GGUF_Q4_K, 0.1}, {DType::GGUF_Q5_K, 0.05}, {DType::GGUF_Q6_K, 0.025}},
+            {GgufType::Q4_0, GgufType::Q4_K, GgufType::Q5_K, GgufType::Q6_K}};
 }
 
 // Measured 2026-12-06 with gguf-py's dequantizer against the BF16 file, per tensor or expert:
@@ -319,7 +322,43 @@ QuantFile q3_k_m_file() {
              {DType::GGUF_Q4_1, 0.1},
              {DType::GGUF_IQ4_NL, 0.1},
              {DType::GGUF_Q5_0, 0.05},
-             {DType::GGUF_Q5_1, 0.05}}};
+             {DType::GGUF_Q5_1, 0.05}},
+            {GgufType::Q2_K, GgufType::Q3_K, GgufType::Q4_1, GgufType::IQ4_NL, GgufType::Q5_0, GgufType::Q5_1}};
+}
+
+// Plain IQ4_XS, as llama-quantize writes it: its own fallbacks put IQ4_NL on the rows of 32 to
+// 128 (attn_k_b, attn_v_b, attn_q_b, ffn_down_exps, ffn_down_shexp) and Q5_1 on attn_output, and
+// the head is Q6_K. Measured 2026-12-06 with gguf-py's dequantizer against the BF16 file, per
+// tensor or expert: IQ4_XS at most 0.0775, IQ4_NL 0.0777, Q5_1 0.038, Q6_K 0.013.
+QuantFile iq4_xs_file() {
+    return {"deepseek_v3_tiny-iq4_xs.gguf",
+            {
+                {"token_embd.weight", GgufType::IQ4_XS},
+                {"output.weight", GgufType::Q6_K},
+                {"blk.0.ffn_gate.weight", GgufType::IQ4_XS},
+                {"blk.0.ffn_up.weight", GgufType::IQ4_XS},
+                {"blk.0.ffn_down.weight", GgufType::IQ4_XS},
+                {"blk.1.ffn_gate_exps.weight", GgufType::IQ4_XS},
+                {"blk.2.ffn_gate_exps.weight", GgufType::IQ4_XS},
+                {"blk.1.ffn_up_exps.weight", GgufType::IQ4_XS},
+                {"blk.2.ffn_up_exps.weight", GgufType::IQ4_XS},
+                {"blk.1.ffn_down_exps.weight", GgufType::IQ4_NL},
+                {"blk.2.ffn_down_exps.weight", GgufType::IQ4_NL},
+                {"blk.1.ffn_gate_shexp.weight", GgufType::IQ4_XS},
+                {"blk.1.ffn_up_shexp.weight", GgufType::IQ4_XS},
+                {"blk.1.ffn_down_shexp.weight", GgufType::IQ4_NL},
+                {"blk.1.ffn_gate_inp.weight", GgufType::F32},
+                {"blk.1.exp_probs_b.bias", GgufType::F32},
+                {"blk.0.attn_q_a.weight", GgufType::IQ4_XS},
+                {"blk.0.attn_q_b.weight", GgufType::IQ4_NL},
+                {"blk.0.attn_kv_a_mqa.weight", GgufType::IQ4_XS},
+                {"blk.0.attn_k_b.weight", GgufType::IQ4_NL},
+                {"blk.0.attn_v_b.weight", GgufType::IQ4_NL},
+                {"blk.0.attn_output.weight", GgufType::Q5_1},
+                {"blk.0.attn_norm.weight", GgufType::F32},
+            },
+            {{DType::GGUF_IQ4_XS, 0.1}, {DType::GGUF_IQ4_NL, 0.1}, {DType::GGUF_Q5_1, 0.05}, {DType::GGUF_Q6_K, 0.025}},
+            {GgufType::IQ4_XS, GgufType::IQ4_NL}};
 }
 
 // kv_b_proj is joined from attn_k_b and attn_v_b, in every layer of layer 0's types: the bound of
@@ -401,8 +440,7 @@ TEST_P(GgufDeepseekV3Quants, EachBlockTypeHoldsExpertsAndDenseMatrices) {
         ASSERT_TRUE(types.contains(name)) << name;
         EXPECT_EQ(gguf_type_name(types[name]), gguf_type_name(type)) << name;
     }
-    for (const auto& [dtype, bound] : GetParam().rounding) {
-        const GgufType type = *gguf_type_of(dtype);
+    for (const GgufType type : GetParam().spread) {
         std::set<std::string> experts, dense;
         for (const auto& [name, t] : types)
             if (t == type) (name.find("_exps.") != std::string::npos ? experts : dense).insert(name);
@@ -523,7 +561,7 @@ TEST_P(GgufDeepseekV3Quants, LogitsAreFiniteAndGreedyDecodingRuns) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, GgufDeepseekV3Quants, ::testing::Values(q4_k_m_file(), q3_k_m_file()),
+INSTANTIATE_TEST_SUITE_P(Files, GgufDeepseekV3Quants, ::testing::Values(q4_k_m_file(), q3_k_m_file(), iq4_xs_file()),
                          [](const auto& p) {
                              std::string name = p.param.file.substr(p.param.file.find('-') + 1);
                              name = name.substr(0, name.find('.'));

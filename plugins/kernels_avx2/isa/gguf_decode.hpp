@@ -1,6 +1,6 @@
 #pragma once
 // GGUF block formats decoded in registers, 32 values (a "unit": a Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// IQ4_NL or MXFP4 block, a Q4_K or Q5_K sub-block, two Q2_K, Q3_K or Q6_K scale groups) at a time,
+// IQ4_NL or MXFP4 block, a Q4_K, Q5_K or IQ4_XS sub-block, two Q2_K, Q3_K or Q6_K scale groups) at a time,
 // into four 8-float vectors in element order.
 // A block's scales are decoded once into its Header (F::header), then each unit reads them
 // (F::unit), so a tile of several rows pays for the scale unpacking once per block and output.
@@ -197,6 +197,31 @@ struct Iq4Nl {
                                              -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
         bytes_to_ps<false>(_mm256_shuffle_epi8(lut, nibbles_32(b + 2)), w);
         scale_all(w, h.d);
+    }
+};
+
+// IQ4_XS: f16 d, u16 of high scale bits, 4 bytes of low scale nibbles, then 8 sub-blocks of 32 as
+// IQ4_NL's nibbles; unit u is sub-block u, x = (d * (sc - 32)) * kvalues_iq4nl[q].
+struct Iq4Xs {
+    static constexpr size_t kValues = 256, kBytes = 136;
+    struct Header {
+        float dl[8];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const float d = f16(b);
+        const unsigned high = static_cast<unsigned>(b[2]) | static_cast<unsigned>(b[3]) << 8;
+        Header h;
+        for (int j = 0; j < 8; ++j) {
+            const unsigned low = (b[4 + j / 2] >> (4 * (j % 2))) & 0x0F;
+            h.dl[j] = d * static_cast<float>(static_cast<int>(low | ((high >> (2 * j)) & 0x03) << 4) - 32);
+        }
+        return h;
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m256 w[4]) {
+        const __m256i lut = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+                                             -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+        bytes_to_ps<false>(_mm256_shuffle_epi8(lut, nibbles_32(b + 8 + 16 * u)), w);
+        scale_all(w, h.dl[u]);
     }
 };
 

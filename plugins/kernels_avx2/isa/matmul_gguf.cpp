@@ -129,6 +129,10 @@ void matmul_gguf_iq4_nl_out_in(const WeightView& w, const float* x, size_t n_x, 
                                size_t y_stride, size_t o_begin, size_t o_end) {
     run<gguf::Iq4Nl>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
+void matmul_gguf_iq4_xs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Iq4Xs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
 
 void row_gguf_q8_0(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q8_0>(w, r, out); }
 void row_gguf_q4_0(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q4_0>(w, r, out); }
@@ -142,5 +146,6 @@ void row_gguf_q5_1(const WeightView& w, size_t r, float* out) { decode_row<gguf:
 void row_gguf_q2_k(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q2_K>(w, r, out); }
 void row_gguf_q3_k(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q3_K>(w, r, out); }
 void row_gguf_iq4_nl(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq4Nl>(w, r, out); }
+void row_gguf_iq4_xs(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq4Xs>(w, r, out); }
 
 }  // namespace stormo::simd

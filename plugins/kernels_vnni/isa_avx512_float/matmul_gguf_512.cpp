@@ -8,6 +8,7 @@
 //   Q4_0   table = d * (k - 8)                                       per block,
 //   Q4_1   table = d * k + m                                         per block,
 //   IQ4_NL table = d * kvalues_iq4nl[k]                              per block,
+//   IQ4_XS table = (d * (sc - 32)) * kvalues_iq4nl[k]                per sub-block of 32,
 //   Q5_0   two tables: d * (k - 16), k = 0..31                       per block,
 //   Q5_1   two tables: d * k + m, k = 0..31                          per block,
 //   Q4_K   table = (d * sc) * k - dmin * m                           per sub-block of 32,
@@ -28,7 +29,7 @@
 // MXFP4 and Q8_0 keep one accumulator a pair instead (tile_one), in all their tiles alike. Tiles
 // and row blocks are matmul_out_in.cpp's (tiles512.hpp).
 // Compiled with -ffp-contract=off: the compiler must not fuse a multiply and an add the reference
-// rounds apart (Q4_0's, Q5_0's, IQ4_NL's and MXFP4's tables are products only, Q4_1's and Q5_1's a
+// rounds apart (Q4_0's, Q5_0's, IQ4_NL's, IQ4_XS's and MXFP4's tables are products only, Q4_1's and Q5_1's a
 // product and a sum as the reference's; Q4_K's and Q5_K's fusion, exact, is written out in
 // sub_table; Q2_K's, likewise, in Q2_K).
 #include "avx512_float_kernels.hpp"
@@ -112,19 +113,48 @@ struct Q4_1 {
     }
 };
 
+// ggml's kvalues_iq4nl as floats.
+[[gnu::always_inline]] inline __m512 iq4nl_levels() {
+    return _mm512_setr_ps(-127.0f, -104.0f, -83.0f, -65.0f, -49.0f, -35.0f, -22.0f, -10.0f, 1.0f, 13.0f, 25.0f, 38.0f,
+                          53.0f, 69.0f, 89.0f, 113.0f);
+}
+
 // IQ4_NL: f16 d, then nibbles as Q4_0's, each an index into ggml's kvalues_iq4nl; x = d * kvalues[q].
 struct Iq4Nl {
     static constexpr size_t kValues = 32, kBytes = 18, kUnit = 32;
     using Header = OneTable;
     [[gnu::always_inline]] static Header header(const uint8_t* b) {
-        const __m512 levels = _mm512_setr_ps(-127.0f, -104.0f, -83.0f, -65.0f, -49.0f, -35.0f, -22.0f, -10.0f, 1.0f,
-                                             13.0f, 25.0f, 38.0f, 53.0f, 69.0f, 89.0f, 113.0f);
-        return {_mm512_mul_ps(_mm512_set1_ps(gguf::f16(b)), levels)};
+        return {_mm512_mul_ps(_mm512_set1_ps(gguf::f16(b)), iq4nl_levels())};
     }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m512 v[2]) {
         const __m512i codes = u8x16(b + 2);
         v[0] = _mm512_permutexvar_ps(codes, h.table);
         v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), h.table);
+    }
+};
+
+// IQ4_XS: f16 d, u16 of high scale bits, 4 bytes of low scale nibbles, then 8 sub-blocks of 32 as
+// IQ4_NL's nibbles; unit u is sub-block u, its table (d * (sc - 32)) * kvalues_iq4nl.
+struct Iq4Xs {
+    static constexpr size_t kValues = 256, kBytes = 136, kUnit = 32;
+    struct alignas(32) Header {
+        float dl[8];
+    };
+    [[gnu::always_inline]] static Header header(const uint8_t* b) {
+        const unsigned high = static_cast<unsigned>(b[2]) | static_cast<unsigned>(b[3]) << 8;
+        alignas(32) int32_t sc[8];
+        for (int j = 0; j < 8; ++j)
+            sc[j] = static_cast<int>(((b[4 + j / 2] >> (4 * (j % 2))) & 0x0F) | ((high >> (2 * j)) & 0x03) << 4) - 32;
+        Header h;
+        _mm256_store_ps(h.dl, _mm256_mul_ps(_mm256_set1_ps(gguf::f16(b)),
+                                            _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)))));
+        return h;
+    }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m512 v[2]) {
+        const __m512 table = _mm512_mul_ps(_mm512_set1_ps(h.dl[u]), iq4nl_levels());
+        const __m512i codes = u8x16(b + 8 + 16 * u);
+        v[0] = _mm512_permutexvar_ps(codes, table);
+        v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), table);
     }
 };
 
@@ -612,6 +642,10 @@ void matmul_gguf_q2_k_out_in(const WeightView& w, const float* x, size_t n_x, si
 void matmul_gguf_q3_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
     gguf512::run<gguf512::Q3_K>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq4_xs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Iq4Xs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 void matmul_gguf_q4_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
