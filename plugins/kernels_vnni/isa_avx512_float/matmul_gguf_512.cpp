@@ -159,22 +159,28 @@ struct Iq4Xs {
 };
 
 // Q5_0 and Q5_1: a table of the 32 five-bit codes' weights in two halves (codes 0-15, 16-31), and
-// each lane's fifth bit (bit j of the u32 after the scales: element j) set as bit 4 of its index
-// by a masked or, for vpermt2ps, which reads five bits.
+// each lane's fifth bit (bit j of the u32 after the scales: element j) moved to bit 4 of its index
+// by variable shifts of the u32 broadcast from memory, for vpermt2ps, which reads five bits. The
+// nibble and the fifth bit are merged by one bitwise select (vpternlogd: bits 0-3 from the nibble,
+// the rest from the shifted word; vpermt2ps ignores bits 5 and up). Masks moved from a general
+// register (kmovw, port 5 as the permutes) and masked ors did the same at Q5_0's 0.52-0.53 ms a call
+// and 4-5% slower at Q5_1's (5760 x 2880 from RAM, two threads, alternated; docs/kernels.md): the
+// port was not what binds, and Q5_0 stays at 1.8x Q4_0's time.
 struct TwoTables {
     __m512 low;
     __m512 high;
 };
 template <size_t kBits>
 [[gnu::always_inline]] inline void five_bit_unit(const uint8_t* b, const TwoTables& h, __m512 v[2]) {
-    uint32_t fifth;
-    __builtin_memcpy(&fifth, b + kBits, 4);
     const __m512i codes = u8x16(b + kBits + 4);
-    const __m512i low4 = _mm512_and_si512(codes, _mm512_set1_epi32(0x0F));
-    const __m512i high4 = _mm512_srli_epi32(codes, 4);
-    const __m512i bit4 = _mm512_set1_epi32(0x10);
-    const __m512i i0 = _mm512_mask_or_epi32(low4, static_cast<__mmask16>(fifth), low4, bit4);
-    const __m512i i1 = _mm512_mask_or_epi32(high4, static_cast<__mmask16>(fifth >> 16), high4, bit4);
+    const __m512i fifth = _mm512_broadcastd_epi32(_mm_loadu_si32(b + kBits));
+    // Element j < 16: bit j, shifted up by 4 then down by j; element 16 + j: bit 16 + j, down by 12 + j.
+    const __m512i t0 = _mm512_srlv_epi32(_mm512_slli_epi32(fifth, 4), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __m512i t1 = _mm512_srlv_epi32(fifth, _mm512_setr_epi32(12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27));
+    const __m512i low4 = _mm512_set1_epi32(0x0F);
+    // 0xCA: bitwise "a ? b : c" with a the nibble mask.
+    const __m512i i0 = _mm512_ternarylogic_epi32(low4, codes, t0, 0xCA);
+    const __m512i i1 = _mm512_ternarylogic_epi32(low4, _mm512_srli_epi32(codes, 4), t1, 0xCA);
     v[0] = _mm512_permutex2var_ps(h.low, i0, h.high);
     v[1] = _mm512_permutex2var_ps(h.low, i1, h.high);
 }
