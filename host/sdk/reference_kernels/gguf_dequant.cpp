@@ -164,16 +164,15 @@ void decode_q5_1(const std::byte* b, float* y) {
 // qs[32c + l]; x = (d * scale) * q - (dmin * min).
 void decode_q2_k(const std::byte* b, float* y) {
     const float d = f16_at(b + kQ2KD), dmin = f16_at(b + kQ2KD + 2);
-    for (size_t c = 0; c < 2; ++c)
-        for (size_t s = 0; s < 4; ++s)
-            for (size_t l = 0; l < 32; ++l) {
-                const size_t i = 128 * c + 32 * s + l;
-                const uint8_t scale_min = byte_at(b, i / 16);
-                const float dl = d * static_cast<float>(scale_min & 0x0F);
-                const float ml = dmin * static_cast<float>(scale_min >> 4);
-                const unsigned q = (byte_at(b + kQ2KCodes, 32 * c + l) >> (2 * s)) & 0x03;
-                y[i] = dl * static_cast<float>(q) - ml;
-            }
+    for (size_t g = 0; g < 16; ++g) {
+        const float dl = d * static_cast<float>(byte_at(b, g) & 0x0F);
+        const float ml = dmin * static_cast<float>(byte_at(b, g) >> 4);
+        for (size_t i = 16 * g; i < 16 * g + 16; ++i) {
+            const size_t c = i / 128, s = i % 128 / 32, l = i % 32;
+            const unsigned q = (byte_at(b + kQ2KCodes, 32 * c + l) >> (2 * s)) & 0x03;
+            y[i] = dl * static_cast<float>(q) - ml;
+        }
+    }
 }
 
 // Scale k < 8 takes the low nibble of byte k, k >= 8 the high nibble of byte k - 8, and bits 4-5
@@ -193,15 +192,15 @@ void decode_q3_k(const std::byte* b, float* y) {
     const float d = f16_at(b + kQ3KD);
     int8_t sc[16];
     scales_q3_k(b + kQ3KScales, sc);
-    for (size_t c = 0; c < 2; ++c)
-        for (size_t s = 0; s < 4; ++s)
-            for (size_t l = 0; l < 32; ++l) {
-                const size_t i = 128 * c + 32 * s + l;
-                const int low = (byte_at(b + kQ3KCodes, 32 * c + l) >> (2 * s)) & 0x03;
-                const int high = (byte_at(b, l) >> (i / 32)) & 0x01;
-                const float dl = d * static_cast<float>(sc[i / 16]);
-                y[i] = dl * static_cast<float>(low - 4 * (1 - high));
-            }
+    for (size_t g = 0; g < 16; ++g) {
+        const float dl = d * static_cast<float>(sc[g]);
+        for (size_t i = 16 * g; i < 16 * g + 16; ++i) {
+            const size_t c = i / 128, s = i % 128 / 32, l = i % 32;
+            const int low = (byte_at(b + kQ3KCodes, 32 * c + l) >> (2 * s)) & 0x03;
+            const int high = (byte_at(b, l) >> (i / 32)) & 0x01;
+            y[i] = dl * static_cast<float>(low - 4 * (1 - high));
+        }
+    }
 }
 
 // IQ4_NL: f16 d, then nibbles as Q4_0's; x = d * kvalues[q].

@@ -187,15 +187,19 @@ struct Q6_K {
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
 }
 
+// ggml's kvalues_iq4nl in both 128-bit lanes, for pshufb.
+[[gnu::always_inline]] inline __m256i iq4nl_lut() {
+    return _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+                            -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+}
+
 // IQ4_NL: x = d * kvalues_iq4nl[q], the levels looked up as MXFP4's.
 struct Iq4Nl {
     static constexpr size_t kValues = 32, kBytes = 18;
     using Header = OneScale;
     [[gnu::always_inline]] static Header header(const uint8_t* b) { return {f16(b)}; }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t, __m256 w[4]) {
-        const __m256i lut = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
-                                             -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
-        bytes_to_ps<false>(_mm256_shuffle_epi8(lut, nibbles_32(b + 2)), w);
+        bytes_to_ps<false>(_mm256_shuffle_epi8(iq4nl_lut(), nibbles_32(b + 2)), w);
         scale_all(w, h.d);
     }
 };
@@ -209,18 +213,12 @@ struct Iq4Xs {
     };
     [[gnu::always_inline]] static Header header(const uint8_t* b) {
         const float d = f16(b);
-        const unsigned high = static_cast<unsigned>(b[2]) | static_cast<unsigned>(b[3]) << 8;
         Header h;
-        for (int j = 0; j < 8; ++j) {
-            const unsigned low = (b[4 + j / 2] >> (4 * (j % 2))) & 0x0F;
-            h.dl[j] = d * static_cast<float>(static_cast<int>(low | ((high >> (2 * j)) & 0x03) << 4) - 32);
-        }
+        for (int j = 0; j < 8; ++j) h.dl[j] = d * static_cast<float>(iq4_xs_scale(b, j));
         return h;
     }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m256 w[4]) {
-        const __m256i lut = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
-                                             -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
-        bytes_to_ps<false>(_mm256_shuffle_epi8(lut, nibbles_32(b + 8 + 16 * u)), w);
+        bytes_to_ps<false>(_mm256_shuffle_epi8(iq4nl_lut(), nibbles_32(b + 8 + 16 * u)), w);
         scale_all(w, h.dl[u]);
     }
 };

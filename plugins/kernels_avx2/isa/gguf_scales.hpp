@@ -47,6 +47,14 @@ constexpr E8m0HalfTable kE8m0Half = make_e8m0_half_table();
     __builtin_memcpy(m, &n, 8);
 }
 
+// IQ4_XS's scale of sub-block j (j < 8), minus 32: nibble j % 2 of byte 4 + j / 2, with bits 2j of
+// the u16 at byte 2 as bits 4-5.
+[[gnu::always_inline]] inline int iq4_xs_scale(const uint8_t* b, int j) {
+    const unsigned high = static_cast<unsigned>(b[2]) | static_cast<unsigned>(b[3]) << 8;
+    const unsigned low = (b[4 + j / 2] >> (4 * (j % 2))) & 0x0Fu;
+    return static_cast<int>(low | ((high >> (2 * j)) & 0x03u) << 4) - 32;
+}
+
 }  // namespace gguf
 }  // namespace
 }  // namespace stormo::simd

@@ -137,17 +137,13 @@ struct Iq4Nl {
 // IQ4_NL's nibbles; unit u is sub-block u, its table (d * (sc - 32)) * kvalues_iq4nl.
 struct Iq4Xs {
     static constexpr size_t kValues = 256, kBytes = 136, kUnit = 32;
-    struct alignas(32) Header {
+    struct Header {
         float dl[8];
     };
     [[gnu::always_inline]] static Header header(const uint8_t* b) {
-        const unsigned high = static_cast<unsigned>(b[2]) | static_cast<unsigned>(b[3]) << 8;
-        alignas(32) int32_t sc[8];
-        for (int j = 0; j < 8; ++j)
-            sc[j] = static_cast<int>(((b[4 + j / 2] >> (4 * (j % 2))) & 0x0F) | ((high >> (2 * j)) & 0x03) << 4) - 32;
+        const float d = gguf::f16(b);
         Header h;
-        _mm256_store_ps(h.dl, _mm256_mul_ps(_mm256_set1_ps(gguf::f16(b)),
-                                            _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)))));
+        for (int j = 0; j < 8; ++j) h.dl[j] = d * static_cast<float>(gguf::iq4_xs_scale(b, j));
         return h;
     }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m512 v[2]) {
