@@ -31,6 +31,13 @@ void install_float_kernels(KernelTable& t) {
     set_matmul(t, WeightFormat::GGUF_Q3_K, Layout::out_in, matmul_gguf_q3_k_out_in);
     set_matmul(t, WeightFormat::GGUF_IQ4_NL, Layout::out_in, matmul_gguf_iq4_nl_out_in);
     set_matmul(t, WeightFormat::GGUF_IQ4_XS, Layout::out_in, matmul_gguf_iq4_xs_out_in);
+    set_matmul(t, WeightFormat::GGUF_IQ2_XXS, Layout::out_in, matmul_gguf_iq2_xxs_out_in);
+    set_matmul(t, WeightFormat::GGUF_IQ2_XS, Layout::out_in, matmul_gguf_iq2_xs_out_in);
+    set_matmul(t, WeightFormat::GGUF_IQ2_S, Layout::out_in, matmul_gguf_iq2_s_out_in);
+    set_matmul(t, WeightFormat::GGUF_IQ3_XXS, Layout::out_in, matmul_gguf_iq3_xxs_out_in);
+    set_matmul(t, WeightFormat::GGUF_IQ3_S, Layout::out_in, matmul_gguf_iq3_s_out_in);
+    set_matmul(t, WeightFormat::GGUF_IQ1_S, Layout::out_in, matmul_gguf_iq1_s_out_in);
+    set_matmul(t, WeightFormat::GGUF_IQ1_M, Layout::out_in, matmul_gguf_iq1_m_out_in);
     set_matmul(t, WeightFormat::F32, Layout::in_out, matmul_f32_in_out);
     set_matmul(t, WeightFormat::BF16, Layout::in_out, matmul_bf16_in_out);
     set_matmul(t, WeightFormat::F16, Layout::in_out, matmul_f16_in_out);
@@ -52,6 +59,13 @@ void install_float_kernels(KernelTable& t) {
     t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_Q3_K)] = row_gguf_q3_k;
     t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ4_NL)] = row_gguf_iq4_nl;
     t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ4_XS)] = row_gguf_iq4_xs;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ2_XXS)] = row_gguf_iq2_xxs;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ2_XS)] = row_gguf_iq2_xs;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ2_S)] = row_gguf_iq2_s;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ3_XXS)] = row_gguf_iq3_xxs;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ3_S)] = row_gguf_iq3_s;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ1_S)] = row_gguf_iq1_s;
+    t.row_to_f32[static_cast<size_t>(WeightFormat::GGUF_IQ1_M)] = row_gguf_iq1_m;
 
     // silu keeps the reference (one activation vector per token); softmax runs over every visible
     // key of every head, so it gets a vector exp.

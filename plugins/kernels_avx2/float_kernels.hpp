@@ -65,6 +65,20 @@ void matmul_gguf_iq4_nl_out_in(const WeightView& w, const float* x, size_t n_x, 
                                size_t y_stride, size_t o_begin, size_t o_end);
 void matmul_gguf_iq4_xs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                                size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_iq2_xxs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_iq2_xs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_iq2_s_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_iq3_xxs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_iq3_s_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_iq1_s_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end);
+void matmul_gguf_iq1_m_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end);
 
 // RowToF32Fn: exact, bit-identical to the reference.
 void row_bf16(const WeightView& w, size_t row, float* out);
@@ -83,6 +97,13 @@ void row_gguf_q2_k(const WeightView& w, size_t row, float* out);
 void row_gguf_q3_k(const WeightView& w, size_t row, float* out);
 void row_gguf_iq4_nl(const WeightView& w, size_t row, float* out);
 void row_gguf_iq4_xs(const WeightView& w, size_t row, float* out);
+void row_gguf_iq2_xxs(const WeightView& w, size_t row, float* out);
+void row_gguf_iq2_xs(const WeightView& w, size_t row, float* out);
+void row_gguf_iq2_s(const WeightView& w, size_t row, float* out);
+void row_gguf_iq3_xxs(const WeightView& w, size_t row, float* out);
+void row_gguf_iq3_s(const WeightView& w, size_t row, float* out);
+void row_gguf_iq1_s(const WeightView& w, size_t row, float* out);
+void row_gguf_iq1_m(const WeightView& w, size_t row, float* out);
 
 // Vector kernels: sums in 8 lanes (a different order than the reference's ascending sum).
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);

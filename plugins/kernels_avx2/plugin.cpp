@@ -16,7 +16,7 @@ const stormo::PluginDescription kDescription{
     kName,
     stormo::PluginKind::kernels,
     "0.2.0",
-    "AVX2+FMA+F16C: matmul F32/BF16/F16/MXFP4 and GGUF Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS/MXFP4 (out_in) and "
+    "AVX2+FMA+F16C: matmul F32/BF16/F16/MXFP4 and GGUF Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS/IQ1_S/IQ1_M/IQ2_XXS/IQ2_XS/IQ2_S/IQ3_XXS/IQ3_S/MXFP4 (out_in) and "
     "F32/BF16/F16 (in_out), row decode, rmsnorm, dot, axpy; integer road MXFP4 and GGUF Q8_0/Q4_0/Q4_K/Q5_K/Q6_K/MXFP4 x int8 (pmaddubsw)",
     "",
     kFeatures,

@@ -23,6 +23,13 @@ void install_float_kernels(KernelTable& t) {
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q5_1)][out_in] = matmul_gguf_q5_1_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ4_NL)][out_in] = matmul_gguf_iq4_nl_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ4_XS)][out_in] = matmul_gguf_iq4_xs_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ2_XXS)][out_in] = matmul_gguf_iq2_xxs_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ2_XS)][out_in] = matmul_gguf_iq2_xs_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ2_S)][out_in] = matmul_gguf_iq2_s_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ3_XXS)][out_in] = matmul_gguf_iq3_xxs_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ3_S)][out_in] = matmul_gguf_iq3_s_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ1_S)][out_in] = matmul_gguf_iq1_s_out_in;
+    t.matmul[static_cast<size_t>(WeightFormat::GGUF_IQ1_M)][out_in] = matmul_gguf_iq1_m_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q2_K)][out_in] = matmul_gguf_q2_k_out_in;
     t.matmul[static_cast<size_t>(WeightFormat::GGUF_Q3_K)][out_in] = matmul_gguf_q3_k_out_in;
     t.dot_many = dot_many;

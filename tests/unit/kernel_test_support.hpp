@@ -89,10 +89,17 @@ inline constexpr WeightFormat kGgufFormats[] = {
     WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0, WeightFormat::GGUF_Q4_1, WeightFormat::GGUF_Q5_0,
     WeightFormat::GGUF_Q5_1, WeightFormat::GGUF_Q2_K, WeightFormat::GGUF_Q3_K, WeightFormat::GGUF_Q4_K,
     WeightFormat::GGUF_Q5_K, WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_IQ4_NL, WeightFormat::GGUF_IQ4_XS,
-    WeightFormat::GGUF_MXFP4};
+    WeightFormat::GGUF_IQ2_XXS, WeightFormat::GGUF_IQ2_XS, WeightFormat::GGUF_IQ2_S, WeightFormat::GGUF_IQ3_XXS,
+    WeightFormat::GGUF_IQ3_S, WeightFormat::GGUF_IQ1_S, WeightFormat::GGUF_IQ1_M, WeightFormat::GGUF_MXFP4};
 inline constexpr WeightFormat kGgufInt8Formats[] = {WeightFormat::GGUF_Q8_0, WeightFormat::GGUF_Q4_0,
                                                     WeightFormat::GGUF_Q4_K, WeightFormat::GGUF_Q5_K,
                                                     WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4};
+
+// IQ1_M's f16 d: its four nibbles are the top nibbles of the block's four scale words (bytes 48-55).
+inline void set_iq1_m_d(uint8_t* blk, uint16_t bits) {
+    for (unsigned i = 0; i < 4; ++i)
+        blk[48 + 2 * i + 1] = static_cast<uint8_t>((blk[48 + 2 * i + 1] & 0x0F) | ((bits >> (4 * i)) & 0x0F) << 4);
+}
 
 // GGUF blocks (cols a whole number of blocks): random bytes, with every f16 scale a normal value
 // in [2^-8, 2^-1) (random sign for Q8_0, Q4_0 and Q6_K's d) and MXFP4 exponents 118..130.
@@ -114,7 +121,19 @@ inline void fill_gguf_blocks(TestMatrix& m, std::mt19937& rng) {
             case WeightFormat::GGUF_Q4_0:
             case WeightFormat::GGUF_Q5_0:
             case WeightFormat::GGUF_IQ4_NL:
-            case WeightFormat::GGUF_IQ4_XS: f16(blk, true); break;
+            case WeightFormat::GGUF_IQ4_XS:
+            case WeightFormat::GGUF_IQ2_XXS:
+            case WeightFormat::GGUF_IQ2_XS:
+            case WeightFormat::GGUF_IQ2_S:
+            case WeightFormat::GGUF_IQ3_XXS:
+            case WeightFormat::GGUF_IQ3_S:
+            case WeightFormat::GGUF_IQ1_S: f16(blk, true); break;
+            case WeightFormat::GGUF_IQ1_M: {
+                uint8_t d[2];
+                f16(d, true);
+                set_iq1_m_d(blk, static_cast<uint16_t>(d[0] | d[1] << 8));
+                break;
+            }
             case WeightFormat::GGUF_Q4_1:
             case WeightFormat::GGUF_Q5_1: f16(blk, true), f16(blk + 2, true); break;
             case WeightFormat::GGUF_Q4_K:
@@ -222,7 +241,14 @@ inline TestMatrix random_matrix(WeightFormat format, Layout layout, size_t rows,
         case WeightFormat::GGUF_Q2_K:
         case WeightFormat::GGUF_Q3_K:
         case WeightFormat::GGUF_IQ4_NL:
-        case WeightFormat::GGUF_IQ4_XS: fill_gguf_blocks(m, rng); break;
+        case WeightFormat::GGUF_IQ4_XS:
+        case WeightFormat::GGUF_IQ2_XXS:
+        case WeightFormat::GGUF_IQ2_XS:
+        case WeightFormat::GGUF_IQ2_S:
+        case WeightFormat::GGUF_IQ3_XXS:
+        case WeightFormat::GGUF_IQ3_S:
+        case WeightFormat::GGUF_IQ1_S:
+        case WeightFormat::GGUF_IQ1_M: fill_gguf_blocks(m, rng); break;
         case WeightFormat::BF16_PACKED: {
             // A BF16 matrix as above, packed (its 14 high bytes need no patch).
             const TestMatrix bf16 = random_matrix(WeightFormat::BF16, Layout::out_in, rows, cols, rng);

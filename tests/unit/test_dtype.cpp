@@ -38,7 +38,9 @@ TEST(DtypeNames, BlockTypesAreSizedPerBlockAndNotSafetensors) {
         {DType::GGUF_Q5_K, "Q5_K", 256, 176}, {DType::GGUF_Q6_K, "Q6_K", 256, 210}, {DType::GGUF_MXFP4, "MXFP4", 32, 17},
         {DType::GGUF_Q4_1, "Q4_1", 32, 20},   {DType::GGUF_Q5_0, "Q5_0", 32, 22},  {DType::GGUF_Q5_1, "Q5_1", 32, 24},
         {DType::GGUF_Q2_K, "Q2_K", 256, 84},  {DType::GGUF_Q3_K, "Q3_K", 256, 110}, {DType::GGUF_IQ4_NL, "IQ4_NL", 32, 18},
-        {DType::GGUF_IQ4_XS, "IQ4_XS", 256, 136},
+        {DType::GGUF_IQ4_XS, "IQ4_XS", 256, 136}, {DType::GGUF_IQ2_XXS, "IQ2_XXS", 256, 66},
+        {DType::GGUF_IQ2_XS, "IQ2_XS", 256, 74},  {DType::GGUF_IQ2_S, "IQ2_S", 256, 82},  {DType::GGUF_IQ3_XXS, "IQ3_XXS", 256, 98},
+        {DType::GGUF_IQ3_S, "IQ3_S", 256, 110},  {DType::GGUF_IQ1_S, "IQ1_S", 256, 50},  {DType::GGUF_IQ1_M, "IQ1_M", 256, 56},
     };
     for (const auto& [type, name, values, bytes] : blocks) {
         EXPECT_EQ(dtype_name(type), name);

@@ -59,7 +59,9 @@ INSTANTIATE_TEST_SUITE_P(Types, GgufDequant,
                          ::testing::Values(GgufType::F32, GgufType::F16, GgufType::BF16, GgufType::Q8_0, GgufType::Q4_0,
                                            GgufType::Q4_1, GgufType::Q5_0, GgufType::Q5_1, GgufType::Q2_K, GgufType::Q3_K,
                                            GgufType::Q4_K, GgufType::Q5_K, GgufType::Q6_K, GgufType::IQ4_NL,
-                                           GgufType::IQ4_XS, GgufType::MXFP4),
+                                           GgufType::IQ4_XS, GgufType::IQ1_S, GgufType::IQ1_M, GgufType::IQ2_XXS,
+                                           GgufType::IQ2_XS, GgufType::IQ2_S, GgufType::IQ3_XXS, GgufType::IQ3_S,
+                                           GgufType::MXFP4),
                          [](const auto& p) { return std::string(gguf_type_name(p.param)); });
 
 TEST(GgufDequantErrors, RefusesPartialBlocksAndTypesWithoutADequantizer) {
@@ -68,10 +70,10 @@ TEST(GgufDequantErrors, RefusesPartialBlocksAndTypesWithoutADequantizer) {
     auto partial = dequantize_gguf(GgufType::Q4_K, blocks.data(), 100, out.data());
     ASSERT_FALSE(partial);
     EXPECT_THAT(partial.error().message, HasSubstr("100 values are not a whole number of Q4_K blocks of 256"));
-    auto iq = dequantize_gguf(GgufType::IQ2_XXS, blocks.data(), 256, out.data());
-    ASSERT_FALSE(iq);
-    EXPECT_EQ(iq.error().kind, ErrorKind::unsupported);
-    EXPECT_THAT(iq.error().message, HasSubstr("IQ2_XXS has no reference dequantizer"));
+    auto ternary = dequantize_gguf(GgufType::TQ1_0, blocks.data(), 256, out.data());
+    ASSERT_FALSE(ternary);
+    EXPECT_EQ(ternary.error().kind, ErrorKind::unsupported);
+    EXPECT_THAT(ternary.error().message, HasSubstr("TQ1_0 has no reference dequantizer"));
 }
 
 // Found by the fuzz harness: an F32 tensor with a zero dimension reached memcpy with null

@@ -160,7 +160,9 @@ const WeightFormat kAllFormats[] = {WeightFormat::F32,       WeightFormat::BF16,
                                     WeightFormat::GGUF_Q6_K, WeightFormat::GGUF_MXFP4, WeightFormat::BF16_PACKED,
                                     WeightFormat::GGUF_Q4_1, WeightFormat::GGUF_Q5_0, WeightFormat::GGUF_Q5_1,
                                     WeightFormat::GGUF_Q2_K, WeightFormat::GGUF_Q3_K, WeightFormat::GGUF_IQ4_NL,
-                                    WeightFormat::GGUF_IQ4_XS};
+                                    WeightFormat::GGUF_IQ4_XS, WeightFormat::GGUF_IQ2_XXS, WeightFormat::GGUF_IQ2_XS,
+                                    WeightFormat::GGUF_IQ2_S, WeightFormat::GGUF_IQ3_XXS, WeightFormat::GGUF_IQ3_S,
+                                    WeightFormat::GGUF_IQ1_S, WeightFormat::GGUF_IQ1_M};
 
 std::string label(WeightFormat f, Layout l, bool int8) {
     return std::string(weight_format_name(f)) + (l == Layout::out_in ? " out_in" : " in_out") +
@@ -242,7 +244,14 @@ void poison_weight(testing::TestMatrix& m, size_t row, bool nan) {
         case WeightFormat::GGUF_Q5_0:
         case WeightFormat::GGUF_Q5_1:
         case WeightFormat::GGUF_IQ4_NL:
-        case WeightFormat::GGUF_IQ4_XS: std::memcpy(block, &f16, 2); return;
+        case WeightFormat::GGUF_IQ4_XS:
+        case WeightFormat::GGUF_IQ2_XXS:
+        case WeightFormat::GGUF_IQ2_XS:
+        case WeightFormat::GGUF_IQ2_S:
+        case WeightFormat::GGUF_IQ3_XXS:
+        case WeightFormat::GGUF_IQ3_S:
+        case WeightFormat::GGUF_IQ1_S: std::memcpy(block, &f16, 2); return;
+        case WeightFormat::GGUF_IQ1_M: testing::set_iq1_m_d(block, f16); return;
         case WeightFormat::GGUF_Q6_K: std::memcpy(block + 208, &f16, 2); return;
         case WeightFormat::GGUF_Q2_K: std::memcpy(block + 80, &f16, 2); return;
         case WeightFormat::GGUF_Q3_K: std::memcpy(block + 108, &f16, 2); return;

@@ -54,7 +54,10 @@ TEST(RefKernelsGguf, FormatsMapToTheirGgufTypesAndBlocks) {
         {GgufType::Q4_1, WeightFormat::GGUF_Q4_1}, {GgufType::Q5_0, WeightFormat::GGUF_Q5_0},
         {GgufType::Q5_1, WeightFormat::GGUF_Q5_1}, {GgufType::Q2_K, WeightFormat::GGUF_Q2_K},
         {GgufType::Q3_K, WeightFormat::GGUF_Q3_K}, {GgufType::IQ4_NL, WeightFormat::GGUF_IQ4_NL},
-        {GgufType::IQ4_XS, WeightFormat::GGUF_IQ4_XS}};
+        {GgufType::IQ4_XS, WeightFormat::GGUF_IQ4_XS}, {GgufType::IQ2_XXS, WeightFormat::GGUF_IQ2_XXS},
+        {GgufType::IQ2_XS, WeightFormat::GGUF_IQ2_XS}, {GgufType::IQ2_S, WeightFormat::GGUF_IQ2_S},
+        {GgufType::IQ3_XXS, WeightFormat::GGUF_IQ3_XXS}, {GgufType::IQ3_S, WeightFormat::GGUF_IQ3_S},
+        {GgufType::IQ1_S, WeightFormat::GGUF_IQ1_S}, {GgufType::IQ1_M, WeightFormat::GGUF_IQ1_M}};
     for (const auto& [type, format] : pairs) {
         EXPECT_EQ(gguf_weight_format(type), format) << gguf_type_name(type);
         const auto info = gguf_type_info(static_cast<uint32_t>(type));
@@ -64,7 +67,7 @@ TEST(RefKernelsGguf, FormatsMapToTheirGgufTypesAndBlocks) {
         EXPECT_EQ(std::string(weight_format_name(format)), "GGUF_" + std::string(gguf_type_name(type)));
     }
     EXPECT_EQ(gguf_weight_format(GgufType::F16), WeightFormat::F16);
-    EXPECT_FALSE(gguf_weight_format(GgufType::IQ2_XXS).has_value());
+    EXPECT_FALSE(gguf_weight_format(GgufType::TQ1_0).has_value());
     EXPECT_FALSE(gguf_weight_format(GgufType::Q8_1).has_value()) << "llama.cpp's activation type, never a weight";
     EXPECT_EQ(gguf_weight_block(WeightFormat::MXFP4).values, 0u) << "transformers' MXFP4 is not a GGUF block format";
     EXPECT_EQ(q8_block_values(WeightFormat::GGUF_Q4_K), kQ8KBlock);
@@ -110,7 +113,9 @@ TEST(RefKernelsGguf, RowDecoderGivesGgufPysValuesOnItsBlocks) {
         {WeightFormat::GGUF_Q5_K, "Q5_K"}, {WeightFormat::GGUF_Q6_K, "Q6_K"}, {WeightFormat::GGUF_MXFP4, "MXFP4"},
         {WeightFormat::GGUF_Q4_1, "Q4_1"}, {WeightFormat::GGUF_Q5_0, "Q5_0"}, {WeightFormat::GGUF_Q5_1, "Q5_1"},
         {WeightFormat::GGUF_Q2_K, "Q2_K"}, {WeightFormat::GGUF_Q3_K, "Q3_K"}, {WeightFormat::GGUF_IQ4_NL, "IQ4_NL"},
-        {WeightFormat::GGUF_IQ4_XS, "IQ4_XS"}};
+        {WeightFormat::GGUF_IQ4_XS, "IQ4_XS"}, {WeightFormat::GGUF_IQ2_XXS, "IQ2_XXS"},
+        {WeightFormat::GGUF_IQ2_XS, "IQ2_XS"}, {WeightFormat::GGUF_IQ2_S, "IQ2_S"}, {WeightFormat::GGUF_IQ3_XXS, "IQ3_XXS"},
+        {WeightFormat::GGUF_IQ3_S, "IQ3_S"}, {WeightFormat::GGUF_IQ1_S, "IQ1_S"}, {WeightFormat::GGUF_IQ1_M, "IQ1_M"}};
     for (const auto& [f, name] : cases) {
         const testing::GgufRefMatrix r = testing::gguf_ref_matrix(f, name);
         ASSERT_GT(r.m.rows, 0u) << name;

@@ -17,9 +17,10 @@ enum class DType : uint8_t {
     F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL, F8_E4M3, F8_E5M2,
     GGUF_Q8_0, GGUF_Q4_0, GGUF_Q4_K, GGUF_Q5_K, GGUF_Q6_K, GGUF_MXFP4,
     GGUF_Q4_1, GGUF_Q5_0, GGUF_Q5_1, GGUF_Q2_K, GGUF_Q3_K, GGUF_IQ4_NL, GGUF_IQ4_XS,  // appended: the values above stay
+    GGUF_IQ2_XXS, GGUF_IQ2_XS, GGUF_IQ2_S, GGUF_IQ3_XXS, GGUF_IQ3_S, GGUF_IQ1_S, GGUF_IQ1_M,
 };
 // The last of them: every DType's value is at most this one's.
-inline constexpr DType kLastDType = DType::GGUF_IQ4_XS;
+inline constexpr DType kLastDType = DType::GGUF_IQ1_M;
 
 // "BF16", and for the block types the name llama.cpp prints ("Q4_K", "MXFP4").
 STORMO_API std::string_view dtype_name(DType t);

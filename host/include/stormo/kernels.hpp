@@ -42,6 +42,16 @@ enum class WeightFormat : uint8_t {
     GGUF_Q3_K,  // 32 bytes of high-bit masks, 64 of 2-bit codes, 12 of 6-bit scales, f16 d (110 / 256)
     GGUF_IQ4_NL,  // f16 d + nibbles as Q4_0's, each an index into ggml's kvalues_iq4nl; d * kvalues[q] (18 / 32)
     GGUF_IQ4_XS,  // f16 d, 2 + 4 bytes of 6-bit scales, 8 x 16 bytes of IQ4_NL's nibbles; (d * (sc - 32)) * kvalues[q] per 32 (136 / 256)
+    // The i-quants below 4 bits (SDK 9.3): each value a lattice grid entry's (stormo/gguf_iq_grids.hpp)
+    // times a sub-block scale, signed by stored or parity-completed sign bits; IQ1's scale times
+    // (grid + delta). Float road only, as the types above. Per 256 values:
+    GGUF_IQ2_XXS,  // f16 d, per 32: u32 of 4 grid bytes, u32 of 4 x 7-bit sign indices + 4-bit scale (66)
+    GGUF_IQ2_XS,   // f16 d, 32 u16 (9-bit grid index, 7-bit sign index), 8 bytes of 4-bit scales per 16 (74)
+    GGUF_IQ2_S,    // f16 d, 32 grid bytes, 32 sign bytes, 8 bytes of index bits 8-9, 8 of 4-bit scales per 16 (82)
+    GGUF_IQ3_XXS,  // f16 d, 64 grid bytes (4 values each), per 32 a u32 of 4 x 7-bit sign indices + scale (98)
+    GGUF_IQ3_S,    // f16 d, 64 grid bytes, 8 of index bit 8, 32 sign bytes, 4 of 4-bit scales per 32 (110)
+    GGUF_IQ1_S,    // f16 d, 32 grid bytes, per 32 a u16: index bits 8-10 x 4, 3-bit scale, delta's sign (50)
+    GGUF_IQ1_M,    // 32 grid bytes, 16 of index bits 8-10 + delta sign, 4 u16 of 3-bit scales per 16 and d (56)
     count
 };
 constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::count);

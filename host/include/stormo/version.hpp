@@ -5,7 +5,7 @@
 #define STORMO_STRINGIFY(x) STORMO_STRINGIFY_(x)
 
 #define STORMO_SDK_MAJOR 9
-#define STORMO_SDK_MINOR 2
+#define STORMO_SDK_MINOR 3
 
 #if defined(__clang__)
 #define STORMO_COMPILER_ID "clang-" STORMO_STRINGIFY(__clang_major__)

@@ -36,6 +36,14 @@ void decode_q2_k(const std::byte* b, float* y);
 void decode_q3_k(const std::byte* b, float* y);
 void decode_iq4_nl(const std::byte* b, float* y);
 void decode_iq4_xs(const std::byte* b, float* y);
+// The i-quants below 4 bits (gguf_dequant_iq.cpp).
+void decode_iq2_xxs(const std::byte* b, float* y);
+void decode_iq2_xs(const std::byte* b, float* y);
+void decode_iq2_s(const std::byte* b, float* y);
+void decode_iq3_xxs(const std::byte* b, float* y);
+void decode_iq3_s(const std::byte* b, float* y);
+void decode_iq1_s(const std::byte* b, float* y);
+void decode_iq1_m(const std::byte* b, float* y);
 
 // The 6-bit scales and mins of Q4_K and Q5_K: 8 of each packed in 12 bytes (ggml's get_scale_min_k4).
 void scale_min_k4(const std::byte* s, uint8_t* sc, uint8_t* m);

@@ -242,6 +242,13 @@ BlockFormat block_format(WeightFormat f) {
         case WeightFormat::GGUF_Q3_K: return {kQK_K, 110, decode_q3_k};
         case WeightFormat::GGUF_IQ4_NL: return {kQK, 18, decode_iq4_nl};
         case WeightFormat::GGUF_IQ4_XS: return {kQK_K, 136, decode_iq4_xs};
+        case WeightFormat::GGUF_IQ2_XXS: return {kQK_K, 66, decode_iq2_xxs};
+        case WeightFormat::GGUF_IQ2_XS: return {kQK_K, 74, decode_iq2_xs};
+        case WeightFormat::GGUF_IQ2_S: return {kQK_K, 82, decode_iq2_s};
+        case WeightFormat::GGUF_IQ3_XXS: return {kQK_K, 98, decode_iq3_xxs};
+        case WeightFormat::GGUF_IQ3_S: return {kQK_K, 110, decode_iq3_s};
+        case WeightFormat::GGUF_IQ1_S: return {kQK_K, 50, decode_iq1_s};
+        case WeightFormat::GGUF_IQ1_M: return {kQK_K, 56, decode_iq1_m};
         case WeightFormat::F32:
         case WeightFormat::BF16:
         case WeightFormat::F16:
@@ -280,6 +287,13 @@ std::optional<WeightFormat> gguf_weight_format(GgufType type) {
         case GgufType::Q3_K: return WeightFormat::GGUF_Q3_K;
         case GgufType::IQ4_NL: return WeightFormat::GGUF_IQ4_NL;
         case GgufType::IQ4_XS: return WeightFormat::GGUF_IQ4_XS;
+        case GgufType::IQ2_XXS: return WeightFormat::GGUF_IQ2_XXS;
+        case GgufType::IQ2_XS: return WeightFormat::GGUF_IQ2_XS;
+        case GgufType::IQ2_S: return WeightFormat::GGUF_IQ2_S;
+        case GgufType::IQ3_XXS: return WeightFormat::GGUF_IQ3_XXS;
+        case GgufType::IQ3_S: return WeightFormat::GGUF_IQ3_S;
+        case GgufType::IQ1_S: return WeightFormat::GGUF_IQ1_S;
+        case GgufType::IQ1_M: return WeightFormat::GGUF_IQ1_M;
         default: break;
     }
     return std::nullopt;
@@ -325,7 +339,8 @@ Expected<void> dequantize_gguf(GgufType type, const std::byte* blocks, size_t n_
     if (fn == nullptr)
         return fail(ErrorKind::unsupported, "dequantize: GGUF type " + std::string(info->name) +
                                                 " has no reference dequantizer in stormo (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
-                                                "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4 have)");
+                                                "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, "
+                                                "IQ3_S, IQ4_NL, IQ4_XS and MXFP4 have)");
     const size_t n_blocks = n_values / info->block_values;
     for (size_t i = 0; i < n_blocks; ++i) fn(blocks + i * info->block_bytes, out + i * info->block_values);
     return {};

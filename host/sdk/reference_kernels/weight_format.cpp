@@ -25,6 +25,13 @@ const char* weight_format_name(WeightFormat f) {
         case WeightFormat::GGUF_Q3_K: return "GGUF_Q3_K";
         case WeightFormat::GGUF_IQ4_NL: return "GGUF_IQ4_NL";
         case WeightFormat::GGUF_IQ4_XS: return "GGUF_IQ4_XS";
+        case WeightFormat::GGUF_IQ2_XXS: return "GGUF_IQ2_XXS";
+        case WeightFormat::GGUF_IQ2_XS: return "GGUF_IQ2_XS";
+        case WeightFormat::GGUF_IQ2_S: return "GGUF_IQ2_S";
+        case WeightFormat::GGUF_IQ3_XXS: return "GGUF_IQ3_XXS";
+        case WeightFormat::GGUF_IQ3_S: return "GGUF_IQ3_S";
+        case WeightFormat::GGUF_IQ1_S: return "GGUF_IQ1_S";
+        case WeightFormat::GGUF_IQ1_M: return "GGUF_IQ1_M";
         case WeightFormat::count: break;
     }
     return "unknown";
@@ -55,6 +62,13 @@ size_t q8_block_values(WeightFormat f) {
         case WeightFormat::GGUF_Q3_K:
         case WeightFormat::GGUF_IQ4_NL:
         case WeightFormat::GGUF_IQ4_XS:
+        case WeightFormat::GGUF_IQ2_XXS:
+        case WeightFormat::GGUF_IQ2_XS:
+        case WeightFormat::GGUF_IQ2_S:
+        case WeightFormat::GGUF_IQ3_XXS:
+        case WeightFormat::GGUF_IQ3_S:
+        case WeightFormat::GGUF_IQ1_S:
+        case WeightFormat::GGUF_IQ1_M:
         case WeightFormat::count: break;
     }
     return kQ8Block;

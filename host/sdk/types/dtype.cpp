@@ -19,7 +19,7 @@ struct DTypeEntry {
 
 // One row per dtype; the element types' names are the ones safetensors headers use, the block
 // types' (ggml's layouts, as stormo/gguf_types.hpp describes them) llama.cpp's.
-constexpr std::array<DTypeEntry, 25> kDTypes{{
+constexpr std::array<DTypeEntry, 32> kDTypes{{
     {DType::F64, "F64", 1, 8},
     {DType::F32, "F32", 1, 4},
     {DType::F16, "F16", 1, 2},
@@ -45,6 +45,13 @@ constexpr std::array<DTypeEntry, 25> kDTypes{{
     {DType::GGUF_Q3_K, "Q3_K", 256, 110},
     {DType::GGUF_IQ4_NL, "IQ4_NL", 32, 18},
     {DType::GGUF_IQ4_XS, "IQ4_XS", 256, 136},
+    {DType::GGUF_IQ2_XXS, "IQ2_XXS", 256, 66},
+    {DType::GGUF_IQ2_XS, "IQ2_XS", 256, 74},
+    {DType::GGUF_IQ2_S, "IQ2_S", 256, 82},
+    {DType::GGUF_IQ3_XXS, "IQ3_XXS", 256, 98},
+    {DType::GGUF_IQ3_S, "IQ3_S", 256, 110},
+    {DType::GGUF_IQ1_S, "IQ1_S", 256, 50},
+    {DType::GGUF_IQ1_M, "IQ1_M", 256, 56},
 }};
 
 const DTypeEntry* entry(DType t) {

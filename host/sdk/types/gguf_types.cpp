@@ -26,20 +26,20 @@ constexpr std::array<GgufTypeInfo, 35> kTypes{{
     {GgufType::Q5_K, "Q5_K", QK_K, 2 + 2 + QK_K / 2 + QK_K / 8 + 12, true},
     {GgufType::Q6_K, "Q6_K", QK_K, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16, true},
     {GgufType::Q8_K, "Q8_K", QK_K, 4 + QK_K + QK_K / 8, false},
-    {GgufType::IQ2_XXS, "IQ2_XXS", QK_K, 2 + QK_K / 4, false},
-    {GgufType::IQ2_XS, "IQ2_XS", QK_K, 2 + QK_K / 4 + QK_K / 32, false},
-    {GgufType::IQ3_XXS, "IQ3_XXS", QK_K, 2 + QK_K / 4 + QK_K / 8, false},
-    {GgufType::IQ1_S, "IQ1_S", QK_K, 2 + QK_K / 8 + QK_K / 16, false},
+    {GgufType::IQ2_XXS, "IQ2_XXS", QK_K, 2 + QK_K / 4, true},
+    {GgufType::IQ2_XS, "IQ2_XS", QK_K, 2 + QK_K / 4 + QK_K / 32, true},
+    {GgufType::IQ3_XXS, "IQ3_XXS", QK_K, 2 + QK_K / 4 + QK_K / 8, true},
+    {GgufType::IQ1_S, "IQ1_S", QK_K, 2 + QK_K / 8 + QK_K / 16, true},
     {GgufType::IQ4_NL, "IQ4_NL", 32, 2 + 16, true},
-    {GgufType::IQ3_S, "IQ3_S", QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4, false},
-    {GgufType::IQ2_S, "IQ2_S", QK_K, 2 + QK_K / 4 + QK_K / 16, false},
+    {GgufType::IQ3_S, "IQ3_S", QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4, true},
+    {GgufType::IQ2_S, "IQ2_S", QK_K, 2 + QK_K / 4 + QK_K / 16, true},
     {GgufType::IQ4_XS, "IQ4_XS", QK_K, 2 + 2 + QK_K / 2 + QK_K / 64, true},
     {GgufType::I8, "I8", 1, 1, false},
     {GgufType::I16, "I16", 1, 2, false},
     {GgufType::I32, "I32", 1, 4, false},
     {GgufType::I64, "I64", 1, 8, false},
     {GgufType::F64, "F64", 1, 8, false},
-    {GgufType::IQ1_M, "IQ1_M", QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32, false},
+    {GgufType::IQ1_M, "IQ1_M", QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32, true},
     {GgufType::BF16, "BF16", 1, 2, true},
     {GgufType::TQ1_0, "TQ1_0", QK_K, 2 + 4 * 13, false},
     {GgufType::TQ2_0, "TQ2_0", QK_K, 2 + 64, false},
@@ -50,7 +50,7 @@ constexpr std::array<GgufTypeInfo, 35> kTypes{{
 }};
 
 // The GGUF types a tensor dtype stands for, one to one.
-constexpr std::array<std::pair<GgufType, DType>, 16> kDtypes{{
+constexpr std::array<std::pair<GgufType, DType>, 23> kDtypes{{
     {GgufType::F32, DType::F32},
     {GgufType::F16, DType::F16},
     {GgufType::BF16, DType::BF16},
@@ -67,6 +67,13 @@ constexpr std::array<std::pair<GgufType, DType>, 16> kDtypes{{
     {GgufType::Q3_K, DType::GGUF_Q3_K},
     {GgufType::IQ4_NL, DType::GGUF_IQ4_NL},
     {GgufType::IQ4_XS, DType::GGUF_IQ4_XS},
+    {GgufType::IQ2_XXS, DType::GGUF_IQ2_XXS},
+    {GgufType::IQ2_XS, DType::GGUF_IQ2_XS},
+    {GgufType::IQ2_S, DType::GGUF_IQ2_S},
+    {GgufType::IQ3_XXS, DType::GGUF_IQ3_XXS},
+    {GgufType::IQ3_S, DType::GGUF_IQ3_S},
+    {GgufType::IQ1_S, DType::GGUF_IQ1_S},
+    {GgufType::IQ1_M, DType::GGUF_IQ1_M},
 }};
 
 }  // namespace

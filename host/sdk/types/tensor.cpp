@@ -121,7 +121,14 @@ std::vector<float> to_f32(DType dtype, const std::byte* data, size_t count) {
         case DType::GGUF_Q2_K:
         case DType::GGUF_Q3_K:
         case DType::GGUF_IQ4_NL:
-        case DType::GGUF_IQ4_XS: break;  // decoded above
+        case DType::GGUF_IQ4_XS:
+        case DType::GGUF_IQ2_XXS:
+        case DType::GGUF_IQ2_XS:
+        case DType::GGUF_IQ2_S:
+        case DType::GGUF_IQ3_XXS:
+        case DType::GGUF_IQ3_S:
+        case DType::GGUF_IQ1_S:
+        case DType::GGUF_IQ1_M: break;  // decoded above
     }
     return out;
 }

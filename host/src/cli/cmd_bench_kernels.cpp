@@ -66,7 +66,8 @@ Expected<std::vector<size_t>> positive_list(const std::string& text, const std::
 }
 
 // "mxfp4", "bf16", "bf16:in_out", "bf16_packed", "f32:out_in", "f16", "fp8" (E4M3 in 128 x 128 scale blocks), and GGUF's block types by ggml's names:
-// "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs", "gguf_mxfp4"
+// "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs", "iq1_s", "iq1_m", "iq2_xxs",
+// "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "gguf_mxfp4"
 // (out_in only).
 Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
     std::vector<BenchMatrixCase> out;
@@ -93,10 +94,17 @@ Expected<std::vector<BenchMatrixCase>> parse_cases(const std::string& text) {
         else if (format == "q3_k") c.format = WeightFormat::GGUF_Q3_K;
         else if (format == "iq4_nl") c.format = WeightFormat::GGUF_IQ4_NL;
         else if (format == "iq4_xs") c.format = WeightFormat::GGUF_IQ4_XS;
+        else if (format == "iq2_xxs") c.format = WeightFormat::GGUF_IQ2_XXS;
+        else if (format == "iq2_xs") c.format = WeightFormat::GGUF_IQ2_XS;
+        else if (format == "iq2_s") c.format = WeightFormat::GGUF_IQ2_S;
+        else if (format == "iq3_xxs") c.format = WeightFormat::GGUF_IQ3_XXS;
+        else if (format == "iq3_s") c.format = WeightFormat::GGUF_IQ3_S;
+        else if (format == "iq1_s") c.format = WeightFormat::GGUF_IQ1_S;
+        else if (format == "iq1_m") c.format = WeightFormat::GGUF_IQ1_M;
         else if (format == "fp8") c.format = WeightFormat::FP8_E4M3;
         else
             return fail(ErrorKind::invalid_argument, "--formats: unknown format '" + printable(format) +
-                                                         "' (mxfp4, bf16, bf16_packed, f16, f32, fp8, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, gguf_mxfp4)");
+                                                         "' (mxfp4, bf16, bf16_packed, f16, f32, fp8, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, gguf_mxfp4)");
         if (layout == "out_in") c.layout = Layout::out_in;
         else if (layout == "in_out") c.layout = Layout::in_out;
         else return fail(ErrorKind::invalid_argument, "--formats: unknown layout '" + printable(layout) + "' (out_in, in_out)");
@@ -212,7 +220,7 @@ int run_bench_kernels(int argc, char** argv) {
         ("formats", po::value(&o.cases)->value_name("LIST"),
          "format[:layout] cases: mxfp4, bf16, bf16_packed (out_in), fp8 (E4M3, 128 x 128 scale blocks, out_in), f16, f32, "
          "layout out_in or in_out; GGUF blocks q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, "
-         "q5_k, q6_k, iq4_nl, iq4_xs, gguf_mxfp4 (out_in; K-quants on --cols rounded down to 256s) (mxfp4,bf16,bf16:in_out,f32)")
+         "q5_k, q6_k, iq4_nl, iq4_xs, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, gguf_mxfp4 (out_in; K-quants and i-quants on --cols rounded down to 256s) (mxfp4,bf16,bf16:in_out,f32)")
         ("kernels-list", po::value(&o.kernels)->value_name("LIST"),
          "kernels to measure: reference and plugin names (default: reference and every plugin usable here)")
         ("roads", po::value(&o.roads)->value_name("LIST"), "activation roads: f32, int8 (int8 only where a format has it)")

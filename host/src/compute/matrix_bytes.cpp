@@ -26,7 +26,14 @@ uint64_t matrix_bytes(WeightFormat f, size_t rows, size_t cols) {
         case WeightFormat::GGUF_Q2_K:
         case WeightFormat::GGUF_Q3_K:
         case WeightFormat::GGUF_IQ4_NL:
-        case WeightFormat::GGUF_IQ4_XS: {
+        case WeightFormat::GGUF_IQ4_XS:
+        case WeightFormat::GGUF_IQ2_XXS:
+        case WeightFormat::GGUF_IQ2_XS:
+        case WeightFormat::GGUF_IQ2_S:
+        case WeightFormat::GGUF_IQ3_XXS:
+        case WeightFormat::GGUF_IQ3_S:
+        case WeightFormat::GGUF_IQ1_S:
+        case WeightFormat::GGUF_IQ1_M: {
             const WeightBlock b = gguf_weight_block(f);
             return cols % b.values == 0 ? rows * (cols / b.values) * b.bytes : 0;
         }

@@ -86,7 +86,21 @@ void fill_gguf(BenchMatrix& m, WeightFormat f, Random& rng) {
             case WeightFormat::GGUF_Q4_0:
             case WeightFormat::GGUF_Q5_0:
             case WeightFormat::GGUF_IQ4_NL:
-            case WeightFormat::GGUF_IQ4_XS: set_f16(blk); break;
+            case WeightFormat::GGUF_IQ4_XS:
+            case WeightFormat::GGUF_IQ2_XXS:
+            case WeightFormat::GGUF_IQ2_XS:
+            case WeightFormat::GGUF_IQ2_S:
+            case WeightFormat::GGUF_IQ3_XXS:
+            case WeightFormat::GGUF_IQ3_S:
+            case WeightFormat::GGUF_IQ1_S: set_f16(blk); break;
+            case WeightFormat::GGUF_IQ1_M: {  // d's four nibbles are the top nibbles of the four scale words
+                uint8_t d[2];
+                set_f16(d);
+                const unsigned bits = static_cast<unsigned>(d[0]) | static_cast<unsigned>(d[1]) << 8;
+                for (unsigned i = 0; i < 4; ++i)
+                    blk[48 + 2 * i + 1] = static_cast<uint8_t>((blk[48 + 2 * i + 1] & 0x0F) | ((bits >> (4 * i)) & 0x0F) << 4);
+                break;
+            }
             case WeightFormat::GGUF_Q4_K:
             case WeightFormat::GGUF_Q5_K:
             case WeightFormat::GGUF_Q4_1:

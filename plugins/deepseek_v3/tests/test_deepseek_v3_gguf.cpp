@@ -237,9 +237,9 @@ TEST(GgufDeepseekV3Mapping, RefusesWhatTheFamilyCannotHold) {
 // converter, then quantized by llama-quantize with per-tensor overrides that put each block type on
 // routed experts and on dense matrices: as Q4_K_M with Q4_0, Q4_K, Q5_K and Q6_K, and as Q3_K_M
 // with Q2_K, Q3_K, Q4_1, Q5_0, Q5_1 and IQ4_NL (the types llama-quantize falls back to where a row
-// of 32, 64 or 128 holds no 256-value block, and the non-linear 4-bit type of its i-quants); and
-// plainly as IQ4_XS. No transformers reference exists for them: the synth checkpoint and their own
-// dequantized weights are the references.
+// of 32, 64 or 128 holds no 256-value block, and the non-linear 4-bit type of its i-quants);
+// plainly as IQ4_XS; and as IQ2_M with the i-quants below 4 bits. No transformers reference exists
+// for them: the synth checkpoint and their own dequantized weights are the references.
 struct QuantFile {
     std::string file;
     // The types llama-quantize chose, as its log says (README).
@@ -359,6 +359,54 @@ QuantFile iq4_xs_file() {
             },
             {{DType::GGUF_IQ4_XS, 0.1}, {DType::GGUF_IQ4_NL, 0.1}, {DType::GGUF_Q5_1, 0.05}, {DType::GGUF_Q6_K, 0.025}},
             {GgufType::IQ4_XS, GgufType::IQ4_NL}};
+}
+
+// The i-quants below 4 bits, quantized by llama-quantize as IQ2_M with a uniform importance matrix
+// (it refuses them without one) and overrides that put IQ1_S, IQ1_M, IQ2_XXS and IQ3_S on routed
+// experts and each of the seven on other matrices (IQ2_XS, IQ2_S and IQ3_XXS on the shared experts'
+// and the dense layer's); its own fallbacks put IQ4_NL on the rows of 32 to 128 and Q5_1 on
+// attn_output. Measured 2026-12-06 with gguf-py's dequantizer against the BF16 file, per tensor or
+// expert: IQ1_S at most 0.490, IQ1_M 0.455, IQ2_XXS 0.344, IQ2_XS 0.302, IQ2_S 0.249, IQ3_XXS
+// 0.182, IQ3_S 0.138, IQ4_NL 0.079, Q5_1 0.038 (1.6 to 3.4 bits a weight on random normal weights).
+QuantFile iq2_m_file() {
+    return {"deepseek_v3_tiny-iq2_m.gguf",
+            {
+                {"token_embd.weight", GgufType::IQ3_XXS},
+                {"output.weight", GgufType::IQ2_XXS},
+                {"blk.0.ffn_gate.weight", GgufType::IQ2_S},
+                {"blk.0.ffn_up.weight", GgufType::IQ2_XS},
+                {"blk.0.ffn_down.weight", GgufType::IQ3_XXS},
+                {"blk.1.ffn_gate_exps.weight", GgufType::IQ1_S},
+                {"blk.2.ffn_gate_exps.weight", GgufType::IQ1_M},
+                {"blk.1.ffn_up_exps.weight", GgufType::IQ2_XXS},
+                {"blk.2.ffn_up_exps.weight", GgufType::IQ3_S},
+                {"blk.1.ffn_down_exps.weight", GgufType::IQ4_NL},
+                {"blk.2.ffn_down_exps.weight", GgufType::IQ4_NL},
+                {"blk.1.ffn_gate_shexp.weight", GgufType::IQ2_XS},
+                {"blk.2.ffn_gate_shexp.weight", GgufType::IQ2_S},
+                {"blk.1.ffn_up_shexp.weight", GgufType::IQ3_XXS},
+                {"blk.2.ffn_up_shexp.weight", GgufType::IQ1_S},
+                {"blk.1.ffn_down_shexp.weight", GgufType::IQ4_NL},
+                {"blk.1.ffn_gate_inp.weight", GgufType::F32},
+                {"blk.1.exp_probs_b.bias", GgufType::F32},
+                {"blk.0.attn_q_a.weight", GgufType::IQ1_M},
+                {"blk.0.attn_q_b.weight", GgufType::IQ4_NL},
+                {"blk.0.attn_kv_a_mqa.weight", GgufType::IQ3_S},
+                {"blk.0.attn_k_b.weight", GgufType::IQ4_NL},
+                {"blk.0.attn_v_b.weight", GgufType::IQ4_NL},
+                {"blk.0.attn_output.weight", GgufType::Q5_1},
+                {"blk.0.attn_norm.weight", GgufType::F32},
+            },
+            {{DType::GGUF_IQ1_S, 0.55},
+             {DType::GGUF_IQ1_M, 0.55},
+             {DType::GGUF_IQ2_XXS, 0.4},
+             {DType::GGUF_IQ2_XS, 0.35},
+             {DType::GGUF_IQ2_S, 0.3},
+             {DType::GGUF_IQ3_XXS, 0.22},
+             {DType::GGUF_IQ3_S, 0.17},
+             {DType::GGUF_IQ4_NL, 0.1},
+             {DType::GGUF_Q5_1, 0.05}},
+            {GgufType::IQ1_S, GgufType::IQ1_M, GgufType::IQ2_XXS, GgufType::IQ3_S}};
 }
 
 // kv_b_proj is joined from attn_k_b and attn_v_b, in every layer of layer 0's types: the bound of
@@ -561,7 +609,7 @@ TEST_P(GgufDeepseekV3Quants, LogitsAreFiniteAndGreedyDecodingRuns) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, GgufDeepseekV3Quants, ::testing::Values(q4_k_m_file(), q3_k_m_file(), iq4_xs_file()),
+INSTANTIATE_TEST_SUITE_P(Files, GgufDeepseekV3Quants, ::testing::Values(q4_k_m_file(), q3_k_m_file(), iq4_xs_file(), iq2_m_file()),
                          [](const auto& p) {
                              std::string name = p.param.file.substr(p.param.file.find('-') + 1);
                              name = name.substr(0, name.find('.'));

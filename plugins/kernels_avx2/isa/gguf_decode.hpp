@@ -1,6 +1,6 @@
 #pragma once
 // GGUF block formats decoded in registers, 32 values (a "unit": a Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// IQ4_NL or MXFP4 block, a Q4_K, Q5_K or IQ4_XS sub-block, two Q2_K, Q3_K or Q6_K scale groups) at a time,
+// IQ4_NL or MXFP4 block, a Q4_K, Q5_K, IQ4_XS or lower i-quant sub-block, two Q2_K, Q3_K or Q6_K scale groups) at a time,
 // into four 8-float vectors in element order.
 // A block's scales are decoded once into its Header (F::header), then each unit reads them
 // (F::unit), so a tile of several rows pays for the scale unpacking once per block and output.
@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gguf_iq_units.hpp"  // the i-quants' grid values, signs and scales
 #include "gguf_scales.hpp"  // gguf::e8m0_half, gguf::scales_mins_k4
 
 namespace stormo::simd {
@@ -328,6 +329,45 @@ struct Q3_K {
         for (int k = 0; k < 4; ++k) w[k] = _mm256_mul_ps(_mm256_set1_ps(h.dl[2 * u + k / 2]), w[k]);
     }
 };
+
+// +1.0 or -1.0 in each of 8 lanes, -1.0 where bit j of `bits` is set.
+[[gnu::always_inline]] inline __m256 signs_8(uint32_t bits) {
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i set = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits)), bit), bit);
+    return _mm256_blendv_ps(_mm256_set1_ps(1.0f), _mm256_set1_ps(-1.0f), _mm256_castsi256_ps(set));
+}
+
+// The i-quants below 4 bits, Block one of gguf_iq_units.hpp's: a unit's grid values gathered by
+// table loads, then x = (dl * grid) * (+-1) (IQ2, IQ3) or x = dl * (grid + delta) (IQ1), dl one
+// scale per 16 values.
+template <typename Block, bool Iq1>
+struct IqGrid {
+    static constexpr size_t kValues = 256, kBytes = Block::kBytes;
+    using Header = IqScales;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return Block::scales(b, _cvtsh_ss(Block::d_bits(b))); }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m256 w[4]) {
+        const IqUnit q = Block::unit(b, u);
+        bytes_to_ps<!Iq1>(_mm256_setr_epi64x(static_cast<long long>(q.values[0]), static_cast<long long>(q.values[1]),
+                                             static_cast<long long>(q.values[2]), static_cast<long long>(q.values[3])),
+                          w);
+        for (int k = 0; k < 4; ++k) {
+            const __m256 dl = _mm256_set1_ps(h.dl[2 * u + k / 2]);
+            if constexpr (Iq1) {
+                const __m256 delta = _mm256_set1_ps((q.signs >> k) & 1u ? -kIq1Delta : kIq1Delta);
+                w[k] = _mm256_mul_ps(dl, _mm256_add_ps(w[k], delta));
+            } else {
+                w[k] = _mm256_mul_ps(_mm256_mul_ps(dl, w[k]), signs_8(q.signs >> (8 * k)));
+            }
+        }
+    }
+};
+using Iq2Xxs = IqGrid<Iq2XxsBlock, false>;
+using Iq2Xs = IqGrid<Iq2XsBlock, false>;
+using Iq2S = IqGrid<Iq2SBlock, false>;
+using Iq3Xxs = IqGrid<Iq3XxsBlock, false>;
+using Iq3S = IqGrid<Iq3SBlock, false>;
+using Iq1S = IqGrid<Iq1SBlock, true>;
+using Iq1M = IqGrid<Iq1MBlock, true>;
 
 }  // namespace gguf
 }  // namespace

@@ -133,6 +133,34 @@ void matmul_gguf_iq4_xs_out_in(const WeightView& w, const float* x, size_t n_x, 
                                size_t y_stride, size_t o_begin, size_t o_end) {
     run<gguf::Iq4Xs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
+void matmul_gguf_iq2_xxs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Iq2Xxs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq2_xs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Iq2Xs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq2_s_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Iq2S>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq3_xxs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Iq3Xxs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq3_s_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Iq3S>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq1_s_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Iq1S>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq1_m_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    run<gguf::Iq1M>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
 
 void row_gguf_q8_0(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q8_0>(w, r, out); }
 void row_gguf_q4_0(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q4_0>(w, r, out); }
@@ -147,5 +175,12 @@ void row_gguf_q2_k(const WeightView& w, size_t r, float* out) { decode_row<gguf:
 void row_gguf_q3_k(const WeightView& w, size_t r, float* out) { decode_row<gguf::Q3_K>(w, r, out); }
 void row_gguf_iq4_nl(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq4Nl>(w, r, out); }
 void row_gguf_iq4_xs(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq4Xs>(w, r, out); }
+void row_gguf_iq2_xxs(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq2Xxs>(w, r, out); }
+void row_gguf_iq2_xs(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq2Xs>(w, r, out); }
+void row_gguf_iq2_s(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq2S>(w, r, out); }
+void row_gguf_iq3_xxs(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq3Xxs>(w, r, out); }
+void row_gguf_iq3_s(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq3S>(w, r, out); }
+void row_gguf_iq1_s(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq1S>(w, r, out); }
+void row_gguf_iq1_m(const WeightView& w, size_t r, float* out) { decode_row<gguf::Iq1M>(w, r, out); }
 
 }  // namespace stormo::simd

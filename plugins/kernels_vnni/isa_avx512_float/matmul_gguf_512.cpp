@@ -9,6 +9,7 @@
 //   Q4_1   table = d * k + m                                         per block,
 //   IQ4_NL table = d * kvalues_iq4nl[k]                              per block,
 //   IQ4_XS table = (d * (sc - 32)) * kvalues_iq4nl[k]                per sub-block of 32,
+//   (the i-quants below 4 bits have no table: their values are grid bytes, IqGrid below)
 //   Q5_0   two tables: d * (k - 16), k = 0..31                       per block,
 //   Q5_1   two tables: d * k + m, k = 0..31                          per block,
 //   Q4_K   table = (d * sc) * k - dmin * m                           per sub-block of 32,
@@ -427,6 +428,46 @@ struct Q6_K {
     }
 };
 
+// The i-quants below 4 bits, Block one of gguf_iq_units.hpp's: each unit's grid values gathered
+// by table loads and widened 16 at a time, then x = (dl * grid) * (+-1) (IQ2, IQ3; the -1 by a
+// masked multiply, as the reference multiplies) or x = dl * (grid + delta) (IQ1), dl one scale per
+// 16 values.
+template <typename Block, bool Iq1>
+struct IqGrid {
+    static constexpr size_t kValues = 256, kBytes = Block::kBytes, kUnit = 32;
+    using Header = gguf::IqScales;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return Block::scales(b, _cvtsh_ss(Block::d_bits(b))); }
+    [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m512 v[2]) {
+        const gguf::IqUnit q = Block::unit(b, u);
+        #pragma GCC unroll 2
+        for (int half = 0; half < 2; ++half) {
+            const __m128i bytes = _mm_set_epi64x(static_cast<long long>(q.values[2 * half + 1]),
+                                                 static_cast<long long>(q.values[2 * half]));
+            const __m512 grid = _mm512_cvtepi32_ps(Iq1 ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes));
+            const __m512 dl = _mm512_set1_ps(h.dl[2 * u + half]);
+            if constexpr (Iq1) {
+                // entries 2 half and 2 half + 1: lanes 0-7 and 8-15
+                const unsigned neg = (q.signs >> (2 * half)) & 3u;
+                const __mmask16 lanes = static_cast<__mmask16>((neg & 1u ? 0x00FFu : 0u) | (neg & 2u ? 0xFF00u : 0u));
+                const __m512 delta = _mm512_mask_blend_ps(lanes, _mm512_set1_ps(gguf::kIq1Delta),
+                                                          _mm512_set1_ps(-gguf::kIq1Delta));
+                v[half] = _mm512_mul_ps(dl, _mm512_add_ps(grid, delta));
+            } else {
+                const __m512 scaled = _mm512_mul_ps(dl, grid);
+                v[half] = _mm512_mask_mul_ps(scaled, static_cast<__mmask16>(q.signs >> (16 * half)), scaled,
+                                             _mm512_set1_ps(-1.0f));
+            }
+        }
+    }
+};
+using Iq2Xxs = IqGrid<gguf::Iq2XxsBlock, false>;
+using Iq2Xs = IqGrid<gguf::Iq2XsBlock, false>;
+using Iq2S = IqGrid<gguf::Iq2SBlock, false>;
+using Iq3Xxs = IqGrid<gguf::Iq3XxsBlock, false>;
+using Iq3S = IqGrid<gguf::Iq3SBlock, false>;
+using Iq1S = IqGrid<gguf::Iq1SBlock, true>;
+using Iq1M = IqGrid<gguf::Iq1MBlock, true>;
+
 template <class F, int O, int R>
 void tile(const WeightView& w, size_t o, const float* x, size_t xs, float* y, size_t ys) {
     const size_t n_blocks = w.cols / F::kValues;
@@ -648,6 +689,34 @@ void matmul_gguf_q3_k_out_in(const WeightView& w, const float* x, size_t n_x, si
 void matmul_gguf_iq4_xs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                                size_t y_stride, size_t o_begin, size_t o_end) {
     gguf512::run<gguf512::Iq4Xs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq2_xxs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Iq2Xxs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq2_xs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Iq2Xs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq2_s_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Iq2S>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq3_xxs_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Iq3Xxs>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq3_s_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Iq3S>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq1_s_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Iq1S>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
+}
+void matmul_gguf_iq1_m_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
+                               size_t y_stride, size_t o_begin, size_t o_end) {
+    gguf512::run<gguf512::Iq1M>(w, x, n_x, x_stride, y, y_stride, o_begin, o_end);
 }
 void matmul_gguf_q4_k_out_in(const WeightView& w, const float* x, size_t n_x, size_t x_stride, float* y,
                              size_t y_stride, size_t o_begin, size_t o_end) {
