@@ -337,26 +337,46 @@ struct Q3_K {
     return _mm256_blendv_ps(_mm256_set1_ps(1.0f), _mm256_set1_ps(-1.0f), _mm256_castsi256_ps(set));
 }
 
-// The i-quants below 4 bits, Block one of gguf_iq_units.hpp's: a unit's grid values gathered by
-// table loads, then x = (dl * grid) * (+-1) (IQ2, IQ3) or x = dl * (grid + delta) (IQ1), dl one
-// scale per 16 values.
+// +-1/8 as float bits, the sign bit 0 of `negative` (no branch: the signs are random).
+[[gnu::always_inline]] inline uint32_t iq1_delta_bits(uint32_t negative) {
+    return __builtin_bit_cast(uint32_t, kIq1Delta) | (negative & 1u) << 31;
+}
+
+// Grid entries e and e + 1 (4 bytes each, IQ3) in the low 8 bytes of a register.
+[[gnu::always_inline]] inline __m128i iq_entry_pair(const IqUnit& q, size_t e) {
+    uint32_t a, b;
+    __builtin_memcpy(&a, q.entry[e], 4);
+    __builtin_memcpy(&b, q.entry[e + 1], 4);
+    return _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(a)), static_cast<int>(b), 1);
+}
+
+// The 8 grid values k of a unit (8 to 15, ...) in the low 8 bytes of a register: an 8-byte entry
+// loaded from its table, or two 4-byte ones.
+template <typename Block>
+[[gnu::always_inline]] inline __m128i iq_values_8(const IqUnit& q, size_t k) {
+    if constexpr (Block::kEntryBytes == 8) return _mm_loadl_epi64(static_cast<const __m128i*>(q.entry[k]));
+    else return iq_entry_pair(q, 2 * k);
+}
+
+// The i-quants below 4 bits, Block one of gguf_iq_units.hpp's: each 8 values' grid bytes loaded
+// from the table and widened, then x = (dl * grid) * (+-1) (IQ2, IQ3) or x = dl * (grid + delta)
+// (IQ1), dl one scale per 16 values.
 template <typename Block, bool Iq1>
 struct IqGrid {
     static constexpr size_t kValues = 256, kBytes = Block::kBytes;
-    using Header = IqScales;
-    [[gnu::always_inline]] static Header header(const uint8_t* b) { return Block::scales(b, _cvtsh_ss(Block::d_bits(b))); }
+    using Header = OneScale;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {_cvtsh_ss(Block::d_bits(b))}; }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m256 w[4]) {
-        const IqUnit q = Block::unit(b, u);
-        bytes_to_ps<!Iq1>(_mm256_setr_epi64x(static_cast<long long>(q.values[0]), static_cast<long long>(q.values[1]),
-                                             static_cast<long long>(q.values[2]), static_cast<long long>(q.values[3])),
-                          w);
+        const IqUnit q = Block::unit(b, u, h.d);
         for (int k = 0; k < 4; ++k) {
-            const __m256 dl = _mm256_set1_ps(h.dl[2 * u + k / 2]);
+            const __m128i bytes = iq_values_8<Block>(q, static_cast<size_t>(k));
+            const __m256 grid = _mm256_cvtepi32_ps(Iq1 ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes));
+            const __m256 dl = _mm256_set1_ps(q.dl[k / 2]);
             if constexpr (Iq1) {
-                const __m256 delta = _mm256_set1_ps((q.signs >> k) & 1u ? -kIq1Delta : kIq1Delta);
-                w[k] = _mm256_mul_ps(dl, _mm256_add_ps(w[k], delta));
+                const __m256 delta = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(iq1_delta_bits(q.signs >> k))));
+                w[k] = _mm256_mul_ps(dl, _mm256_add_ps(grid, delta));
             } else {
-                w[k] = _mm256_mul_ps(_mm256_mul_ps(dl, w[k]), signs_8(q.signs >> (8 * k)));
+                w[k] = _mm256_mul_ps(_mm256_mul_ps(dl, grid), signs_8(q.signs >> (8 * k)));
             }
         }
     }

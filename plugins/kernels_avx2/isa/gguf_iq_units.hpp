@@ -1,8 +1,9 @@
 #pragma once
 // The scalar half of decoding ggml's i-quants below 4 bits (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
-// IQ1_S, IQ1_M) for the ISA kernels: a super-block's 16 scales (one per 16 values), and for each
-// 32-value unit its grid entries' 32 value bytes in element order with the bits of the values to
-// negate (IQ2, IQ3) or the sign of each 8 values' delta (IQ1). The vector half (gguf_decode.hpp,
+// IQ1_S, IQ1_M) for the ISA kernels: for each 32-value unit its two scales (one per 16 values, from
+// the block's f16 d: d_bits, at the front but for IQ1_M's, spread over its scale words), its grid
+// entries in element order, and the bits of the values to negate (IQ2, IQ3) or the sign of each 8
+// values' delta (IQ1). The vector half (gguf_decode.hpp,
 // matmul_gguf_512.cpp) widens the bytes and applies scale and sign in the reference's order
 // (host/sdk/reference_kernels/gguf_dequant_iq.cpp). Plain integer code with no intrinsics, as
 // gguf_scales.hpp; internal linkage, as every ISA helper.
@@ -38,17 +39,15 @@ constexpr auto kIq1SGrid = iq_table(iq_grids::kIq1S);
 constexpr auto kIqSigns = iq_table(iq_grids::kKsigns);
 constexpr float kIq1Delta = iq_grids::kIq1Delta;
 
-// A unit's grid values (one byte a value: unsigned for IQ2 and IQ3, int8 for IQ1) and its sign
-// bits: for IQ2 and IQ3 bit j negates value j; for IQ1 bit e makes entry e's delta -1/8.
+// A unit's grid entries, as addresses in the tables (one byte a value: unsigned for IQ2 and IQ3,
+// int8 for IQ1; four entries of 8 bytes, or for IQ3 eight of 4), so that the vector half loads them
+// straight from the table (values gathered in general registers and moved over cost a
+// store-forwarding stall where the compiler went through memory), and its sign bits: for IQ2 and
+// IQ3 bit j negates value j; for IQ1 bit e makes entry e's delta -1/8.
 struct IqUnit {
-    uint64_t values[4];
+    const void* entry[8];
     uint32_t signs;
-};
-
-// Every i-quant's scales, one per 16 values (the per-32 ones twice), from the block's f16 d (the
-// bits d_bits gives: at the front, IQ1_M's spread over its scale words).
-struct IqScales {
-    float dl[16];
+    float dl[2];  // the scales of values 0-15 and 16-31 (the same for the per-32 types)
 };
 
 [[gnu::always_inline]] inline uint16_t iq_u16(const uint8_t* p) {
@@ -76,17 +75,13 @@ struct IqScales {
 
 // IQ2_XXS: f16 d, then per 32 values a u32 of four grid bytes and a u32 of sign indices + scale.
 struct Iq2XxsBlock {
-    static constexpr size_t kBytes = 66;
-    static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
-    static IqScales scales(const uint8_t* b, float d) {
-        IqScales s;
-        for (unsigned u = 0; u < 8; ++u) s.dl[2 * u] = s.dl[2 * u + 1] = iq2_scale(d, iq_u32(b + 6 + 8 * u) >> 28);
-        return s;
-    }
-    static IqUnit unit(const uint8_t* b, size_t u) {
+    static constexpr size_t kBytes = 66, kEntryBytes = 8;
+    [[gnu::always_inline]] static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
+    [[gnu::always_inline]] static IqUnit unit(const uint8_t* b, size_t u, float d) {
         const uint8_t* q = b + 2 + 8 * u;
         IqUnit r;
-        for (unsigned l = 0; l < 4; ++l) r.values[l] = kIq2XxsGrid.v[q[l]];
+        r.dl[0] = r.dl[1] = iq2_scale(d, iq_u32(q + 4) >> 28);
+        for (unsigned l = 0; l < 4; ++l) r.entry[l] = &kIq2XxsGrid.v[q[l]];
         r.signs = iq_ksigns32(iq_u32(q + 4));
         return r;
     }
@@ -94,19 +89,20 @@ struct Iq2XxsBlock {
 
 // IQ2_XS: f16 d, 32 u16 (9-bit grid index, 7-bit sign index), 8 bytes of per-16 scale nibbles.
 struct Iq2XsBlock {
-    static constexpr size_t kBytes = 74;
-    static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
-    static IqScales scales(const uint8_t* b, float d) {
-        IqScales s;
-        for (unsigned k = 0; k < 16; ++k) s.dl[k] = iq2_scale(d, iq_nibble(b + 66, k));
-        return s;
-    }
-    static IqUnit unit(const uint8_t* b, size_t u) {
+    static constexpr size_t kBytes = 74, kEntryBytes = 8;
+    [[gnu::always_inline]] static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
+    [[gnu::always_inline]] static IqUnit unit(const uint8_t* b, size_t u, float d) {
         IqUnit r;
+        r.dl[0] = iq2_scale(d, b[66 + u] & 0x0Fu);
+        r.dl[1] = iq2_scale(d, b[66 + u] >> 4);
+        // One 8-byte load of the unit's four u16: loaded one by one, GCC spilled them as 16-bit
+        // stores and reloaded 64 bits, a store-forwarding stall each (3x the time a call).
+        uint64_t words;
+        __builtin_memcpy(&words, b + 2 + 8 * u, 8);
         r.signs = 0;
         for (unsigned l = 0; l < 4; ++l) {
-            const unsigned q = iq_u16(b + 2 + 8 * u + 2 * l);
-            r.values[l] = kIq2XsGrid.v[q & 511];
+            const unsigned q = static_cast<unsigned>(words >> (16 * l)) & 0xFFFFu;
+            r.entry[l] = &kIq2XsGrid.v[q & 511];
             r.signs |= static_cast<uint32_t>(kIqSigns.v[q >> 9]) << (8 * l);
         }
         return r;
@@ -115,17 +111,14 @@ struct Iq2XsBlock {
 
 // IQ2_S: f16 d, 32 grid bytes, 32 sign bytes, 8 bytes of index bits 8-9, 8 of per-16 scale nibbles.
 struct Iq2SBlock {
-    static constexpr size_t kBytes = 82;
-    static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
-    static IqScales scales(const uint8_t* b, float d) {
-        IqScales s;
-        for (unsigned k = 0; k < 16; ++k) s.dl[k] = iq2_scale(d, iq_nibble(b + 74, k));
-        return s;
-    }
-    static IqUnit unit(const uint8_t* b, size_t u) {
+    static constexpr size_t kBytes = 82, kEntryBytes = 8;
+    [[gnu::always_inline]] static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
+    [[gnu::always_inline]] static IqUnit unit(const uint8_t* b, size_t u, float d) {
         IqUnit r;
+        r.dl[0] = iq2_scale(d, b[74 + u] & 0x0Fu);
+        r.dl[1] = iq2_scale(d, b[74 + u] >> 4);
         for (unsigned l = 0; l < 4; ++l)
-            r.values[l] = kIq2SGrid.v[b[2 + 4 * u + l] | ((b[66 + u] >> (2 * l)) & 0x03u) << 8];
+            r.entry[l] = &kIq2SGrid.v[b[2 + 4 * u + l] | ((b[66 + u] >> (2 * l)) & 0x03u) << 8];
         r.signs = iq_u32(b + 34 + 4 * u);
         return r;
     }
@@ -134,19 +127,14 @@ struct Iq2SBlock {
 // IQ3_XXS: f16 d, 64 grid bytes (4 values each), then per 32 values a u32 of sign indices + scale;
 // db = d * (0.5 + s) * 0.5.
 struct Iq3XxsBlock {
-    static constexpr size_t kBytes = 98;
-    static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
-    static IqScales scales(const uint8_t* b, float d) {
-        IqScales s;
-        for (unsigned u = 0; u < 8; ++u)
-            s.dl[2 * u] = s.dl[2 * u + 1] = d * (0.5f + static_cast<float>(iq_u32(b + 66 + 4 * u) >> 28)) * 0.5f;
-        return s;
-    }
-    static IqUnit unit(const uint8_t* b, size_t u) {
+    static constexpr size_t kBytes = 98, kEntryBytes = 4;
+    [[gnu::always_inline]] static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
+    [[gnu::always_inline]] static IqUnit unit(const uint8_t* b, size_t u, float d) {
         const uint8_t* q = b + 2 + 8 * u;
         IqUnit r;
+        r.dl[0] = r.dl[1] = d * (0.5f + static_cast<float>(iq_u32(b + 66 + 4 * u) >> 28)) * 0.5f;
         for (unsigned l = 0; l < 4; ++l)
-            r.values[l] = kIq3XxsGrid.v[q[2 * l]] | uint64_t{kIq3XxsGrid.v[q[2 * l + 1]]} << 32;
+            r.entry[2 * l] = &kIq3XxsGrid.v[q[2 * l]], r.entry[2 * l + 1] = &kIq3XxsGrid.v[q[2 * l + 1]];
         r.signs = iq_ksigns32(iq_u32(b + 66 + 4 * u));
         return r;
     }
@@ -155,23 +143,13 @@ struct Iq3XxsBlock {
 // IQ3_S: f16 d, 64 grid bytes, 8 bytes of index bit 8, 32 sign bytes, 4 bytes of per-32 scale
 // nibbles; db = d * (1 + 2 s).
 struct Iq3SBlock {
-    static constexpr size_t kBytes = 110;
-    static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
-    static IqScales scales(const uint8_t* b, float d) {
-        IqScales s;
-        for (unsigned u = 0; u < 8; ++u)
-            s.dl[2 * u] = s.dl[2 * u + 1] = d * static_cast<float>(1 + 2 * iq_nibble(b + 106, u));
-        return s;
-    }
-    static IqUnit unit(const uint8_t* b, size_t u) {
+    static constexpr size_t kBytes = 110, kEntryBytes = 4;
+    [[gnu::always_inline]] static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
+    [[gnu::always_inline]] static IqUnit unit(const uint8_t* b, size_t u, float d) {
         const unsigned high = b[66 + u];
         IqUnit r;
-        for (unsigned l = 0; l < 4; ++l) {
-            const unsigned e = 2 * l;
-            const uint64_t lo = kIq3SGrid.v[b[2 + 8 * u + e] | ((high >> e) & 1u) << 8];
-            const uint64_t hi = kIq3SGrid.v[b[2 + 8 * u + e + 1] | ((high >> (e + 1)) & 1u) << 8];
-            r.values[l] = lo | hi << 32;
-        }
+        r.dl[0] = r.dl[1] = d * static_cast<float>(1 + 2 * iq_nibble(b + 106, static_cast<unsigned>(u)));
+        for (unsigned e = 0; e < 8; ++e) r.entry[e] = &kIq3SGrid.v[b[2 + 8 * u + e] | ((high >> e) & 1u) << 8];
         r.signs = iq_u32(b + 74 + 4 * u);
         return r;
     }
@@ -180,19 +158,14 @@ struct Iq3SBlock {
 // IQ1_S: f16 d, 32 grid bytes, per 32 values a u16 of index bits 8-10 (entry l's at bits 3l), the
 // scale (bits 12-14) and delta's sign (bit 15); dl = d * (2 s + 1).
 struct Iq1SBlock {
-    static constexpr size_t kBytes = 50;
-    static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
-    static IqScales scales(const uint8_t* b, float d) {
-        IqScales s;
-        for (unsigned u = 0; u < 8; ++u)
-            s.dl[2 * u] = s.dl[2 * u + 1] = d * static_cast<float>(2 * ((iq_u16(b + 34 + 2 * u) >> 12) & 7u) + 1);
-        return s;
-    }
-    static IqUnit unit(const uint8_t* b, size_t u) {
+    static constexpr size_t kBytes = 50, kEntryBytes = 8;
+    [[gnu::always_inline]] static uint16_t d_bits(const uint8_t* b) { return iq_u16(b); }
+    [[gnu::always_inline]] static IqUnit unit(const uint8_t* b, size_t u, float d) {
         const unsigned qh = iq_u16(b + 34 + 2 * u);
         IqUnit r;
-        for (unsigned l = 0; l < 4; ++l) r.values[l] = kIq1SGrid.v[b[2 + 4 * u + l] | ((qh >> (3 * l)) & 7u) << 8];
-        r.signs = qh & 0x8000u ? 0x0Fu : 0u;
+        r.dl[0] = r.dl[1] = d * static_cast<float>(2 * ((qh >> 12) & 7u) + 1);
+        for (unsigned l = 0; l < 4; ++l) r.entry[l] = &kIq1SGrid.v[b[2 + 4 * u + l] | ((qh >> (3 * l)) & 7u) << 8];
+        r.signs = (qh >> 15) * 0x0Fu;
         return r;
     }
 };
@@ -200,23 +173,20 @@ struct Iq1SBlock {
 // IQ1_M: 32 grid bytes, 16 bytes of a nibble an entry (index bits 8-10, delta's sign), four u16 of
 // per-16 3-bit scales whose top nibbles are the f16 d; dl = d * (2 s + 1).
 struct Iq1MBlock {
-    static constexpr size_t kBytes = 56;
-    static uint16_t d_bits(const uint8_t* b) {
+    static constexpr size_t kBytes = 56, kEntryBytes = 8;
+    [[gnu::always_inline]] static uint16_t d_bits(const uint8_t* b) {
         return static_cast<uint16_t>((iq_u16(b + 48) >> 12) | (iq_u16(b + 50) >> 8 & 0x00F0u) |
                                      (iq_u16(b + 52) >> 4 & 0x0F00u) | (iq_u16(b + 54) & 0xF000u));
     }
-    static IqScales scales(const uint8_t* b, float d) {
-        IqScales s;
-        for (unsigned k = 0; k < 16; ++k)
-            s.dl[k] = d * static_cast<float>(2 * ((iq_u16(b + 48 + 2 * (k / 4)) >> (3 * (k % 4))) & 7u) + 1);
-        return s;
-    }
-    static IqUnit unit(const uint8_t* b, size_t u) {
+    [[gnu::always_inline]] static IqUnit unit(const uint8_t* b, size_t u, float d) {
+        const unsigned sc = iq_u16(b + 48 + 2 * (u / 2)) >> (6 * (u % 2));
         IqUnit r;
+        r.dl[0] = d * static_cast<float>(2 * (sc & 7u) + 1);
+        r.dl[1] = d * static_cast<float>(2 * ((sc >> 3) & 7u) + 1);
         r.signs = 0;
         for (unsigned l = 0; l < 4; ++l) {
             const unsigned nibble = (b[32 + 2 * u + l / 2] >> (4 * (l % 2))) & 0x0Fu;
-            r.values[l] = kIq1SGrid.v[b[4 * u + l] | (nibble & 7u) << 8];
+            r.entry[l] = &kIq1SGrid.v[b[4 * u + l] | (nibble & 7u) << 8];
             r.signs |= (nibble >> 3) << l;
         }
         return r;

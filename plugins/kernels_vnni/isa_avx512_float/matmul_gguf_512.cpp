@@ -428,27 +428,38 @@ struct Q6_K {
     }
 };
 
-// The i-quants below 4 bits, Block one of gguf_iq_units.hpp's: each unit's grid values gathered
-// by table loads and widened 16 at a time, then x = (dl * grid) * (+-1) (IQ2, IQ3; the -1 by a
+// The i-quants below 4 bits, Block one of gguf_iq_units.hpp's: each unit's grid values loaded
+// from the tables and widened 16 at a time, then x = (dl * grid) * (+-1) (IQ2, IQ3; the -1 by a
 // masked multiply, as the reference multiplies) or x = dl * (grid + delta) (IQ1), dl one scale per
 // 16 values.
+// The 16 grid values of half h of a unit, loaded from the table: two 8-byte entries (vmovq,
+// vmovhps) or four 4-byte ones.
+template <typename Block>
+[[gnu::always_inline]] inline __m128i iq_values_16(const gguf::IqUnit& q, size_t h) {
+    if constexpr (Block::kEntryBytes == 8) {
+        const __m128i lo = _mm_loadl_epi64(static_cast<const __m128i*>(q.entry[2 * h]));
+        return _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(lo), static_cast<const double*>(q.entry[2 * h + 1])));
+    } else {
+        return _mm_unpacklo_epi64(gguf::iq_entry_pair(q, 4 * h), gguf::iq_entry_pair(q, 4 * h + 2));
+    }
+}
+
 template <typename Block, bool Iq1>
 struct IqGrid {
     static constexpr size_t kValues = 256, kBytes = Block::kBytes, kUnit = 32;
-    using Header = gguf::IqScales;
-    [[gnu::always_inline]] static Header header(const uint8_t* b) { return Block::scales(b, _cvtsh_ss(Block::d_bits(b))); }
+    using Header = gguf::OneScale;
+    [[gnu::always_inline]] static Header header(const uint8_t* b) { return {_cvtsh_ss(Block::d_bits(b))}; }
     [[gnu::always_inline]] static void unit(const uint8_t* b, const Header& h, size_t u, __m512 v[2]) {
-        const gguf::IqUnit q = Block::unit(b, u);
+        const gguf::IqUnit q = Block::unit(b, u, h.d);
         #pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
-            const __m128i bytes = _mm_set_epi64x(static_cast<long long>(q.values[2 * half + 1]),
-                                                 static_cast<long long>(q.values[2 * half]));
+            const __m128i bytes = iq_values_16<Block>(q, static_cast<size_t>(half));
             const __m512 grid = _mm512_cvtepi32_ps(Iq1 ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes));
-            const __m512 dl = _mm512_set1_ps(h.dl[2 * u + half]);
+            const __m512 dl = _mm512_set1_ps(q.dl[half]);
             if constexpr (Iq1) {
                 // entries 2 half and 2 half + 1: lanes 0-7 and 8-15
                 const unsigned neg = (q.signs >> (2 * half)) & 3u;
-                const __mmask16 lanes = static_cast<__mmask16>((neg & 1u ? 0x00FFu : 0u) | (neg & 2u ? 0xFF00u : 0u));
+                const __mmask16 lanes = static_cast<__mmask16>((neg & 1u) * 0x00FFu | (neg >> 1) * 0xFF00u);
                 const __m512 delta = _mm512_mask_blend_ps(lanes, _mm512_set1_ps(gguf::kIq1Delta),
                                                           _mm512_set1_ps(-gguf::kIq1Delta));
                 v[half] = _mm512_mul_ps(dl, _mm512_add_ps(grid, delta));
