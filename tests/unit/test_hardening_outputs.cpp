@@ -99,6 +99,12 @@ TEST(HardeningOutputs, DumpPositionPastTheEndCreatesNothing) {
     expect_error(run_cli(kLogits + " --out " + dir.file("l.npy") + " --dump " + dump + " --dump-position 3"),
                  "--dump-position 3 is past the last of 3 positions");
     EXPECT_FALSE(fs::exists(dump));
+    // The dump directory named as an output file too: refused before anything is made (it used to
+    // leave the directory, made first, behind the failed write of the file).
+    expect_error(run_cli(kLogits + " --out " + dump + " --dump " + dump), "--dump " + dump + ": the same path as --out");
+    EXPECT_FALSE(fs::exists(dump));
+    expect_error(run_cli(kGenerate + " --stats " + dump + " --dump " + dump), "--dump " + dump + ": the same path as --stats");
+    EXPECT_FALSE(fs::exists(dump));
     const CommandResult ok = run_cli(kGenerate + " --dump " + dump + " --dump-position 10");
     EXPECT_EQ(ok.status, 0) << ok.err;
     EXPECT_FALSE(fs::is_empty(dump));

@@ -84,8 +84,9 @@ int64_t last_forward_position(size_t prompt, int64_t max_tokens) {
 // Every output is checked before the model loads: a wrong path fails in a second, not after the
 // whole generation.
 Expected<void> check_generate_outputs(const GenerateOptions& g, size_t prompt) {
-    STORMO_TRY(check_outputs({{"--stats", g.stats}, {"--route-trace", g.route_trace}}));
-    STORMO_TRY(check_dump_dir(g.dump));
+    const std::vector<OutputPath> outputs{{"--stats", g.stats}, {"--route-trace", g.route_trace}};
+    STORMO_TRY(check_outputs(outputs));
+    STORMO_TRY(check_dump_dir(g.dump, outputs));
     const int64_t last = last_forward_position(prompt, g.max_tokens);
     if (g.dump.dir && g.dump.position > last)
         return fail(ErrorKind::invalid_argument, "--dump-position " + std::to_string(g.dump.position) +

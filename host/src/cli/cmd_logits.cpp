@@ -29,9 +29,9 @@ int run_logits(int argc, char** argv) {
     if (*parsed == ParseResult::help_shown) return 0;
     auto tokens = read_token_ids(ids);
     if (!tokens) return report_usage_error("logits", tokens.error());
-    if (auto checked = check_outputs({{"--out", out_path}, {"--hidden-out", hidden_path}}); !checked)
-        return report_error("logits", checked.error());
-    if (auto checked = check_dump_dir(dump); !checked) return report_error("logits", checked.error());
+    const std::vector<OutputPath> outputs{{"--out", out_path}, {"--hidden-out", hidden_path}};
+    if (auto checked = check_outputs(outputs); !checked) return report_error("logits", checked.error());
+    if (auto checked = check_dump_dir(dump, outputs); !checked) return report_error("logits", checked.error());
     const int64_t T = static_cast<int64_t>(tokens->size());
     if (dump.position >= T)
         return report_usage_error("logits", Error{ErrorKind::invalid_argument, "--dump-position " + std::to_string(dump.position) +

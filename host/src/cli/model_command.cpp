@@ -234,7 +234,7 @@ Expected<void> check_outputs(const std::vector<OutputPath>& outputs) {
     return {};
 }
 
-Expected<void> check_dump_dir(const DumpOptions& options) {
+Expected<void> check_dump_dir(const DumpOptions& options, const std::vector<OutputPath>& outputs) {
     namespace fs = std::filesystem;
     if (options.position_given && options.position < 0)
         return fail(ErrorKind::invalid_argument, "--dump-position " + std::to_string(options.position) + ": must be >= 0");
@@ -250,6 +250,15 @@ Expected<void> check_dump_dir(const DumpOptions& options) {
     if (!fs::exists(status) && fs::is_symlink(fs::symlink_status(*options.dir, ec)))
         return fail(ErrorKind::invalid_argument, "--dump " + *options.dir + ": a symlink to " +
                                                      symlink_end(*options.dir) + ", which does not exist");
+    const fs::path dump = fs::weakly_canonical(fs::absolute(*options.dir, ec), ec);
+    for (const OutputPath& o : outputs) {
+        if (!o.path) continue;
+        std::error_code other_ec;
+        const fs::path file = fs::weakly_canonical(fs::absolute(symlink_end(*o.path), other_ec), other_ec);
+        if (!ec && !other_ec && dump == file)
+            return fail(ErrorKind::invalid_argument,
+                        "--dump " + *options.dir + ": the same path as " + o.option + " (the directory would take the file's place)");
+    }
     return {};
 }
 

@@ -90,9 +90,11 @@ struct DumpOptions {
     bool position_given = false;
 };
 void add_dump_options(po::options_description& d, DumpOptions& out, const char* position_help);
-// DIR must be a directory or creatable (checked before the work starts, creates nothing); a
-// --dump-position must be >= 0 and come with --dump (alone it would silently do nothing).
-Expected<void> check_dump_dir(const DumpOptions& options);
+// DIR must be a directory or creatable (checked before the work starts, creates nothing), and not
+// one of the command's output files (made as a directory first, it would leave the file unwritable
+// and itself behind); a --dump-position must be >= 0 and come with --dump (alone it would silently
+// do nothing).
+Expected<void> check_dump_dir(const DumpOptions& options, const std::vector<OutputPath>& outputs);
 // Creates DIR and the tracer when --dump was given (else leaves `tracer` empty).
 Expected<void> start_dump(const DumpOptions& options, int64_t default_position, std::optional<DumpTracer>& tracer);
 // The first write error of the dump, if any.

@@ -3,12 +3,12 @@
 // IQ1_S, IQ1_M) for the ISA kernels: for each 32-value unit its two scales (one per 16 values, from
 // the block's f16 d: d_bits, at the front but for IQ1_M's, spread over its scale words), its grid
 // entries in element order, and the bits of the values to negate (IQ2, IQ3) or the sign of each 8
-// values' delta (IQ1). The vector half (gguf_decode.hpp,
-// matmul_gguf_512.cpp) widens the bytes and applies scale and sign in the reference's order
+// values' delta (IQ1). The vector half (gguf_decode.hpp, matmul_gguf_512.cpp) loads the entries,
+// widens their bytes and applies scale and sign in the reference's order
 // (host/sdk/reference_kernels/gguf_dequant_iq.cpp). Plain integer code with no intrinsics, as
 // gguf_scales.hpp; internal linkage, as every ISA helper.
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "stormo/gguf_iq_grids.hpp"
@@ -40,10 +40,9 @@ constexpr auto kIqSigns = iq_table(iq_grids::kKsigns);
 constexpr float kIq1Delta = iq_grids::kIq1Delta;
 
 // A unit's grid entries, as addresses in the tables (one byte a value: unsigned for IQ2 and IQ3,
-// int8 for IQ1; four entries of 8 bytes, or for IQ3 eight of 4), so that the vector half loads them
-// straight from the table (values gathered in general registers and moved over cost a
-// store-forwarding stall where the compiler went through memory), and its sign bits: for IQ2 and
-// IQ3 bit j negates value j; for IQ1 bit e makes entry e's delta -1/8.
+// int8 for IQ1; four entries of 8 bytes, or for IQ3 eight of 4), so that the vector half loads each
+// from its table straight into a vector register, and its sign bits: for IQ2 and IQ3 bit j negates
+// value j; for IQ1 bit e makes entry e's delta -1/8.
 struct IqUnit {
     const void* entry[8];
     uint32_t signs;
