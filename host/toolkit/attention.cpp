@@ -2,6 +2,9 @@
 #include "stormo/toolkit/attention.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace stormo::toolkit {
 namespace {
@@ -122,6 +125,34 @@ void key_runs(const KvView& kv, size_t buffer, size_t first, size_t n, std::vect
 
 }  // namespace
 
+namespace {
+
+// A prefill's rows meet each chunk of keys together: the chunk (its K, then its V) is read from
+// memory once for the block of rows and from cache by the rest, where row by row a long prompt
+// streamed every key and value once per row (40,000 rows of the gpt-oss demo: 27 s, most of it
+// waiting on the KV). Rows go into one block only when they read the same sequence's KV.
+constexpr size_t kRowBlock = 16;
+constexpr size_t kKeyChunk = 256;
+
+// Consecutive rows reading the same KV, at most kRowBlock of them, and few enough a block that
+// every thread has blocks (times KV heads) to take: [begin, end) per block.
+std::vector<std::pair<size_t, size_t>> row_blocks(const std::vector<const KvView*>& row_kv, size_t kv_heads,
+                                                  size_t threads) {
+    const size_t n = row_kv.size();
+    const size_t spread = std::max<size_t>(1, n * kv_heads / (4 * std::max<size_t>(1, threads)));
+    const size_t limit = std::clamp<size_t>(spread, 1, kRowBlock);
+    std::vector<std::pair<size_t, size_t>> blocks;
+    for (size_t r = 0; r < n;) {
+        size_t end = r + 1;
+        while (end < n && end - r < limit && row_kv[end] == row_kv[r]) ++end;
+        blocks.emplace_back(r, end);
+        r = end;
+    }
+    return blocks;
+}
+
+}  // namespace
+
 void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_t> positions, const float* q,
                    const std::vector<float>& sinks, BlockKv block_kv, float* context, std::vector<float>* probs,
                    size_t probs_width) {
@@ -134,47 +165,80 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
     const std::vector<const KvView*> row_kv = kv_of_rows(block_kv, positions.size());
     const size_t key_columns = probs != nullptr ? probs_width / heads - 1 : 0;
     const bool with_sinks = !sinks.empty();
+    const std::vector<std::pair<size_t, size_t>> blocks = row_blocks(row_kv, kv_heads, c.pool != nullptr ? c.pool->size() : 1);
 
-    // One item is a row's group of heads that share a KV head (repeat_kv: head h reads kv head
-    // h / group): their scores come from one pass over the keys and their outputs from one pass
-    // over the values, each value the bits of a dot or an axpy per key.
+    // One item is a block of rows and a KV head: each row's group of heads that share it
+    // (repeat_kv: head h reads kv head h / group) takes its scores from one pass over the keys
+    // and its outputs from one pass over the values, chunk after chunk of keys in ascending
+    // order, so each value is the bits of a dot or of the axpys of its row alone.
     auto run = [&](size_t begin, size_t end) {
         std::vector<float> scores;
+        std::vector<size_t> first(kRowBlock), n_keys(kRowBlock), at(kRowBlock);
         std::vector<KeyRun> runs;
         for (size_t item = begin; item < end; ++item) {
-            const size_t r = item / kv_heads, g = item % kv_heads, h0 = g * group;
-            const KvView& kv = *row_kv[r];
-            const int64_t pos = positions[r];
-            const size_t first = static_cast<size_t>(first_visible_key(pos, o.window));
-            const size_t n_keys = static_cast<size_t>(pos) + 1 - first;
-            const size_t kv_offset = g * hd;
-            const size_t stride = n_keys + 1;  // the sink's logit after the keys'
-            const float* qg = q + r * q_width + h0 * hd;
-            float* out = context + r * q_width + h0 * hd;
-            scores.resize(group * stride);
-            key_runs(kv, 0, first, n_keys, runs);
-            for (const KeyRun& key_run : runs)
-                kt.dot_many(qg, group, hd, key_run.rows + kv_offset, key_run.count, kv_width, hd, scores.data() + key_run.offset, stride);
-            for (size_t a = 0; a < group; ++a) {
-                float* s = scores.data() + a * stride;
-                for (size_t j = 0; j < n_keys; ++j) s[j] = s[j] * o.scale;
-                float sink_mass = 0.0f;
-                if (with_sinks) sink_mass = softmax_with_sink(s, n_keys, sinks[h0 + a], kt.softmax);
-                else kt.softmax(s, n_keys);
-                if (probs != nullptr) {
-                    float* p = probs->data() + r * probs_width + (h0 + a) * (key_columns + 1);
-                    for (size_t j = 0; j < n_keys && first + j < key_columns; ++j) p[first + j] = s[j];
-                    p[key_columns] = sink_mass;
-                }
+            const auto [r0, r1] = blocks[item / kv_heads];
+            const size_t g = item % kv_heads, h0 = g * group, kv_offset = g * hd;
+            const KvView& kv = *row_kv[r0];
+            size_t lo = SIZE_MAX, hi = 0, total = 0;
+            for (size_t r = r0; r < r1; ++r) {
+                const size_t i = r - r0;
+                first[i] = static_cast<size_t>(first_visible_key(positions[r], o.window));
+                n_keys[i] = static_cast<size_t>(positions[r]) + 1 - first[i];
+                at[i] = total;
+                total += group * (n_keys[i] + 1);  // the sink's logit after the keys'
+                lo = std::min(lo, first[i]);
+                hi = std::max(hi, first[i] + n_keys[i]);
             }
-            std::fill_n(out, group * hd, 0.0f);
-            key_runs(kv, 1, first, n_keys, runs);
-            for (const KeyRun& key_run : runs)
-                kt.axpy_many(scores.data() + key_run.offset, group, stride, key_run.rows + kv_offset, key_run.count, kv_width, hd, out, hd);
+            scores.resize(total);
+            // The keys of [c0, c1) a row sees, as runs in KV buffer `buffer`, and where they start.
+            auto visible = [&](size_t i, size_t buffer, size_t c0, size_t c1, size_t& offset) {
+                const size_t a = std::max(c0, first[i]), b = std::min(c1, first[i] + n_keys[i]);
+                runs.clear();
+                if (a >= b) return false;
+                key_runs(kv, buffer, a, b - a, runs);
+                offset = a - first[i];
+                return true;
+            };
+            for (size_t c0 = lo; c0 < hi; c0 += kKeyChunk)
+                for (size_t r = r0; r < r1; ++r) {
+                    const size_t i = r - r0;
+                    size_t offset = 0;
+                    if (!visible(i, 0, c0, c0 + kKeyChunk, offset)) continue;
+                    const float* qg = q + r * q_width + h0 * hd;
+                    for (const KeyRun& key_run : runs)
+                        kt.dot_many(qg, group, hd, key_run.rows + kv_offset, key_run.count, kv_width, hd,
+                                    scores.data() + at[i] + offset + key_run.offset, n_keys[i] + 1);
+                }
+            for (size_t r = r0; r < r1; ++r) {
+                const size_t i = r - r0, stride = n_keys[i] + 1;
+                for (size_t a = 0; a < group; ++a) {
+                    float* s = scores.data() + at[i] + a * stride;
+                    for (size_t j = 0; j < n_keys[i]; ++j) s[j] = s[j] * o.scale;
+                    float sink_mass = 0.0f;
+                    if (with_sinks) sink_mass = softmax_with_sink(s, n_keys[i], sinks[h0 + a], kt.softmax);
+                    else kt.softmax(s, n_keys[i]);
+                    if (probs != nullptr) {
+                        float* p = probs->data() + r * probs_width + (h0 + a) * (key_columns + 1);
+                        for (size_t j = 0; j < n_keys[i] && first[i] + j < key_columns; ++j) p[first[i] + j] = s[j];
+                        p[key_columns] = sink_mass;
+                    }
+                }
+                std::fill_n(context + r * q_width + h0 * hd, group * hd, 0.0f);
+            }
+            for (size_t c0 = lo; c0 < hi; c0 += kKeyChunk)
+                for (size_t r = r0; r < r1; ++r) {
+                    const size_t i = r - r0;
+                    size_t offset = 0;
+                    if (!visible(i, 1, c0, c0 + kKeyChunk, offset)) continue;
+                    float* out = context + r * q_width + h0 * hd;
+                    for (const KeyRun& key_run : runs)
+                        kt.axpy_many(scores.data() + at[i] + offset + key_run.offset, group, n_keys[i] + 1, key_run.rows + kv_offset,
+                                     key_run.count, kv_width, hd, out, hd);
+                }
         }
     };
-    if (c.pool != nullptr) c.pool->parallel_for(positions.size() * kv_heads, 1, run);
-    else run(0, positions.size() * kv_heads);
+    if (c.pool != nullptr) c.pool->parallel_for(blocks.size() * kv_heads, 1, run);
+    else run(0, blocks.size() * kv_heads);
 }
 
 Expected<void> build_gqa_attention(const Compute& c, int layer, const StepContext& ctx, const GqaWeights& w,

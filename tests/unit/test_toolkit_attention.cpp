@@ -148,5 +148,18 @@ TEST(ToolkitAttention, PagedKeysGiveTheBitsOfContiguousOnes) {
     check({{8, 2, 64}, 8, 64, {5, 9, 20, 21, 22, 23}, true, 4}, "window 8, pages of 4");
 }
 
+TEST(ToolkitAttention, RowBlocksOverChunksOfKeysGiveTheBitsOfOneRowAtATime) {
+    // A prefill's rows share each chunk of 256 keys (attention.cpp's kRowBlock, kKeyChunk): 40
+    // rows (blocks of up to 16) seeing 561 to 600 keys cross two chunk ends, in pages of 100 rows
+    // whose ends fall elsewhere; rows of the start of a prompt see fewer keys than the block's last.
+    std::vector<int64_t> late, early;
+    for (int64_t p = 560; p < 600; ++p) late.push_back(p);
+    for (int64_t p = 0; p < 40; ++p) early.push_back(p);
+    check({{8, 2, 64}, 0, 600, late, true, 100}, "full, 40 rows past two chunk ends");
+    check({{8, 2, 64}, 0, 600, early, false, 100}, "full, the first 40 rows");
+    // A window of 300 wider than a chunk: each row's first key moves with it, inside a chunk.
+    check({{8, 2, 64}, 300, 600, late, true, 100}, "window 300, 40 rows");
+}
+
 }  // namespace
 }  // namespace stormo::toolkit
