@@ -2,6 +2,7 @@
 #include "stormo/toolkit/attention.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -173,7 +174,7 @@ void attend_causal(const Compute& c, const GqaOptions& o, std::span<const int64_
     // order, so each value is the bits of a dot or of the axpys of its row alone.
     auto run = [&](size_t begin, size_t end) {
         std::vector<float> scores;
-        std::vector<size_t> first(kRowBlock), n_keys(kRowBlock), at(kRowBlock);
+        std::array<size_t, kRowBlock> first{}, n_keys{}, at{};
         std::vector<KeyRun> runs;
         for (size_t item = begin; item < end; ++item) {
             const auto [r0, r1] = blocks[item / kv_heads];
