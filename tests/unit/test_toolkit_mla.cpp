@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "compute/worker_pool.hpp"
 #include "kernel_test_support.hpp"
 #include "stormo/toolkit/mla.hpp"
 
@@ -146,6 +147,72 @@ TEST(ToolkitMla, AbsorbedEqualsExpandedWithAndWithoutQLoraRank) {
         const std::vector<float> last(r.out.end() - kHidden, r.out.end());
         EXPECT_LT(max_abs_diff(last, r.traced.at("attn_out_expanded")), 1e-5);
         EXPECT_EQ(last, r.traced.at("attn_out"));
+    }
+}
+
+// The absorbed attention head by head and key by key: per (row, head) q_lat, a dot per kept key,
+// the softmax, an axpy per key.
+std::vector<float> absorbed_per_head(const MlaShape& s, const std::vector<float>& q, const KeptPositions& kept,
+                                     const AbsorbedKvB& kvb, const KvView& kv, float scale) {
+    const KernelTable& kt = reference_kernels();
+    const Compute c{&kt, nullptr, false};
+    std::vector<float> context(kept.size() * s.heads * s.v), q_lat(s.kv_lora_rank), pooled(s.kv_lora_rank);
+    for (size_t r = 0; r < kept.size(); ++r)
+        for (size_t h = 0; h < s.heads; ++h) {
+            const float* qh = q.data() + (r * s.heads + h) * s.qk();
+            matmul(c, kvb.k_half(h), qh, 1, q_lat.data());
+            std::vector<float> scores(kept[r].size());
+            for (size_t j = 0; j < kept[r].size(); ++j)
+                scores[j] = (kt.dot(q_lat.data(), kv.at(0, kept[r][j]), s.kv_lora_rank) +
+                             kt.dot(qh + s.nope, kv.at(1, kept[r][j]), s.rope)) *
+                            scale;
+            kt.softmax(scores.data(), scores.size());
+            std::fill(pooled.begin(), pooled.end(), 0.0f);
+            for (size_t j = 0; j < kept[r].size(); ++j) kt.axpy(scores[j], kv.at(0, kept[r][j]), pooled.data(), s.kv_lora_rank);
+            matmul(c, kvb.v_half(h), pooled.data(), 1, context.data() + (r * s.heads + h) * s.v);
+        }
+    return context;
+}
+
+TEST(ToolkitMla, AbsorbedRunsOfKeysGiveTheBitsOfOneHeadAndKeyAtATime) {
+    // 8 heads, 300 kept keys in pages of 50 (the kernels' runs break at every page end), a
+    // scattered selection too; one row (decode) and five, with no pool and pools of 2 and 3 threads.
+    std::mt19937 rng(11);
+    Layer l;
+    l.shape = {8, 0, 16, 8, 4, 6};
+    make_layer(l, rng);
+    const MlaShape& s = l.shape;
+    const size_t capacity = 300, page_rows = 50;
+    std::vector<float> latents = testing::random_floats(capacity * s.kv_lora_rank, rng, -1.0f, 1.0f);
+    std::vector<float> rope_keys = testing::random_floats(capacity * s.rope, rng, -1.0f, 1.0f);
+    std::vector<float*> latent_pages, rope_pages;
+    for (size_t k = 0; k < capacity / page_rows; ++k) {
+        latent_pages.push_back(latents.data() + k * page_rows * s.kv_lora_rank);
+        rope_pages.push_back(rope_keys.data() + k * page_rows * s.rope);
+    }
+    const KvView kv{{KvBufferView{latent_pages.data(), 0, page_rows, capacity, s.kv_lora_rank},
+                     KvBufferView{rope_pages.data(), 0, page_rows, capacity, s.rope}},
+                    capacity};
+    for (const size_t rows : {size_t{1}, size_t{5}}) {
+        std::vector<int64_t> positions;
+        for (size_t r = 0; r < rows; ++r) positions.push_back(static_cast<int64_t>(capacity - rows + r));
+        KeptPositions kept = all_past_positions(positions);
+        if (rows > 1) {  // a selector's scattered keys in one row
+            kept[1].clear();
+            for (int64_t p = 0; p < positions[1]; p += 3) kept[1].push_back(p);
+        }
+        const std::vector<float> q = testing::random_floats(rows * s.heads * s.qk(), rng);
+        const std::vector<float> want = absorbed_per_head(s, q, kept, l.w.absorbed, kv, 0.25f);
+        WorkerPool two(2), three(3);
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), static_cast<ThreadPool*>(&two), static_cast<ThreadPool*>(&three)}) {
+            const SequenceKv seq{0, rows, kv};
+            std::vector<float> got;
+            got.resize(want.size(), -1.0f);
+            mla_attend_absorbed(Compute{&reference_kernels(), pool, false}, s, positions, q, kept, l.w.absorbed,
+                                std::span(&seq, 1), 0.25f, got);
+            EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+                << rows << " rows, " << (pool != nullptr ? pool->size() : 0) << " threads";
+        }
     }
 }
 
