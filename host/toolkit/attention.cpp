@@ -124,10 +124,6 @@ void key_runs(const KvView& kv, size_t buffer, size_t first, size_t n, std::vect
     }
 }
 
-}  // namespace
-
-namespace {
-
 // A prefill's rows meet each chunk of keys together: the chunk (its K, then its V) is read from
 // memory once for the block of rows and from cache by the rest, where row by row a long prompt
 // streamed every key and value once per row (40,000 rows of the gpt-oss demo: 27 s, most of it

@@ -15,11 +15,17 @@ inline constexpr size_t kQK = 32;    // values per block of Q8_0, Q4_0, MXFP4
 inline constexpr size_t kQK_K = 256;  // values per super-block of the K-quants
 
 inline uint8_t byte_at(const std::byte* p, size_t i) { return static_cast<uint8_t>(p[i]); }
-inline float f16_at(const std::byte* p) {
+inline uint16_t u16_at(const std::byte* p) {
     uint16_t v;
     std::memcpy(&v, p, 2);
-    return f16_to_f32(v);
+    return v;
 }
+inline uint32_t u32_at(const std::byte* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+inline float f16_at(const std::byte* p) { return f16_to_f32(u16_at(p)); }
 
 // Decodes one block into its block_values floats.
 using BlockDecoder = void (*)(const std::byte* block, float* out);

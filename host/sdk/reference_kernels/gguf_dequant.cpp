@@ -137,8 +137,7 @@ void decode_q4_1(const std::byte* b, float* y) {
 }
 
 void unpack_q5_32(const std::byte* qh, const std::byte* qs, uint8_t* q) {
-    uint32_t high;
-    std::memcpy(&high, qh, 4);
+    const uint32_t high = u32_at(qh);
     unpack_nibbles_32(qs, q);
     for (size_t j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>(q[j] | ((high >> j) & 1u) << 4);
 }
@@ -302,15 +301,6 @@ std::optional<WeightFormat> gguf_weight_format(GgufType type) {
 }  // namespace stormo
 
 namespace stormo {
-namespace {
-
-uint16_t u16_at(const std::byte* p) {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return v;
-}
-
-}  // namespace
 
 Expected<void> dequantize_gguf(GgufType type, const std::byte* blocks, size_t n_values, float* out) {
     const auto info = gguf_type_info(static_cast<uint32_t>(type));
@@ -330,7 +320,7 @@ Expected<void> dequantize_gguf(GgufType type, const std::byte* blocks, size_t n_
             for (size_t i = 0; i < n_values; ++i) out[i] = gguf::f16_at(blocks + 2 * i);
             return {};
         case GgufType::BF16:
-            for (size_t i = 0; i < n_values; ++i) out[i] = bf16_to_f32(u16_at(blocks + 2 * i));
+            for (size_t i = 0; i < n_values; ++i) out[i] = bf16_to_f32(gguf::u16_at(blocks + 2 * i));
             return {};
         default: break;
     }

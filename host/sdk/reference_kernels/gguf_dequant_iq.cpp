@@ -4,25 +4,11 @@
 // is a grid entry's value (stormo/gguf_iq_grids.hpp) times a sub-block scale, then times +-1 (the
 // IQ2 and IQ3 types) or, for IQ1, the scale times (grid value + delta). The comments give the
 // formulas in gguf-py's order of evaluation.
-#include <cstring>
-
 #include "reference_kernels/gguf_blocks.hpp"
 #include "stormo/gguf_iq_grids.hpp"
 
 namespace stormo::gguf {
 namespace {
-
-uint16_t u16_le(const std::byte* p) {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return v;
-}
-
-uint32_t u32_le(const std::byte* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-}
 
 // Value j of a grid entry of one byte a value.
 template <typename Word>
@@ -51,7 +37,7 @@ void decode_iq2_xxs(const std::byte* b, float* y) {
     const float d = f16_at(b);
     for (size_t s = 0; s < 8; ++s) {
         const std::byte* q = b + 2 + 8 * s;
-        const uint32_t aux = u32_le(q + 4);
+        const uint32_t aux = u32_at(q + 4);
         const float db = iq2_scale(d, aux >> 28);
         for (size_t l = 0; l < 4; ++l) {
             const uint64_t entry = iq_grids::kIq2Xxs[byte_at(q, l)];
@@ -65,7 +51,7 @@ void decode_iq2_xxs(const std::byte* b, float* y) {
 void decode_iq2_xs(const std::byte* b, float* y) {
     const float d = f16_at(b);
     for (size_t g = 0; g < 32; ++g) {
-        const unsigned q = u16_le(b + 2 + 2 * g);
+        const unsigned q = u16_at(b + 2 + 2 * g);
         const float db = iq2_scale(d, (byte_at(b + 66, g / 4) >> (4 * ((g / 2) % 2))) & 0x0F);
         const uint64_t entry = iq_grids::kIq2Xs[q & 511];
         signed_values(db, &entry, 8, iq_grids::ksigns(q >> 9), y + 8 * g);
@@ -89,7 +75,7 @@ void decode_iq2_s(const std::byte* b, float* y) {
 void decode_iq3_xxs(const std::byte* b, float* y) {
     const float d = f16_at(b);
     for (size_t s = 0; s < 8; ++s) {
-        const uint32_t aux = u32_le(b + 66 + 4 * s);
+        const uint32_t aux = u32_at(b + 66 + 4 * s);
         const float db = d * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
         for (size_t l = 0; l < 4; ++l) {
             const uint32_t entries[2] = {iq_grids::kIq3Xxs[byte_at(b + 2, 8 * s + 2 * l)],
@@ -135,7 +121,7 @@ void iq1_values(float dl, unsigned index, bool negative_delta, float* y) {
 void decode_iq1_s(const std::byte* b, float* y) {
     const float d = f16_at(b);
     for (size_t s = 0; s < 8; ++s) {
-        const unsigned qh = u16_le(b + 34 + 2 * s);
+        const unsigned qh = u16_at(b + 34 + 2 * s);
         const float dl = d * static_cast<float>(2 * ((qh >> 12) & 7) + 1);
         for (size_t l = 0; l < 4; ++l)
             iq1_values(dl, byte_at(b + 2, 4 * s + l) | ((qh >> (3 * l)) & 7) << 8, (qh & 0x8000) != 0,
@@ -149,7 +135,7 @@ void decode_iq1_s(const std::byte* b, float* y) {
 // nibbles (bits 12-15 of u16 i are d's bits 4i..4i+3); dl = d * (2 s + 1).
 void decode_iq1_m(const std::byte* b, float* y) {
     uint16_t sc[4];
-    for (size_t i = 0; i < 4; ++i) sc[i] = u16_le(b + 48 + 2 * i);
+    for (size_t i = 0; i < 4; ++i) sc[i] = u16_at(b + 48 + 2 * i);
     const uint16_t d_bits = static_cast<uint16_t>((sc[0] >> 12) | (sc[1] >> 8 & 0x00F0) | (sc[2] >> 4 & 0x0F00) |
                                                   (sc[3] & 0xF000));
     const float d = f16_to_f32(d_bits);
